@@ -1,0 +1,167 @@
+//! The resolved configuration as plain data, with every default in one place.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// The whole configuration after defaults and environment variables were applied.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// The file it was read from, if any.
+    pub source: Option<PathBuf>,
+    /// Provider profiles by name, including the built-in ones found in the environment.
+    pub providers: BTreeMap<String, ProviderProfile>,
+    pub models: ModelRoles,
+    pub session: SessionSettings,
+    pub retry: RetrySettings,
+}
+
+/// The wire format a provider speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProviderKind {
+    /// Anthropic Messages API.
+    Anthropic,
+    /// OpenAI Chat Completions (also OpenRouter, llama.cpp's server, vLLM, Ollama's `/v1`).
+    OpenAi,
+    /// Ollama's native `/api/chat`.
+    Ollama,
+}
+
+impl ProviderKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Anthropic => "anthropic",
+            Self::OpenAi => "openai",
+            Self::Ollama => "ollama",
+        }
+    }
+}
+
+/// One configured endpoint.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProviderProfile {
+    pub name: String,
+    pub kind: ProviderKind,
+    /// Base URL without the endpoint path (`https://api.anthropic.com`,
+    /// `https://api.openai.com/v1`, `http://127.0.0.1:11434`).
+    pub base_url: String,
+    /// Name of the environment variable holding the key; `None` for keyless local servers.
+    pub api_key_env: Option<String>,
+    /// The key read from that variable at load time; `None` when unset.
+    pub api_key: Option<String>,
+    pub default_model: String,
+    /// Context window in tokens.
+    pub context_window: u64,
+    pub max_output_tokens: u32,
+}
+
+/// A model named as `profile/model` or just `model` (meaning the default profile).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelRef {
+    pub provider: Option<String>,
+    pub model: String,
+}
+
+/// Which model plays which role.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ModelRoles {
+    /// The provider profile used when no `--provider` is given.
+    pub default_provider: Option<String>,
+    /// The conversation model; `None` means the default profile's `default_model`.
+    pub default: Option<ModelRef>,
+    /// Writes compaction notes; `None` means the conversation model.
+    pub compaction: Option<ModelRef>,
+    /// Tried when the primary model keeps failing.
+    pub fallback: Option<ModelRef>,
+}
+
+/// `[session]`: timeouts, compaction and storage limits. Seconds unless named otherwise.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionSettings {
+    /// From sending the request to the response headers.
+    pub prefill_timeout: Duration,
+    /// From the response headers to the first streamed event.
+    pub first_token_timeout: Duration,
+    /// Longest silence between streamed events; thinking-only streams stop at 3x this.
+    pub no_progress_timeout: Duration,
+    /// A tool without progress for this long is stopped; each streamed item resets it.
+    pub tool_execution_timeout: Duration,
+    /// Side calls (titles, compaction notes).
+    pub sidecar_llm_timeout: Duration,
+    /// Idle time before a session passivates; zero disables passivation.
+    pub idle_timeout: Duration,
+    /// Fraction of the context window at which compaction starts.
+    pub compaction_threshold: f64,
+    /// Journal events between snapshots.
+    pub snapshot_every: u32,
+    /// A single message larger than this is replaced by a placeholder naming its size.
+    pub max_message_bytes: usize,
+    pub maintenance: MaintenanceSettings,
+}
+
+impl Default for SessionSettings {
+    fn default() -> Self {
+        Self {
+            prefill_timeout: Duration::from_secs(1800),
+            first_token_timeout: Duration::from_secs(600),
+            no_progress_timeout: Duration::from_secs(1200),
+            tool_execution_timeout: Duration::from_secs(90),
+            sidecar_llm_timeout: Duration::from_secs(90),
+            idle_timeout: Duration::from_secs(3600),
+            compaction_threshold: 0.75,
+            snapshot_every: 20,
+            max_message_bytes: 128 * 1024,
+            maintenance: MaintenanceSettings::default(),
+        }
+    }
+}
+
+/// Whether maintenance only reports or also deletes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MaintenanceMode {
+    Warn,
+    Enforce,
+}
+
+/// `[session.maintenance]`: the disk budget for stored sessions.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MaintenanceSettings {
+    pub mode: MaintenanceMode,
+    pub prune_after: Duration,
+    pub max_entries: u64,
+    /// `None` means no byte budget.
+    pub max_disk_bytes: Option<u64>,
+    /// Defaults to 80% of `max_disk_bytes`.
+    pub high_water_bytes: Option<u64>,
+}
+
+impl Default for MaintenanceSettings {
+    fn default() -> Self {
+        Self {
+            mode: MaintenanceMode::Warn,
+            prune_after: Duration::from_secs(30 * 24 * 3600),
+            max_entries: 500,
+            max_disk_bytes: None,
+            high_water_bytes: None,
+        }
+    }
+}
+
+/// `[retry]`: how failed model calls are retried.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RetrySettings {
+    /// Attempts per model, the first included.
+    pub max_attempts: u32,
+    pub base_delay: Duration,
+    pub max_delay: Duration,
+}
+
+impl Default for RetrySettings {
+    fn default() -> Self {
+        Self {
+            max_attempts: 4,
+            base_delay: Duration::from_millis(1000),
+            max_delay: Duration::from_secs(60),
+        }
+    }
+}

@@ -1,0 +1,17 @@
+//! Plain data shared by every layer: identifiers, messages and their content blocks, tool
+//! calls and results, token usage, audiences, senders and error categories.
+//!
+//! Nothing here does IO or imports a storage, network or terminal crate; every other module
+//! may depend on `domain`, and `domain` depends on none of them.
+
+mod error;
+mod ids;
+mod message;
+mod sender;
+mod usage;
+
+pub use error::ErrorCategory;
+pub use ids::{SessionId, SessionKey};
+pub use message::{ContentBlock, Message, Role, ToolCall, ToolResult};
+pub use sender::{Audience, Sender};
+pub use usage::Usage;

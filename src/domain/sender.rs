@@ -1,0 +1,41 @@
+//! Who sent an input and which audience it is answered for.
+
+use serde::{Deserialize, Serialize};
+
+/// How much of the prompt stack and which tools an input's answer may use.
+///
+/// Ordered from least to most trusted, so `audience >= Audience::Team` reads naturally.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Audience {
+    /// Strangers: a thin prompt and no tool that can touch the host.
+    Public,
+    /// Trusted colleagues: the full stack without personal shell details.
+    Team,
+    /// The machine's owner at their own terminal.
+    Personal,
+}
+
+/// The author of an input.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Sender {
+    /// Stable identifier within its channel (`local` for the terminal user).
+    pub id: String,
+    /// Name shown in transcripts.
+    pub name: String,
+    /// True for reminders, webhooks and other input no person typed.
+    #[serde(default)]
+    pub automated: bool,
+}
+
+impl Sender {
+    /// The person at this terminal.
+    pub fn local_user() -> Self {
+        let name = std::env::var("USER").unwrap_or_else(|_| "you".to_owned());
+        Self {
+            id: "local".to_owned(),
+            name,
+            automated: false,
+        }
+    }
+}

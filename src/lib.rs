@@ -1,0 +1,13 @@
+//! tern: a terminal-first AI coding assistant.
+//!
+//! The library holds everything; `main.rs` is a thin CLI over it. See ARCHITECTURE.md for the
+//! codemap and the invariants that keep the layers apart.
+
+pub mod cli;
+pub mod config;
+pub mod domain;
+pub mod llm;
+pub mod prompt;
+pub mod session;
+pub mod store;
+pub mod tools;

@@ -1,0 +1,102 @@
+//! The only code that speaks to model providers over HTTP.
+//!
+//! A [`Provider`] turns a provider-neutral [`ChatRequest`] into one streamed HTTP call and
+//! yields [`StreamEvent`]s decoded from the wire format (Anthropic Messages SSE, OpenAI Chat
+//! Completions SSE, Ollama NDJSON). [`ModelClient`] sits above the providers: it drives a
+//! stream to its end, assembles the reply, classifies failures, retries with jittered backoff
+//! where retrying can help, and fails over to the fallback model.
+
+mod error;
+
+pub use error::LlmError;
+
+use crate::domain::{Message, Usage};
+use futures_util::Stream;
+use std::future::Future;
+use std::pin::Pin;
+
+/// A tool as the model sees it on the request: name, description and JSON schema.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    pub input_schema: serde_json::Value,
+}
+
+/// Everything one model call needs, independent of the wire format.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChatRequest {
+    pub model: String,
+    /// The system prompt (tier A and B of the layered prompt).
+    pub system: String,
+    /// History in order; consecutive messages of the same role are merged by the encoders.
+    pub messages: Vec<Message>,
+    pub tools: Vec<ToolSpec>,
+    pub max_output_tokens: u32,
+    /// Indices into `messages` whose last block carries a prompt-cache breakpoint (Anthropic
+    /// `cache_control`). The system prompt and the tool list always get one.
+    pub cache_breakpoints: Vec<usize>,
+}
+
+/// Why the model stopped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StopReason {
+    EndTurn,
+    ToolUse,
+    /// Cut at the output limit: the reply is incomplete and must not be kept as an answer.
+    MaxTokens,
+    StopSequence,
+    Refusal,
+    /// A reason this version does not know, kept verbatim.
+    Other(String),
+}
+
+/// One decoded piece of a streamed reply. Indices name content positions as the provider
+/// numbered them, so interleaved tool calls stay apart.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StreamEvent {
+    TextDelta(String),
+    ThinkingDelta(String),
+    /// The signature that closes a thinking block; it must be echoed back verbatim.
+    ThinkingSignature(String),
+    ToolCallStart {
+        index: usize,
+        id: String,
+        name: String,
+    },
+    /// A fragment of the call's JSON arguments; Ollama sends the whole object as one fragment.
+    ToolCallArgsDelta {
+        index: usize,
+        json: String,
+    },
+    ToolCallEnd {
+        index: usize,
+    },
+    Usage(Usage),
+    Stop(StopReason),
+    /// The provider reported an error inside an otherwise successful (HTTP 200) stream.
+    Error(LlmError),
+}
+
+/// A stream of decoded events; it ends after `Stop` or with an `Err`.
+pub type EventStream = Pin<Box<dyn Stream<Item = Result<StreamEvent, LlmError>> + Send>>;
+
+/// A boxed future, so that `Provider` stays object-safe.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// A model provider speaking one wire format.
+pub trait Provider: Send + Sync {
+    /// The profile name this provider was built from (`anthropic`, `openai`, `local`, …).
+    fn name(&self) -> &str;
+
+    /// Sends the request and returns the decoded event stream once response headers arrived
+    /// with a success status. HTTP errors come back as a classified [`LlmError`].
+    fn stream<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+    ) -> BoxFuture<'a, Result<EventStream, LlmError>>;
+
+    /// A cheap request that proves the endpoint answers and the key is accepted (for
+    /// `tern doctor`). Returns a short description of what answered.
+    fn probe(&self) -> BoxFuture<'_, Result<String, LlmError>>;
+}

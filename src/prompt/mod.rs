@@ -1,0 +1,1 @@
+//! Pure functions from session state to a provider request.

@@ -1,0 +1,1 @@
+//! The session actor: phases, the turn loop, and its journal.

@@ -1,0 +1,64 @@
+//! What the journal records, one event per append. Replaying a session's events in order
+//! rebuilds its history.
+
+use crate::domain::{Audience, ContentBlock, ErrorCategory, Message, Sender, ToolResult, Usage};
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+/// One journaled fact about a session. New variants may be added; old ones never change
+/// shape, so old journals keep replaying.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum JournalEvent {
+    /// An input accepted into the session, committed before it is acknowledged.
+    InputAccepted {
+        sender: Sender,
+        audience: Audience,
+        text: String,
+    },
+    /// A complete assistant message (text, thinking, tool calls).
+    AssistantMessage {
+        model: String,
+        content: Vec<ContentBlock>,
+    },
+    /// The results of one tool batch, in call order, each paired with its call by id.
+    ToolResults {
+        results: Vec<ToolResult>,
+    },
+    /// Tokens used by one model call.
+    Usage {
+        model: String,
+        usage: Usage,
+    },
+    TurnCompleted,
+    /// A turn that ended in an error; the history up to it stays valid.
+    TurnFailed {
+        category: ErrorCategory,
+        message: String,
+    },
+    TitleChanged {
+        title: String,
+    },
+    /// The durable part of the working context: where relative paths resolve.
+    WorkingDirectoryChanged {
+        path: PathBuf,
+    },
+    /// A file the tools read or wrote, for the recent-files list.
+    FileTouched {
+        path: PathBuf,
+    },
+    /// A message the history must carry as is (used by recovery and compaction).
+    Message {
+        message: Message,
+    },
+}
+
+/// A journal event with its position and time, as read back from the store.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JournalRecord {
+    /// Position in the session's journal, from 1.
+    pub seq: u64,
+    /// Milliseconds since the Unix epoch when it was appended.
+    pub at_ms: i64,
+    pub event: JournalEvent,
+}

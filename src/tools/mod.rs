@@ -1,0 +1,105 @@
+//! Tools the model can call on the user's repository: the [`Tool`] trait, the
+//! [`ToolRegistry`], the approval [`policy`], and the built-in tools.
+//!
+//! A tool never mutates session state directly. It returns a [`ToolOutput`] whose
+//! [`ToolEffect`]s (files read or written, a new working directory) the session applies, so
+//! every change of state goes through the session and its journal.
+
+pub mod policy;
+
+pub use policy::{ApprovalMode, ApprovalNeed, Decision};
+
+use crate::domain::Audience;
+use std::future::Future;
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+/// A boxed future, so that `Tool` stays object-safe.
+pub type ToolFuture<'a> = Pin<Box<dyn Future<Output = ToolOutput> + Send + 'a>>;
+
+/// What a tool may touch and see while it runs. Built fresh by the session for each batch.
+#[derive(Debug, Clone)]
+pub struct ToolContext {
+    /// The project directory: relative paths resolve against it, and anything outside it
+    /// needs approval.
+    pub project_dir: PathBuf,
+    /// The current working directory for relative paths and shell commands (starts as
+    /// `project_dir`, moved by `set_working_directory`).
+    pub cwd: PathBuf,
+    /// Exported as `TMPDIR` to child processes.
+    pub temp_dir: PathBuf,
+    /// Watchdog for a tool without progress; streamed output resets it (`[session]
+    /// tool_execution`).
+    pub tool_timeout: Duration,
+}
+
+/// What a tool call changed, for the session to record (recent files, working directory).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ToolEffect {
+    Read(PathBuf),
+    Wrote(PathBuf),
+    SetWorkingDirectory(PathBuf),
+}
+
+/// The result of one call: the text returned to the model and the effects to apply.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ToolOutput {
+    pub content: String,
+    pub is_error: bool,
+    pub effects: Vec<ToolEffect>,
+}
+
+impl ToolOutput {
+    pub fn ok(content: impl Into<String>) -> Self {
+        Self {
+            content: content.into(),
+            is_error: false,
+            effects: Vec::new(),
+        }
+    }
+
+    pub fn error(content: impl Into<String>) -> Self {
+        Self {
+            content: content.into(),
+            is_error: true,
+            effects: Vec::new(),
+        }
+    }
+
+    pub fn with_effect(mut self, effect: ToolEffect) -> Self {
+        self.effects.push(effect);
+        self
+    }
+}
+
+/// A capability offered to the model.
+pub trait Tool: Send + Sync {
+    /// The name the model calls it by.
+    fn name(&self) -> &'static str;
+
+    /// One paragraph for the model: what it does and when to use it.
+    fn description(&self) -> &'static str;
+
+    /// The JSON schema of its arguments.
+    fn input_schema(&self) -> serde_json::Value;
+
+    /// The least trusted audience that may see and call this tool.
+    fn min_audience(&self) -> Audience;
+
+    /// True when calls have no side effects, so several may run concurrently in one batch.
+    fn is_read_only(&self) -> bool;
+
+    /// What approval this particular call needs, given its arguments.
+    fn approval_need(&self, input: &serde_json::Value, ctx: &ToolContext) -> ApprovalNeed;
+
+    /// Runs the call. Must return promptly once `cancel` fires; errors are returned as a
+    /// `ToolOutput` with `is_error`, never as a panic.
+    fn execute<'a>(
+        &'a self,
+        input: serde_json::Value,
+        ctx: &'a ToolContext,
+        cancel: CancellationToken,
+    ) -> ToolFuture<'a>;
+}

@@ -1,0 +1,13 @@
+//! The integration test binary: every test drives tern through its public interface with
+//! real parts (a redb file in a temp dir, a provider on 127.0.0.1, the real binary).
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod cli;
+mod config;
+mod conformance;
+mod mock;
+mod session;
+mod store;
+mod tools;

@@ -1,0 +1,2 @@
+//! Shared test support: the mock provider and helpers to run tern in isolation.
+#![allow(dead_code)]
