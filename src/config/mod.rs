@@ -4,10 +4,25 @@
 //!
 //! Loading happens in two stages, as in ripgrep: [`load`] parses and validates into plain
 //! data with errors that name the file, line and key; building providers from that data is
-//! left to the caller.
+//! left to the caller. Loading is a pure function of the file text and an [`Environment`]
+//! snapshot, so tests never touch the process environment.
 
+mod env;
+mod error;
+mod load;
+mod location;
+mod paths;
+mod providers;
+mod raw;
+mod render;
+mod resolve;
 mod settings;
+mod units;
 
+pub use env::Environment;
+pub use error::ConfigError;
+pub use load::{load, load_from_str};
+pub use paths::Paths;
 pub use settings::{
     Config, MaintenanceMode, MaintenanceSettings, ModelRef, ModelRoles, ProviderKind,
     ProviderProfile, RetrySettings, SessionSettings,

@@ -9,10 +9,16 @@ use std::time::Duration;
 pub struct Config {
     /// The file it was read from, if any.
     pub source: Option<PathBuf>,
+    /// Where the config file is read from, whether or not it exists; messages that tell the
+    /// user to write one name it.
+    pub config_file: PathBuf,
     /// Provider profiles by name, including the built-in ones found in the environment.
     pub providers: BTreeMap<String, ProviderProfile>,
+    /// `[models]`: which model plays which role.
     pub models: ModelRoles,
+    /// `[session]`: timeouts, compaction and storage limits.
     pub session: SessionSettings,
+    /// `[retry]`: how failed model calls are retried.
     pub retry: RetrySettings,
 }
 
@@ -28,6 +34,7 @@ pub enum ProviderKind {
 }
 
 impl ProviderKind {
+    /// The name used in the config file's `kind` key.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Anthropic => "anthropic",
@@ -40,7 +47,9 @@ impl ProviderKind {
 /// One configured endpoint.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ProviderProfile {
+    /// The profile's name: `anthropic`, `openai`, `ollama` or a `[providers.NAME]` key.
     pub name: String,
+    /// The wire format it speaks.
     pub kind: ProviderKind,
     /// Base URL without the endpoint path (`https://api.anthropic.com`,
     /// `https://api.openai.com/v1`, `http://127.0.0.1:11434`).
@@ -49,23 +58,28 @@ pub struct ProviderProfile {
     pub api_key_env: Option<String>,
     /// The key read from that variable at load time; `None` when unset.
     pub api_key: Option<String>,
+    /// The model used when a request names none (the profile's `model` key).
     pub default_model: String,
     /// Context window in tokens.
     pub context_window: u64,
+    /// Largest reply requested, in tokens.
     pub max_output_tokens: u32,
 }
 
 /// A model named as `profile/model` or just `model` (meaning the default profile).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ModelRef {
+    /// The profile name before the first `/`, if any.
     pub provider: Option<String>,
+    /// The model name as the provider knows it.
     pub model: String,
 }
 
 /// Which model plays which role.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct ModelRoles {
-    /// The provider profile used when no `--provider` is given.
+    /// The provider profile used when no `--provider` is given, as chosen at load (see
+    /// [`Config::default_provider`]); `None` when nothing is configured.
     pub default_provider: Option<String>,
     /// The conversation model; `None` means the default profile's `default_model`.
     pub default: Option<ModelRef>,
@@ -96,6 +110,7 @@ pub struct SessionSettings {
     pub snapshot_every: u32,
     /// A single message larger than this is replaced by a placeholder naming its size.
     pub max_message_bytes: usize,
+    /// `[session.maintenance]`.
     pub maintenance: MaintenanceSettings,
 }
 
@@ -119,15 +134,20 @@ impl Default for SessionSettings {
 /// Whether maintenance only reports or also deletes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MaintenanceMode {
+    /// Report what would be removed, remove nothing.
     Warn,
+    /// Remove what is over the limits.
     Enforce,
 }
 
 /// `[session.maintenance]`: the disk budget for stored sessions.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MaintenanceSettings {
+    /// Whether to only report or also delete.
     pub mode: MaintenanceMode,
+    /// Archived sessions older than this are removed.
     pub prune_after: Duration,
+    /// Most sessions kept.
     pub max_entries: u64,
     /// `None` means no byte budget.
     pub max_disk_bytes: Option<u64>,
@@ -152,7 +172,9 @@ impl Default for MaintenanceSettings {
 pub struct RetrySettings {
     /// Attempts per model, the first included.
     pub max_attempts: u32,
+    /// Delay before the first retry; later ones back off exponentially from it.
     pub base_delay: Duration,
+    /// Longest delay between attempts.
     pub max_delay: Duration,
 }
 

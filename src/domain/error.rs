@@ -27,6 +27,10 @@ pub enum ErrorCategory {
     InvalidRequest,
     /// The turn was cancelled by the user or the process shutting down.
     Cancelled,
+    /// The session journal could not be written (disk full, database gone).
+    Storage,
+    /// A bug in tern; the session was rebuilt from its journal.
+    Internal,
 }
 
 impl ErrorCategory {
@@ -51,6 +55,8 @@ impl ErrorCategory {
             Self::ModelBehavior => "model_behavior",
             Self::InvalidRequest => "invalid_request",
             Self::Cancelled => "cancelled",
+            Self::Storage => "storage",
+            Self::Internal => "internal",
         }
     }
 }

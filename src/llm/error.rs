@@ -1,4 +1,9 @@
-//! Classified provider errors.
+//! Classified provider errors: what went wrong on a model call, in words a user can act on,
+//! with the category that decides whether retrying or failing over can help.
+//!
+//! Two sources feed it: HTTP error replies ([`classify_status`], which reads the status, the
+//! `retry-after` headers and the provider's own error body in any of the three shapes we
+//! speak), and transport failures from the HTTP client ([`from_transport`]).
 
 use crate::domain::ErrorCategory;
 use std::fmt;
@@ -17,6 +22,7 @@ pub struct LlmError {
 }
 
 impl LlmError {
+    /// An error without an HTTP status or a requested pause.
     pub fn new(category: ErrorCategory, message: impl Into<String>) -> Self {
         Self {
             category,
@@ -24,6 +30,20 @@ impl LlmError {
             status: None,
             retry_after: None,
         }
+    }
+
+    /// Whether sending the same request again may succeed.
+    pub fn is_retryable(&self) -> bool {
+        self.category.is_retryable()
+    }
+
+    /// The same error with extra advice appended to its message.
+    pub fn with_hint(mut self, hint: &str) -> Self {
+        if !hint.is_empty() {
+            self.message.push_str("; ");
+            self.message.push_str(hint);
+        }
+        self
     }
 }
 
@@ -34,3 +54,589 @@ impl fmt::Display for LlmError {
 }
 
 impl std::error::Error for LlmError {}
+
+/// Read access to response headers, so classification works on a live reply's headers and on
+/// headers recorded in a test file alike. Lookups ignore ASCII case.
+pub trait ResponseHeaders {
+    /// The first value of the named header, if present and valid text.
+    fn header(&self, name: &str) -> Option<&str>;
+}
+
+impl ResponseHeaders for reqwest::header::HeaderMap {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.get(name).and_then(|value| value.to_str().ok())
+    }
+}
+
+impl ResponseHeaders for [(String, String)] {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.iter()
+            .find(|(key, _)| key.eq_ignore_ascii_case(name))
+            .map(|(_, value)| value.as_str())
+    }
+}
+
+impl ResponseHeaders for Vec<(String, String)> {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.as_slice().header(name)
+    }
+}
+
+/// Classifies an HTTP error reply from any provider we speak to.
+///
+/// `body` is the reply body as text (Anthropic `{type:error,error:{type,message}}`, OpenAI
+/// `{error:{message,type,code}}`, Ollama `{error:"..."}`, or anything else); the provider's own
+/// message is carried into ours, with anything that looks like a key redacted.
+pub fn classify_status(
+    status: u16,
+    headers: &(impl ResponseHeaders + ?Sized),
+    body: &str,
+) -> LlmError {
+    classify_status_at(status, headers, body, jiff::Timestamp::now())
+}
+
+/// [`classify_status`] with the current time given, so HTTP-date `retry-after` values can be
+/// tested.
+pub(crate) fn classify_status_at(
+    status: u16,
+    headers: &(impl ResponseHeaders + ?Sized),
+    body: &str,
+    now: jiff::Timestamp,
+) -> LlmError {
+    let detail = ErrorBody::parse(body);
+    let said = detail.describe();
+    let kind = detail.kind.as_deref().unwrap_or("");
+    let (category, message) = match status {
+        401 | 403 => (
+            ErrorCategory::Auth,
+            format!(
+                "the provider refused the credentials (HTTP {status}{}); check that the API key \
+                 is set, valid and allowed to use this model",
+                redact_secrets(&said).map_or(String::new(), |m| format!(": {m}"))
+            ),
+        ),
+        429 if kind == "insufficient_quota" => (
+            // OpenAI answers 429 when the account is out of credit; waiting does not help.
+            ErrorCategory::InvalidRequest,
+            format!(
+                "the provider says the account is out of quota (HTTP 429{}); check the plan \
+                 and billing of this key",
+                suffix(&said)
+            ),
+        ),
+        429 => (
+            ErrorCategory::RateLimit,
+            format!("rate limited by the provider (HTTP 429{})", suffix(&said)),
+        ),
+        _ if kind == "overloaded_error" || status == 529 || status == 503 => (
+            ErrorCategory::Overloaded,
+            format!(
+                "the provider is overloaded (HTTP {status}{}); this is usually brief",
+                suffix(&said)
+            ),
+        ),
+        408 => (
+            ErrorCategory::Timeout,
+            format!(
+                "the provider timed out waiting for the request (HTTP 408{})",
+                suffix(&said)
+            ),
+        ),
+        413 => (
+            ErrorCategory::ContextOverflow,
+            overflow_message(status, &said),
+        ),
+        400..=499 if kind == "request_too_large" || mentions_overflow(&said) => (
+            ErrorCategory::ContextOverflow,
+            overflow_message(status, &said),
+        ),
+        404 => (
+            ErrorCategory::InvalidRequest,
+            format!(
+                "the provider answered not found (HTTP 404{}); the model name may be wrong, or \
+                 base_url may point at the wrong path",
+                suffix(&said)
+            ),
+        ),
+        400..=499 => (
+            ErrorCategory::InvalidRequest,
+            format!(
+                "the provider rejected the request (HTTP {status}{})",
+                suffix(&said)
+            ),
+        ),
+        _ => (
+            ErrorCategory::Server,
+            format!(
+                "the provider failed on its side (HTTP {status}{})",
+                suffix(&said)
+            ),
+        ),
+    };
+    LlmError {
+        category,
+        message,
+        status: Some(status),
+        retry_after: retry_after(headers, now),
+    }
+}
+
+/// Classifies an error the provider reported inside a successful stream, by the error `type`
+/// or `code` it named (Anthropic `overloaded_error`, OpenAI `rate_limit_exceeded`, …).
+pub(crate) fn classify_stream_error(kind: &str, message: &str) -> LlmError {
+    let said = if message.is_empty() { kind } else { message };
+    let (category, text) = match kind {
+        "overloaded_error" => (
+            ErrorCategory::Overloaded,
+            format!("the provider is overloaded ({said}); this is usually brief"),
+        ),
+        "rate_limit_error" | "rate_limit_exceeded" | "tokens" | "requests" => (
+            ErrorCategory::RateLimit,
+            format!("rate limited by the provider ({said})"),
+        ),
+        "authentication_error" | "permission_error" | "invalid_api_key" => (
+            ErrorCategory::Auth,
+            format!(
+                "the provider refused the credentials ({}); check the API key",
+                redact_secrets(said).unwrap_or_default()
+            ),
+        ),
+        "timeout_error" => (
+            ErrorCategory::Timeout,
+            format!("the provider timed out ({said})"),
+        ),
+        "context_length_exceeded" | "request_too_large" => {
+            (ErrorCategory::ContextOverflow, overflow_message(0, said))
+        }
+        "invalid_request_error" | "not_found_error" if mentions_overflow(said) => {
+            (ErrorCategory::ContextOverflow, overflow_message(0, said))
+        }
+        "invalid_request_error" | "not_found_error" => (
+            ErrorCategory::InvalidRequest,
+            format!("the provider rejected the request ({said})"),
+        ),
+        _ if mentions_overflow(said) => (ErrorCategory::ContextOverflow, overflow_message(0, said)),
+        _ => (
+            ErrorCategory::Server,
+            format!("the provider reported an error mid-reply ({said})"),
+        ),
+    };
+    LlmError::new(category, text)
+}
+
+/// Maps a transport failure of the HTTP client. `url` is the endpoint we tried and
+/// `base_url_hint` names where its base URL comes from, for the "is the server running?"
+/// advice.
+pub(crate) fn from_transport(err: &reqwest::Error, url: &str, base_url_hint: &str) -> LlmError {
+    let cause = error_chain(err);
+    if err.is_timeout() {
+        LlmError::new(
+            ErrorCategory::Timeout,
+            format!("the request to {url} timed out ({cause})"),
+        )
+    } else if err.is_connect() {
+        LlmError::new(
+            ErrorCategory::Network,
+            format!(
+                "could not reach {url}: is the server running? check {base_url_hint} ({cause})"
+            ),
+        )
+    } else if err.is_body() || err.is_decode() {
+        connection_cut(&cause)
+    } else if err.is_builder() {
+        LlmError::new(
+            ErrorCategory::InvalidRequest,
+            format!("could not build a request to {url}: check {base_url_hint} ({cause})"),
+        )
+    } else {
+        LlmError::new(
+            ErrorCategory::Network,
+            format!("the request to {url} failed ({cause})"),
+        )
+    }
+}
+
+/// The error for a reply whose connection closed before it was complete.
+pub(crate) fn connection_cut(cause: &str) -> LlmError {
+    let mut message = String::from("connection closed before the reply finished");
+    if !cause.is_empty() {
+        message.push_str(&format!(" ({cause})"));
+    }
+    LlmError::new(ErrorCategory::Network, message)
+}
+
+/// The error for a stream line that should have been JSON and was not.
+pub(crate) fn not_json(what: &str, line: &str) -> LlmError {
+    LlmError::new(
+        ErrorCategory::Server,
+        format!(
+            "the provider sent {what} that is not valid JSON: {:?}",
+            excerpt(line, 200)
+        ),
+    )
+}
+
+/// At most `max` characters of `text`, with an ellipsis when cut.
+pub(crate) fn excerpt(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_string(),
+    }
+}
+
+/// The error reply as far as we could read it.
+#[derive(Debug, Default, PartialEq)]
+struct ErrorBody {
+    /// The provider's error type or code (`rate_limit_error`, `context_length_exceeded`).
+    kind: Option<String>,
+    message: Option<String>,
+}
+
+impl ErrorBody {
+    fn parse(body: &str) -> Self {
+        let body = body.trim();
+        let Ok(value) = serde_json::from_str::<serde_json::Value>(body) else {
+            return Self {
+                kind: None,
+                message: (!body.is_empty()).then(|| plain_text_excerpt(body)),
+            };
+        };
+        let text = |v: Option<&serde_json::Value>| -> Option<String> {
+            match v? {
+                serde_json::Value::String(s) if !s.is_empty() => Some(s.clone()),
+                serde_json::Value::Number(n) => Some(n.to_string()),
+                _ => None,
+            }
+        };
+        match value.get("error") {
+            Some(serde_json::Value::Object(error)) => {
+                let kind = text(error.get("type"))
+                    .filter(|kind| kind != "error")
+                    .or_else(|| text(error.get("code")));
+                // OpenAI puts the specific reason in `code` and a broad one in `type`; prefer
+                // the specific one when both are present.
+                let kind = match (text(error.get("code")), kind) {
+                    (Some(code), Some(_)) if code.parse::<u16>().is_err() => Some(code),
+                    (_, kind) => kind,
+                };
+                Self {
+                    kind,
+                    message: text(error.get("message")),
+                }
+            }
+            Some(serde_json::Value::String(message)) => Self {
+                kind: None,
+                message: Some(message.clone()),
+            },
+            // vLLM and some proxies answer `{"object":"error","message":…,"type":…}`.
+            _ => Self {
+                kind: text(value.get("type")).filter(|kind| kind != "error"),
+                message: text(value.get("message")).or_else(|| text(value.get("detail"))),
+            },
+        }
+    }
+
+    /// The provider's words, for quoting in our message.
+    fn describe(&self) -> String {
+        match (&self.kind, &self.message) {
+            (Some(kind), Some(message)) => format!("{kind}: {}", excerpt(message, 500)),
+            (None, Some(message)) => excerpt(message, 500),
+            (Some(kind), None) => kind.clone(),
+            (None, None) => String::new(),
+        }
+    }
+}
+
+fn suffix(said: &str) -> String {
+    if said.is_empty() {
+        String::new()
+    } else {
+        format!(": {said}")
+    }
+}
+
+fn overflow_message(status: u16, said: &str) -> String {
+    let code = if status == 0 {
+        String::new()
+    } else {
+        format!("HTTP {status}")
+    };
+    let inner = match (code.is_empty(), said.is_empty()) {
+        (true, true) => String::new(),
+        (false, true) => format!(" ({code})"),
+        (true, false) => format!(" ({said})"),
+        (false, false) => format!(" ({code}: {said})"),
+    };
+    format!(
+        "the prompt is too long for the model's context window{inner}; compact the session or \
+         use a model with a larger window"
+    )
+}
+
+/// Whether a provider's message says the prompt does not fit the context window. Providers word
+/// this differently; these phrases cover Anthropic, OpenAI, OpenRouter, vLLM and llama.cpp.
+fn mentions_overflow(message: &str) -> bool {
+    let lower = message.to_ascii_lowercase();
+    [
+        "prompt is too long",
+        "context_length_exceeded",
+        "maximum context length",
+        "too many tokens",
+        "context window",
+        "context length",
+        "exceeds the available context",
+    ]
+    .iter()
+    .any(|phrase| lower.contains(phrase))
+}
+
+/// A non-JSON body (an HTML error page from a proxy, plain text) shortened to one line.
+fn plain_text_excerpt(body: &str) -> String {
+    if body.starts_with('<') {
+        return "an HTML page instead of an API error; check base_url".to_string();
+    }
+    let one_line: Vec<&str> = body.split_whitespace().collect();
+    excerpt(&one_line.join(" "), 200)
+}
+
+/// Replaces words that look like API keys, masked or not, so that an error message shown or
+/// logged never carries one. Returns `None` for an empty message.
+fn redact_secrets(message: &str) -> Option<String> {
+    if message.is_empty() {
+        return None;
+    }
+    let looks_secret = |word: &str| {
+        let core = word.trim_matches(|c: char| !c.is_ascii_alphanumeric() && c != '*');
+        core.contains('*')
+            || core.starts_with("sk-")
+            || core.starts_with("sk_")
+            || (core.len() >= 32
+                && core
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_'))
+    };
+    let words: Vec<&str> = message
+        .split(' ')
+        .map(|word| {
+            if looks_secret(word) {
+                "[redacted]"
+            } else {
+                word
+            }
+        })
+        .collect();
+    Some(words.join(" "))
+}
+
+/// The pause a 429/503 reply asks for: `retry-after-ms` (milliseconds, an Anthropic and OpenAI
+/// extension) wins over `retry-after` (seconds, or an HTTP date).
+fn retry_after(
+    headers: &(impl ResponseHeaders + ?Sized),
+    now: jiff::Timestamp,
+) -> Option<Duration> {
+    if let Some(ms) = headers
+        .header("retry-after-ms")
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .filter(|ms| ms.is_finite() && *ms >= 0.0)
+    {
+        return Some(Duration::from_secs_f64(ms / 1000.0));
+    }
+    let value = headers.header("retry-after")?.trim();
+    if let Ok(seconds) = value.parse::<f64>() {
+        return (seconds.is_finite() && seconds >= 0.0).then(|| Duration::from_secs_f64(seconds));
+    }
+    let at = jiff::fmt::rfc2822::DateTimeParser::new()
+        .parse_timestamp(value)
+        .ok()?;
+    let wait = at.duration_since(now);
+    Some(Duration::try_from(wait).unwrap_or(Duration::ZERO))
+}
+
+/// The error and its sources on one line: reqwest's own message is often just "error sending
+/// request", with the useful part (connection refused, dns) in the source chain.
+fn error_chain(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut parts = vec![err.to_string()];
+    let mut source = err.source();
+    while let Some(cause) = source {
+        let text = cause.to_string();
+        if !parts.iter().any(|part| part.contains(&text)) {
+            parts.push(text);
+        }
+        source = cause.source();
+    }
+    parts.join(": ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    fn check(status: u16, pairs: &[(&str, &str)], body: &str, category: ErrorCategory) -> LlmError {
+        let now = jiff::Timestamp::from_second(1_700_000_000).expect("a valid fixed timestamp");
+        let err = classify_status_at(status, &headers(pairs), body, now);
+        assert_eq!(err.category, category, "{status} {body}: {err}");
+        assert_eq!(err.status, Some(status));
+        err
+    }
+
+    #[test]
+    fn auth_errors_advise_checking_the_key_and_hide_it() {
+        let body = r#"{"error":{"message":"Incorrect API key provided: sk-abc1****************wxyz. See docs.","type":"invalid_request_error","code":"invalid_api_key"}}"#;
+        let err = check(401, &[], body, ErrorCategory::Auth);
+        assert!(err.message.contains("check that the API key"), "{err}");
+        assert!(!err.message.contains("abc1"), "{err}");
+        check(403, &[], r#"{"error":"forbidden"}"#, ErrorCategory::Auth);
+    }
+
+    #[test]
+    fn rate_limits_honour_retry_after_in_all_forms() {
+        let err = check(
+            429,
+            &[("retry-after-ms", "1500")],
+            "",
+            ErrorCategory::RateLimit,
+        );
+        assert_eq!(err.retry_after, Some(Duration::from_millis(1500)));
+        let err = check(429, &[("Retry-After", "7")], "", ErrorCategory::RateLimit);
+        assert_eq!(err.retry_after, Some(Duration::from_secs(7)));
+        // 1_700_000_000 is Tue, 14 Nov 2023 22:13:20 GMT.
+        let err = check(
+            429,
+            &[("retry-after", "Tue, 14 Nov 2023 22:13:50 GMT")],
+            "",
+            ErrorCategory::RateLimit,
+        );
+        assert_eq!(err.retry_after, Some(Duration::from_secs(30)));
+        let err = check(
+            429,
+            &[("retry-after", "soon")],
+            "",
+            ErrorCategory::RateLimit,
+        );
+        assert_eq!(err.retry_after, None);
+        let both = [("retry-after", "9"), ("retry-after-ms", "250")];
+        let err = check(429, &both, "", ErrorCategory::RateLimit);
+        assert_eq!(err.retry_after, Some(Duration::from_millis(250)));
+    }
+
+    #[test]
+    fn overload_and_server_failures() {
+        check(529, &[], "", ErrorCategory::Overloaded);
+        check(503, &[], "", ErrorCategory::Overloaded);
+        let body = r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#;
+        let err = check(500, &[], body, ErrorCategory::Overloaded);
+        assert!(err.message.contains("Overloaded"));
+        for status in [500, 502, 504] {
+            check(status, &[], "upstream failed", ErrorCategory::Server);
+        }
+        check(408, &[], "", ErrorCategory::Timeout);
+    }
+
+    #[test]
+    fn prompt_too_long_is_a_context_overflow() {
+        check(413, &[], "", ErrorCategory::ContextOverflow);
+        let anthropic = r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 210000 tokens > 200000 maximum"}}"#;
+        let err = check(400, &[], anthropic, ErrorCategory::ContextOverflow);
+        assert!(err.message.contains("210000 tokens"), "{err}");
+        let openai = r#"{"error":{"message":"This model's maximum context length is 128000 tokens.","type":"invalid_request_error","code":"context_length_exceeded"}}"#;
+        check(400, &[], openai, ErrorCategory::ContextOverflow);
+        check(
+            400,
+            &[],
+            r#"{"error":"too many tokens"}"#,
+            ErrorCategory::ContextOverflow,
+        );
+    }
+
+    #[test]
+    fn other_client_errors_are_invalid_requests() {
+        let err = check(
+            404,
+            &[],
+            r#"{"error":"model 'llama9' not found"}"#,
+            ErrorCategory::InvalidRequest,
+        );
+        assert!(err.message.contains("model name may be wrong"), "{err}");
+        assert!(err.message.contains("llama9"), "{err}");
+        check(422, &[], "{}", ErrorCategory::InvalidRequest);
+        let quota = r#"{"error":{"message":"You exceeded your current quota","type":"insufficient_quota","code":"insufficient_quota"}}"#;
+        check(429, &[], quota, ErrorCategory::InvalidRequest);
+    }
+
+    #[test]
+    fn html_bodies_are_not_quoted() {
+        let err = check(
+            502,
+            &[],
+            "<html><body>Bad gateway</body></html>",
+            ErrorCategory::Server,
+        );
+        assert!(err.message.contains("HTML page"), "{err}");
+    }
+
+    #[test]
+    fn error_body_shapes() {
+        let parse = ErrorBody::parse;
+        assert_eq!(
+            parse(r#"{"type":"error","error":{"type":"not_found_error","message":"gone"}}"#),
+            ErrorBody {
+                kind: Some("not_found_error".into()),
+                message: Some("gone".into())
+            }
+        );
+        assert_eq!(
+            parse(
+                r#"{"error":{"message":"bad","type":"invalid_request_error","code":"invalid_function_parameters"}}"#
+            ),
+            ErrorBody {
+                kind: Some("invalid_function_parameters".into()),
+                message: Some("bad".into())
+            }
+        );
+        assert_eq!(
+            parse(r#"{"error":"the model failed"}"#),
+            ErrorBody {
+                kind: None,
+                message: Some("the model failed".into())
+            }
+        );
+        assert_eq!(
+            parse(r#"{"object":"error","message":"nope","type":"BadRequestError","code":400}"#),
+            ErrorBody {
+                kind: Some("BadRequestError".into()),
+                message: Some("nope".into())
+            }
+        );
+        assert_eq!(parse(""), ErrorBody::default());
+    }
+
+    #[test]
+    fn stream_errors_classify_by_type() {
+        let check = |kind: &str, category: ErrorCategory| {
+            assert_eq!(
+                classify_stream_error(kind, "m").category,
+                category,
+                "{kind}"
+            );
+        };
+        check("overloaded_error", ErrorCategory::Overloaded);
+        check("rate_limit_error", ErrorCategory::RateLimit);
+        check("api_error", ErrorCategory::Server);
+        check("authentication_error", ErrorCategory::Auth);
+        check("invalid_request_error", ErrorCategory::InvalidRequest);
+        check("something_new", ErrorCategory::Server);
+    }
+
+    #[test]
+    fn excerpts_cut_on_char_boundaries() {
+        assert_eq!(excerpt("héllo", 2), "hé…");
+        assert_eq!(excerpt("hi", 5), "hi");
+    }
+}

@@ -6,14 +6,43 @@
 //! stream to its end, assembles the reply, classifies failures, retries with jittered backoff
 //! where retrying can help, and fails over to the fallback model.
 
+mod anthropic;
+mod assemble;
+mod client;
+pub mod decode;
 mod error;
+mod history;
+mod http;
+mod ollama;
+mod openai;
+mod retry;
+mod sse;
+#[cfg(test)]
+mod test_server;
 
-pub use error::LlmError;
+pub use anthropic::AnthropicProvider;
+pub use client::{ModelClient, ModelReply, ModelRoute, StreamObserver};
+pub use error::{LlmError, ResponseHeaders, classify_status};
+pub use ollama::OllamaProvider;
+pub use openai::OpenAiProvider;
+pub use retry::{RetryDecision, RetryPolicy, next_delay};
 
+use crate::config::{ProviderKind, ProviderProfile};
 use crate::domain::{Message, Usage};
 use futures_util::Stream;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
+
+/// The provider for a configured profile, speaking the profile's wire format. Cheap: no IO
+/// happens until the first request.
+pub fn provider_for(profile: &ProviderProfile) -> Arc<dyn Provider> {
+    match profile.kind {
+        ProviderKind::Anthropic => Arc::new(AnthropicProvider::new(profile)),
+        ProviderKind::OpenAi => Arc::new(OpenAiProvider::new(profile)),
+        ProviderKind::Ollama => Arc::new(OllamaProvider::new(profile)),
+    }
+}
 
 /// A tool as the model sees it on the request: name, description and JSON schema.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]

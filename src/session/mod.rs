@@ -1,1 +1,20 @@
-//! The session actor: phases, the turn loop, and its journal.
+//! The session: one conversation, its phases, its turn loop and its journal.
+//!
+//! A [`SessionHandle`] is the cloneable front; a private actor task owns the state and runs
+//! one turn at a time. The decisions that need no IO live in pure modules ([`phase`],
+//! [`state`], the prompt module); the actor and the turn task perform the effects: journal
+//! appends, model calls and tool batches.
+
+mod actor;
+mod batch;
+mod envelope;
+mod events;
+pub mod phase;
+pub mod state;
+mod turn;
+
+pub use actor::{SessionDeps, SessionError, SessionHandle, UserInput};
+pub use envelope::SessionDirs;
+pub use events::{OutputFilter, SessionEvent, Subscription};
+pub use phase::{IllegalTransition, Phase};
+pub use state::SessionState;

@@ -2,10 +2,24 @@
 //! database's lock and corruption handling.
 //!
 //! One process owns `<data>/tern.redb`. Every append is committed with immediate durability
-//! before it returns, so an input the caller acknowledges after `append` survives a crash.
+//! before it returns, so an input the caller acknowledges after `append` survives a crash. A
+//! file that is damaged or not a tern database is refused and left untouched; a database held
+//! by another process is reported with that process named (see `owner`).
 
+mod clean;
+mod db;
+mod error;
 mod event;
 mod meta;
+mod owner;
+mod probe;
+mod schema;
+mod summary;
+#[cfg(test)]
+mod tests;
 
+pub use db::{MIN_PREFIX_CHARS, Store};
+pub use error::StoreError;
 pub use event::{JournalEvent, JournalRecord};
 pub use meta::SessionMeta;
+pub use owner::LockOwner;

@@ -4,10 +4,27 @@
 //! A tool never mutates session state directly. It returns a [`ToolOutput`] whose
 //! [`ToolEffect`]s (files read or written, a new working directory) the session applies, so
 //! every change of state goes through the session and its journal.
+//!
+//! Each built-in tool lives in its own file; the pieces they share are argument checking
+//! ([`args`]), path resolution and the project boundary ([`paths`]), and output capping
+//! ([`output`]).
 
+pub mod args;
+pub mod file_edit;
+pub mod file_read;
+pub mod file_write;
+pub mod glob;
+pub mod grep;
+pub mod output;
+pub mod paths;
 pub mod policy;
+pub mod registry;
+pub mod set_working_directory;
+pub mod shell_execute;
 
-pub use policy::{ApprovalMode, ApprovalNeed, Decision};
+pub use output::{OutputCap, cap_head_tail};
+pub use policy::{ApprovalMode, ApprovalNeed, Decision, decide};
+pub use registry::ToolRegistry;
 
 use crate::domain::Audience;
 use std::future::Future;
@@ -52,6 +69,7 @@ pub struct ToolOutput {
 }
 
 impl ToolOutput {
+    /// A successful result.
     pub fn ok(content: impl Into<String>) -> Self {
         Self {
             content: content.into(),
@@ -60,6 +78,7 @@ impl ToolOutput {
         }
     }
 
+    /// A failed call; the content says why, for the model to adapt.
     pub fn error(content: impl Into<String>) -> Self {
         Self {
             content: content.into(),
@@ -68,6 +87,7 @@ impl ToolOutput {
         }
     }
 
+    /// Adds an effect for the session to apply.
     pub fn with_effect(mut self, effect: ToolEffect) -> Self {
         self.effects.push(effect);
         self
@@ -102,4 +122,20 @@ pub trait Tool: Send + Sync {
         ctx: &'a ToolContext,
         cancel: CancellationToken,
     ) -> ToolFuture<'a>;
+}
+
+/// Runs blocking file-system work (reads, walks) off the async threads. Returns as soon as
+/// `cancel` fires; the work itself is handed a clone of the token and is expected to stop at
+/// its next check.
+pub(crate) async fn run_blocking<F>(cancel: &CancellationToken, work: F) -> ToolOutput
+where
+    F: FnOnce() -> ToolOutput + Send + 'static,
+{
+    let task = tokio::task::spawn_blocking(work);
+    tokio::select! {
+        _ = cancel.cancelled() => ToolOutput::error("Cancelled before the tool finished."),
+        joined = task => joined.unwrap_or_else(|err| {
+            ToolOutput::error(format!("The tool stopped unexpectedly: {err}"))
+        }),
+    }
 }

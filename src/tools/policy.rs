@@ -36,3 +36,93 @@ pub enum Decision {
     /// Refused without asking; the reason is returned to the model as the tool result.
     Refuse(String),
 }
+
+impl ApprovalMode {
+    /// The value as written on the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ApprovalMode::Never => "never",
+            ApprovalMode::Edits => "edits",
+            ApprovalMode::All => "all",
+        }
+    }
+}
+
+impl std::fmt::Display for ApprovalMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What the session's approval mode decides for a call with the given need, when no person is
+/// asked. A refusal reason is read by the model and shown to the user, so it says what was
+/// refused, why, and what would allow it.
+pub fn decide(mode: ApprovalMode, need: &ApprovalNeed) -> Decision {
+    match (mode, need) {
+        (_, ApprovalNeed::None) | (ApprovalMode::All, _) => Decision::Allow,
+        (ApprovalMode::Edits, ApprovalNeed::Edit) => Decision::Allow,
+        (ApprovalMode::Never, ApprovalNeed::Edit) => Decision::Refuse(
+            "Refused: this call changes files, which needs approval, and this session runs with \
+             --approve never, which refuses everything that needs approval. Ask the user to \
+             rerun with --approve edits (or --approve all), or describe the change so the user \
+             can make it."
+                .to_string(),
+        ),
+        (mode, ApprovalNeed::Exec) => Decision::Refuse(format!(
+            "Refused: running a command needs approval, and this session runs with --approve \
+             {mode}, which does not allow commands. Ask the user to rerun with --approve all, \
+             or do without running commands (the file and search tools still work)."
+        )),
+        (mode, ApprovalNeed::OutsideProject(path)) => Decision::Refuse(format!(
+            "Refused: {} is outside the project directory, and this session runs with \
+             --approve {mode}, which only allows access inside the project. Ask the user to \
+             rerun with --approve all, or work with paths inside the project.",
+            path.display()
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    #[test]
+    fn decisions_follow_the_mode() {
+        let outside = ApprovalNeed::OutsideProject(PathBuf::from("/etc/passwd"));
+        let check = |mode, need: &ApprovalNeed, allowed: bool| {
+            let decision = decide(mode, need);
+            assert_eq!(
+                decision == Decision::Allow,
+                allowed,
+                "{mode} {need:?}: {decision:?}"
+            );
+        };
+        for mode in [ApprovalMode::Never, ApprovalMode::Edits, ApprovalMode::All] {
+            check(mode, &ApprovalNeed::None, true);
+        }
+        check(ApprovalMode::Never, &ApprovalNeed::Edit, false);
+        check(ApprovalMode::Never, &ApprovalNeed::Exec, false);
+        check(ApprovalMode::Never, &outside, false);
+        check(ApprovalMode::Edits, &ApprovalNeed::Edit, true);
+        check(ApprovalMode::Edits, &ApprovalNeed::Exec, false);
+        check(ApprovalMode::Edits, &outside, false);
+        check(ApprovalMode::All, &ApprovalNeed::Edit, true);
+        check(ApprovalMode::All, &ApprovalNeed::Exec, true);
+        check(ApprovalMode::All, &outside, true);
+    }
+
+    #[test]
+    fn refusals_name_the_mode_and_the_fix() {
+        let Decision::Refuse(reason) = decide(ApprovalMode::Edits, &ApprovalNeed::Exec) else {
+            panic!("exec must be refused under edits");
+        };
+        assert!(reason.contains("--approve edits"), "{reason}");
+        assert!(reason.contains("--approve all"), "{reason}");
+        let outside = ApprovalNeed::OutsideProject(PathBuf::from("/etc/passwd"));
+        let Decision::Refuse(reason) = decide(ApprovalMode::Never, &outside) else {
+            panic!("outside access must be refused under never");
+        };
+        assert!(reason.contains("/etc/passwd"), "{reason}");
+    }
+}

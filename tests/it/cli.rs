@@ -1,1 +1,369 @@
-//! Tests for cli.
+//! The real `tern` binary, run end to end in an isolated TERN_HOME against the mock provider.
+
+use crate::support::{MockProvider, Reply, TernHome};
+use serde_json::{Value, json};
+use std::process::{Output, Stdio};
+use std::time::Duration;
+
+/// A home whose environment points tern's built-in Anthropic provider at the mock.
+struct Cli {
+    home: TernHome,
+    mock: MockProvider,
+}
+
+impl Cli {
+    fn new() -> Self {
+        Self {
+            home: TernHome::new(),
+            mock: MockProvider::start_blocking(),
+        }
+    }
+
+    fn tern(&self, args: &[&str]) -> assert_cmd::Command {
+        let mut command = self.home.tern();
+        command
+            .args(args)
+            .env("ANTHROPIC_API_KEY", "test-key")
+            .env("ANTHROPIC_BASE_URL", self.mock.base_url());
+        command
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        self.tern(args).output().expect("running tern")
+    }
+
+    fn db(&self) -> std::path::PathBuf {
+        self.home.home().join("data").join("tern.redb")
+    }
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+fn json_lines(output: &Output) -> Vec<Value> {
+    stdout(output)
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}")))
+        .collect()
+}
+
+#[test]
+fn run_prints_the_streamed_answer() {
+    let cli = Cli::new();
+    cli.mock.push(Reply::text("Hello from the model."));
+    let output = cli.run(&["run", "hi"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(stdout(&output), "Hello from the model.\n");
+    let request = &cli.mock.model_requests()[0];
+    assert_eq!(request.header("x-api-key"), Some("test-key"));
+    assert_eq!(request.body["messages"][0]["content"][0]["text"], "hi");
+}
+
+#[test]
+fn run_reads_the_prompt_from_stdin() {
+    let cli = Cli::new();
+    cli.mock.push(Reply::text("ok"));
+    let output = cli
+        .tern(&["run"])
+        .write_stdin("prompt from a pipe\n")
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let request = &cli.mock.model_requests()[0];
+    assert_eq!(
+        request.body["messages"][0]["content"][0]["text"],
+        "prompt from a pipe\n"
+    );
+}
+
+#[test]
+fn json_output_is_one_result_object() {
+    let cli = Cli::new();
+    cli.mock.push(Reply::text("forty-two").usage(30, 4, 0, 0));
+    let output = cli.run(&["run", "--output-format", "json", "answer?"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let lines = json_lines(&output);
+    assert_eq!(lines.len(), 1);
+    let result = &lines[0];
+    assert_eq!(result["type"], "result");
+    assert_eq!(result["is_error"], false);
+    assert_eq!(result["result"], "forty-two");
+    assert_eq!(result["usage"]["input_tokens"], 30);
+    assert!(result["session_id"].as_str().is_some_and(|id| id.len() > 8));
+}
+
+#[test]
+fn stream_json_emits_one_event_per_line_in_order() {
+    let cli = Cli::new();
+    cli.home.write_file("a.txt", "AAA\n");
+    cli.mock
+        .push(Reply::tool_call("file_read", json!({"path": "a.txt"})));
+    cli.mock.push(Reply::text("It says AAA."));
+    let output = cli.run(&["run", "--output-format", "stream-json", "read a.txt"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let lines = json_lines(&output);
+    let mut types: Vec<&str> = lines.iter().filter_map(|l| l["type"].as_str()).collect();
+    types.dedup();
+    assert_eq!(
+        types,
+        [
+            "session",
+            "input_accepted",
+            "usage",
+            "tool_call",
+            "tool_result",
+            "text_delta",
+            "usage",
+            "turn_completed"
+        ]
+    );
+    assert!(lines[0]["session_id"].is_string());
+    let result = lines.iter().find(|l| l["type"] == "tool_result").unwrap();
+    assert!(result["content"].as_str().unwrap().contains("AAA"));
+    assert_eq!(lines.last().unwrap()["text"], "It says AAA.");
+}
+
+#[test]
+fn a_failed_turn_exits_non_zero_with_its_category() {
+    let cli = Cli::new();
+    cli.mock.push(Reply::error(
+        401,
+        r#"{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}"#,
+    ));
+    let output = cli.run(&["run", "--output-format", "stream-json", "hi"]);
+    assert_eq!(output.status.code(), Some(1));
+    let last = json_lines(&output).pop().unwrap();
+    assert_eq!(last["type"], "turn_failed");
+    assert_eq!(last["category"], "auth");
+
+    cli.mock.push(Reply::error(
+        401,
+        r#"{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}"#,
+    ));
+    let output = cli.run(&["run", "hi"]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(stderr(&output).contains("auth"), "{}", stderr(&output));
+}
+
+#[test]
+fn continue_picks_up_the_latest_session_of_the_project() {
+    let cli = Cli::new();
+    cli.mock.push(Reply::text("Nice to meet you, Ada."));
+    cli.mock.push(Reply::text("Your name is Ada."));
+    let first = cli.run(&["run", "--output-format", "json", "my name is Ada"]);
+    assert!(first.status.success(), "{}", stderr(&first));
+    let second = cli.run(&[
+        "run",
+        "--continue",
+        "--output-format",
+        "json",
+        "what is my name?",
+    ]);
+    assert!(second.status.success(), "{}", stderr(&second));
+    assert_eq!(
+        json_lines(&first)[0]["session_id"],
+        json_lines(&second)[0]["session_id"]
+    );
+
+    let request = &cli.mock.model_requests()[1];
+    let texts: Vec<String> = request.body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+        .filter_map(|b| b["text"].as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(
+        texts,
+        [
+            "my name is Ada",
+            "Nice to meet you, Ada.",
+            "what is my name?"
+        ]
+    );
+}
+
+#[test]
+fn continue_without_an_earlier_session_says_how_to_start_one() {
+    let cli = Cli::new();
+    let output = cli.run(&["run", "--continue", "hi"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains("no earlier session"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[test]
+fn sessions_list_and_show() {
+    let cli = Cli::new();
+    cli.home.write_file("a.txt", "AAA\n");
+    cli.mock
+        .push(Reply::tool_call("file_read", json!({"path": "a.txt"})));
+    cli.mock.push(Reply::text("It says AAA."));
+    cli.mock.push(Reply::text("Second session."));
+    assert!(cli.run(&["run", "read a.txt please"]).status.success());
+    assert!(cli.run(&["run", "another one"]).status.success());
+
+    let list = cli.run(&["sessions", "list", "--json"]);
+    assert!(list.status.success(), "{}", stderr(&list));
+    let sessions: Value = serde_json::from_str(&stdout(&list)).unwrap();
+    let sessions = sessions.as_array().unwrap();
+    assert_eq!(sessions.len(), 2);
+    assert_eq!(sessions[0]["title"], "another one");
+    assert_eq!(sessions[1]["title"], "read a.txt please");
+
+    let table = stdout(&cli.run(&["sessions", "list"]));
+    assert!(
+        table.contains("read a.txt please") && table.contains("another one"),
+        "{table}"
+    );
+
+    let id = sessions[1]["id"].as_str().unwrap();
+    let show = cli.run(&["sessions", "show", &id[..13]]);
+    assert!(show.status.success(), "{}", stderr(&show));
+    let transcript = stdout(&show);
+    for expected in ["read a.txt please", "▸ file_read a.txt", "It says AAA."] {
+        assert!(
+            transcript.contains(expected),
+            "missing {expected:?} in\n{transcript}"
+        );
+    }
+}
+
+#[test]
+fn no_provider_configured_explains_how_to_set_one_up() {
+    let home = TernHome::new();
+    let output = home.tern().args(["run", "hi"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let message = stderr(&output);
+    assert!(
+        message.contains("ANTHROPIC_API_KEY") && message.contains("config.toml"),
+        "{message}"
+    );
+
+    let output = home.tern().output().unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("ANTHROPIC_API_KEY"));
+}
+
+#[test]
+fn bad_config_names_file_line_and_key() {
+    let cli = Cli::new();
+    cli.home
+        .write_config("[session]\nfirst_token_timeout = 60\ncompaction_treshold = 0.5\n");
+    let output = cli.run(&["run", "hi"]);
+    assert_eq!(output.status.code(), Some(2));
+    let message = stderr(&output);
+    assert!(message.contains("config.toml"), "{message}");
+    assert!(
+        message.contains("line 3") || message.contains(":3:"),
+        "{message}"
+    );
+    assert!(message.contains("compaction_treshold"), "{message}");
+    assert!(cli.mock.requests().is_empty());
+}
+
+#[test]
+fn a_locked_database_names_the_process_holding_it() {
+    let cli = Cli::new();
+    cli.mock
+        .push(Reply::text("slow answer").delay_before(Duration::from_secs(3)));
+    let mut holder = cli.home.tern_process();
+    holder
+        .args(["run", "take your time"])
+        .env("ANTHROPIC_API_KEY", "test-key")
+        .env("ANTHROPIC_BASE_URL", cli.mock.base_url())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let mut holder = holder.spawn().unwrap();
+    cli.mock
+        .wait_for_requests_blocking(1, Duration::from_secs(20));
+
+    let output = cli.run(&["sessions", "list"]);
+    assert_eq!(output.status.code(), Some(2));
+    let message = stderr(&output);
+    assert!(message.contains(&holder.id().to_string()), "{message}");
+    assert!(message.contains("TERN_HOME"), "{message}");
+    assert!(holder.wait().unwrap().success());
+}
+
+#[test]
+fn a_corrupt_database_is_reported_and_left_untouched() {
+    let cli = Cli::new();
+    std::fs::create_dir_all(cli.db().parent().unwrap()).unwrap();
+    let garbage: Vec<u8> = (0..10_000u32).map(|i| (i * 7 % 251) as u8).collect();
+    std::fs::write(cli.db(), &garbage).unwrap();
+    let output = cli.run(&["sessions", "list"]);
+    assert_eq!(output.status.code(), Some(2));
+    let message = stderr(&output);
+    assert!(
+        message.contains("tern.redb") && message.contains("untouched"),
+        "{message}"
+    );
+    assert_eq!(std::fs::read(cli.db()).unwrap(), garbage);
+}
+
+#[test]
+fn a_killed_run_is_continued_with_its_history_whole() {
+    let cli = Cli::new();
+    cli.home.write_file("a.txt", "AAA\n");
+    cli.mock
+        .push(Reply::tool_call("file_read", json!({"path": "a.txt"})).with_text("Looking."));
+    cli.mock
+        .push(Reply::text("never finished").stall_after_events(2));
+    let mut run = cli.home.tern_process();
+    run.args(["run", "what is in a.txt?"])
+        .env("ANTHROPIC_API_KEY", "test-key")
+        .env("ANTHROPIC_BASE_URL", cli.mock.base_url())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let mut run = run.spawn().unwrap();
+    cli.mock
+        .wait_for_requests_blocking(2, Duration::from_secs(20));
+    run.kill().unwrap();
+    run.wait().unwrap();
+
+    cli.mock.push(Reply::text("a.txt holds AAA."));
+    let output = cli.run(&["run", "--continue", "so?"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(stdout(&output), "a.txt holds AAA.\n");
+    let request = &cli.mock.model_requests()[2];
+    assert_eq!(request.tool_use_ids().len(), 1);
+    assert_eq!(request.tool_use_ids(), request.tool_result_ids());
+    let body = request.raw_body.clone();
+    assert!(
+        body.contains("what is in a.txt?") && body.contains("AAA") && body.contains("so?"),
+        "{body}"
+    );
+}
+
+#[test]
+fn version_prints_the_version() {
+    let home = TernHome::new();
+    let output = home.tern().arg("--version").output().unwrap();
+    assert!(output.status.success());
+    assert!(stdout(&output).starts_with("tern "), "{}", stdout(&output));
+}
+
+#[test]
+fn doctor_reports_paths_and_provider_health() {
+    let cli = Cli::new();
+    let output = cli.run(&["doctor"]);
+    let text = stdout(&output);
+    assert!(
+        text.contains(&cli.home.home().display().to_string()),
+        "{text}"
+    );
+    assert!(text.contains("anthropic") && text.contains("ok"), "{text}");
+    assert!(
+        !text.contains("test-key"),
+        "the key must never be printed: {text}"
+    );
+}

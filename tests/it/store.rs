@@ -1,1 +1,609 @@
-//! Tests for store.
+//! The session store against a real redb file in a temp dir: journal order and seq, index
+//! upkeep, listing and lookup, reopening, the lock (in this process and from a second one),
+//! and damaged files, which must be refused and left byte-for-byte as they were.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdout, Command, Stdio};
+use tern::domain::{Audience, ContentBlock, ErrorCategory, Sender, SessionId, SessionKey, Usage};
+use tern::store::{JournalEvent, SessionMeta, Store, StoreError};
+
+/// A temp dir with the database path inside a not-yet-existing folder, so `open` must create it.
+struct Db {
+    _dir: tempfile::TempDir,
+    path: PathBuf,
+}
+
+impl Db {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("data").join("tern.redb");
+        Self { _dir: dir, path }
+    }
+
+    fn open(&self) -> Store {
+        Store::open(&self.path).expect("open store")
+    }
+}
+
+fn meta(id: &str, project: &str, updated_at_ms: i64) -> SessionMeta {
+    let id = SessionId::from_string(id);
+    SessionMeta {
+        key: SessionKey::cli(&id),
+        id,
+        project_dir: PathBuf::from(project),
+        title: String::new(),
+        created_at_ms: updated_at_ms,
+        updated_at_ms,
+        event_count: 0,
+        input_count: 0,
+        provider: String::new(),
+        model: String::new(),
+    }
+}
+
+fn input(text: &str) -> JournalEvent {
+    JournalEvent::InputAccepted {
+        sender: Sender {
+            id: "local".into(),
+            name: "dev".into(),
+            automated: false,
+        },
+        audience: Audience::Personal,
+        text: text.into(),
+    }
+}
+
+fn reply(model: &str, text: &str) -> JournalEvent {
+    JournalEvent::AssistantMessage {
+        model: model.into(),
+        content: vec![ContentBlock::Text { text: text.into() }],
+    }
+}
+
+fn id(text: &str) -> SessionId {
+    SessionId::from_string(text)
+}
+
+/// Ids of `metas`, in order, for compact assertions.
+fn ids(metas: &[SessionMeta]) -> Vec<&str> {
+    metas.iter().map(|m| m.id.as_str()).collect()
+}
+
+/// The events of a session's journal with their seqs.
+fn check_journal(store: &Store, session: &str, expected: &[(u64, &JournalEvent)]) {
+    let records = store.load(&id(session)).expect("load");
+    let got: Vec<(u64, &JournalEvent)> = records.iter().map(|r| (r.seq, &r.event)).collect();
+    assert_eq!(got, expected, "journal of {session}");
+}
+
+/// Opening `path` fails as `Corrupt` with a message a user can act on, and the file keeps
+/// exactly the bytes it had.
+fn check_refused_untouched(path: &Path, detail_part: &str) {
+    let before = std::fs::read(path).expect("read before");
+    let err = Store::open(path).expect_err("a damaged file must be refused");
+    let StoreError::Corrupt { detail, .. } = &err else {
+        panic!("expected Corrupt, got {err:?}");
+    };
+    assert!(
+        detail.contains(detail_part),
+        "detail {detail:?} lacks {detail_part:?}"
+    );
+    let message = err.to_string();
+    for part in [
+        "is damaged or is not a tern database",
+        "left untouched",
+        &format!("mv {} {}.bak", path.display(), path.display()),
+    ] {
+        assert!(message.contains(part), "message {message:?} lacks {part:?}");
+    }
+    let after = std::fs::read(path).expect("read after");
+    assert!(before == after, "the file's bytes changed");
+    assert!(
+        !path.with_extension("redb.owner").exists(),
+        "a refused open must not claim ownership"
+    );
+}
+
+#[test]
+fn append_assigns_seq_from_one_and_load_returns_seq_order() {
+    let db = Db::new();
+    let store = db.open();
+    store
+        .create_session(&meta("s-one", "/p", 1_000))
+        .expect("create");
+    let events = [
+        input("hello"),
+        reply("m1", "hi"),
+        JournalEvent::TurnCompleted,
+    ];
+    for (i, event) in events.iter().enumerate() {
+        let record = store.append(&id("s-one"), event).expect("append");
+        assert_eq!(record.seq, i as u64 + 1);
+        assert_eq!(&record.event, event);
+        assert!(record.at_ms >= 1_000);
+    }
+    let batch = [
+        input("second"),
+        JournalEvent::Usage {
+            model: "m2".into(),
+            usage: Usage::default(),
+        },
+    ];
+    let records = store.append_batch(&id("s-one"), &batch).expect("batch");
+    assert_eq!(records.iter().map(|r| r.seq).collect::<Vec<_>>(), [4, 5]);
+    assert!(
+        store
+            .append_batch(&id("s-one"), &[])
+            .expect("empty")
+            .is_empty()
+    );
+    check_journal(
+        &store,
+        "s-one",
+        &[
+            (1, &events[0]),
+            (2, &events[1]),
+            (3, &events[2]),
+            (4, &batch[0]),
+            (5, &batch[1]),
+        ],
+    );
+}
+
+#[test]
+fn sessions_keep_separate_journals() {
+    let db = Db::new();
+    let store = db.open();
+    // "s-a" is a prefix of "s-ab": tuple keys must still keep their journals apart.
+    for session in ["s-a", "s-ab", "s-b"] {
+        store
+            .create_session(&meta(session, "/p", 1))
+            .expect("create");
+    }
+    let (a, ab, b) = (input("a"), input("ab"), input("b"));
+    store.append(&id("s-ab"), &ab).expect("append");
+    store.append(&id("s-a"), &a).expect("append");
+    store.append(&id("s-b"), &b).expect("append");
+    store.append(&id("s-a"), &a).expect("append");
+    check_journal(&store, "s-a", &[(1, &a), (2, &a)]);
+    check_journal(&store, "s-ab", &[(1, &ab)]);
+    check_journal(&store, "s-b", &[(1, &b)]);
+}
+
+#[test]
+fn append_keeps_the_index_entry_current() {
+    let db = Db::new();
+    let store = db.open();
+    store
+        .create_session(&meta("s-meta", "/p", 1_000))
+        .expect("create");
+    let long = "Please look at why the release build of the terminal client fails on arm64 today\n\
+                and then fix it";
+    store.append(&id("s-meta"), &input(long)).expect("append");
+    store
+        .append(&id("s-meta"), &reply("model-a", "ok"))
+        .expect("append");
+    store
+        .append(&id("s-meta"), &input("another question"))
+        .expect("append");
+    let last = store
+        .append(
+            &id("s-meta"),
+            &JournalEvent::Usage {
+                model: "model-b".into(),
+                usage: Usage::default(),
+            },
+        )
+        .expect("append");
+    let got = store.meta(&id("s-meta")).expect("meta").expect("present");
+    assert_eq!(
+        got.title,
+        "Please look at why the release build of the terminal client…"
+    );
+    assert_eq!(got.event_count, 4);
+    assert_eq!(got.input_count, 2);
+    assert_eq!(got.model, "model-b");
+    assert_eq!(got.updated_at_ms, last.at_ms);
+    assert_eq!(got.created_at_ms, 1_000);
+
+    // A chosen title wins over later inputs.
+    store
+        .append(
+            &id("s-meta"),
+            &JournalEvent::TitleChanged {
+                title: "arm64 build".into(),
+            },
+        )
+        .expect("append");
+    store
+        .append(&id("s-meta"), &input("third"))
+        .expect("append");
+    let got = store.meta(&id("s-meta")).expect("meta").expect("present");
+    assert_eq!(got.title, "arm64 build");
+    assert_eq!((got.event_count, got.input_count), (6, 3));
+}
+
+#[test]
+fn a_title_chosen_before_the_first_input_is_kept() {
+    let db = Db::new();
+    let store = db.open();
+    store.create_session(&meta("s-t", "/p", 1)).expect("create");
+    let events = [
+        JournalEvent::TitleChanged {
+            title: "named".into(),
+        },
+        input("first words"),
+    ];
+    store.append_batch(&id("s-t"), &events).expect("batch");
+    let got = store.meta(&id("s-t")).expect("meta").expect("present");
+    assert_eq!((got.title.as_str(), got.input_count), ("named", 1));
+}
+
+#[test]
+fn unknown_and_duplicate_sessions_are_errors() {
+    let db = Db::new();
+    let store = db.open();
+    store
+        .create_session(&meta("s-dup", "/p", 1))
+        .expect("create");
+    let err = store
+        .create_session(&meta("s-dup", "/q", 2))
+        .expect_err("duplicate");
+    assert!(matches!(err, StoreError::SessionExists { .. }), "{err:?}");
+    assert_eq!(
+        store
+            .meta(&id("s-dup"))
+            .expect("meta")
+            .map(|m| m.project_dir),
+        Some(PathBuf::from("/p")),
+        "the failed create must not overwrite"
+    );
+
+    let err = store
+        .append(&id("s-none"), &input("x"))
+        .expect_err("unknown");
+    assert!(matches!(err, StoreError::UnknownSession { .. }), "{err:?}");
+    assert!(err.to_string().contains("tern sessions"), "{err}");
+    let err = store.load(&id("s-none")).expect_err("unknown");
+    assert!(matches!(err, StoreError::UnknownSession { .. }), "{err:?}");
+    assert_eq!(store.meta(&id("s-none")).expect("meta"), None);
+}
+
+#[test]
+fn list_is_newest_updated_first() {
+    let db = Db::new();
+    let store = db.open();
+    store
+        .create_session(&meta("s-old", "/p", 1_000))
+        .expect("create");
+    store
+        .create_session(&meta("s-mid", "/p", 2_000))
+        .expect("create");
+    store
+        .create_session(&meta("s-new", "/p", 3_000))
+        .expect("create");
+    assert_eq!(
+        ids(&store.list().expect("list")),
+        ["s-new", "s-mid", "s-old"]
+    );
+    // An append stamps the current time, far later than the fixed times above.
+    store.append(&id("s-old"), &input("bump")).expect("append");
+    assert_eq!(
+        ids(&store.list().expect("list")),
+        ["s-old", "s-new", "s-mid"]
+    );
+}
+
+#[test]
+fn latest_for_project_picks_the_most_recent_in_that_folder() {
+    let db = Db::new();
+    let store = db.open();
+    store
+        .create_session(&meta("s-p1", "/work/a", 1_000))
+        .expect("create");
+    store
+        .create_session(&meta("s-p2", "/work/a", 2_000))
+        .expect("create");
+    store
+        .create_session(&meta("s-q1", "/work/b", 3_000))
+        .expect("create");
+    let latest = |dir: &str| {
+        store
+            .latest_for_project(Path::new(dir))
+            .expect("latest")
+            .map(|m| m.id.as_str().to_owned())
+    };
+    assert_eq!(latest("/work/a").as_deref(), Some("s-p2"));
+    assert_eq!(latest("/work/b").as_deref(), Some("s-q1"));
+    assert_eq!(latest("/work/c"), None);
+    store.append(&id("s-p1"), &input("again")).expect("append");
+    assert_eq!(latest("/work/a").as_deref(), Some("s-p1"));
+}
+
+#[test]
+fn resolve_takes_a_full_id_or_a_unique_prefix() {
+    let db = Db::new();
+    let store = db.open();
+    for session in ["0190aaaa-1", "0190aaab-2", "0190bbbb-3", "0190"] {
+        store
+            .create_session(&meta(session, "/p", 1))
+            .expect("create");
+    }
+    let resolved = |text: &str| store.resolve(text).map(|m| m.id.as_str().to_owned());
+    assert_eq!(resolved("0190bbbb-3").expect("full id"), "0190bbbb-3");
+    assert_eq!(resolved("0190b").expect("prefix"), "0190bbbb-3");
+    assert_eq!(resolved(" 0190aaab ").expect("trimmed"), "0190aaab-2");
+    // An exact id wins even when it is also a prefix of others.
+    assert_eq!(resolved("0190").expect("exact short id"), "0190");
+
+    match resolved("0190aaa") {
+        Err(StoreError::AmbiguousSession { prefix, candidates }) => {
+            assert_eq!(prefix, "0190aaa");
+            assert_eq!(ids_of(&candidates), ["0190aaaa-1", "0190aaab-2"]);
+        }
+        other => panic!("expected AmbiguousSession, got {other:?}"),
+    }
+    let err = resolved("0190a").expect_err("ambiguous");
+    assert!(err.to_string().contains("0190aaaa-1, 0190aaab-2"), "{err}");
+    assert!(matches!(
+        resolved("0191"),
+        Err(StoreError::UnknownSession { .. })
+    ));
+    assert!(matches!(
+        resolved("019"),
+        Err(StoreError::PrefixTooShort { .. })
+    ));
+    assert!(matches!(
+        resolved(""),
+        Err(StoreError::PrefixTooShort { .. })
+    ));
+}
+
+fn ids_of(candidates: &[SessionId]) -> Vec<&str> {
+    candidates.iter().map(SessionId::as_str).collect()
+}
+
+#[test]
+fn everything_survives_a_reopen() {
+    let db = Db::new();
+    let events = [
+        input("remember me"),
+        reply("m", "I will"),
+        JournalEvent::TurnFailed {
+            category: ErrorCategory::ModelBehavior,
+            message: "cut off".into(),
+        },
+        JournalEvent::FileTouched {
+            path: PathBuf::from("src/main.rs"),
+        },
+    ];
+    let (records, stored_meta) = {
+        let store = db.open();
+        store
+            .create_session(&meta("s-keep", "/p", 5))
+            .expect("create");
+        let records = store.append_batch(&id("s-keep"), &events).expect("batch");
+        (records, store.meta(&id("s-keep")).expect("meta"))
+    };
+    let store = db.open();
+    assert_eq!(store.load(&id("s-keep")).expect("load"), records);
+    assert_eq!(store.meta(&id("s-keep")).expect("meta"), stored_meta);
+    // Seq continues after the reopen.
+    let next = store.append(&id("s-keep"), &input("more")).expect("append");
+    assert_eq!(next.seq, 5);
+}
+
+#[test]
+fn a_second_open_in_this_process_is_locked_and_names_the_pid() {
+    let db = Db::new();
+    let store = db.open();
+    let err = Store::open(&db.path).expect_err("second open");
+    let StoreError::Locked { path, owner } = &err else {
+        panic!("expected Locked, got {err:?}");
+    };
+    assert_eq!(path, &db.path);
+    let owner = owner.as_ref().expect("the holder is named");
+    assert_eq!(owner.pid, std::process::id());
+    let message = err.to_string();
+    for part in [
+        format!("the session database {} is in use by", db.path.display()),
+        format!("pid {}", std::process::id()),
+        "Wait for it to finish or stop it; or set TERN_HOME".to_owned(),
+    ] {
+        assert!(
+            message.contains(&part),
+            "message {message:?} lacks {part:?}"
+        );
+    }
+    // The failed open must not have disturbed the holder.
+    store
+        .create_session(&meta("s-still", "/p", 1))
+        .expect("still usable");
+    drop(store);
+    let store = db.open();
+    assert!(store.meta(&id("s-still")).expect("meta").is_some());
+}
+
+#[test]
+fn a_stale_owner_sidecar_does_not_confuse_the_next_open() {
+    let db = Db::new();
+    drop(db.open());
+    let sidecar = PathBuf::from(format!("{}.owner", db.path.display()));
+    assert!(!sidecar.exists(), "a clean close removes the sidecar");
+    std::fs::write(
+        &sidecar,
+        r#"{"pid":2147483646,"command":"tern gone","since_ms":0}"#,
+    )
+    .expect("plant stale sidecar");
+    let _store = db.open();
+    let err = Store::open(&db.path).expect_err("locked");
+    let StoreError::Locked { owner, .. } = err else {
+        panic!("expected Locked, got {err:?}");
+    };
+    assert_eq!(owner.map(|o| o.pid), Some(std::process::id()));
+}
+
+/// Environment variable that turns `holder_process` into a database holder.
+const HOLD_ENV: &str = "TERN_TEST_HOLD_DB";
+
+/// Not a test on its own: run by `a_second_process_is_locked_out…` in a child process, it
+/// opens the database named by `TERN_TEST_HOLD_DB`, says so, and holds it until stdin closes.
+#[test]
+#[ignore = "helper run as a child process by another test"]
+fn holder_process() {
+    let Some(path) = std::env::var_os(HOLD_ENV) else {
+        return;
+    };
+    let store = Store::open(Path::new(&path)).expect("holder open");
+    println!("holder ready");
+    let mut line = String::new();
+    while std::io::stdin()
+        .read_line(&mut line)
+        .map(|n| n > 0)
+        .unwrap_or(false)
+    {}
+    drop(store);
+}
+
+/// Starts `holder_process` in a child and waits until it holds the database. The child's
+/// stdout is returned too: it must stay open (and be drained) until the child exits, or the
+/// child's final output would fail.
+fn spawn_holder(path: &Path) -> (Child, BufReader<ChildStdout>) {
+    let mut child = Command::new(std::env::current_exe().expect("test binary"))
+        .args([
+            "store::holder_process",
+            "--exact",
+            "--ignored",
+            "--nocapture",
+        ])
+        .env(HOLD_ENV, path)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn holder");
+    let mut stdout = BufReader::new(child.stdout.take().expect("piped stdout"));
+    let mut line = String::new();
+    loop {
+        line.clear();
+        let read = stdout.read_line(&mut line).expect("read holder output");
+        assert!(read > 0, "the holder process did not open the database");
+        if line.trim() == "holder ready" {
+            return (child, stdout);
+        }
+    }
+}
+
+#[test]
+fn a_second_process_is_locked_out_and_told_who_holds_it() {
+    let db = Db::new();
+    drop(db.open());
+
+    let (mut holder, mut output) = spawn_holder(&db.path);
+    let err = Store::open(&db.path).expect_err("held by the child");
+    let StoreError::Locked { owner, .. } = &err else {
+        panic!("expected Locked, got {err:?}");
+    };
+    let owner = owner.as_ref().expect("the holder is named");
+    assert_eq!(owner.pid, holder.id());
+    assert!(owner.command.contains("holder_process"), "{owner:?}");
+    assert!(
+        err.to_string()
+            .contains(&format!("another tern process (pid {}: `", holder.id())),
+        "{err}"
+    );
+
+    // Closing stdin lets the holder finish; its lock and sidecar go with it.
+    drop(holder.stdin.take());
+    std::io::copy(&mut output, &mut std::io::sink()).expect("drain holder output");
+    assert!(holder.wait().expect("wait").success());
+    drop(db.open());
+
+    // A holder killed outright releases the lock too, leaving only a stale sidecar behind.
+    let (mut holder, _output) = spawn_holder(&db.path);
+    holder.kill().expect("kill");
+    holder.wait().expect("wait");
+    let store = db.open();
+    store
+        .create_session(&meta("s-after", "/p", 1))
+        .expect("usable");
+}
+
+#[test]
+fn a_file_that_is_not_a_database_is_refused_untouched() {
+    let db = Db::new();
+    std::fs::create_dir_all(db.path.parent().expect("parent")).expect("mkdir");
+    let garbage: Vec<u8> = (0..20_000u32).map(|i| (i * 7 + 3) as u8).collect();
+    std::fs::write(&db.path, &garbage).expect("write garbage");
+    check_refused_untouched(&db.path, "does not start with a redb database header");
+
+    std::fs::write(&db.path, b"redb").expect("write short file");
+    check_refused_untouched(&db.path, "only 4 bytes long");
+}
+
+#[test]
+fn a_truncated_database_is_refused_untouched() {
+    let db = Db::new();
+    {
+        let store = db.open();
+        store
+            .create_session(&meta("s-big", "/p", 1))
+            .expect("create");
+        let text = "x".repeat(2_000);
+        let events: Vec<_> = (0..200).map(|_| input(&text)).collect();
+        store.append_batch(&id("s-big"), &events).expect("batch");
+    }
+    let full = std::fs::read(&db.path).expect("read");
+    for keep in [full.len() / 2, full.len() / 4, 4096 + 17, 600] {
+        std::fs::write(&db.path, &full[..keep]).expect("truncate");
+        check_refused_untouched(&db.path, "");
+    }
+    // The intact file still opens and holds everything.
+    std::fs::write(&db.path, &full).expect("restore");
+    let store = db.open();
+    assert_eq!(store.load(&id("s-big")).expect("load").len(), 200);
+}
+
+#[test]
+fn damage_after_a_clean_close_is_still_caught() {
+    let db = Db::new();
+    let needle = "needle-7f3a9c-in-the-journal";
+    {
+        let store = db.open();
+        store.create_session(&meta("s-n", "/p", 1)).expect("create");
+        store.append(&id("s-n"), &input(needle)).expect("append");
+    }
+    // Overwrite every copy of the record's text with the same number of other bytes, as bit
+    // rot or a stray write would, keeping the file's length.
+    let mut bytes = std::fs::read(&db.path).expect("read");
+    let mut hits = 0;
+    for start in 0..bytes.len().saturating_sub(needle.len()) {
+        if bytes[start..].starts_with(needle.as_bytes()) {
+            bytes[start] = b'N';
+            hits += 1;
+        }
+    }
+    assert!(hits > 0, "the record's text is stored verbatim");
+    std::fs::write(&db.path, &bytes).expect("write damaged");
+    check_refused_untouched(&db.path, "the storage engine reports");
+}
+
+#[test]
+fn an_empty_file_becomes_a_new_database() {
+    let db = Db::new();
+    std::fs::create_dir_all(db.path.parent().expect("parent")).expect("mkdir");
+    std::fs::write(&db.path, b"").expect("empty file");
+    let store = db.open();
+    assert_eq!(store.list().expect("list"), []);
+}
+
+#[test]
+fn a_fresh_database_is_private_to_the_user() {
+    use std::os::unix::fs::PermissionsExt;
+    let db = Db::new();
+    drop(db.open());
+    let mode = |p: &Path| std::fs::metadata(p).expect("metadata").permissions().mode() & 0o777;
+    assert_eq!(mode(&db.path), 0o600);
+    assert_eq!(mode(db.path.parent().expect("parent")), 0o700);
+}

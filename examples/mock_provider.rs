@@ -1,0 +1,66 @@
+//! A standalone mock model provider for whole-process benchmarks.
+//!
+//! `cargo run --example mock_provider -- --port 0 --reply "Hello"` serves the same text reply
+//! to every model request, in whichever wire format the request's path asks for (Anthropic,
+//! OpenAI Chat Completions or Ollama), and prints its base URL as the first line on stdout so
+//! a script can point tern at it. It answers with no artificial delay and keeps no request
+//! bodies, so a long benchmark neither waits on it nor grows its memory.
+
+// The benchmark uses a small part of the test-support API.
+#[allow(dead_code, unused_imports)]
+#[path = "../tests/support/mock_provider/mod.rs"]
+mod mock_provider;
+
+use mock_provider::{MockProvider, Reply};
+use std::process::ExitCode;
+
+const USAGE: &str = "usage: mock_provider [--port PORT] [--reply TEXT]
+  --port PORT   port on 127.0.0.1 to listen on; 0 (the default) picks a free one
+  --reply TEXT  the text every request gets (default: \"Hello!\")";
+
+fn main() -> ExitCode {
+    let mut port: u16 = 0;
+    let mut reply = String::from("Hello!");
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        let value = match arg.as_str() {
+            "--port" | "--reply" => args.next(),
+            "-h" | "--help" => {
+                println!("{USAGE}");
+                return ExitCode::SUCCESS;
+            }
+            other => {
+                eprintln!("mock_provider: unknown argument {other:?}\n{USAGE}");
+                return ExitCode::from(2);
+            }
+        };
+        let Some(value) = value else {
+            eprintln!("mock_provider: {arg} needs a value\n{USAGE}");
+            return ExitCode::from(2);
+        };
+        if arg == "--reply" {
+            reply = value;
+        } else if let Ok(parsed) = value.parse() {
+            port = parsed;
+        } else {
+            eprintln!("mock_provider: --port takes a number from 0 to 65535, not {value:?}");
+            return ExitCode::from(2);
+        }
+    }
+
+    let mock = match MockProvider::bind(port) {
+        Ok(mock) => mock,
+        Err(e) => {
+            eprintln!("mock_provider: cannot listen on 127.0.0.1:{port}: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    mock.disable_recording();
+    mock.repeat(Reply::text(reply));
+    // Stdout is line-buffered, so the URL is visible to a reading script at once.
+    println!("{}", mock.base_url());
+    // The server runs on its own thread; this one only keeps the process alive.
+    loop {
+        std::thread::park();
+    }
+}

@@ -1,0 +1,60 @@
+//! `tern` with no subcommand: a conversation in this terminal, one line per message.
+
+use super::Outcome;
+use super::render::{OutputFormat, Renderer};
+use super::setup::{self, ModelArgs};
+use crate::session::{OutputFilter, SessionHandle, UserInput};
+use crate::tools::ApprovalMode;
+use std::io::Write;
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+pub async fn run(args: ModelArgs) -> anyhow::Result<Outcome> {
+    let loaded = setup::load()?;
+    let client = setup::model_client(&loaded.config, &args)?;
+    let store = setup::open_store(&loaded.paths)?;
+    let model = client.primary.model.to_owned();
+    // A person is present, but asking is not built into the line mode: edits are allowed,
+    // commands are refused with a note the model can act on.
+    let deps = setup::session_deps(&loaded, store, client, ApprovalMode::Edits);
+    let handle = SessionHandle::create(deps, setup::project_dir()?)?;
+    println!(
+        "tern · {model} · session {} · /exit or Ctrl-D to leave",
+        handle.id().short()
+    );
+
+    let mut lines = BufReader::new(tokio::io::stdin()).lines();
+    loop {
+        print!("› ");
+        let _ = std::io::stdout().flush();
+        let line = tokio::select! {
+            line = lines.next_line() => line?,
+            _ = tokio::signal::ctrl_c() => None,
+        };
+        let Some(line) = line else { break };
+        let text = line.trim();
+        if text.is_empty() {
+            continue;
+        }
+        if matches!(text, "/exit" | "/quit") {
+            break;
+        }
+        let mut events = handle.subscribe(OutputFilter::ALL).await?;
+        handle.send(UserInput::local(text)).await?;
+        let mut renderer = Renderer::new(OutputFormat::Text);
+        loop {
+            tokio::select! {
+                event = events.recv() => match event {
+                    Some(event) => if renderer.event(&event).is_some() { break },
+                    None => break,
+                },
+                _ = tokio::signal::ctrl_c() => handle.cancel().await?,
+            }
+        }
+        handle.state().await?;
+    }
+    println!(
+        "\nContinue this conversation with: tern run --session {} \"…\"",
+        handle.id().short()
+    );
+    Ok(Outcome::Success)
+}

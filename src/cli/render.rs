@@ -1,0 +1,201 @@
+//! Rendering session events for a terminal or a program: plain text, one JSON result, or a
+//! stream of JSON lines.
+
+use crate::domain::{ErrorCategory, SessionId, Usage};
+use crate::session::SessionEvent;
+use serde_json::json;
+use std::io::Write;
+use std::time::Instant;
+
+/// How a headless run prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum OutputFormat {
+    /// The answer streamed to stdout; tool activity and errors on stderr.
+    #[default]
+    Text,
+    /// One JSON object with the result when the turn ends.
+    Json,
+    /// One JSON object per line for every event, as it happens.
+    StreamJson,
+}
+
+/// How a turn ended, as seen by the renderer.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TurnEnd {
+    Completed,
+    Failed(ErrorCategory),
+}
+
+/// Prints events in one output format.
+pub struct Renderer {
+    format: OutputFormat,
+    session_id: Option<SessionId>,
+    started: Instant,
+    /// Whether the text printed so far ends with a newline (text format).
+    at_line_start: bool,
+    tool_calls: usize,
+    usage: Usage,
+}
+
+impl Renderer {
+    pub fn new(format: OutputFormat) -> Self {
+        Self {
+            format,
+            session_id: None,
+            started: Instant::now(),
+            at_line_start: true,
+            tool_calls: 0,
+            usage: Usage::default(),
+        }
+    }
+
+    /// Announces the session before anything else happens.
+    pub fn session(&mut self, id: &SessionId, resumed: bool, model: &str) {
+        self.session_id = Some(id.clone());
+        if self.format == OutputFormat::StreamJson {
+            line(&json!({"type": "session", "session_id": id, "resumed": resumed, "model": model}));
+        }
+    }
+
+    /// Prints one event; returns how the turn ended once it has.
+    pub fn event(&mut self, event: &SessionEvent) -> Option<TurnEnd> {
+        if let SessionEvent::Usage { usage, .. } = event {
+            self.usage.add(usage);
+        }
+        if let SessionEvent::ToolCall { .. } = event {
+            self.tool_calls += 1;
+        }
+        match self.format {
+            OutputFormat::StreamJson => self.stream_json(event),
+            OutputFormat::Text => self.text(event),
+            OutputFormat::Json => {}
+        }
+        match event {
+            SessionEvent::TurnCompleted { text, .. } => {
+                self.json_result(Some(text), None, "");
+                Some(TurnEnd::Completed)
+            }
+            SessionEvent::TurnFailed { category, message } => {
+                self.json_result(None, Some(*category), message);
+                Some(TurnEnd::Failed(*category))
+            }
+            _ => None,
+        }
+    }
+
+    fn stream_json(&self, event: &SessionEvent) {
+        if matches!(event, SessionEvent::PhaseChanged { .. }) {
+            return;
+        }
+        match serde_json::to_value(event) {
+            Ok(value) => line(&value),
+            Err(err) => tracing::error!(%err, "event not serializable"),
+        }
+    }
+
+    fn text(&mut self, event: &SessionEvent) {
+        let mut out = std::io::stdout().lock();
+        match event {
+            SessionEvent::TextDelta { text } => {
+                let _ = out.write_all(text.as_bytes());
+                let _ = out.flush();
+                self.at_line_start = text.ends_with('\n');
+            }
+            SessionEvent::Retry {
+                attempt,
+                delay,
+                message,
+                ..
+            } => {
+                self.end_line(&mut out);
+                eprintln!(
+                    "tern: {message}; retrying in {:.1}s (attempt {})",
+                    delay.as_secs_f64(),
+                    attempt + 1
+                );
+            }
+            SessionEvent::Fallback { model, message } => {
+                self.end_line(&mut out);
+                eprintln!("tern: {message}; switching to the fallback model {model}");
+            }
+            SessionEvent::ToolCall { name, input, .. } => {
+                self.end_line(&mut out);
+                eprintln!("▸ {name} {}", summarize_input(input));
+            }
+            SessionEvent::ToolResult {
+                content, is_error, ..
+            } => {
+                let first = content.lines().next().unwrap_or("");
+                let more = content.lines().count().saturating_sub(1);
+                let mark = if *is_error { "✗" } else { "✓" };
+                let more = if more > 0 {
+                    format!(" (+{more} lines)")
+                } else {
+                    String::new()
+                };
+                eprintln!("  {mark} {}{more}", clip(first, 100));
+            }
+            SessionEvent::TurnCompleted { .. } => self.end_line(&mut out),
+            SessionEvent::TurnFailed { category, message } => {
+                self.end_line(&mut out);
+                eprintln!("tern: the turn failed ({category}): {message}");
+            }
+            _ => {}
+        }
+    }
+
+    fn end_line(&mut self, out: &mut impl Write) {
+        if !self.at_line_start {
+            let _ = out.write_all(b"\n");
+            let _ = out.flush();
+            self.at_line_start = true;
+        }
+    }
+
+    fn json_result(&self, text: Option<&str>, category: Option<ErrorCategory>, message: &str) {
+        if self.format != OutputFormat::Json {
+            return;
+        }
+        let mut value = json!({
+            "type": "result",
+            "session_id": self.session_id,
+            "is_error": category.is_some(),
+            "result": text.unwrap_or(""),
+            "tool_calls": self.tool_calls,
+            "usage": self.usage,
+            "duration_ms": self.started.elapsed().as_millis() as u64,
+        });
+        if let Some(category) = category {
+            value["category"] = json!(category);
+            value["error"] = json!(message);
+        }
+        line(&value);
+    }
+}
+
+/// Writes one JSON value and a newline to stdout.
+fn line(value: &serde_json::Value) {
+    let mut out = std::io::stdout().lock();
+    let _ = serde_json::to_writer(&mut out, value);
+    let _ = out.write_all(b"\n");
+    let _ = out.flush();
+}
+
+/// A one-line view of a tool call's arguments: the path, command or pattern when there is
+/// one, otherwise compact JSON.
+pub fn summarize_input(input: &serde_json::Value) -> String {
+    for key in ["command", "path", "pattern"] {
+        if let Some(value) = input.get(key).and_then(|v| v.as_str()) {
+            return clip(value, 100);
+        }
+    }
+    clip(&input.to_string(), 100)
+}
+
+/// Cuts `text` to at most `max` characters, marking the cut.
+pub fn clip(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_owned(),
+    }
+}

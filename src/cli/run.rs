@@ -1,0 +1,131 @@
+//! `tern run`: one turn without the interactive interface, for scripts and pipelines.
+
+use super::Outcome;
+use super::render::{OutputFormat, Renderer, TurnEnd};
+use super::setup::{self, ModelArgs};
+use crate::domain::ErrorCategory;
+use crate::session::{OutputFilter, SessionHandle, UserInput};
+use crate::tools::ApprovalMode;
+use anyhow::{Context, bail};
+use std::io::{IsTerminal, Read};
+
+/// Run one turn and print the answer.
+///
+/// The prompt comes from the argument or, without one, from standard input. The session is
+/// stored like any other: continue it later with --continue or --session.
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    /// What to ask. Read from standard input when omitted.
+    prompt: Option<String>,
+    /// Continue the most recent session of this project directory.
+    #[arg(short, long, conflicts_with = "session")]
+    r#continue: bool,
+    /// Continue the session with this id (a unique prefix is enough).
+    #[arg(long, value_name = "ID")]
+    session: Option<String>,
+    /// How to print: text, json (one result object), stream-json (one event per line).
+    #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+    output_format: OutputFormat,
+    /// What tools may do without asking: never (refuse writes and commands), edits (allow
+    /// file changes inside the project), all.
+    #[arg(long, value_enum, default_value_t = Approve::Never)]
+    approve: Approve,
+    #[command(flatten)]
+    model: ModelArgs,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Approve {
+    Never,
+    Edits,
+    All,
+}
+
+impl From<Approve> for ApprovalMode {
+    fn from(value: Approve) -> Self {
+        match value {
+            Approve::Never => ApprovalMode::Never,
+            Approve::Edits => ApprovalMode::Edits,
+            Approve::All => ApprovalMode::All,
+        }
+    }
+}
+
+pub async fn run(args: RunArgs) -> anyhow::Result<Outcome> {
+    let prompt = read_prompt(args.prompt.as_deref())?;
+    let loaded = setup::load()?;
+    let client = setup::model_client(&loaded.config, &args.model)?;
+    let store = setup::open_store(&loaded.paths)?;
+    let model = client.primary.model.to_owned();
+    let deps = setup::session_deps(&loaded, store.clone(), client, args.approve.into());
+
+    let (handle, resumed) = if let Some(id) = &args.session {
+        let meta = store.resolve(id)?;
+        (SessionHandle::resume(deps, &meta)?, true)
+    } else if args.r#continue {
+        let project_dir = setup::project_dir()?;
+        let Some(meta) = store.latest_for_project(&project_dir)? else {
+            bail!(
+                "there is no earlier session for {} to continue; start one with `tern run \"…\"` \
+                 (or pick another with `tern sessions list` and `--session ID`)",
+                project_dir.display()
+            );
+        };
+        (SessionHandle::resume(deps, &meta)?, true)
+    } else {
+        (SessionHandle::create(deps, setup::project_dir()?)?, false)
+    };
+
+    let mut renderer = Renderer::new(args.output_format);
+    renderer.session(handle.id(), resumed, &model);
+    let mut events = handle.subscribe(OutputFilter::ALL).await?;
+    handle.send(UserInput::local(prompt)).await?;
+
+    let mut interrupted = false;
+    let end = loop {
+        tokio::select! {
+            event = events.recv() => match event {
+                Some(event) => {
+                    if let Some(end) = renderer.event(&event) {
+                        break end;
+                    }
+                }
+                None => break TurnEnd::Failed(ErrorCategory::Internal),
+            },
+            _ = tokio::signal::ctrl_c(), if !interrupted => {
+                interrupted = true;
+                handle.cancel().await?;
+            }
+        }
+    };
+    // Wait until the session is idle, so the journal holds the whole turn.
+    handle.state().await?;
+    Ok(match end {
+        TurnEnd::Completed => Outcome::Success,
+        TurnEnd::Failed(ErrorCategory::Cancelled) if interrupted => Outcome::Interrupted,
+        TurnEnd::Failed(_) => Outcome::TurnFailed,
+    })
+}
+
+/// The prompt from the argument, or from standard input when there is none.
+fn read_prompt(arg: Option<&str>) -> anyhow::Result<String> {
+    let prompt = match arg {
+        Some("-") | None => {
+            let stdin = std::io::stdin();
+            if stdin.is_terminal() {
+                bail!("no prompt given: pass it as an argument (`tern run \"…\"`) or pipe it in");
+            }
+            let mut text = String::new();
+            stdin
+                .lock()
+                .read_to_string(&mut text)
+                .context("could not read the prompt from standard input")?;
+            text
+        }
+        Some(text) => text.to_owned(),
+    };
+    if prompt.trim().is_empty() {
+        bail!("the prompt is empty: pass it as an argument (`tern run \"…\"`) or pipe it in");
+    }
+    Ok(prompt)
+}

@@ -1,0 +1,135 @@
+//! What every subcommand that talks to a model needs: configuration, logging, the store, the
+//! model client with its fallback, and the session dependencies built from them.
+
+use crate::config::{self, Config, Environment, ModelRef, Paths};
+use crate::llm::{self, ModelClient, ModelRoute, RetryPolicy};
+use crate::session::SessionDeps;
+use crate::store::Store;
+use crate::tools::{ApprovalMode, ToolRegistry};
+use anyhow::Context;
+use std::path::Path;
+use std::sync::Arc;
+
+/// Which provider profile and model to use.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct ModelArgs {
+    /// Provider profile from config.toml, or a built-in one: anthropic, openai, ollama.
+    #[arg(long, global = true, value_name = "NAME")]
+    pub provider: Option<String>,
+    /// Model name for this run, overriding the profile's default model.
+    #[arg(long, global = true, value_name = "NAME")]
+    pub model: Option<String>,
+}
+
+/// Configuration and paths, loaded once per process.
+pub struct Loaded {
+    pub paths: Paths,
+    pub config: Config,
+}
+
+/// Reads the configuration and starts logging to the log file.
+pub fn load() -> anyhow::Result<Loaded> {
+    let env = Environment::from_process();
+    let (paths, config) = config::load(&env)?;
+    init_logging(&paths.log_dir);
+    Ok(Loaded { paths, config })
+}
+
+/// Opens the session database, creating it on first use.
+pub fn open_store(paths: &Paths) -> anyhow::Result<Arc<Store>> {
+    Ok(Arc::new(Store::open(&paths.db_file)?))
+}
+
+/// Builds the model client: the chosen profile and model, and the configured fallback.
+pub fn model_client(config: &Config, args: &ModelArgs) -> anyhow::Result<ModelClient> {
+    let profile = match &args.provider {
+        Some(name) => config.provider(name)?,
+        None => match (&config.models.default, &args.model) {
+            (
+                Some(ModelRef {
+                    provider: Some(name),
+                    ..
+                }),
+                None,
+            ) => config.provider(name)?,
+            _ => config.default_provider()?,
+        },
+    };
+    profile.require_key()?;
+    let model = match (&args.model, &config.models.default) {
+        (Some(model), _) => model.clone(),
+        (None, Some(default)) if args.provider.is_none() => default.model.clone(),
+        _ => profile.default_model.clone(),
+    };
+    let primary = ModelRoute {
+        provider: llm::provider_for(profile),
+        model,
+        max_output_tokens: profile.max_output_tokens,
+    };
+    let fallback = match &config.models.fallback {
+        Some(reference) => {
+            let (fallback_profile, model) = config.resolve_model(reference)?;
+            let same = fallback_profile.name == profile.name && model == primary.model;
+            match (same, fallback_profile.require_key()) {
+                (false, Ok(())) => Some(ModelRoute {
+                    provider: llm::provider_for(fallback_profile),
+                    model,
+                    max_output_tokens: fallback_profile.max_output_tokens,
+                }),
+                (false, Err(err)) => {
+                    tracing::warn!(%err, "fallback model unavailable");
+                    None
+                }
+                (true, _) => None,
+            }
+        }
+        None => None,
+    };
+    let policy = RetryPolicy::new(&config.retry, &config.session);
+    Ok(ModelClient::new(primary, fallback, policy))
+}
+
+/// Everything a session needs, for one process.
+pub fn session_deps(
+    loaded: &Loaded,
+    store: Arc<Store>,
+    client: ModelClient,
+    approval: ApprovalMode,
+) -> Arc<SessionDeps> {
+    Arc::new(SessionDeps {
+        store,
+        client,
+        tools: ToolRegistry::builtin(),
+        settings: loaded.config.session.clone(),
+        approval,
+        data_dir: loaded.paths.data_dir.clone(),
+    })
+}
+
+/// The project directory: where tern was started.
+pub fn project_dir() -> anyhow::Result<std::path::PathBuf> {
+    let cwd = std::env::current_dir().context("the current directory is not accessible")?;
+    Ok(cwd.canonicalize().unwrap_or(cwd))
+}
+
+/// Sends tracing output to `<log_dir>/tern.log`; `TERN_LOG` sets the filter (default info).
+/// Logging is best effort: a log file that cannot be opened never stops tern.
+fn init_logging(log_dir: &Path) {
+    use tracing_subscriber::EnvFilter;
+    if std::fs::create_dir_all(log_dir).is_err() {
+        return;
+    }
+    let Ok(file) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log_dir.join("tern.log"))
+    else {
+        return;
+    };
+    let filter = EnvFilter::try_from_env("TERN_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(false)
+        .with_writer(std::sync::Mutex::new(file))
+        .try_init();
+}

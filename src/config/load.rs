@@ -1,0 +1,616 @@
+//! Reading the config file and turning it into a validated [`Config`].
+//!
+//! Two stages, as in ripgrep's argument handling: serde reads the text into the raw structs
+//! (rejecting syntax errors, unknown keys and wrong types), then validation checks values and
+//! applies defaults, built-in profiles and the environment. Both stages report through the
+//! same [`Validator::error`], which turns a key path or a byte span into file, line, column
+//! and key, so every message has the same shape whichever stage found the problem.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use toml::Value;
+
+use super::env::Environment;
+use super::error::ConfigError;
+use super::location::{Document, dotted};
+use super::paths::Paths;
+use super::providers::{
+    DEFAULT_CONTEXT_WINDOW, DEFAULT_MAX_OUTPUT_TOKENS, KINDS, builtin_profiles, check_base_url,
+    env_default_profile,
+};
+use super::raw::{RawConfig, RawMaintenance, RawModels, RawProvider, RawRetry, RawSession};
+use super::settings::{
+    Config, MaintenanceMode, MaintenanceSettings, ModelRef, ModelRoles, ProviderKind,
+    ProviderProfile, RetrySettings, SessionSettings,
+};
+use super::units::{DURATION_FORMS, SIZE_FORMS, parse_duration, parse_size};
+
+/// The longest duration accepted. Far beyond any useful setting, it keeps `now + timeout`
+/// from overflowing (which would panic) in the code that uses these values.
+const MAX_DURATION: Duration = Duration::from_secs(100 * 365 * 86_400);
+
+/// The longest delay between retries, in milliseconds.
+const MAX_RETRY_DELAY_MS: u64 = 3_600_000;
+
+/// Finds tern's directories and reads the config file there, if there is one.
+pub fn load(env: &Environment) -> Result<(Paths, Config), ConfigError> {
+    let paths = Paths::from_env(env)?;
+    let config = match std::fs::read_to_string(&paths.config_file) {
+        Ok(text) => load_from_str(&text, &paths.config_file, env)?,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+            let mut config = load_from_str("", &paths.config_file, env)?;
+            config.source = None;
+            config
+        }
+        Err(source) => {
+            return Err(ConfigError::Read {
+                path: paths.config_file.clone(),
+                source,
+            });
+        }
+    };
+    Ok((paths, config))
+}
+
+/// Parses and validates config text; `path` is where it came from, named in messages.
+pub fn load_from_str(text: &str, path: &Path, env: &Environment) -> Result<Config, ConfigError> {
+    let check = Validator {
+        path,
+        doc: Document::new(text),
+    };
+    let raw: RawConfig = toml::from_str(text).map_err(|err| check.toml_error(&err))?;
+    let session = check.session(raw.session)?;
+    let retry = check.retry(raw.retry)?;
+    let file_profiles: Vec<String> = raw.providers.keys().cloned().collect();
+    let providers = check.providers(raw.providers, env)?;
+    let models = check.models(raw.models, &providers, &file_profiles, env)?;
+    Ok(Config {
+        source: Some(path.to_path_buf()),
+        config_file: path.to_path_buf(),
+        providers,
+        models,
+        session,
+        retry,
+    })
+}
+
+/// Validates one document, knowing where each key is so errors can point at it.
+struct Validator<'a> {
+    path: &'a Path,
+    doc: Document<'a>,
+}
+
+impl Validator<'_> {
+    /// An error about the value at `key`, located in the file.
+    fn error(&self, key: &[&str], problem: impl Into<String>) -> ConfigError {
+        let (line, column) = self
+            .doc
+            .span_of(key)
+            .map_or((1, 1), |span| self.doc.line_column(span.start));
+        ConfigError::Invalid {
+            path: self.path.to_path_buf(),
+            line,
+            column,
+            key: dotted(key),
+            problem: problem.into(),
+        }
+    }
+
+    /// Converts a syntax or serde error, finding the key from the error's span.
+    fn toml_error(&self, err: &toml::de::Error) -> ConfigError {
+        let (line, column, key) = match err.span() {
+            Some(span) => {
+                let (line, column) = self.doc.line_column(span.start);
+                (line, column, self.doc.path_at(span.start))
+            }
+            None => (1, 1, Vec::new()),
+        };
+        ConfigError::Invalid {
+            path: self.path.to_path_buf(),
+            line,
+            column,
+            problem: explain_toml_message(err.message(), &key),
+            key: dotted(&key),
+        }
+    }
+
+    fn session(&self, raw: RawSession) -> Result<SessionSettings, ConfigError> {
+        let d = SessionSettings::default();
+        let timeout =
+            |name: &str, value, default| self.duration(&["session", name], value, default, false);
+        let threshold = match raw.compaction_threshold {
+            Some(t) if !(t > 0.0 && t < 1.0) => {
+                return Err(self.error(
+                    &["session", "compaction_threshold"],
+                    format!(
+                        "{t} is out of range; expected a fraction of the context window \
+                         between 0 and 1, exclusive (like 0.75)"
+                    ),
+                ));
+            }
+            Some(t) => t,
+            None => d.compaction_threshold,
+        };
+        let max_message_bytes =
+            match self.size(&["session", "max_message_bytes"], raw.max_message_bytes)? {
+                Some(bytes) => usize::try_from(bytes).map_err(|_| {
+                    self.error(
+                        &["session", "max_message_bytes"],
+                        "is too large for this machine",
+                    )
+                })?,
+                None => d.max_message_bytes,
+            };
+        Ok(SessionSettings {
+            prefill_timeout: timeout("prefill_timeout", raw.prefill_timeout, d.prefill_timeout)?,
+            first_token_timeout: timeout(
+                "first_token_timeout",
+                raw.first_token_timeout,
+                d.first_token_timeout,
+            )?,
+            no_progress_timeout: timeout(
+                "no_progress_timeout",
+                raw.no_progress_timeout,
+                d.no_progress_timeout,
+            )?,
+            tool_execution_timeout: timeout(
+                "tool_execution_timeout",
+                raw.tool_execution_timeout,
+                d.tool_execution_timeout,
+            )?,
+            sidecar_llm_timeout: timeout(
+                "sidecar_llm_timeout",
+                raw.sidecar_llm_timeout,
+                d.sidecar_llm_timeout,
+            )?,
+            // Zero is meaningful here: it turns passivation off.
+            idle_timeout: self.duration(
+                &["session", "idle_timeout"],
+                raw.idle_timeout,
+                d.idle_timeout,
+                true,
+            )?,
+            compaction_threshold: threshold,
+            snapshot_every: self.count(
+                &["session", "snapshot_every"],
+                raw.snapshot_every,
+                d.snapshot_every.into(),
+                u32::MAX.into(),
+            )? as u32,
+            max_message_bytes,
+            maintenance: self.maintenance(raw.maintenance)?,
+        })
+    }
+
+    fn maintenance(&self, raw: RawMaintenance) -> Result<MaintenanceSettings, ConfigError> {
+        let d = MaintenanceSettings::default();
+        let key = |name| ["session", "maintenance", name];
+        let mode = match raw.mode.as_deref() {
+            None => d.mode,
+            Some("warn") => MaintenanceMode::Warn,
+            Some("enforce") => MaintenanceMode::Enforce,
+            Some(other) => {
+                return Err(self.error(
+                    &key("mode"),
+                    format!("unknown mode \"{other}\"; expected \"warn\" or \"enforce\""),
+                ));
+            }
+        };
+        let max_disk_bytes = self.size(&key("max_disk_bytes"), raw.max_disk_bytes)?;
+        let high_water_bytes = match (
+            self.size(&key("high_water_bytes"), raw.high_water_bytes)?,
+            max_disk_bytes,
+        ) {
+            (Some(_), None) => {
+                return Err(self.error(
+                    &key("high_water_bytes"),
+                    "has no effect without max_disk_bytes; set max_disk_bytes too \
+                     (cleanup starts above it and stops below high_water_bytes)",
+                ));
+            }
+            (Some(high), Some(max)) if high > max => {
+                return Err(self.error(
+                    &key("high_water_bytes"),
+                    format!("({high} bytes) must not exceed max_disk_bytes ({max} bytes)"),
+                ));
+            }
+            (Some(high), Some(_)) => Some(high),
+            // 80% of the budget leaves room for a session's growth before the next cleanup.
+            (None, Some(max)) => Some(max / 5 * 4 + max % 5 * 4 / 5),
+            (None, None) => None,
+        };
+        Ok(MaintenanceSettings {
+            mode,
+            prune_after: self.duration(
+                &key("prune_after"),
+                raw.prune_after,
+                d.prune_after,
+                false,
+            )?,
+            max_entries: self.count(
+                &key("max_entries"),
+                raw.max_entries,
+                d.max_entries,
+                u64::MAX,
+            )?,
+            max_disk_bytes,
+            high_water_bytes,
+        })
+    }
+
+    fn retry(&self, raw: RawRetry) -> Result<RetrySettings, ConfigError> {
+        let d = RetrySettings::default();
+        let max_attempts = self.count(
+            &["retry", "max_attempts"],
+            raw.max_attempts,
+            d.max_attempts.into(),
+            100,
+        )? as u32;
+        let delay = |name: &str, value: Option<u64>, default: Duration| {
+            match value {
+            Some(ms) if ms > MAX_RETRY_DELAY_MS => Err(self.error(
+                &["retry", name],
+                format!("{ms} is out of range; expected milliseconds from 0 to {MAX_RETRY_DELAY_MS} (one hour)"),
+            )),
+            Some(ms) => Ok(ms),
+            None => Ok(default.as_millis() as u64),
+        }
+        };
+        let base_ms = delay("base_delay_ms", raw.base_delay_ms, d.base_delay)?;
+        let max_ms = delay("max_delay_ms", raw.max_delay_ms, d.max_delay)?;
+        if max_ms < base_ms {
+            return Err(self.error(
+                &[
+                    "retry",
+                    if raw.max_delay_ms.is_some() {
+                        "max_delay_ms"
+                    } else {
+                        "base_delay_ms"
+                    },
+                ],
+                format!("max_delay_ms ({max_ms}) must be at least base_delay_ms ({base_ms})"),
+            ));
+        }
+        Ok(RetrySettings {
+            max_attempts,
+            base_delay: Duration::from_millis(base_ms),
+            max_delay: Duration::from_millis(max_ms),
+        })
+    }
+
+    /// The built-in profiles with the file's profiles laid over them.
+    fn providers(
+        &self,
+        raw: BTreeMap<String, RawProvider>,
+        env: &Environment,
+    ) -> Result<BTreeMap<String, ProviderProfile>, ConfigError> {
+        let mut profiles = builtin_profiles(env)?;
+        for (name, raw) in raw {
+            let profile = self.profile(&name, raw, profiles.get(&name), env)?;
+            profiles.insert(name, profile);
+        }
+        Ok(profiles)
+    }
+
+    /// One `[providers.NAME]` section. A section named like a built-in profile starts from it
+    /// (as long as the kind stays the same), so `[providers.anthropic]` with just `model`
+    /// changes only the model.
+    fn profile(
+        &self,
+        name: &str,
+        raw: RawProvider,
+        builtin: Option<&ProviderProfile>,
+        env: &Environment,
+    ) -> Result<ProviderProfile, ConfigError> {
+        let key = |field| ["providers", name, field];
+        if name.is_empty() || name.contains('/') || name.chars().any(char::is_whitespace) {
+            return Err(self.error(
+                &["providers", name],
+                "profile names cannot be empty or contain `/` or spaces \
+                 (`/` separates the profile from the model in `profile/model`)",
+            ));
+        }
+        let kind = match raw.kind.as_deref() {
+            Some(text) => ProviderKind::parse(text).ok_or_else(|| {
+                self.error(
+                    &key("kind"),
+                    format!("unknown kind \"{text}\"; expected {KINDS}"),
+                )
+            })?,
+            None => builtin.map(|b| b.kind).ok_or_else(|| {
+                self.error(
+                    &["providers", name],
+                    format!("the profile has no `kind`; add kind = {KINDS}"),
+                )
+            })?,
+        };
+        let base = builtin.filter(|b| b.kind == kind);
+        let base_url = match &raw.base_url {
+            Some(url) => check_base_url(url)
+                .map_err(|problem| self.error(&key("base_url"), format!("\"{url}\" {problem}")))?,
+            None => base.map_or_else(
+                || kind.default_base_url().to_owned(),
+                |b| b.base_url.clone(),
+            ),
+        };
+        let api_key_env = match &raw.api_key_env {
+            Some(var) => {
+                let valid = !var.is_empty()
+                    && !var.starts_with(|c: char| c.is_ascii_digit())
+                    && var.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+                if !valid {
+                    // Never echo the value: people paste the key itself here.
+                    return Err(self.error(
+                        &key("api_key_env"),
+                        "takes the name of an environment variable that holds the key \
+                         (like \"WORK_API_KEY\"), not the key itself; the value here is not a \
+                         variable name (letters, digits and `_` only)",
+                    ));
+                }
+                Some(var.clone())
+            }
+            None => match base {
+                Some(b) => b.api_key_env.clone(),
+                // The vendor's conventional variable is only safe to send to the vendor: a
+                // profile pointing elsewhere must name its variable itself.
+                None if raw.base_url.is_none() => kind.default_key_env().map(str::to_owned),
+                None => None,
+            },
+        };
+        let default_model = match raw.model {
+            Some(model) if model.trim().is_empty() => {
+                return Err(self.error(
+                    &key("model"),
+                    "is empty; name the model to use, like model = \"claude-sonnet-4-5\"",
+                ));
+            }
+            Some(model) => model,
+            None => base.map(|b| b.default_model.clone()).ok_or_else(|| {
+                self.error(
+                    &["providers", name],
+                    "the profile has no `model`; add the model it uses by default, \
+                     like model = \"claude-sonnet-4-5\"",
+                )
+            })?,
+        };
+        let context_window = self.count(
+            &key("context_window"),
+            raw.context_window,
+            base.map_or(DEFAULT_CONTEXT_WINDOW, |b| b.context_window),
+            u64::MAX,
+        )?;
+        let max_output_tokens = self.count(
+            &key("max_output_tokens"),
+            raw.max_output_tokens,
+            base.map_or(DEFAULT_MAX_OUTPUT_TOKENS, |b| b.max_output_tokens)
+                .into(),
+            u32::MAX.into(),
+        )?;
+        if max_output_tokens >= context_window {
+            let field = if raw.max_output_tokens.is_some() {
+                "max_output_tokens"
+            } else {
+                "context_window"
+            };
+            return Err(self.error(
+                &key(field),
+                format!(
+                    "max_output_tokens ({max_output_tokens}) must be smaller than \
+                     context_window ({context_window}): the reply shares the window with the prompt"
+                ),
+            ));
+        }
+        Ok(ProviderProfile {
+            name: name.to_owned(),
+            kind,
+            base_url,
+            api_key: api_key_env
+                .as_deref()
+                .and_then(|var| env.get(var))
+                .map(str::to_owned),
+            api_key_env,
+            default_model,
+            context_window,
+            max_output_tokens: max_output_tokens as u32,
+        })
+    }
+
+    fn models(
+        &self,
+        raw: RawModels,
+        profiles: &BTreeMap<String, ProviderProfile>,
+        file_profiles: &[String],
+        env: &Environment,
+    ) -> Result<ModelRoles, ConfigError> {
+        let known = || profiles.keys().cloned().collect::<Vec<_>>().join(", ");
+        let provider = match raw.provider {
+            Some(name) if !profiles.contains_key(&name) => {
+                return Err(self.error(
+                    &["models", "provider"],
+                    format!(
+                        "there is no provider profile \"{name}\"; known profiles: {}; \
+                         define it as [providers.{name}]",
+                        known()
+                    ),
+                ));
+            }
+            other => other,
+        };
+        let model = |field: &str, text: Option<String>| -> Result<Option<ModelRef>, ConfigError> {
+            let Some(text) = text else { return Ok(None) };
+            let key = ["models", field];
+            let model = ModelRef::parse(&text).map_err(|err| self.error(&key, err.to_string()))?;
+            if let Some(name) = &model.provider
+                && !profiles.contains_key(name)
+            {
+                return Err(self.error(
+                    &key,
+                    format!(
+                        "\"{text}\" names the provider profile \"{name}\", which is not defined; \
+                         known profiles: {}; define it as [providers.{name}] or write just the \
+                         model name to use the default profile",
+                        known()
+                    ),
+                ));
+            }
+            Ok(Some(model))
+        };
+        let default = model("default", raw.default)?;
+        let compaction = model("compaction", raw.compaction)?;
+        let fallback = model("fallback", raw.fallback)?;
+        let default_provider = provider
+            .or_else(|| default.as_ref().and_then(|m| m.provider.clone()))
+            .or_else(|| env_default_profile(env, profiles).map(str::to_owned))
+            .or_else(|| match file_profiles {
+                [only] => Some(only.clone()),
+                _ => None,
+            });
+        Ok(ModelRoles {
+            default_provider,
+            default,
+            compaction,
+            fallback,
+        })
+    }
+
+    /// A duration given as whole seconds or as text like `30m`.
+    fn duration(
+        &self,
+        key: &[&str],
+        value: Option<Value>,
+        default: Duration,
+        allow_zero: bool,
+    ) -> Result<Duration, ConfigError> {
+        let duration = match value {
+            None => return Ok(default),
+            Some(Value::Integer(secs)) => {
+                u64::try_from(secs).map(Duration::from_secs).map_err(|_| {
+                    self.error(
+                        key,
+                        format!("{secs} is negative; expected {DURATION_FORMS}"),
+                    )
+                })?
+            }
+            Some(Value::String(text)) => parse_duration(&text).ok_or_else(|| {
+                self.error(
+                    key,
+                    format!("\"{text}\" is not a duration; expected {DURATION_FORMS}"),
+                )
+            })?,
+            Some(other) => {
+                return Err(self.error(
+                    key,
+                    format!("found a {}; expected {DURATION_FORMS}", other.type_str()),
+                ));
+            }
+        };
+        if duration > MAX_DURATION {
+            return Err(self.error(
+                key,
+                "is longer than a hundred years; use a shorter duration",
+            ));
+        }
+        if duration.is_zero() && !allow_zero {
+            return Err(self.error(
+                key,
+                format!("must be longer than zero; expected {DURATION_FORMS}"),
+            ));
+        }
+        Ok(duration)
+    }
+
+    /// A byte size given as a whole number or as text like `2GB`; zero is refused.
+    fn size(&self, key: &[&str], value: Option<Value>) -> Result<Option<u64>, ConfigError> {
+        let bytes = match value {
+            None => return Ok(None),
+            Some(Value::Integer(n)) => u64::try_from(n)
+                .map_err(|_| self.error(key, format!("{n} is negative; expected {SIZE_FORMS}")))?,
+            Some(Value::String(text)) => parse_size(&text).ok_or_else(|| {
+                self.error(
+                    key,
+                    format!("\"{text}\" is not a size; expected {SIZE_FORMS}"),
+                )
+            })?,
+            Some(other) => {
+                return Err(self.error(
+                    key,
+                    format!("found a {}; expected {SIZE_FORMS}", other.type_str()),
+                ));
+            }
+        };
+        if bytes == 0 {
+            return Err(self.error(
+                key,
+                format!("must be more than zero bytes; expected {SIZE_FORMS}"),
+            ));
+        }
+        Ok(Some(bytes))
+    }
+
+    /// A count from 1 to `max`.
+    fn count(
+        &self,
+        key: &[&str],
+        value: Option<u64>,
+        default: u64,
+        max: u64,
+    ) -> Result<u64, ConfigError> {
+        match value {
+            None => Ok(default),
+            Some(n) if n == 0 || n > max => Err(self.error(
+                key,
+                format!("{n} is out of range; expected a whole number from 1 to {max}"),
+            )),
+            Some(n) => Ok(n),
+        }
+    }
+}
+
+/// Rewrites serde's wording ("field", "u64", "struct RawSession") into the config file's
+/// terms, and adds a hint where a common mistake is likely.
+fn explain_toml_message(message: &str, key: &[String]) -> String {
+    let message = message.trim();
+    if let Some(rest) = message.strip_prefix("unknown field ") {
+        let (field, accepted) = rest.split_once(", expected ").unwrap_or((rest, ""));
+        let accepted = accepted.strip_prefix("one of ").unwrap_or(accepted);
+        let mut text = if accepted.is_empty() {
+            format!("unknown key {field}")
+        } else {
+            format!("unknown key {field}; the keys accepted here are {accepted}")
+        };
+        if key.len() == 3 && key[0] == "providers" && field == "`api_key`" {
+            text.push_str(
+                ". tern reads API keys only from the environment: export the key in a variable \
+                 and name that variable with api_key_env = \"VARIABLE_NAME\"",
+            );
+        }
+        return text;
+    }
+    // serde says "invalid length 1" when an array (`[[section]]`) stands where a table belongs.
+    let mut text = match message.strip_prefix("invalid length ") {
+        Some(rest) => {
+            let expected = rest.split_once(", expected ").map_or("", |(_, e)| e);
+            format!("wrong type: found an array, expected {expected}")
+        }
+        None => message.replacen("invalid type: ", "wrong type: found ", 1),
+    };
+    // The raw structs' names mean nothing to the reader; the key path already says where.
+    if let Some(at) = text.find("expected struct Raw") {
+        text.truncate(at);
+        text.push_str("expected a table, like [section]");
+    }
+    for (serde_term, ours) in [
+        ("expected u64", "expected a whole number, 0 or more"),
+        ("expected f64", "expected a number"),
+        ("expected a map", "expected a table"),
+        (
+            "duplicate key",
+            "duplicate key: it is already set earlier in the file",
+        ),
+    ] {
+        text = text.replace(serde_term, ours);
+    }
+    text
+}

@@ -1,0 +1,303 @@
+//! Provider profiles: the three built in from the ecosystem's conventional environment
+//! variables, the rules for base URLs, and when a profile needs an API key.
+//!
+//! A key is required by Anthropic, and by OpenAI-compatible servers unless they run on this
+//! machine or the local network (llama.cpp, vLLM and Ollama's `/v1` serve without one). The
+//! check happens when a profile is used, not at load, so a missing key for a provider nobody
+//! asked for never blocks start-up.
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+
+use super::env::Environment;
+use super::error::ConfigError;
+use super::settings::{ProviderKind, ProviderProfile};
+
+/// Every kind, for "accepted values" messages.
+pub(crate) const KINDS: &str = "\"anthropic\", \"openai\" or \"ollama\"";
+
+/// Context window assumed for a file profile that does not set one.
+pub(crate) const DEFAULT_CONTEXT_WINDOW: u64 = 128_000;
+/// Output limit assumed for a file profile that does not set one.
+pub(crate) const DEFAULT_MAX_OUTPUT_TOKENS: u32 = 8192;
+
+impl ProviderKind {
+    /// Parses the `kind` value of a profile.
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "anthropic" => Some(Self::Anthropic),
+            "openai" => Some(Self::OpenAi),
+            "ollama" => Some(Self::Ollama),
+            _ => None,
+        }
+    }
+
+    /// The vendor's public endpoint, used when a file profile gives no `base_url`.
+    pub fn default_base_url(self) -> &'static str {
+        match self {
+            Self::Anthropic => "https://api.anthropic.com",
+            Self::OpenAi => "https://api.openai.com/v1",
+            Self::Ollama => "http://127.0.0.1:11434",
+        }
+    }
+
+    /// The conventional key variable for the vendor's public endpoint.
+    pub fn default_key_env(self) -> Option<&'static str> {
+        match self {
+            Self::Anthropic => Some("ANTHROPIC_API_KEY"),
+            Self::OpenAi => Some("OPENAI_API_KEY"),
+            Self::Ollama => None,
+        }
+    }
+}
+
+impl ProviderProfile {
+    /// Whether calls to this profile need an API key.
+    pub fn needs_key(&self) -> bool {
+        match self.kind {
+            ProviderKind::Anthropic => true,
+            ProviderKind::OpenAi => !self.is_local(),
+            ProviderKind::Ollama => false,
+        }
+    }
+
+    /// Whether the base URL points at this machine or a private network.
+    pub fn is_local(&self) -> bool {
+        url_host(&self.base_url).is_some_and(is_local_host)
+    }
+
+    /// Checks that the key this profile needs is there; the error names the variable to
+    /// set. Call it when the profile is about to be used, not at load.
+    pub fn require_key(&self) -> Result<(), ConfigError> {
+        if self.api_key.is_some() || !self.needs_key() {
+            return Ok(());
+        }
+        Err(match &self.api_key_env {
+            Some(env) => ConfigError::MissingKey {
+                profile: self.name.clone(),
+                env: env.clone(),
+            },
+            None => ConfigError::NoKeyEnv {
+                profile: self.name.clone(),
+            },
+        })
+    }
+}
+
+/// The profiles available without a config file, configured from the environment.
+pub(crate) fn builtin_profiles(
+    env: &Environment,
+) -> Result<BTreeMap<String, ProviderProfile>, ConfigError> {
+    let from_env = |var: &str, value: &Option<String>, default: &str| match value {
+        Some(url) => check_base_url(url).map_err(|problem| ConfigError::InvalidEnv {
+            var: var.to_owned(),
+            problem: format!("is `{url}`, which {problem}"),
+        }),
+        None => Ok(default.to_owned()),
+    };
+    let anthropic = ProviderProfile {
+        name: "anthropic".to_owned(),
+        kind: ProviderKind::Anthropic,
+        base_url: from_env(
+            "ANTHROPIC_BASE_URL",
+            &env.anthropic_base_url,
+            ProviderKind::Anthropic.default_base_url(),
+        )?,
+        api_key_env: Some("ANTHROPIC_API_KEY".to_owned()),
+        api_key: env.anthropic_api_key.clone(),
+        default_model: "claude-sonnet-4-5".to_owned(),
+        context_window: 200_000,
+        max_output_tokens: 32_000,
+    };
+    let openai = ProviderProfile {
+        name: "openai".to_owned(),
+        kind: ProviderKind::OpenAi,
+        base_url: from_env(
+            "OPENAI_BASE_URL",
+            &env.openai_base_url,
+            ProviderKind::OpenAi.default_base_url(),
+        )?,
+        api_key_env: Some("OPENAI_API_KEY".to_owned()),
+        api_key: env.openai_api_key.clone(),
+        default_model: "gpt-4.1".to_owned(),
+        context_window: 1_047_576,
+        max_output_tokens: 32_768,
+    };
+    let ollama_url = match &env.ollama_host {
+        Some(host) => ollama_base_url(host).map_err(|problem| ConfigError::InvalidEnv {
+            var: "OLLAMA_HOST".to_owned(),
+            problem: format!("is `{host}`, which {problem}"),
+        })?,
+        None => ProviderKind::Ollama.default_base_url().to_owned(),
+    };
+    let ollama = ProviderProfile {
+        name: "ollama".to_owned(),
+        kind: ProviderKind::Ollama,
+        base_url: ollama_url,
+        api_key_env: None,
+        api_key: None,
+        default_model: "llama3.2".to_owned(),
+        context_window: 32_768,
+        max_output_tokens: 8192,
+    };
+    Ok([anthropic, openai, ollama]
+        .into_iter()
+        .map(|p| (p.name.clone(), p))
+        .collect())
+}
+
+/// Which built-in profile the environment asks for, in order of preference: a key for
+/// Anthropic, a key (or a server on this machine) for OpenAI, a host for Ollama.
+pub(crate) fn env_default_profile(
+    env: &Environment,
+    profiles: &BTreeMap<String, ProviderProfile>,
+) -> Option<&'static str> {
+    let openai_local = profiles
+        .get("openai")
+        .is_some_and(|p| env.openai_base_url.is_some() && p.is_local());
+    if env.anthropic_api_key.is_some() {
+        Some("anthropic")
+    } else if env.openai_api_key.is_some() || openai_local {
+        Some("openai")
+    } else if env.ollama_host.is_some() {
+        Some("ollama")
+    } else {
+        None
+    }
+}
+
+/// Checks that `url` is an absolute http(s) URL with a host, and drops trailing slashes so
+/// endpoint paths can be appended. The error completes the sentence "the value …".
+pub(crate) fn check_base_url(url: &str) -> Result<String, String> {
+    let url = url.trim().trim_end_matches('/');
+    let accepted = "is not an http:// or https:// URL with a host \
+                    (like \"https://api.anthropic.com\" or \"http://127.0.0.1:8080/v1\")";
+    let lower = url.to_ascii_lowercase();
+    let rest = if lower.starts_with("http://") {
+        &url[7..]
+    } else if lower.starts_with("https://") {
+        &url[8..]
+    } else {
+        return Err(accepted.to_owned());
+    };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let host_ok = url_host(url).is_some_and(|h| !h.is_empty());
+    if !host_ok || authority.starts_with(':') || url.chars().any(char::is_whitespace) {
+        return Err(accepted.to_owned());
+    }
+    Ok(url.to_owned())
+}
+
+/// Turns `OLLAMA_HOST` into a base URL the way Ollama's own client does: `host:port`, a bare
+/// host (port 11434), or a full URL; `0.0.0.0` (a common bind address) means this machine.
+fn ollama_base_url(host: &str) -> Result<String, String> {
+    let host = host.trim();
+    if host.contains("://") {
+        return check_base_url(host);
+    }
+    let hostport = host.split('/').next().unwrap_or_default();
+    let with_port = if hostport.is_empty() {
+        "127.0.0.1:11434".to_owned()
+    } else if let Some(bracketed) = hostport.strip_prefix('[') {
+        // `[::1]` or `[::1]:11434`
+        match bracketed.split_once(']') {
+            Some((_, "")) => format!("{hostport}:11434"),
+            Some(_) => hostport.to_owned(),
+            None => return Err("has an unclosed `[` in its IPv6 address".to_owned()),
+        }
+    } else {
+        match hostport.matches(':').count() {
+            0 => format!("{hostport}:11434"),
+            1 if hostport.starts_with(':') => format!("127.0.0.1{hostport}"),
+            1 => hostport.to_owned(),
+            _ => format!("[{hostport}]:11434"),
+        }
+    };
+    let with_port = with_port.replacen("0.0.0.0", "127.0.0.1", 1);
+    check_base_url(&format!("http://{with_port}"))
+}
+
+/// The host of an http(s) URL, without user info, port or IPv6 brackets.
+fn url_host(url: &str) -> Option<&str> {
+    let (_, rest) = url.split_once("://")?;
+    let authority = rest.split(['/', '?', '#']).next()?;
+    let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    if let Some(bracketed) = host_port.strip_prefix('[') {
+        return bracketed.split_once(']').map(|(h, _)| h);
+    }
+    Some(host_port.split(':').next().unwrap_or(host_port))
+}
+
+/// Loopback, private, link-local or unspecified addresses, and `localhost` names.
+fn is_local_host(host: &str) -> bool {
+    let host = host.to_ascii_lowercase();
+    if host == "localhost" || host.ends_with(".localhost") || host.ends_with(".local") {
+        return true;
+    }
+    match host.parse::<IpAddr>() {
+        Ok(IpAddr::V4(ip)) => {
+            ip.is_loopback() || ip.is_private() || ip.is_link_local() || ip.is_unspecified()
+        }
+        Ok(IpAddr::V6(ip)) => {
+            ip.is_loopback()
+                || ip.is_unspecified()
+                || ip.is_unique_local()
+                || ip.is_unicast_link_local()
+        }
+        Err(_) => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base_urls() {
+        assert_eq!(
+            check_base_url("https://api.x.com/v1/").as_deref(),
+            Ok("https://api.x.com/v1")
+        );
+        assert_eq!(
+            check_base_url("HTTP://127.0.0.1:8080").as_deref(),
+            Ok("HTTP://127.0.0.1:8080")
+        );
+        for bad in [
+            "api.x.com",
+            "ftp://x",
+            "http://",
+            "http://:80",
+            "https://a b",
+            "http:///v1",
+        ] {
+            assert!(check_base_url(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn ollama_hosts_like_ollama_reads_them() {
+        let url = |h| ollama_base_url(h).unwrap();
+        assert_eq!(url("127.0.0.1:11434"), "http://127.0.0.1:11434");
+        assert_eq!(url("gpu-box"), "http://gpu-box:11434");
+        assert_eq!(url("0.0.0.0"), "http://127.0.0.1:11434");
+        assert_eq!(url(":9000"), "http://127.0.0.1:9000");
+        assert_eq!(url("[::1]"), "http://[::1]:11434");
+        assert_eq!(url("::1"), "http://[::1]:11434");
+        assert_eq!(
+            url("https://ollama.example.com"),
+            "https://ollama.example.com"
+        );
+    }
+
+    #[test]
+    fn local_hosts() {
+        let host = |u| url_host(u).is_some_and(is_local_host);
+        assert!(host("http://127.0.0.1:8080/v1"));
+        assert!(host("http://localhost:8080"));
+        assert!(host("http://192.168.1.20:8000/v1"));
+        assert!(host("http://[::1]:8080"));
+        assert!(host("http://user:pw@10.0.0.2/v1"));
+        assert!(!host("https://openrouter.ai/api/v1"));
+        assert!(!host("https://8.8.8.8/v1"));
+    }
+}

@@ -1,0 +1,84 @@
+//! The config file exactly as written, before defaults and validation.
+//!
+//! Every struct denies unknown keys, so a typo is an error that names the key instead of a
+//! setting silently ignored. Fields that accept more than one form (a duration as seconds or
+//! as `"30m"`, a size as bytes or as `"2GB"`) are kept as [`toml::Value`] so that validation,
+//! not serde, writes the message saying which forms are accepted.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use toml::Value;
+
+/// The whole file.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawConfig {
+    #[serde(default)]
+    pub models: RawModels,
+    #[serde(default)]
+    pub providers: BTreeMap<String, RawProvider>,
+    #[serde(default)]
+    pub session: RawSession,
+    #[serde(default)]
+    pub retry: RawRetry,
+}
+
+/// `[models]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawModels {
+    pub provider: Option<String>,
+    pub default: Option<String>,
+    pub compaction: Option<String>,
+    pub fallback: Option<String>,
+}
+
+/// `[providers.NAME]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawProvider {
+    pub kind: Option<String>,
+    pub base_url: Option<String>,
+    pub api_key_env: Option<String>,
+    pub model: Option<String>,
+    pub context_window: Option<u64>,
+    pub max_output_tokens: Option<u64>,
+}
+
+/// `[session]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawSession {
+    pub prefill_timeout: Option<Value>,
+    pub first_token_timeout: Option<Value>,
+    pub no_progress_timeout: Option<Value>,
+    pub tool_execution_timeout: Option<Value>,
+    pub sidecar_llm_timeout: Option<Value>,
+    pub idle_timeout: Option<Value>,
+    pub compaction_threshold: Option<f64>,
+    pub snapshot_every: Option<u64>,
+    pub max_message_bytes: Option<Value>,
+    #[serde(default)]
+    pub maintenance: RawMaintenance,
+}
+
+/// `[session.maintenance]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawMaintenance {
+    pub mode: Option<String>,
+    pub prune_after: Option<Value>,
+    pub max_entries: Option<u64>,
+    pub max_disk_bytes: Option<Value>,
+    pub high_water_bytes: Option<Value>,
+}
+
+/// `[retry]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawRetry {
+    pub max_attempts: Option<u64>,
+    pub base_delay_ms: Option<u64>,
+    pub max_delay_ms: Option<u64>,
+}

@@ -1,0 +1,123 @@
+//! The resolved configuration as readable text, for `tern doctor`.
+//!
+//! It shows where each key would come from and whether it is there (`set (from
+//! ANTHROPIC_API_KEY)`, `missing (WORK_KEY)`), never the key itself: doctor output gets pasted
+//! into bug reports.
+
+use std::fmt::Write;
+
+use super::settings::{Config, MaintenanceMode, ModelRef, ProviderProfile};
+use super::units::{format_duration, format_size};
+
+impl Config {
+    /// The configuration after defaults and the environment, one setting per line.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        // Writing to a String cannot fail; the results are ignored for that reason only.
+        let _ = self.write_to(&mut out);
+        out
+    }
+
+    fn write_to(&self, out: &mut String) -> std::fmt::Result {
+        match &self.source {
+            Some(path) => writeln!(out, "config file: {}", path.display())?,
+            None => writeln!(
+                out,
+                "config file: {} (not found; using defaults and the environment)",
+                self.config_file.display()
+            )?,
+        }
+
+        writeln!(out, "\n[models]")?;
+        match self.default_provider() {
+            Ok(profile) => writeln!(out, "provider = {}", profile.name)?,
+            Err(_) => writeln!(out, "provider = (none configured)")?,
+        }
+        let role = |model: &Option<ModelRef>, unset: &str| {
+            model
+                .as_ref()
+                .map_or_else(|| unset.to_owned(), ModelRef::to_string)
+        };
+        match self.conversation_model() {
+            Ok((profile, model)) => writeln!(out, "default = {}/{model}", profile.name)?,
+            Err(_) => writeln!(out, "default = {}", role(&self.models.default, "(none)"))?,
+        }
+        match self.compaction_model() {
+            Ok((profile, model)) => writeln!(out, "compaction = {}/{model}", profile.name)?,
+            Err(_) => writeln!(
+                out,
+                "compaction = {}",
+                role(&self.models.compaction, "(none)")
+            )?,
+        }
+        match self.fallback_model() {
+            Ok(Some((profile, model))) => writeln!(out, "fallback = {}/{model}", profile.name)?,
+            Ok(None) => writeln!(out, "fallback = (none)")?,
+            Err(_) => writeln!(out, "fallback = {}", role(&self.models.fallback, "(none)"))?,
+        }
+
+        for profile in self.providers.values() {
+            write_profile(out, profile)?;
+        }
+
+        let s = &self.session;
+        writeln!(out, "\n[session]")?;
+        for (name, value) in [
+            ("prefill_timeout", s.prefill_timeout),
+            ("first_token_timeout", s.first_token_timeout),
+            ("no_progress_timeout", s.no_progress_timeout),
+            ("tool_execution_timeout", s.tool_execution_timeout),
+            ("sidecar_llm_timeout", s.sidecar_llm_timeout),
+        ] {
+            writeln!(out, "{name} = {}", format_duration(value))?;
+        }
+        if s.idle_timeout.is_zero() {
+            writeln!(out, "idle_timeout = 0 (passivation off)")?;
+        } else {
+            writeln!(out, "idle_timeout = {}", format_duration(s.idle_timeout))?;
+        }
+        writeln!(out, "compaction_threshold = {}", s.compaction_threshold)?;
+        writeln!(out, "snapshot_every = {}", s.snapshot_every)?;
+        writeln!(
+            out,
+            "max_message_bytes = {}",
+            format_size(s.max_message_bytes as u64)
+        )?;
+
+        let m = &s.maintenance;
+        writeln!(out, "\n[session.maintenance]")?;
+        let mode = match m.mode {
+            MaintenanceMode::Warn => "warn",
+            MaintenanceMode::Enforce => "enforce",
+        };
+        writeln!(out, "mode = {mode}")?;
+        writeln!(out, "prune_after = {}", format_duration(m.prune_after))?;
+        writeln!(out, "max_entries = {}", m.max_entries)?;
+        let size = |bytes: Option<u64>| bytes.map_or_else(|| "(no limit)".to_owned(), format_size);
+        writeln!(out, "max_disk_bytes = {}", size(m.max_disk_bytes))?;
+        writeln!(out, "high_water_bytes = {}", size(m.high_water_bytes))?;
+
+        let r = &self.retry;
+        writeln!(out, "\n[retry]")?;
+        writeln!(out, "max_attempts = {}", r.max_attempts)?;
+        writeln!(out, "base_delay_ms = {}", r.base_delay.as_millis())?;
+        writeln!(out, "max_delay_ms = {}", r.max_delay.as_millis())
+    }
+}
+
+fn write_profile(out: &mut String, p: &ProviderProfile) -> std::fmt::Result {
+    writeln!(out, "\n[providers.{}]", p.name)?;
+    writeln!(out, "kind = {}", p.kind.as_str())?;
+    writeln!(out, "base_url = {}", p.base_url)?;
+    writeln!(out, "model = {}", p.default_model)?;
+    writeln!(out, "context_window = {}", p.context_window)?;
+    writeln!(out, "max_output_tokens = {}", p.max_output_tokens)?;
+    let key = match (&p.api_key_env, &p.api_key) {
+        (Some(var), Some(_)) => format!("set (from {var})"),
+        (Some(var), None) if p.needs_key() => format!("missing ({var})"),
+        (Some(var), None) => format!("not set ({var}); not needed for a local server"),
+        (None, _) if p.needs_key() => "missing (no api_key_env configured)".to_owned(),
+        (None, _) => "not needed".to_owned(),
+    };
+    writeln!(out, "api_key = {key}")
+}

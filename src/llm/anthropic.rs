@@ -1,0 +1,501 @@
+//! The Anthropic Messages API: request encoding (with prompt-cache breakpoints) and the
+//! decoder of its server-sent event stream.
+//!
+//! Anthropic allows four `cache_control` breakpoints per request. The system prompt and the
+//! tool list take one each, because they are the stable prefix every request shares; the rest
+//! go to the latest message breakpoints the caller asked for, since a later breakpoint covers
+//! more of the history. The decoder follows Anthropic's versioning promise that new event,
+//! block and delta types may appear at any time: anything unknown is skipped.
+
+use super::decode::{Decoded, WireDecoder};
+use super::error::{classify_stream_error, not_json};
+use super::history::merge_turns;
+use super::http::{self, Endpoint};
+use super::sse::{SseDecoder, SseEvent};
+use super::{BoxFuture, ChatRequest, EventStream, LlmError, Provider, StopReason, StreamEvent};
+use crate::config::ProviderProfile;
+use crate::domain::{ContentBlock, ErrorCategory, Role, Usage};
+use serde_json::{Value, json};
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+/// The API version this encoder and decoder were written against.
+const API_VERSION: &str = "2023-06-01";
+
+/// Anthropic's limit on `cache_control` breakpoints in one request.
+const MAX_CACHE_BREAKPOINTS: usize = 4;
+
+/// A provider speaking the Anthropic Messages API.
+#[derive(Debug, Clone)]
+pub struct AnthropicProvider {
+    name: String,
+    messages: Endpoint,
+    models: Endpoint,
+    api_key: Option<String>,
+    api_key_env: Option<String>,
+}
+
+impl AnthropicProvider {
+    /// A provider for the profile's base URL (with or without a trailing `/` or `/v1`). Does
+    /// no IO: the HTTP client is built on the first request.
+    pub fn new(profile: &ProviderProfile) -> Self {
+        let hint = http::base_url_hint(&profile.name);
+        let endpoint = |path: &str| Endpoint {
+            url: http::join_url(&profile.base_url, &["/v1"], path),
+            base_url_hint: hint.clone(),
+        };
+        Self {
+            name: profile.name.clone(),
+            messages: endpoint("/v1/messages"),
+            models: endpoint("/v1/models"),
+            api_key: profile.api_key.clone().filter(|key| !key.is_empty()),
+            api_key_env: profile.api_key_env.clone(),
+        }
+    }
+
+    /// A request to `endpoint` with the version and key headers set.
+    fn request(
+        &self,
+        method: reqwest::Method,
+        endpoint: &Endpoint,
+    ) -> Result<reqwest::RequestBuilder, LlmError> {
+        let mut builder = http::client()?
+            .request(method, &endpoint.url)
+            .header("anthropic-version", API_VERSION);
+        match (&self.api_key, &self.api_key_env) {
+            (Some(key), _) => {
+                builder = builder.header("x-api-key", http::secret_header(key, &self.name)?);
+            }
+            (None, Some(var)) => {
+                return Err(LlmError::new(
+                    ErrorCategory::Auth,
+                    format!("no API key for provider `{}`: set {var}", self.name),
+                ));
+            }
+            // A keyless proxy in front of the API: let it decide.
+            (None, None) => {}
+        }
+        Ok(builder)
+    }
+
+    /// Adds where the key comes from and which model was asked for to an error's advice.
+    fn explain(&self, err: LlmError, model: &str) -> LlmError {
+        http::explain(err, &self.name, self.api_key_env.as_deref(), model)
+    }
+}
+
+impl Provider for AnthropicProvider {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn stream<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+    ) -> BoxFuture<'a, Result<EventStream, LlmError>> {
+        Box::pin(async move {
+            let builder = self
+                .request(reqwest::Method::POST, &self.messages)?
+                .header(reqwest::header::ACCEPT, "text/event-stream")
+                .json(&encode_request(request));
+            let response = http::send(&self.messages, builder)
+                .await
+                .map_err(|err| self.explain(err, &request.model))?;
+            http::expect_stream(&self.messages, &response)?;
+            Ok(http::event_stream(response, AnthropicDecoder::new()))
+        })
+    }
+
+    fn probe(&self) -> BoxFuture<'_, Result<String, LlmError>> {
+        Box::pin(async move {
+            let builder = self
+                .request(reqwest::Method::GET, &self.models)?
+                .timeout(Duration::from_secs(15));
+            http::send(&self.models, builder)
+                .await
+                .map_err(|err| self.explain(err, ""))?;
+            Ok(format!("{} answered and accepted the key", self.models.url))
+        })
+    }
+}
+
+/// The JSON body of a streamed Messages request.
+pub(crate) fn encode_request(request: &ChatRequest) -> Value {
+    let ephemeral = || json!({"type": "ephemeral"});
+    let mut body = json!({
+        "model": request.model,
+        "max_tokens": request.max_output_tokens,
+        "stream": true,
+    });
+    let mut breakpoints_left = MAX_CACHE_BREAKPOINTS;
+    if !request.system.is_empty() {
+        body["system"] = json!([{
+            "type": "text",
+            "text": request.system,
+            "cache_control": ephemeral(),
+        }]);
+        breakpoints_left -= 1;
+    }
+    if !request.tools.is_empty() {
+        let mut tools: Vec<Value> = request
+            .tools
+            .iter()
+            .map(|tool| {
+                json!({
+                    "name": tool.name,
+                    "description": tool.description,
+                    "input_schema": tool.input_schema,
+                })
+            })
+            .collect();
+        if let Some(last) = tools.last_mut() {
+            last["cache_control"] = ephemeral();
+        }
+        body["tools"] = Value::Array(tools);
+        breakpoints_left -= 1;
+    }
+
+    // A thinking block is only accepted back with the signature that proves it unedited;
+    // one without (from another provider, or cut short) is left out.
+    let turns = merge_turns(&request.messages, |block| match block {
+        ContentBlock::Thinking { signature, .. } => {
+            signature.as_deref().is_some_and(|sig| !sig.is_empty())
+        }
+        _ => true,
+    });
+    let mut messages: Vec<(Role, Vec<(usize, &ContentBlock)>)> = turns
+        .into_iter()
+        .map(|turn| {
+            let mut blocks = turn.blocks;
+            if turn.role == Role::User {
+                // Tool results must open the user turn that answers a tool call; a note merged
+                // in ahead of them would make the request invalid.
+                blocks.sort_by_key(|(_, block)| !matches!(block, ContentBlock::ToolResult(_)));
+            }
+            (turn.role, blocks)
+        })
+        .collect();
+
+    let mut encoded: Vec<Vec<Value>> = messages
+        .iter()
+        .map(|(_, blocks)| {
+            blocks
+                .iter()
+                .map(|(_, block)| encode_block(block))
+                .collect()
+        })
+        .collect();
+    let requested: Vec<usize> = request
+        .cache_breakpoints
+        .iter()
+        .copied()
+        .filter(|&index| index < request.messages.len())
+        .collect();
+    for (turn, position) in cache_targets(&messages, &requested, breakpoints_left) {
+        if let Some(block) = encoded
+            .get_mut(turn)
+            .and_then(|blocks| blocks.get_mut(position))
+        {
+            block["cache_control"] = ephemeral();
+        }
+    }
+    body["messages"] = Value::Array(
+        messages
+            .drain(..)
+            .zip(encoded)
+            .map(|((role, _), content)| {
+                json!({
+                    "role": match role { Role::User => "user", Role::Assistant => "assistant" },
+                    "content": content,
+                })
+            })
+            .collect(),
+    );
+    body
+}
+
+/// Where the message breakpoints land: for each of the latest `limit` requested message
+/// indices, the last block (in wire order) that came from that message or an earlier one.
+/// Thinking blocks cannot carry `cache_control`, so they are passed over.
+fn cache_targets(
+    turns: &[(Role, Vec<(usize, &ContentBlock)>)],
+    requested: &[usize],
+    limit: usize,
+) -> BTreeSet<(usize, usize)> {
+    let mut marks: Vec<usize> = requested.to_vec();
+    marks.sort_unstable();
+    marks.dedup();
+    let skip = marks.len().saturating_sub(limit);
+    let mut targets = BTreeSet::new();
+    for mark in marks.into_iter().skip(skip) {
+        let mut target = None;
+        for (turn_index, (_, blocks)) in turns.iter().enumerate() {
+            for (position, (origin, block)) in blocks.iter().enumerate() {
+                if *origin <= mark && !matches!(block, ContentBlock::Thinking { .. }) {
+                    target = Some((turn_index, position));
+                }
+            }
+        }
+        targets.extend(target);
+    }
+    targets
+}
+
+fn encode_block(block: &ContentBlock) -> Value {
+    match block {
+        ContentBlock::Text { text } => json!({"type": "text", "text": text}),
+        ContentBlock::Thinking {
+            thinking,
+            signature,
+        } => json!({
+            "type": "thinking",
+            "thinking": thinking,
+            "signature": signature.as_deref().unwrap_or_default(),
+        }),
+        ContentBlock::ToolUse(call) => {
+            let input = if call.input.is_object() {
+                call.input.clone()
+            } else {
+                json!({})
+            };
+            json!({"type": "tool_use", "id": call.id, "name": call.name, "input": input})
+        }
+        ContentBlock::ToolResult(result) => {
+            let mut block = json!({"type": "tool_result", "tool_use_id": result.tool_use_id});
+            if !result.content.is_empty() {
+                block["content"] = json!(result.content);
+            }
+            if result.is_error {
+                block["is_error"] = json!(true);
+            }
+            block
+        }
+    }
+}
+
+/// Decodes the Messages event stream into [`StreamEvent`]s.
+#[derive(Debug, Default)]
+pub(crate) struct AnthropicDecoder {
+    sse: SseDecoder,
+    /// Content indices of open tool_use blocks.
+    open_tools: BTreeSet<usize>,
+    /// Tool blocks whose input came whole in `content_block_start`; deltas for them would
+    /// duplicate it.
+    tools_with_input: BTreeSet<usize>,
+    stop_reason: Option<StopReason>,
+    /// `message_stop` arrived: the reply is complete and anything after it is ignored.
+    stopped: bool,
+}
+
+impl AnthropicDecoder {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn handle(&mut self, event: SseEvent, out: &mut Vec<Decoded>) {
+        if self.stopped {
+            return;
+        }
+        let data = event.data.trim();
+        if data.is_empty() {
+            return;
+        }
+        let value: Value = match serde_json::from_str(data) {
+            Ok(value) => value,
+            Err(_) => {
+                out.push(Err(not_json("a stream event", data)));
+                return;
+            }
+        };
+        let kind = value
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or(&event.event);
+        let index = value
+            .get("index")
+            .and_then(Value::as_u64)
+            .and_then(|i| usize::try_from(i).ok())
+            .unwrap_or(0);
+        match kind {
+            "message_start" => {
+                if let Some(usage) = value.pointer("/message/usage").and_then(parse_usage) {
+                    out.push(Ok(StreamEvent::Usage(usage)));
+                }
+            }
+            "content_block_start" => {
+                let Some(block) = value.get("content_block") else {
+                    return;
+                };
+                self.block_start(index, block, out);
+            }
+            "content_block_delta" => {
+                let Some(delta) = value.get("delta") else {
+                    return;
+                };
+                self.block_delta(index, delta, out);
+            }
+            "content_block_stop" if self.open_tools.remove(&index) => {
+                out.push(Ok(StreamEvent::ToolCallEnd { index }));
+            }
+            "message_delta" => {
+                if let Some(reason) = value.pointer("/delta/stop_reason").and_then(Value::as_str) {
+                    self.stop_reason = Some(stop_reason(reason));
+                }
+                if let Some(usage) = value.get("usage").and_then(parse_usage) {
+                    out.push(Ok(StreamEvent::Usage(usage)));
+                }
+            }
+            "message_stop" => {
+                self.close_tools(out);
+                let reason = self.stop_reason.take().unwrap_or(StopReason::EndTurn);
+                out.push(Ok(StreamEvent::Stop(reason)));
+                self.stopped = true;
+            }
+            "error" => {
+                let text = |pointer: &str| {
+                    value
+                        .pointer(pointer)
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                };
+                let err = classify_stream_error(text("/error/type"), text("/error/message"));
+                out.push(Ok(StreamEvent::Error(err)));
+            }
+            // `ping` and event types newer than this decoder.
+            _ => {}
+        }
+    }
+
+    fn block_start(&mut self, index: usize, block: &Value, out: &mut Vec<Decoded>) {
+        let text = |key: &str| block.get(key).and_then(Value::as_str).unwrap_or_default();
+        match block
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+        {
+            "text" if !text("text").is_empty() => {
+                out.push(Ok(StreamEvent::TextDelta(text("text").to_string())));
+            }
+            "thinking" => {
+                if !text("thinking").is_empty() {
+                    out.push(Ok(StreamEvent::ThinkingDelta(text("thinking").to_string())));
+                }
+                if !text("signature").is_empty() {
+                    out.push(Ok(StreamEvent::ThinkingSignature(
+                        text("signature").to_string(),
+                    )));
+                }
+            }
+            "tool_use" => {
+                self.open_tools.insert(index);
+                out.push(Ok(StreamEvent::ToolCallStart {
+                    index,
+                    id: text("id").to_string(),
+                    name: text("name").to_string(),
+                }));
+                if let Some(input) = block.get("input").and_then(Value::as_object)
+                    && !input.is_empty()
+                {
+                    self.tools_with_input.insert(index);
+                    out.push(Ok(StreamEvent::ToolCallArgsDelta {
+                        index,
+                        json: Value::Object(input.clone()).to_string(),
+                    }));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn block_delta(&mut self, index: usize, delta: &Value, out: &mut Vec<Decoded>) {
+        let field = |key: &str| delta.get(key).and_then(Value::as_str).unwrap_or_default();
+        let event = match delta
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+        {
+            "text_delta" => StreamEvent::TextDelta(field("text").to_string()),
+            "thinking_delta" => StreamEvent::ThinkingDelta(field("thinking").to_string()),
+            "signature_delta" => StreamEvent::ThinkingSignature(field("signature").to_string()),
+            "input_json_delta" if !self.tools_with_input.contains(&index) => {
+                StreamEvent::ToolCallArgsDelta {
+                    index,
+                    json: field("partial_json").to_string(),
+                }
+            }
+            _ => return,
+        };
+        // The first input_json_delta of every call is empty; empty fragments say nothing.
+        let empty = match &event {
+            StreamEvent::TextDelta(s)
+            | StreamEvent::ThinkingDelta(s)
+            | StreamEvent::ThinkingSignature(s)
+            | StreamEvent::ToolCallArgsDelta { json: s, .. } => s.is_empty(),
+            _ => false,
+        };
+        if !empty {
+            out.push(Ok(event));
+        }
+    }
+
+    fn close_tools(&mut self, out: &mut Vec<Decoded>) {
+        for index in std::mem::take(&mut self.open_tools) {
+            out.push(Ok(StreamEvent::ToolCallEnd { index }));
+        }
+    }
+}
+
+impl WireDecoder for AnthropicDecoder {
+    fn feed(&mut self, chunk: &[u8], out: &mut Vec<Decoded>) {
+        let mut events = Vec::new();
+        self.sse.feed(chunk, &mut events);
+        for event in events {
+            self.handle(event, out);
+        }
+    }
+
+    fn finish(&mut self, out: &mut Vec<Decoded>) {
+        let mut events = Vec::new();
+        self.sse.finish(&mut events);
+        for event in events {
+            self.handle(event, out);
+        }
+        // A stream cut after the stop reason but before `message_stop` still carried the
+        // whole reply.
+        if !self.stopped
+            && let Some(reason) = self.stop_reason.take()
+        {
+            self.close_tools(out);
+            out.push(Ok(StreamEvent::Stop(reason)));
+            self.stopped = true;
+        }
+    }
+}
+
+/// Reads a usage object; every field is optional, and absent ones count as zero (the model
+/// client keeps the largest value seen for each).
+fn parse_usage(value: &Value) -> Option<Usage> {
+    let usage = value.as_object()?;
+    let count = |key: &str| usage.get(key).and_then(Value::as_u64).unwrap_or(0);
+    Some(Usage {
+        input_tokens: count("input_tokens"),
+        output_tokens: count("output_tokens"),
+        cache_creation_input_tokens: count("cache_creation_input_tokens"),
+        cache_read_input_tokens: count("cache_read_input_tokens"),
+    })
+}
+
+fn stop_reason(reason: &str) -> StopReason {
+    match reason {
+        "end_turn" => StopReason::EndTurn,
+        "tool_use" => StopReason::ToolUse,
+        "max_tokens" => StopReason::MaxTokens,
+        "stop_sequence" => StopReason::StopSequence,
+        "refusal" => StopReason::Refusal,
+        other => StopReason::Other(other.to_string()),
+    }
+}
+
+#[cfg(test)]
+#[path = "anthropic_tests.rs"]
+mod tests;

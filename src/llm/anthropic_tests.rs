@@ -1,0 +1,407 @@
+//! Tests of the Anthropic request encoder, the event decoder and the HTTP round trip.
+
+use super::*;
+use crate::config::ProviderKind;
+use crate::domain::{Message, ToolCall, ToolResult};
+use crate::llm::test_server::{error_reply, ok_stream, serve_once};
+use crate::llm::{ToolSpec, decode};
+use futures_util::StreamExt;
+use serde_json::json;
+
+fn profile(base_url: &str) -> ProviderProfile {
+    ProviderProfile {
+        name: "anthropic".into(),
+        kind: ProviderKind::Anthropic,
+        base_url: base_url.into(),
+        api_key_env: Some("ANTHROPIC_API_KEY".into()),
+        api_key: Some("test-key".into()),
+        default_model: "claude-test".into(),
+        context_window: 200_000,
+        max_output_tokens: 8192,
+    }
+}
+
+fn request(messages: Vec<Message>, breakpoints: Vec<usize>) -> ChatRequest {
+    ChatRequest {
+        model: "claude-test".into(),
+        system: "be brief".into(),
+        messages,
+        tools: vec![
+            ToolSpec {
+                name: "read".into(),
+                description: "read a file".into(),
+                input_schema: json!({"type": "object"}),
+            },
+            ToolSpec {
+                name: "write".into(),
+                description: "write a file".into(),
+                input_schema: json!({"type": "object"}),
+            },
+        ],
+        max_output_tokens: 1024,
+        cache_breakpoints: breakpoints,
+    }
+}
+
+fn assistant(blocks: Vec<ContentBlock>) -> Message {
+    Message {
+        role: Role::Assistant,
+        content: blocks,
+    }
+}
+
+fn user(blocks: Vec<ContentBlock>) -> Message {
+    Message {
+        role: Role::User,
+        content: blocks,
+    }
+}
+
+fn text(text: &str) -> ContentBlock {
+    ContentBlock::Text { text: text.into() }
+}
+
+/// Paths of every block carrying `cache_control`, as `messages[i].content[j]`.
+fn cache_marks(body: &Value) -> Vec<String> {
+    let mut marks = Vec::new();
+    for (i, message) in body["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        for (j, block) in message["content"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
+            if block.get("cache_control").is_some() {
+                marks.push(format!("messages[{i}].content[{j}]"));
+            }
+        }
+    }
+    marks
+}
+
+#[test]
+fn system_and_last_tool_carry_cache_control() {
+    let body = encode_request(&request(vec![Message::user_text("hi")], vec![]));
+    assert_eq!(
+        body["system"],
+        json!([{"type": "text", "text": "be brief", "cache_control": {"type": "ephemeral"}}])
+    );
+    assert_eq!(body["tools"][0].get("cache_control"), None);
+    assert_eq!(
+        body["tools"][1]["cache_control"],
+        json!({"type": "ephemeral"})
+    );
+    assert_eq!(body["tools"][1]["input_schema"], json!({"type": "object"}));
+    assert_eq!(body["stream"], json!(true));
+    assert_eq!(body["max_tokens"], json!(1024));
+    assert_eq!(body["model"], json!("claude-test"));
+    assert!(cache_marks(&body).is_empty());
+}
+
+#[test]
+fn consecutive_same_role_messages_merge() {
+    let messages = vec![
+        Message::user_text("one"),
+        Message::user_text("two"),
+        Message::assistant_text("three"),
+    ];
+    let body = encode_request(&request(messages, vec![]));
+    assert_eq!(
+        body["messages"],
+        json!([
+            {"role": "user", "content": [{"type": "text", "text": "one"}, {"type": "text", "text": "two"}]},
+            {"role": "assistant", "content": [{"type": "text", "text": "three"}]},
+        ])
+    );
+}
+
+#[test]
+fn thinking_tool_use_and_results_round_trip() {
+    let messages = vec![
+        Message::user_text("list files"),
+        assistant(vec![
+            ContentBlock::Thinking {
+                thinking: "use ls".into(),
+                signature: Some("sig==".into()),
+            },
+            ContentBlock::Thinking {
+                thinking: "unsigned".into(),
+                signature: None,
+            },
+            ContentBlock::ToolUse(ToolCall {
+                id: "toolu_1".into(),
+                name: "shell".into(),
+                input: json!({"cmd": "ls"}),
+            }),
+        ]),
+        user(vec![ContentBlock::ToolResult(ToolResult::error(
+            "toolu_1", "denied",
+        ))]),
+    ];
+    let body = encode_request(&request(messages, vec![]));
+    assert_eq!(
+        body["messages"][1]["content"],
+        json!([
+            {"type": "thinking", "thinking": "use ls", "signature": "sig=="},
+            {"type": "tool_use", "id": "toolu_1", "name": "shell", "input": {"cmd": "ls"}},
+        ])
+    );
+    assert_eq!(
+        body["messages"][2]["content"],
+        json!([{"type": "tool_result", "tool_use_id": "toolu_1", "content": "denied", "is_error": true}])
+    );
+}
+
+#[test]
+fn tool_results_open_a_merged_user_turn() {
+    let messages = vec![
+        Message::user_text("go"),
+        assistant(vec![ContentBlock::ToolUse(ToolCall {
+            id: "t".into(),
+            name: "read".into(),
+            input: json!({}),
+        })]),
+        Message::user_text("also check the tests"),
+        user(vec![ContentBlock::ToolResult(ToolResult::ok("t", "ok"))]),
+    ];
+    let body = encode_request(&request(messages, vec![]));
+    assert_eq!(
+        body["messages"][2]["content"][0]["type"],
+        json!("tool_result")
+    );
+    assert_eq!(body["messages"][2]["content"][1]["type"], json!("text"));
+}
+
+#[test]
+fn message_breakpoints_land_on_the_last_block_of_the_message() {
+    let messages = vec![
+        Message::user_text("a"),
+        Message::user_text("b"),
+        Message::assistant_text("c"),
+        Message::user_text("d"),
+    ];
+    // Message 0 was merged with message 1: its breakpoint goes on the first block of turn 0.
+    let body = encode_request(&request(messages.clone(), vec![0, 3]));
+    assert_eq!(
+        cache_marks(&body),
+        vec!["messages[0].content[0]", "messages[2].content[0]"]
+    );
+    // Out-of-range indices are ignored rather than guessed at.
+    let body = encode_request(&request(messages, vec![1, 9]));
+    assert_eq!(cache_marks(&body), vec!["messages[0].content[1]"]);
+}
+
+#[test]
+fn at_most_four_breakpoints_keeping_the_latest() {
+    let messages: Vec<Message> = (0..6)
+        .map(|i| {
+            if i % 2 == 0 {
+                Message::user_text(format!("u{i}"))
+            } else {
+                Message::assistant_text(format!("a{i}"))
+            }
+        })
+        .collect();
+    let body = encode_request(&request(messages.clone(), vec![1, 3, 5, 0]));
+    assert_eq!(
+        cache_marks(&body),
+        vec!["messages[3].content[0]", "messages[5].content[0]"]
+    );
+    // Without tools, one more message breakpoint fits.
+    let mut no_tools = request(messages, vec![1, 3, 5, 0]);
+    no_tools.tools.clear();
+    let body = encode_request(&no_tools);
+    assert_eq!(body.get("tools"), None);
+    assert_eq!(cache_marks(&body).len(), 3);
+}
+
+#[test]
+fn breakpoints_skip_thinking_blocks() {
+    let messages = vec![
+        Message::user_text("q"),
+        assistant(vec![
+            text("answer"),
+            ContentBlock::Thinking {
+                thinking: "late".into(),
+                signature: Some("s".into()),
+            },
+        ]),
+    ];
+    let body = encode_request(&request(messages, vec![1]));
+    assert_eq!(cache_marks(&body), vec!["messages[1].content[0]"]);
+}
+
+fn events(input: &str) -> Vec<Decoded> {
+    decode::anthropic(input.as_bytes())
+}
+
+#[test]
+fn unknown_events_blocks_and_deltas_are_ignored() {
+    let input = concat!(
+        "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":3}}}\n\n",
+        "event: brand_new\ndata: {\"type\":\"brand_new\",\"x\":1}\n\n",
+        "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"hologram\"}}\n\n",
+        "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"hologram_delta\",\"z\":2}}\n\n",
+        "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n",
+        "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":1,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n",
+        "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"text_delta\",\"text\":\"hi\"}}\n\n",
+        "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"}}\n\n",
+        "event: message_stop\ndata: {\"type\":\"message_stop\"}",
+    );
+    let usage = Usage {
+        input_tokens: 3,
+        ..Usage::default()
+    };
+    assert_eq!(
+        events(input),
+        vec![
+            Ok(StreamEvent::Usage(usage)),
+            Ok(StreamEvent::TextDelta("hi".into())),
+            Ok(StreamEvent::Stop(StopReason::EndTurn)),
+        ]
+    );
+}
+
+#[test]
+fn a_data_line_that_is_not_json_fails_the_stream() {
+    let long = "x".repeat(500);
+    let input =
+        format!("event: ping\ndata: {{\"type\":\"ping\"}}\n\ndata: <html>{long}\n\ndata: {{}}\n\n");
+    let out = events(&input);
+    assert_eq!(out.len(), 1, "{out:?}");
+    let err = out[0].clone().expect_err("a decode error");
+    assert_eq!(err.category, ErrorCategory::Server);
+    assert!(err.is_retryable());
+    assert!(err.message.contains("<html>xxx"), "{err}");
+    assert!(err.message.len() < 400, "the excerpt is bounded: {err}");
+}
+
+#[test]
+fn in_stream_errors_are_classified() {
+    let out = events(
+        "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"rate_limit_error\",\"message\":\"slow down\"}}\n\n",
+    );
+    match out.as_slice() {
+        [Ok(StreamEvent::Error(err))] => {
+            assert_eq!(err.category, ErrorCategory::RateLimit);
+            assert!(err.message.contains("slow down"));
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+}
+
+#[test]
+fn a_stream_cut_after_the_stop_reason_still_stops() {
+    let out = events(concat!(
+        "data: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"tool_use\",\"id\":\"t\",\"name\":\"n\",\"input\":{}}}\n\n",
+        "data: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{}\"}}\n\n",
+        "data: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"tool_use\"}}\n\n",
+    ));
+    assert_eq!(
+        out,
+        vec![
+            Ok(StreamEvent::ToolCallStart {
+                index: 0,
+                id: "t".into(),
+                name: "n".into()
+            }),
+            Ok(StreamEvent::ToolCallArgsDelta {
+                index: 0,
+                json: "{}".into()
+            }),
+            Ok(StreamEvent::ToolCallEnd { index: 0 }),
+            Ok(StreamEvent::Stop(StopReason::ToolUse)),
+        ]
+    );
+}
+
+#[test]
+fn tool_input_given_whole_at_block_start_is_used_once() {
+    let out = events(concat!(
+        "data: {\"type\":\"content_block_start\",\"index\":2,\"content_block\":{\"type\":\"tool_use\",\"id\":\"t\",\"name\":\"n\",\"input\":{\"a\":1}}}\n\n",
+        "data: {\"type\":\"content_block_delta\",\"index\":2,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{\\\"a\\\":1}\"}}\n\n",
+        "data: {\"type\":\"content_block_stop\",\"index\":2}\n\n",
+    ));
+    let args: Vec<&str> = out
+        .iter()
+        .filter_map(|e| match e {
+            Ok(StreamEvent::ToolCallArgsDelta { json, .. }) => Some(json.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(args, vec![r#"{"a":1}"#]);
+}
+
+#[tokio::test]
+async fn streams_over_http_with_the_right_headers() {
+    let sse = concat!(
+        "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":5,\"output_tokens\":1}}}\n\n",
+        "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n",
+        "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"pong\"}}\n\n",
+        "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":2}}\n\n",
+        "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
+    );
+    let (base, server) = serve_once(ok_stream("text/event-stream", sse.as_bytes())).await;
+    // A base URL ending in /v1/ is tolerated.
+    let provider = AnthropicProvider::new(&profile(&format!("{base}/v1/")));
+    let req = request(vec![Message::user_text("ping")], vec![]);
+    let stream = provider.stream(&req).await.expect("a stream");
+    let got: Vec<Decoded> = stream.collect().await;
+    let recorded = server.await.expect("the server task");
+    assert_eq!(recorded.request_line, "POST /v1/messages HTTP/1.1");
+    assert_eq!(recorded.header("x-api-key"), Some("test-key"));
+    assert_eq!(recorded.header("anthropic-version"), Some("2023-06-01"));
+    assert_eq!(recorded.header("content-type"), Some("application/json"));
+    assert!(
+        recorded
+            .header("user-agent")
+            .is_some_and(|ua| ua.starts_with("tern/"))
+    );
+    assert_eq!(
+        recorded.json()["messages"][0]["content"][0]["text"],
+        json!("ping")
+    );
+    assert!(
+        got.contains(&Ok(StreamEvent::TextDelta("pong".into()))),
+        "{got:?}"
+    );
+    assert_eq!(
+        got.last(),
+        Some(&Ok(StreamEvent::Stop(StopReason::EndTurn)))
+    );
+}
+
+#[tokio::test]
+async fn error_replies_are_classified_with_retry_after() {
+    let body = r#"{"type":"error","error":{"type":"rate_limit_error","message":"too fast"}}"#;
+    let (base, server) = serve_once(error_reply(429, &[("retry-after", "3")], body)).await;
+    let provider = AnthropicProvider::new(&profile(&base));
+    let req = request(vec![Message::user_text("x")], vec![]);
+    let err = match provider.stream(&req).await {
+        Ok(_) => panic!("a 429 must fail"),
+        Err(err) => err,
+    };
+    server.await.expect("the server task");
+    assert_eq!(err.category, ErrorCategory::RateLimit);
+    assert_eq!(err.retry_after, Some(Duration::from_secs(3)));
+    assert!(err.message.contains("too fast"), "{err}");
+}
+
+#[tokio::test]
+async fn a_missing_key_names_the_variable_without_a_request() {
+    let mut keyless = profile("http://127.0.0.1:9");
+    keyless.api_key = None;
+    let provider = AnthropicProvider::new(&keyless);
+    let req = request(vec![Message::user_text("x")], vec![]);
+    let err = match provider.stream(&req).await {
+        Ok(_) => panic!("no key, no request"),
+        Err(err) => err,
+    };
+    assert_eq!(err.category, ErrorCategory::Auth);
+    assert!(err.message.contains("ANTHROPIC_API_KEY"), "{err}");
+}

@@ -1,0 +1,361 @@
+//! The model client: one call to "the model", whatever it takes. It drives a provider's
+//! stream to the end while watching the prefill, first-token and no-progress timeouts,
+//! assembles the reply, retries what retrying can fix, fails over to the fallback model when
+//! the primary keeps failing, and refuses to hand back a reply cut off at the output limit.
+//!
+//! Everything streamed is passed to a [`StreamObserver`] as it arrives, so the interface can
+//! show the reply growing. A retry or a failover means what was shown is void; the observer
+//! is told so before the next attempt starts.
+
+use super::assemble::ReplyAssembler;
+use super::error::connection_cut;
+use super::retry::{RetryDecision, RetryPolicy, next_delay};
+use super::{ChatRequest, LlmError, Provider, StopReason, StreamEvent, provider_for};
+use crate::config::ProviderProfile;
+use crate::domain::{ContentBlock, ErrorCategory, Usage};
+use futures_util::StreamExt;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::time::{Instant, sleep, sleep_until};
+use tokio_util::sync::CancellationToken;
+
+/// A model on a provider, with the output limit to request.
+#[derive(Clone)]
+pub struct ModelRoute {
+    pub provider: Arc<dyn Provider>,
+    pub model: String,
+    pub max_output_tokens: u32,
+}
+
+impl ModelRoute {
+    /// The route to `model` (or the profile's default model) on the profile's provider.
+    pub fn for_profile(profile: &ProviderProfile, model: Option<&str>) -> Self {
+        Self {
+            provider: provider_for(profile),
+            model: model.unwrap_or(&profile.default_model).to_string(),
+            max_output_tokens: profile.max_output_tokens,
+        }
+    }
+}
+
+impl fmt::Debug for ModelRoute {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ModelRoute")
+            .field("provider", &self.provider.name())
+            .field("model", &self.model)
+            .field("max_output_tokens", &self.max_output_tokens)
+            .finish()
+    }
+}
+
+/// A complete reply.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelReply {
+    /// Text, thinking (with signatures) and tool calls, in the order the model produced them.
+    pub content: Vec<ContentBlock>,
+    pub usage: Usage,
+    pub stop_reason: StopReason,
+    /// The model that answered (the fallback's, after a failover).
+    pub model: String,
+    /// The provider profile that answered.
+    pub provider: String,
+    /// Call id → why its arguments could not be read (the parse error and an excerpt of the
+    /// raw text). Such a call's input is an empty object.
+    pub malformed_tool_args: BTreeMap<String, String>,
+}
+
+/// Watches a model call as it happens.
+pub trait StreamObserver: Send {
+    /// Every event of the current attempt, as it arrives.
+    fn on_event(&mut self, event: &StreamEvent);
+
+    /// Attempt number `attempt - 1` failed with `error`; attempt `attempt` starts after
+    /// `delay`. Everything shown from the failed attempt must be discarded.
+    fn on_retry(&mut self, attempt: u32, delay: Duration, error: &LlmError);
+
+    /// The primary route gave up with `error`; the fallback model `route_model` is tried
+    /// next. Everything shown so far must be discarded.
+    fn on_fallback(&mut self, route_model: &str, error: &LlmError);
+}
+
+/// The observer that ignores everything, for calls nobody watches.
+impl StreamObserver for () {
+    fn on_event(&mut self, _event: &StreamEvent) {}
+    fn on_retry(&mut self, _attempt: u32, _delay: Duration, _error: &LlmError) {}
+    fn on_fallback(&mut self, _route_model: &str, _error: &LlmError) {}
+}
+
+/// Calls the model with retries, timeouts and failover.
+#[derive(Debug, Clone)]
+pub struct ModelClient {
+    pub primary: ModelRoute,
+    pub fallback: Option<ModelRoute>,
+    pub policy: RetryPolicy,
+}
+
+impl ModelClient {
+    pub fn new(primary: ModelRoute, fallback: Option<ModelRoute>, policy: RetryPolicy) -> Self {
+        Self {
+            primary,
+            fallback,
+            policy,
+        }
+    }
+
+    /// Sends `request` and returns the complete reply. The request's `model` is replaced by
+    /// the route's; its `max_output_tokens` is capped at the route's (zero means the route's).
+    ///
+    /// Fails with category `ModelBehavior` when the reply was cut at the output limit (nothing
+    /// partial is returned), `Cancelled` promptly when `cancel` fires, and otherwise with the
+    /// last attempt's classified error.
+    pub async fn complete(
+        &self,
+        request: ChatRequest,
+        observer: &mut dyn StreamObserver,
+        cancel: &CancellationToken,
+    ) -> Result<ModelReply, LlmError> {
+        let error = match self
+            .run_route(&self.primary, &request, observer, cancel)
+            .await
+        {
+            Ok(reply) => return Ok(reply),
+            Err(error) => error,
+        };
+        let Some(fallback) = &self.fallback else {
+            return Err(error);
+        };
+        if !error.is_retryable() {
+            return Err(error);
+        }
+        observer.on_fallback(&fallback.model, &error);
+        self.run_route(fallback, &request, observer, cancel)
+            .await
+            .map_err(|fallback_error| {
+                if fallback_error.category == ErrorCategory::Cancelled {
+                    return fallback_error;
+                }
+                let primary = format!(
+                    "the fallback model was tried after `{}` failed: {}",
+                    self.primary.model, error.message
+                );
+                fallback_error.with_hint(&primary)
+            })
+    }
+
+    /// Runs attempts on one route until one succeeds or the retry policy gives up.
+    async fn run_route(
+        &self,
+        route: &ModelRoute,
+        request: &ChatRequest,
+        observer: &mut dyn StreamObserver,
+        cancel: &CancellationToken,
+    ) -> Result<ModelReply, LlmError> {
+        let mut request = request.clone();
+        request.model = route.model.clone();
+        request.max_output_tokens = match (request.max_output_tokens, route.max_output_tokens) {
+            (0, limit) | (limit, 0) => limit,
+            (asked, limit) => asked.min(limit),
+        };
+        let mut attempt = 1;
+        loop {
+            let error = match self.attempt(route, &request, observer, cancel).await {
+                Ok(reply) => return Ok(reply),
+                Err(error) if error.category == ErrorCategory::Cancelled => return Err(error),
+                Err(error) => error,
+            };
+            match next_delay(attempt, &error, &self.policy, fastrand::f64()) {
+                RetryDecision::Retry(delay) => {
+                    tracing::warn!(
+                        provider = route.provider.name(),
+                        model = %route.model,
+                        attempt,
+                        delay_ms = delay.as_millis() as u64,
+                        "model call failed, retrying: {error}"
+                    );
+                    attempt += 1;
+                    observer.on_retry(attempt, delay, &error);
+                    tokio::select! {
+                        biased;
+                        _ = cancel.cancelled() => return Err(cancelled()),
+                        _ = sleep(delay) => {}
+                    }
+                }
+                RetryDecision::GiveUp if attempt > 1 => {
+                    return Err(error.with_hint(&format!("gave up after {attempt} attempts")));
+                }
+                RetryDecision::GiveUp => return Err(error),
+                RetryDecision::WaitTooLong(wait) => {
+                    let advice = format!(
+                        "the provider asks to wait {}; try again after {}",
+                        human_duration(wait),
+                        local_clock_after(wait)
+                    );
+                    return Err(error.with_hint(&advice));
+                }
+            }
+        }
+    }
+
+    /// One attempt: request, stream, assemble.
+    async fn attempt(
+        &self,
+        route: &ModelRoute,
+        request: &ChatRequest,
+        observer: &mut dyn StreamObserver,
+        cancel: &CancellationToken,
+    ) -> Result<ModelReply, LlmError> {
+        let policy = &self.policy;
+        let provider = route.provider.name();
+        let mut stream = tokio::select! {
+            biased;
+            _ = cancel.cancelled() => return Err(cancelled()),
+            opened = tokio::time::timeout(policy.prefill_timeout, route.provider.stream(request)) => {
+                match opened {
+                    Ok(stream) => stream?,
+                    Err(_) => return Err(Watchdog::Prefill.error(policy, provider)),
+                }
+            }
+        };
+        let mut assembler = ReplyAssembler::new();
+        let opened_at = Instant::now();
+        let mut last_event: Option<Instant> = None;
+        // When the current run of thinking-only output began; any text or tool call ends it.
+        let mut thinking_since: Option<Instant> = None;
+        let stop_reason = loop {
+            let (deadline, watchdog) = match (last_event, thinking_since) {
+                (None, _) => (opened_at + policy.first_token_timeout, Watchdog::FirstToken),
+                (Some(last), Some(since))
+                    if since + policy.thinking_timeout() < last + policy.no_progress_timeout =>
+                {
+                    (since + policy.thinking_timeout(), Watchdog::ThinkingOnly)
+                }
+                (Some(last), _) => (last + policy.no_progress_timeout, Watchdog::NoProgress),
+            };
+            let next = tokio::select! {
+                biased;
+                _ = cancel.cancelled() => return Err(cancelled()),
+                item = stream.next() => item,
+                _ = sleep_until(deadline) => return Err(watchdog.error(policy, provider)),
+            };
+            let event = match next {
+                Some(Ok(event)) => event,
+                Some(Err(error)) => return Err(error),
+                None => return Err(connection_cut("")),
+            };
+            let now = Instant::now();
+            last_event = Some(now);
+            match &event {
+                StreamEvent::ThinkingDelta(_) | StreamEvent::ThinkingSignature(_) => {
+                    thinking_since.get_or_insert(now);
+                }
+                StreamEvent::TextDelta(_)
+                | StreamEvent::ToolCallStart { .. }
+                | StreamEvent::ToolCallArgsDelta { .. }
+                | StreamEvent::ToolCallEnd { .. } => thinking_since = None,
+                _ => {}
+            }
+            observer.on_event(&event);
+            match event {
+                StreamEvent::Stop(reason) => break reason,
+                StreamEvent::Error(error) => return Err(error),
+                other => assembler.push(other),
+            }
+        };
+        if stop_reason == StopReason::MaxTokens {
+            return Err(LlmError::new(
+                ErrorCategory::ModelBehavior,
+                format!(
+                    "reply was cut off at the output limit of {} tokens; nothing partial was \
+                     kept; raise max_output_tokens or ask for a shorter answer",
+                    request.max_output_tokens
+                ),
+            ));
+        }
+        let assembled = assembler.finish();
+        Ok(ModelReply {
+            content: assembled.content,
+            usage: assembled.usage,
+            stop_reason,
+            model: route.model.clone(),
+            provider: provider.to_string(),
+            malformed_tool_args: assembled.malformed_tool_args,
+        })
+    }
+}
+
+/// Which timeout fired.
+#[derive(Debug, Clone, Copy)]
+enum Watchdog {
+    Prefill,
+    FirstToken,
+    NoProgress,
+    ThinkingOnly,
+}
+
+impl Watchdog {
+    fn error(self, policy: &RetryPolicy, provider: &str) -> LlmError {
+        let message = match self {
+            Self::Prefill => format!(
+                "{provider}: no reply within {} of sending the request (prefill_timeout); the \
+                 provider may be overloaded, or raise [session] prefill_timeout",
+                human_duration(policy.prefill_timeout)
+            ),
+            Self::FirstToken => format!(
+                "{provider}: the reply started but nothing arrived within {} \
+                 (first_token_timeout); raise [session] first_token_timeout for slow models",
+                human_duration(policy.first_token_timeout)
+            ),
+            Self::NoProgress => format!(
+                "{provider}: the reply stalled, nothing arrived for {} (no_progress_timeout)",
+                human_duration(policy.no_progress_timeout)
+            ),
+            Self::ThinkingOnly => format!(
+                "{provider}: the model thought for {} without writing an answer or calling a \
+                 tool (3x no_progress_timeout)",
+                human_duration(policy.thinking_timeout())
+            ),
+        };
+        LlmError::new(ErrorCategory::Timeout, message)
+    }
+}
+
+fn cancelled() -> LlmError {
+    LlmError::new(ErrorCategory::Cancelled, "the model call was cancelled")
+}
+
+/// A duration for people: `750 ms`, `42 s`, `3 min 5 s`, `2 h 10 min`.
+fn human_duration(duration: Duration) -> String {
+    let secs = duration.as_secs();
+    match secs {
+        0 => format!("{} ms", duration.as_millis()),
+        1..60 => format!("{secs} s"),
+        60..3600 if secs.is_multiple_of(60) => format!("{} min", secs / 60),
+        60..3600 => format!("{} min {} s", secs / 60, secs % 60),
+        _ => format!("{} h {} min", secs / 3600, secs % 3600 / 60),
+    }
+}
+
+/// The local wall-clock time `wait` from now, as `HH:MM:SS` (or `HH:MM:SS on YYYY-MM-DD` when
+/// it is not today).
+fn local_clock_after(wait: Duration) -> String {
+    let now = jiff::Timestamp::now();
+    let Ok(wait) = jiff::SignedDuration::try_from(wait) else {
+        return "a long while".to_string();
+    };
+    let Ok(then) = now.checked_add(wait) else {
+        return "a long while".to_string();
+    };
+    let tz = jiff::tz::TimeZone::system();
+    let then = then.to_zoned_datetime(tz.clone());
+    if then.date() == now.to_zoned_datetime(tz).date() {
+        then.strftime("%H:%M:%S").to_string()
+    } else {
+        then.strftime("%H:%M:%S on %Y-%m-%d").to_string()
+    }
+}
+
+#[cfg(test)]
+#[path = "client_tests.rs"]
+mod tests;

@@ -1,0 +1,290 @@
+//! The HTTP side shared by every provider: one lazily built client per process, sending a
+//! request and classifying an error reply, and turning a streamed body into decoded events.
+//!
+//! The client is built on first use rather than at start-up: building it loads the platform's
+//! certificate store and proxy settings, which costs more than a whole `tern run` turn may
+//! spend when no model call is made (tests, `tern sessions`, a cached reply). There is no
+//! total request timeout because replies stream for minutes; the model client enforces the
+//! prefill, first-token and no-progress timeouts instead.
+
+use super::decode::WireDecoder;
+use super::error::{LlmError, classify_status, connection_cut, from_transport};
+use super::{EventStream, StreamEvent};
+use crate::domain::ErrorCategory;
+use futures_util::StreamExt;
+use std::collections::VecDeque;
+use std::pin::Pin;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+/// How long to wait for a TCP (and TLS) connection before calling the server unreachable.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The most of an error body we read; error replies are small, and a misconfigured base URL
+/// can point at something that streams forever.
+const MAX_ERROR_BODY: usize = 64 * 1024;
+
+static CLIENT: OnceLock<Result<reqwest::Client, String>> = OnceLock::new();
+
+/// The process-wide HTTP client, built on first call.
+pub(crate) fn client() -> Result<&'static reqwest::Client, LlmError> {
+    match CLIENT.get_or_init(build_client) {
+        Ok(client) => Ok(client),
+        Err(cause) => Err(LlmError::new(
+            ErrorCategory::Network,
+            format!("could not set up the HTTP client: {cause}"),
+        )),
+    }
+}
+
+fn build_client() -> Result<reqwest::Client, String> {
+    reqwest::Client::builder()
+        .connect_timeout(CONNECT_TIMEOUT)
+        .user_agent(concat!("tern/", env!("CARGO_PKG_VERSION")))
+        // Long silent stretches (a model thinking) must not look like a dead connection to
+        // middleboxes.
+        .tcp_keepalive(Duration::from_secs(30))
+        .build()
+        .map_err(|err| err.to_string())
+}
+
+/// Where a provider's endpoint is and how to tell the user to fix it.
+#[derive(Debug, Clone)]
+pub(crate) struct Endpoint {
+    /// The full URL requested.
+    pub url: String,
+    /// Where its base URL is configured, for "could not reach" advice.
+    pub base_url_hint: String,
+}
+
+impl Endpoint {
+    /// Maps a transport failure on this endpoint.
+    pub fn transport_error(&self, err: &reqwest::Error) -> LlmError {
+        from_transport(err, &self.url, &self.base_url_hint)
+    }
+}
+
+/// Sends `request` and returns the response once its headers arrived with a success status;
+/// an error status becomes a classified [`LlmError`] with the provider's message in it.
+pub(crate) async fn send(
+    endpoint: &Endpoint,
+    request: reqwest::RequestBuilder,
+) -> Result<reqwest::Response, LlmError> {
+    let response = request
+        .send()
+        .await
+        .map_err(|err| endpoint.transport_error(&err))?;
+    let status = response.status();
+    if status.is_success() {
+        return Ok(response);
+    }
+    let headers = response.headers().clone();
+    let body = read_error_body(response).await;
+    Err(classify_status(status.as_u16(), &headers, &body))
+}
+
+/// Reads at most [`MAX_ERROR_BODY`] bytes of an error reply; a body that fails halfway is
+/// classified from what arrived.
+async fn read_error_body(mut response: reqwest::Response) -> String {
+    let mut bytes = Vec::new();
+    while bytes.len() < MAX_ERROR_BODY {
+        match response.chunk().await {
+            Ok(Some(chunk)) => bytes.extend_from_slice(&chunk),
+            Ok(None) | Err(_) => break,
+        }
+    }
+    bytes.truncate(MAX_ERROR_BODY);
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+/// Rejects a success reply that is plainly not a stream of the expected kind: an HTML page
+/// means base_url points at a website or a login portal, and decoding it would only end in a
+/// confusing "connection closed" error.
+pub(crate) fn expect_stream(
+    endpoint: &Endpoint,
+    response: &reqwest::Response,
+) -> Result<(), LlmError> {
+    let content_type = response
+        .headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .unwrap_or("");
+    if content_type.starts_with("text/html") {
+        return Err(LlmError::new(
+            ErrorCategory::InvalidRequest,
+            format!(
+                "{} answered with a web page, not a model stream; check {}",
+                endpoint.url, endpoint.base_url_hint
+            ),
+        ));
+    }
+    Ok(())
+}
+
+type ByteStream = Pin<Box<dyn futures_util::Stream<Item = reqwest::Result<bytes::Bytes>> + Send>>;
+
+/// The state behind a decoded event stream.
+struct Decoding<D> {
+    body: ByteStream,
+    decoder: D,
+    pending: VecDeque<Result<StreamEvent, LlmError>>,
+    /// The body ended (or failed); only `pending` is left.
+    body_done: bool,
+    /// An error was yielded; the stream is over.
+    failed: bool,
+}
+
+/// Decodes a streamed response body with `decoder`. The stream ends after the body does, or
+/// right after the first error (a failed body or an undecodable line).
+pub(crate) fn event_stream<D: WireDecoder>(response: reqwest::Response, decoder: D) -> EventStream {
+    let state = Decoding {
+        body: Box::pin(response.bytes_stream()),
+        decoder,
+        pending: VecDeque::new(),
+        body_done: false,
+        failed: false,
+    };
+    Box::pin(futures_util::stream::unfold(
+        state,
+        |mut state| async move {
+            loop {
+                if state.failed {
+                    return None;
+                }
+                if let Some(item) = state.pending.pop_front() {
+                    state.failed = item.is_err();
+                    return Some((item, state));
+                }
+                if state.body_done {
+                    return None;
+                }
+                let mut out = Vec::new();
+                match state.body.next().await {
+                    Some(Ok(chunk)) => state.decoder.feed(&chunk, &mut out),
+                    Some(Err(err)) => {
+                        state.body_done = true;
+                        out.push(Err(connection_cut(&err.to_string())));
+                    }
+                    None => {
+                        state.body_done = true;
+                        state.decoder.finish(&mut out);
+                    }
+                }
+                state.pending.extend(out);
+            }
+        },
+    ))
+}
+
+/// A header value carrying a key, marked sensitive so it never shows in debug output. Keys
+/// read from the environment often end in a newline, which is trimmed.
+pub(crate) fn secret_header(
+    key: &str,
+    provider: &str,
+) -> Result<reqwest::header::HeaderValue, LlmError> {
+    let mut value = reqwest::header::HeaderValue::from_str(key.trim()).map_err(|_| {
+        LlmError::new(
+            ErrorCategory::Auth,
+            format!(
+                "the API key of provider `{provider}` contains characters an HTTP header cannot \
+                 carry (a stray quote or line break?); check the key"
+            ),
+        )
+    })?;
+    value.set_sensitive(true);
+    Ok(value)
+}
+
+/// Names the provider in an error and adds what only the provider knows: the variable its key
+/// comes from (for credential errors) and the model it was asked for (for "not found").
+pub(crate) fn explain(
+    err: LlmError,
+    provider: &str,
+    key_env: Option<&str>,
+    model: &str,
+) -> LlmError {
+    let mut err = err;
+    err.message = format!("{provider}: {}", err.message);
+    match (err.category, key_env) {
+        (ErrorCategory::Auth, Some(var)) => {
+            err.with_hint(&format!("provider `{provider}` reads its key from {var}"))
+        }
+        _ if err.status == Some(404) && !model.is_empty() => {
+            err.with_hint(&format!("the model requested was `{model}`"))
+        }
+        _ => err,
+    }
+}
+
+/// Joins a base URL and an endpoint path, tolerating a trailing `/` on the base and dropping
+/// the listed suffixes users often paste along with it (`/v1` on an Anthropic base URL).
+pub(crate) fn join_url(base_url: &str, strip_suffixes: &[&str], path: &str) -> String {
+    let mut base = base_url.trim().trim_end_matches('/');
+    for suffix in strip_suffixes {
+        if let Some(stripped) = base.strip_suffix(suffix) {
+            base = stripped.trim_end_matches('/');
+        }
+    }
+    format!("{base}{path}")
+}
+
+/// The environment variable conventionally overriding a profile's base URL, for advice:
+/// `anthropic` → `ANTHROPIC_BASE_URL`.
+pub(crate) fn base_url_hint(profile_name: &str) -> String {
+    let var: String = profile_name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_uppercase()
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    format!("base_url of provider `{profile_name}` (or the {var}_BASE_URL variable)")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_join_whatever_the_base_looks_like() {
+        let check = |base: &str, expected: &str| {
+            assert_eq!(join_url(base, &["/v1"], "/v1/messages"), expected, "{base}");
+        };
+        check(
+            "https://api.anthropic.com",
+            "https://api.anthropic.com/v1/messages",
+        );
+        check(
+            "https://api.anthropic.com/",
+            "https://api.anthropic.com/v1/messages",
+        );
+        check(
+            "https://api.anthropic.com/v1",
+            "https://api.anthropic.com/v1/messages",
+        );
+        check(
+            "https://api.anthropic.com/v1/",
+            "https://api.anthropic.com/v1/messages",
+        );
+        check(
+            "http://proxy:8080/anthropic",
+            "http://proxy:8080/anthropic/v1/messages",
+        );
+    }
+
+    #[test]
+    fn base_url_hints_name_the_variable() {
+        assert!(base_url_hint("anthropic").contains("ANTHROPIC_BASE_URL"));
+        assert!(base_url_hint("my-llama").contains("MY_LLAMA_BASE_URL"));
+    }
+
+    #[test]
+    fn the_client_builds_once() {
+        let first = client().expect("the HTTP client builds in tests");
+        let second = client().expect("the HTTP client builds in tests");
+        assert!(std::ptr::eq(first, second));
+    }
+}

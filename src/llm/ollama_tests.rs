@@ -1,0 +1,179 @@
+//! Tests of the Ollama request encoder, the NDJSON decoder and the HTTP round trip.
+
+use super::*;
+use crate::config::ProviderKind;
+use crate::domain::{ErrorCategory, Message, ToolCall, ToolResult};
+use crate::llm::test_server::{ok_stream, serve_once};
+use crate::llm::{ToolSpec, decode};
+use futures_util::StreamExt;
+
+fn profile(base_url: &str) -> ProviderProfile {
+    ProviderProfile {
+        name: "ollama".into(),
+        kind: ProviderKind::Ollama,
+        base_url: base_url.into(),
+        api_key_env: None,
+        api_key: None,
+        default_model: "llama3.2".into(),
+        context_window: 16_384,
+        max_output_tokens: 2048,
+    }
+}
+
+fn request(messages: Vec<Message>) -> ChatRequest {
+    ChatRequest {
+        model: "llama3.2".into(),
+        system: "be brief".into(),
+        messages,
+        tools: vec![ToolSpec {
+            name: "get_weather".into(),
+            description: "weather".into(),
+            input_schema: json!({"type": "object"}),
+        }],
+        max_output_tokens: 300,
+        cache_breakpoints: Vec::new(),
+    }
+}
+
+#[test]
+fn history_becomes_ollama_messages() {
+    let messages = vec![
+        Message::user_text("weather in Tokyo?"),
+        Message {
+            role: Role::Assistant,
+            content: vec![ContentBlock::ToolUse(ToolCall {
+                id: "call_0_x".into(),
+                name: "get_weather".into(),
+                input: json!({"city": "Tokyo"}),
+            })],
+        },
+        Message {
+            role: Role::User,
+            content: vec![ContentBlock::ToolResult(ToolResult::ok(
+                "call_0_x", "sunny",
+            ))],
+        },
+    ];
+    let body = encode_request(&request(messages), 16_384);
+    assert_eq!(
+        body["messages"],
+        json!([
+            {"role": "system", "content": "be brief"},
+            {"role": "user", "content": "weather in Tokyo?"},
+            {"role": "assistant", "content": "", "tool_calls": [
+                {"function": {"name": "get_weather", "arguments": {"city": "Tokyo"}}}
+            ]},
+            {"role": "tool", "content": "sunny", "tool_name": "get_weather"},
+        ])
+    );
+    assert_eq!(
+        body["options"],
+        json!({"num_predict": 300, "num_ctx": 16_384})
+    );
+    assert_eq!(body["stream"], json!(true));
+    assert_eq!(body["tools"][0]["function"]["name"], json!("get_weather"));
+}
+
+fn events(input: &str) -> Vec<Decoded> {
+    decode::ollama(input.as_bytes())
+}
+
+#[test]
+fn thinking_text_and_a_length_stop() {
+    let input = concat!(
+        "{\"message\":{\"role\":\"assistant\",\"content\":\"\",\"thinking\":\"hmm\"},\"done\":false}\r\n",
+        "\n",
+        "{\"message\":{\"role\":\"assistant\",\"content\":\"Hi\"},\"done\":false}\n",
+        "{\"message\":{\"role\":\"assistant\",\"content\":\"\"},\"done\":true,\"done_reason\":\"length\",\"prompt_eval_count\":3,\"eval_count\":9}",
+    );
+    assert_eq!(
+        events(input),
+        vec![
+            Ok(StreamEvent::ThinkingDelta("hmm".into())),
+            Ok(StreamEvent::TextDelta("Hi".into())),
+            Ok(StreamEvent::Usage(Usage {
+                input_tokens: 3,
+                output_tokens: 9,
+                ..Usage::default()
+            })),
+            Ok(StreamEvent::Stop(StopReason::MaxTokens)),
+        ]
+    );
+}
+
+#[test]
+fn tool_calls_get_unique_ids_and_whole_arguments() {
+    let input = "{\"message\":{\"role\":\"assistant\",\"content\":\"\",\"tool_calls\":[{\"function\":{\"name\":\"a\",\"arguments\":{\"x\":1}}},{\"function\":{\"name\":\"b\",\"arguments\":\"{\\\"y\\\":2}\"}}]},\"done\":false}\n{\"done\":true}\n";
+    let first = events(input);
+    let ids: Vec<String> = first
+        .iter()
+        .filter_map(|e| match e {
+            Ok(StreamEvent::ToolCallStart { id, .. }) => Some(id.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(ids.len(), 2);
+    assert!(
+        ids[0].starts_with("call_0_") && ids[1].starts_with("call_1_"),
+        "{ids:?}"
+    );
+    let args: Vec<&str> = first
+        .iter()
+        .filter_map(|e| match e {
+            Ok(StreamEvent::ToolCallArgsDelta { json, .. }) => Some(json.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(args, vec![r#"{"x":1}"#, r#"{"y":2}"#]);
+    assert_eq!(
+        first.last(),
+        Some(&Ok(StreamEvent::Stop(StopReason::ToolUse)))
+    );
+    // Another reply's calls get different ids, so histories never hold duplicates.
+    let second = events(input);
+    assert_ne!(first, second);
+}
+
+#[test]
+fn bad_lines_fail_and_error_lines_are_events() {
+    let out =
+        events("{\"response\":\"a\",\"done\":false}\nnot json at all\n{\"response\":\"b\"}\n");
+    assert_eq!(out.len(), 2);
+    assert_eq!(out[0], Ok(StreamEvent::TextDelta("a".into())));
+    let err = out[1].clone().expect_err("a decode error");
+    assert_eq!(err.category, ErrorCategory::Server);
+    assert!(err.message.contains("not json at all"), "{err}");
+
+    let out = events("{\"error\":\"model crashed\"}\n");
+    match out.as_slice() {
+        [Ok(StreamEvent::Error(err))] => {
+            assert_eq!(err.category, ErrorCategory::Server);
+            assert!(err.message.contains("model crashed"));
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn streams_over_http() {
+    let ndjson = "{\"message\":{\"role\":\"assistant\",\"content\":\"pong\"},\"done\":false}\n{\"message\":{\"role\":\"assistant\",\"content\":\"\"},\"done\":true,\"done_reason\":\"stop\"}\n";
+    let (base, server) = serve_once(ok_stream("application/x-ndjson", ndjson.as_bytes())).await;
+    let provider = OllamaProvider::new(&profile(&format!("{base}/")));
+    let got: Vec<Decoded> = provider
+        .stream(&request(vec![Message::user_text("ping")]))
+        .await
+        .expect("a stream")
+        .collect()
+        .await;
+    let recorded = server.await.expect("the server task");
+    assert_eq!(recorded.request_line, "POST /api/chat HTTP/1.1");
+    assert_eq!(recorded.header("authorization"), None);
+    assert_eq!(recorded.json()["options"]["num_ctx"], json!(16_384));
+    assert_eq!(
+        got,
+        vec![
+            Ok(StreamEvent::TextDelta("pong".into())),
+            Ok(StreamEvent::Stop(StopReason::EndTurn)),
+        ]
+    );
+}

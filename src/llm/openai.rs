@@ -1,0 +1,476 @@
+//! OpenAI Chat Completions: request encoding and the decoder of its server-sent event stream.
+//!
+//! This one wire format reaches many servers (OpenAI, OpenRouter, llama.cpp's server, vLLM,
+//! Ollama's `/v1`), and they differ in the details: reasoning arrives as `reasoning_content`
+//! or `reasoning`, some send a tool call's `id` on every fragment and some never send an
+//! `index`, some report `finish_reason: stop` after a tool call, errors may arrive inside the
+//! stream. The decoder accepts all of these and keys tool calls by its own sequential index.
+
+use super::decode::{Decoded, WireDecoder};
+use super::error::{classify_stream_error, not_json};
+use super::history::{joined_text, merge_turns};
+use super::http::{self, Endpoint};
+use super::sse::{SseDecoder, SseEvent};
+use super::{BoxFuture, ChatRequest, EventStream, LlmError, Provider, StopReason, StreamEvent};
+use crate::config::ProviderProfile;
+use crate::domain::{ContentBlock, ErrorCategory, Role, Usage};
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::time::Duration;
+
+/// A provider speaking OpenAI Chat Completions.
+#[derive(Debug, Clone)]
+pub struct OpenAiProvider {
+    name: String,
+    completions: Endpoint,
+    models: Endpoint,
+    api_key: Option<String>,
+    api_key_env: Option<String>,
+    /// OpenAI itself wants `max_completion_tokens`; compatible servers mostly only know the
+    /// older `max_tokens`.
+    official_api: bool,
+}
+
+impl OpenAiProvider {
+    /// A provider for the profile's base URL (`https://api.openai.com/v1`, or any compatible
+    /// server's). Does no IO.
+    pub fn new(profile: &ProviderProfile) -> Self {
+        let hint = http::base_url_hint(&profile.name);
+        let endpoint = |path: &str| Endpoint {
+            url: http::join_url(&profile.base_url, &["/chat/completions"], path),
+            base_url_hint: hint.clone(),
+        };
+        let official_api = reqwest::Url::parse(profile.base_url.trim())
+            .ok()
+            .and_then(|url| url.host_str().map(|host| host == "api.openai.com"))
+            .unwrap_or(false);
+        Self {
+            name: profile.name.clone(),
+            completions: endpoint("/chat/completions"),
+            models: endpoint("/models"),
+            api_key: profile.api_key.clone().filter(|key| !key.is_empty()),
+            api_key_env: profile.api_key_env.clone(),
+            official_api,
+        }
+    }
+
+    fn request(
+        &self,
+        method: reqwest::Method,
+        endpoint: &Endpoint,
+    ) -> Result<reqwest::RequestBuilder, LlmError> {
+        let mut builder = http::client()?.request(method, &endpoint.url);
+        match (&self.api_key, &self.api_key_env) {
+            (Some(key), _) => {
+                let bearer = http::secret_header(&format!("Bearer {}", key.trim()), &self.name)?;
+                builder = builder.header(reqwest::header::AUTHORIZATION, bearer);
+            }
+            (None, Some(var)) => {
+                return Err(LlmError::new(
+                    ErrorCategory::Auth,
+                    format!(
+                        "no API key for provider `{}`: set {var} (or remove api_key_env for a \
+                         server that needs no key)",
+                        self.name
+                    ),
+                ));
+            }
+            // Local servers usually take no key; sending none is right for them.
+            (None, None) => {}
+        }
+        Ok(builder)
+    }
+}
+
+impl Provider for OpenAiProvider {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn stream<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+    ) -> BoxFuture<'a, Result<EventStream, LlmError>> {
+        Box::pin(async move {
+            let builder = self
+                .request(reqwest::Method::POST, &self.completions)?
+                .header(reqwest::header::ACCEPT, "text/event-stream")
+                .json(&encode_request(request, self.official_api));
+            let response = http::send(&self.completions, builder)
+                .await
+                .map_err(|err| {
+                    http::explain(err, &self.name, self.api_key_env.as_deref(), &request.model)
+                })?;
+            http::expect_stream(&self.completions, &response)?;
+            Ok(http::event_stream(response, OpenAiDecoder::new()))
+        })
+    }
+
+    fn probe(&self) -> BoxFuture<'_, Result<String, LlmError>> {
+        Box::pin(async move {
+            let builder = self
+                .request(reqwest::Method::GET, &self.models)?
+                .timeout(Duration::from_secs(15));
+            http::send(&self.models, builder)
+                .await
+                .map_err(|err| http::explain(err, &self.name, self.api_key_env.as_deref(), ""))?;
+            Ok(format!("{} answered", self.models.url))
+        })
+    }
+}
+
+/// The JSON body of a streamed Chat Completions request. `official_api` selects OpenAI's own
+/// name for the output limit.
+pub(crate) fn encode_request(request: &ChatRequest, official_api: bool) -> Value {
+    let mut messages = Vec::new();
+    if !request.system.is_empty() {
+        messages.push(json!({"role": "system", "content": request.system}));
+    }
+    // Chat Completions has no way to send reasoning back; it is left out.
+    let turns = merge_turns(&request.messages, |block| {
+        !matches!(block, ContentBlock::Thinking { .. })
+    });
+    for turn in &turns {
+        match turn.role {
+            Role::User => {
+                // Tool results travel as `tool` messages, which must directly follow the
+                // assistant message that made the calls; the user's text comes after them.
+                for (_, block) in &turn.blocks {
+                    if let ContentBlock::ToolResult(result) = block {
+                        messages.push(json!({
+                            "role": "tool",
+                            "tool_call_id": result.tool_use_id,
+                            "content": tool_result_text(&result.content, result.is_error),
+                        }));
+                    }
+                }
+                let text = joined_text(turn);
+                if !text.is_empty() {
+                    messages.push(json!({"role": "user", "content": text}));
+                }
+            }
+            Role::Assistant => {
+                let calls: Vec<Value> = turn
+                    .blocks
+                    .iter()
+                    .filter_map(|(_, block)| match block {
+                        ContentBlock::ToolUse(call) => Some(json!({
+                            "id": call.id,
+                            "type": "function",
+                            "function": {"name": call.name, "arguments": call.input.to_string()},
+                        })),
+                        _ => None,
+                    })
+                    .collect();
+                let text = joined_text(turn);
+                let mut message = json!({"role": "assistant"});
+                message["content"] = if text.is_empty() && !calls.is_empty() {
+                    Value::Null
+                } else {
+                    json!(text)
+                };
+                if !calls.is_empty() {
+                    message["tool_calls"] = Value::Array(calls);
+                }
+                messages.push(message);
+            }
+        }
+    }
+    let limit_field = if official_api {
+        "max_completion_tokens"
+    } else {
+        "max_tokens"
+    };
+    let mut body = json!({
+        "model": request.model,
+        "messages": messages,
+        "stream": true,
+        "stream_options": {"include_usage": true},
+    });
+    body[limit_field] = json!(request.max_output_tokens);
+    if !request.tools.is_empty() {
+        body["tools"] = Value::Array(request.tools.iter().map(function_tool).collect());
+    }
+    body
+}
+
+/// A tool in the `{type: function, function: {…}}` shape Chat Completions and Ollama share.
+pub(crate) fn function_tool(tool: &super::ToolSpec) -> Value {
+    json!({
+        "type": "function",
+        "function": {
+            "name": tool.name,
+            "description": tool.description,
+            "parameters": tool.input_schema,
+        },
+    })
+}
+
+/// A tool result's text; formats without an error flag get the failure said in words.
+pub(crate) fn tool_result_text(content: &str, is_error: bool) -> String {
+    if is_error {
+        format!("Error: {content}")
+    } else {
+        content.to_string()
+    }
+}
+
+/// One tool call being streamed.
+#[derive(Debug)]
+struct OpenCall {
+    id: String,
+    open: bool,
+}
+
+/// Decodes the Chat Completions chunk stream into [`StreamEvent`]s.
+#[derive(Debug, Default)]
+pub(crate) struct OpenAiDecoder {
+    sse: SseDecoder,
+    /// Calls in the order they started; the position is the event index.
+    calls: Vec<OpenCall>,
+    /// The server's `index` of a call → its position in `calls`.
+    by_wire_index: HashMap<u64, usize>,
+    finish: Option<StopReason>,
+    /// `[DONE]` arrived; nothing after it counts.
+    done: bool,
+}
+
+/// The wire index used for the legacy single `function_call` delta.
+const LEGACY_FUNCTION_CALL: u64 = u64::MAX;
+
+impl OpenAiDecoder {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn handle(&mut self, event: SseEvent, out: &mut Vec<Decoded>) {
+        if self.done {
+            return;
+        }
+        let data = event.data.trim();
+        if data.is_empty() {
+            return;
+        }
+        if data == "[DONE]" {
+            self.done = true;
+            self.conclude(true, out);
+            return;
+        }
+        let value: Value = match serde_json::from_str(data) {
+            Ok(value) => value,
+            Err(_) => {
+                out.push(Err(not_json("a stream chunk", data)));
+                return;
+            }
+        };
+        if let Some(error) = value.get("error").filter(|e| !e.is_null()) {
+            out.push(Ok(StreamEvent::Error(stream_error(error))));
+            return;
+        }
+        for choice in value
+            .get("choices")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter(|choice| choice.get("index").and_then(Value::as_u64).unwrap_or(0) == 0)
+        {
+            self.choice(choice, out);
+        }
+        if let Some(usage) = value.get("usage").and_then(parse_usage) {
+            out.push(Ok(StreamEvent::Usage(usage)));
+        }
+    }
+
+    fn choice(&mut self, choice: &Value, out: &mut Vec<Decoded>) {
+        if let Some(delta) = choice.get("delta") {
+            let text = |key: &str| delta.get(key).and_then(Value::as_str).unwrap_or_default();
+            let reasoning = match text("reasoning_content") {
+                "" => text("reasoning"),
+                some => some,
+            };
+            if !reasoning.is_empty() {
+                out.push(Ok(StreamEvent::ThinkingDelta(reasoning.to_string())));
+            }
+            if !text("content").is_empty() {
+                out.push(Ok(StreamEvent::TextDelta(text("content").to_string())));
+            }
+            for (position, call) in delta
+                .get("tool_calls")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .enumerate()
+            {
+                let wire_index = call
+                    .get("index")
+                    .and_then(Value::as_u64)
+                    .unwrap_or(position as u64);
+                self.call_fragment(wire_index, call, call.get("function"), out);
+            }
+            if let Some(function) = delta.get("function_call").filter(|f| f.is_object()) {
+                self.call_fragment(LEGACY_FUNCTION_CALL, delta, Some(function), out);
+            }
+        }
+        if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
+            self.finish = Some(finish_reason(reason));
+            self.close_calls(out);
+        }
+    }
+
+    /// One fragment of a tool call: `call` holds the `id`, `function` the `name` and the next
+    /// piece of `arguments`.
+    fn call_fragment(
+        &mut self,
+        wire_index: u64,
+        call: &Value,
+        function: Option<&Value>,
+        out: &mut Vec<Decoded>,
+    ) {
+        let id = call.get("id").and_then(Value::as_str).unwrap_or_default();
+        let field = |key: &str| {
+            function
+                .and_then(|f| f.get(key))
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+        };
+        let existing = self.by_wire_index.get(&wire_index).copied();
+        // Some servers number every call 0 and tell them apart only by id.
+        let restarted = existing.is_some_and(|slot| {
+            !id.is_empty() && !self.calls[slot].id.is_empty() && self.calls[slot].id != id
+        });
+        let slot = match existing {
+            Some(slot) if !restarted => slot,
+            _ => {
+                if let Some(old) = existing {
+                    self.close(old, out);
+                }
+                let slot = self.calls.len();
+                let id = if id.is_empty() {
+                    format!("call_{slot}")
+                } else {
+                    id.to_string()
+                };
+                out.push(Ok(StreamEvent::ToolCallStart {
+                    index: slot,
+                    id: id.clone(),
+                    name: field("name").to_string(),
+                }));
+                self.calls.push(OpenCall { id, open: true });
+                self.by_wire_index.insert(wire_index, slot);
+                slot
+            }
+        };
+        let arguments = field("arguments");
+        if !arguments.is_empty() && self.calls[slot].open {
+            out.push(Ok(StreamEvent::ToolCallArgsDelta {
+                index: slot,
+                json: arguments.to_string(),
+            }));
+        }
+    }
+
+    fn close(&mut self, slot: usize, out: &mut Vec<Decoded>) {
+        if let Some(call) = self.calls.get_mut(slot)
+            && call.open
+        {
+            call.open = false;
+            out.push(Ok(StreamEvent::ToolCallEnd { index: slot }));
+        }
+    }
+
+    fn close_calls(&mut self, out: &mut Vec<Decoded>) {
+        for slot in 0..self.calls.len() {
+            self.close(slot, out);
+        }
+    }
+
+    /// Ends the reply: closes open calls and emits the stop reason. A server that sent
+    /// `[DONE]` (`clean`) vouches that the reply is complete even without a finish reason; a
+    /// body that merely ended does not.
+    fn conclude(&mut self, clean: bool, out: &mut Vec<Decoded>) {
+        self.close_calls(out);
+        let reason = match self.finish.take() {
+            // A few servers say `stop` after making tool calls; the calls are what matters.
+            Some(StopReason::EndTurn) | None if clean && !self.calls.is_empty() => {
+                Some(StopReason::ToolUse)
+            }
+            Some(StopReason::EndTurn) if !self.calls.is_empty() => Some(StopReason::ToolUse),
+            None if clean => Some(StopReason::EndTurn),
+            other => other,
+        };
+        if let Some(reason) = reason {
+            out.push(Ok(StreamEvent::Stop(reason)));
+        }
+    }
+}
+
+impl WireDecoder for OpenAiDecoder {
+    fn feed(&mut self, chunk: &[u8], out: &mut Vec<Decoded>) {
+        let mut events = Vec::new();
+        self.sse.feed(chunk, &mut events);
+        for event in events {
+            self.handle(event, out);
+        }
+    }
+
+    fn finish(&mut self, out: &mut Vec<Decoded>) {
+        let mut events = Vec::new();
+        self.sse.finish(&mut events);
+        for event in events {
+            self.handle(event, out);
+        }
+        if !self.done {
+            self.done = true;
+            self.conclude(false, out);
+        }
+    }
+}
+
+/// Reads the usage of the final chunk. OpenAI counts cached tokens inside `prompt_tokens`;
+/// ours are disjoint, so they are subtracted from the uncached input.
+fn parse_usage(value: &Value) -> Option<Usage> {
+    let usage = value.as_object()?;
+    let count = |key: &str| usage.get(key).and_then(Value::as_u64).unwrap_or(0);
+    let cached = value
+        .pointer("/prompt_tokens_details/cached_tokens")
+        .and_then(Value::as_u64)
+        .unwrap_or(0);
+    Some(Usage {
+        input_tokens: count("prompt_tokens").saturating_sub(cached),
+        output_tokens: count("completion_tokens"),
+        cache_creation_input_tokens: 0,
+        cache_read_input_tokens: cached,
+    })
+}
+
+fn finish_reason(reason: &str) -> StopReason {
+    match reason {
+        "stop" => StopReason::EndTurn,
+        "tool_calls" | "function_call" => StopReason::ToolUse,
+        "length" => StopReason::MaxTokens,
+        "content_filter" => StopReason::Refusal,
+        other => StopReason::Other(other.to_string()),
+    }
+}
+
+/// Classifies an `error` object found in the stream: OpenAI's `{message, type, code}`, or a
+/// proxy's (OpenRouter's) with an HTTP status as its numeric `code`, or a bare string.
+fn stream_error(error: &Value) -> LlmError {
+    let text = |key: &str| error.get(key).and_then(Value::as_str).unwrap_or_default();
+    let message = error.as_str().unwrap_or_else(|| text("message"));
+    let kind = match error.get("code").and_then(Value::as_u64) {
+        Some(429) => "rate_limit_error",
+        Some(503 | 529) => "overloaded_error",
+        Some(401 | 403) => "authentication_error",
+        Some(408) => "timeout_error",
+        Some(400..=499) => "invalid_request_error",
+        Some(_) => "api_error",
+        None if !text("code").is_empty() => text("code"),
+        None => text("type"),
+    };
+    classify_stream_error(kind, message)
+}
+
+#[cfg(test)]
+#[path = "openai_tests.rs"]
+mod tests;

@@ -1,0 +1,351 @@
+//! Tests of the Chat Completions request encoder, the chunk decoder and the HTTP round trip.
+
+use super::*;
+use crate::config::ProviderKind;
+use crate::domain::{Message, ToolCall, ToolResult};
+use crate::llm::test_server::{error_reply, ok_stream, serve_once};
+use crate::llm::{ToolSpec, decode};
+use futures_util::StreamExt;
+
+fn profile(base_url: &str, key: Option<&str>) -> ProviderProfile {
+    ProviderProfile {
+        name: "local".into(),
+        kind: ProviderKind::OpenAi,
+        base_url: base_url.into(),
+        api_key_env: key.map(|_| "LOCAL_API_KEY".to_string()),
+        api_key: key.map(str::to_string),
+        default_model: "qwen".into(),
+        context_window: 32_000,
+        max_output_tokens: 4096,
+    }
+}
+
+fn request(messages: Vec<Message>) -> ChatRequest {
+    ChatRequest {
+        model: "gpt-test".into(),
+        system: "be brief".into(),
+        messages,
+        tools: vec![ToolSpec {
+            name: "read".into(),
+            description: "read a file".into(),
+            input_schema: json!({"type": "object"}),
+        }],
+        max_output_tokens: 512,
+        cache_breakpoints: vec![0],
+    }
+}
+
+#[test]
+fn history_becomes_chat_messages() {
+    let messages = vec![
+        Message::user_text("list"),
+        Message {
+            role: Role::Assistant,
+            content: vec![
+                ContentBlock::Thinking {
+                    thinking: "private".into(),
+                    signature: Some("s".into()),
+                },
+                ContentBlock::ToolUse(ToolCall {
+                    id: "call_1".into(),
+                    name: "read".into(),
+                    input: json!({"path": "a"}),
+                }),
+            ],
+        },
+        Message {
+            role: Role::User,
+            content: vec![ContentBlock::ToolResult(ToolResult::error(
+                "call_1",
+                "no such file",
+            ))],
+        },
+        Message::user_text("try b"),
+        Message::assistant_text("ok"),
+    ];
+    let body = encode_request(&request(messages), false);
+    assert_eq!(
+        body["messages"],
+        json!([
+            {"role": "system", "content": "be brief"},
+            {"role": "user", "content": "list"},
+            {"role": "assistant", "content": null, "tool_calls": [
+                {"id": "call_1", "type": "function", "function": {"name": "read", "arguments": "{\"path\":\"a\"}"}}
+            ]},
+            {"role": "tool", "tool_call_id": "call_1", "content": "Error: no such file"},
+            {"role": "user", "content": "try b"},
+            {"role": "assistant", "content": "ok"},
+        ])
+    );
+    assert_eq!(body["stream"], json!(true));
+    assert_eq!(body["stream_options"], json!({"include_usage": true}));
+    assert_eq!(body["max_tokens"], json!(512));
+    assert_eq!(body.get("max_completion_tokens"), None);
+    assert_eq!(
+        body["tools"],
+        json!([{"type": "function", "function": {"name": "read", "description": "read a file", "parameters": {"type": "object"}}}])
+    );
+}
+
+#[test]
+fn openai_itself_gets_max_completion_tokens() {
+    let body = encode_request(&request(vec![Message::user_text("x")]), true);
+    assert_eq!(body["max_completion_tokens"], json!(512));
+    assert_eq!(body.get("max_tokens"), None);
+    let official = OpenAiProvider::new(&profile("https://api.openai.com/v1/", Some("k")));
+    assert!(official.official_api);
+    assert_eq!(
+        official.completions.url,
+        "https://api.openai.com/v1/chat/completions"
+    );
+    let router = OpenAiProvider::new(&profile("https://openrouter.ai/api/v1", Some("k")));
+    assert!(!router.official_api);
+}
+
+fn events(input: &str) -> Vec<Decoded> {
+    decode::openai(input.as_bytes())
+}
+
+fn chunk(delta: Value, finish: Option<&str>) -> String {
+    let body = json!({"choices": [{"index": 0, "delta": delta, "finish_reason": finish}]});
+    format!("data: {body}\n\n")
+}
+
+#[test]
+fn reasoning_fields_become_thinking() {
+    let input = [
+        chunk(json!({"reasoning_content": "think A"}), None),
+        chunk(json!({"reasoning": "think B"}), None),
+        chunk(json!({"content": "answer"}), None),
+        chunk(json!({}), Some("stop")),
+        "data: [DONE]\n\n".to_string(),
+    ]
+    .concat();
+    assert_eq!(
+        events(&input),
+        vec![
+            Ok(StreamEvent::ThinkingDelta("think A".into())),
+            Ok(StreamEvent::ThinkingDelta("think B".into())),
+            Ok(StreamEvent::TextDelta("answer".into())),
+            Ok(StreamEvent::Stop(StopReason::EndTurn)),
+        ]
+    );
+}
+
+#[test]
+fn calls_sharing_index_zero_are_told_apart_by_id() {
+    let call = |id: &str, name: &str, args: &str| json!({"tool_calls": [{"index": 0, "id": id, "function": {"name": name, "arguments": args}}]});
+    let input = [
+        chunk(call("a", "read", "{}"), None),
+        chunk(call("b", "list", "{\"x\":1}"), None),
+        chunk(json!({}), Some("stop")),
+    ]
+    .concat();
+    // No [DONE]: the finish reason alone completes the reply; `stop` after calls means ToolUse.
+    assert_eq!(
+        events(&input),
+        vec![
+            Ok(StreamEvent::ToolCallStart {
+                index: 0,
+                id: "a".into(),
+                name: "read".into()
+            }),
+            Ok(StreamEvent::ToolCallArgsDelta {
+                index: 0,
+                json: "{}".into()
+            }),
+            Ok(StreamEvent::ToolCallEnd { index: 0 }),
+            Ok(StreamEvent::ToolCallStart {
+                index: 1,
+                id: "b".into(),
+                name: "list".into()
+            }),
+            Ok(StreamEvent::ToolCallArgsDelta {
+                index: 1,
+                json: "{\"x\":1}".into()
+            }),
+            Ok(StreamEvent::ToolCallEnd { index: 1 }),
+            Ok(StreamEvent::Stop(StopReason::ToolUse)),
+        ]
+    );
+}
+
+#[test]
+fn finish_reasons_map() {
+    let check = |reason: &str, expected: StopReason| {
+        let input = [
+            chunk(json!({"content": "x"}), Some(reason)),
+            "data: [DONE]\n\n".into(),
+        ]
+        .concat();
+        assert_eq!(
+            events(&input).last(),
+            Some(&Ok(StreamEvent::Stop(expected))),
+            "{reason}"
+        );
+    };
+    check("stop", StopReason::EndTurn);
+    check("length", StopReason::MaxTokens);
+    check("content_filter", StopReason::Refusal);
+    check("tool_calls", StopReason::ToolUse);
+    check("function_call", StopReason::ToolUse);
+    check("eos", StopReason::Other("eos".into()));
+}
+
+#[test]
+fn a_body_ending_without_finish_or_done_has_no_stop() {
+    let out = events(&chunk(json!({"content": "half"}), None));
+    assert_eq!(out, vec![Ok(StreamEvent::TextDelta("half".into()))]);
+}
+
+#[test]
+fn errors_inside_the_stream() {
+    let out =
+        events("data: {\"error\":{\"message\":\"Provider returned error\",\"code\":502}}\n\n");
+    match out.as_slice() {
+        [Ok(StreamEvent::Error(err))] => assert_eq!(err.category, ErrorCategory::Server),
+        other => panic!("unexpected {other:?}"),
+    }
+    let out = events(
+        "data: {\"error\":{\"message\":\"slow\",\"type\":\"requests\",\"code\":\"rate_limit_exceeded\"}}\n\n",
+    );
+    match out.as_slice() {
+        [Ok(StreamEvent::Error(err))] => assert_eq!(err.category, ErrorCategory::RateLimit),
+        other => panic!("unexpected {other:?}"),
+    }
+    let out = events("data: {not json\n\n");
+    let err = out[0].clone().expect_err("a decode error");
+    assert_eq!(err.category, ErrorCategory::Server);
+}
+
+#[test]
+fn cached_tokens_are_split_out_of_the_prompt_count() {
+    let out = events(
+        "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":100,\"completion_tokens\":5,\"prompt_tokens_details\":{\"cached_tokens\":80}}}\n\n",
+    );
+    assert_eq!(
+        out,
+        vec![Ok(StreamEvent::Usage(Usage {
+            input_tokens: 20,
+            output_tokens: 5,
+            cache_creation_input_tokens: 0,
+            cache_read_input_tokens: 80,
+        }))]
+    );
+}
+
+#[tokio::test]
+async fn streams_over_http_with_a_bearer_key() {
+    let sse = [
+        chunk(json!({"content": "pong"}), Some("stop")),
+        "data: [DONE]\n\n".into(),
+    ]
+    .concat();
+    let (base, server) = serve_once(ok_stream("text/event-stream", sse.as_bytes())).await;
+    let provider = OpenAiProvider::new(&profile(&format!("{base}/v1"), Some("sk-test")));
+    let got: Vec<Decoded> = provider
+        .stream(&request(vec![Message::user_text("ping")]))
+        .await
+        .expect("a stream")
+        .collect()
+        .await;
+    let recorded = server.await.expect("the server task");
+    assert_eq!(recorded.request_line, "POST /v1/chat/completions HTTP/1.1");
+    assert_eq!(recorded.header("authorization"), Some("Bearer sk-test"));
+    assert_eq!(recorded.json()["model"], json!("gpt-test"));
+    assert_eq!(
+        got,
+        vec![
+            Ok(StreamEvent::TextDelta("pong".into())),
+            Ok(StreamEvent::Stop(StopReason::EndTurn)),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn keyless_servers_get_no_authorization_header() {
+    let sse = [
+        chunk(json!({"content": "hi"}), Some("stop")),
+        "data: [DONE]\n\n".into(),
+    ]
+    .concat();
+    let (base, server) = serve_once(ok_stream("text/event-stream", sse.as_bytes())).await;
+    let provider = OpenAiProvider::new(&profile(&base, None));
+    let stream = provider
+        .stream(&request(vec![Message::user_text("x")]))
+        .await
+        .expect("a stream");
+    let _: Vec<Decoded> = stream.collect().await;
+    let recorded = server.await.expect("the server task");
+    assert_eq!(recorded.header("authorization"), None);
+}
+
+#[tokio::test]
+async fn a_body_cut_mid_stream_is_a_network_error() {
+    let sse = chunk(json!({"content": "half"}), None);
+    let mut response = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\n\r\n",
+        sse.len() + 500
+    )
+    .into_bytes();
+    response.extend_from_slice(sse.as_bytes());
+    let (base, server) = serve_once(response).await;
+    let provider = OpenAiProvider::new(&profile(&base, None));
+    let got: Vec<Decoded> = provider
+        .stream(&request(vec![Message::user_text("x")]))
+        .await
+        .expect("a stream")
+        .collect()
+        .await;
+    server.await.expect("the server task");
+    assert_eq!(got[0], Ok(StreamEvent::TextDelta("half".into())));
+    let err = got.last().cloned().expect("an item").expect_err("the cut");
+    assert_eq!(err.category, ErrorCategory::Network);
+    assert!(
+        err.message
+            .contains("connection closed before the reply finished"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn an_unreachable_server_says_where_to_look() {
+    // Bind and drop a listener to get a port that refuses connections.
+    let port = {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("a port");
+        listener.local_addr().expect("an address").port()
+    };
+    let provider = OpenAiProvider::new(&profile(&format!("http://127.0.0.1:{port}/v1"), None));
+    let err = match provider
+        .stream(&request(vec![Message::user_text("x")]))
+        .await
+    {
+        Ok(_) => panic!("nothing listens there"),
+        Err(err) => err,
+    };
+    assert_eq!(err.category, ErrorCategory::Network);
+    assert!(err.message.contains("could not reach"), "{err}");
+    assert!(err.message.contains("is the server running?"), "{err}");
+    assert!(err.message.contains("LOCAL_BASE_URL"), "{err}");
+    eprintln!("MSG {err}");
+}
+
+#[tokio::test]
+async fn a_404_names_the_model() {
+    let body = r#"{"error":{"message":"The model `gpt-test` does not exist","type":"invalid_request_error","code":"model_not_found"}}"#;
+    let (base, server) = serve_once(error_reply(404, &[], body)).await;
+    let provider = OpenAiProvider::new(&profile(&base, None));
+    let err = match provider
+        .stream(&request(vec![Message::user_text("x")]))
+        .await
+    {
+        Ok(_) => panic!("a 404 must fail"),
+        Err(err) => err,
+    };
+    server.await.expect("the server task");
+    assert_eq!(err.category, ErrorCategory::InvalidRequest);
+    assert!(err.message.contains("model name may be wrong"), "{err}");
+    assert!(err.message.contains("`gpt-test`"), "{err}");
+}

@@ -1,0 +1,432 @@
+//! The session actor and its handle.
+//!
+//! The handle is cheap to clone and only sends requests; the actor task owns the state.
+//! While a turn runs, the state moves into the turn's task and comes back when it ends, so
+//! there is never more than one writer. Inputs that arrive during a turn wait in a queue and
+//! are journaled (and only then acknowledged) when their own turn starts.
+
+use super::envelope::SessionDirs;
+use super::events::{OutputFilter, SessionEvent, Subscribers, Subscription};
+use super::phase::{IllegalTransition, Phase};
+use super::state::{SessionState, oversize_placeholder};
+use super::turn::{Turn, TurnMsg};
+use crate::config::SessionSettings;
+use crate::domain::{Audience, ErrorCategory, Sender, SessionId, SessionKey};
+use crate::llm::ModelClient;
+use crate::prompt;
+use crate::store::{JournalEvent, SessionMeta, Store, StoreError};
+use crate::tools::{ApprovalMode, ToolRegistry};
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::sync::Arc;
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+
+/// Requests waiting for the actor; a full queue makes senders wait.
+const REQUEST_QUEUE: usize = 32;
+
+/// What every session of this process shares.
+pub struct SessionDeps {
+    pub store: Arc<Store>,
+    pub client: ModelClient,
+    pub tools: ToolRegistry,
+    pub settings: SessionSettings,
+    pub approval: ApprovalMode,
+    /// Where session folders live (`<data>/sessions/<id>/`).
+    pub data_dir: PathBuf,
+}
+
+/// Input for the session, from any front end.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UserInput {
+    pub sender: Sender,
+    pub audience: Audience,
+    pub text: String,
+}
+
+impl UserInput {
+    /// Text typed by the person at this terminal.
+    pub fn local(text: impl Into<String>) -> Self {
+        Self {
+            sender: Sender::local_user(),
+            audience: Audience::Personal,
+            text: text.into(),
+        }
+    }
+}
+
+/// Why a session request failed.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Phase(#[from] IllegalTransition),
+    #[error("the session has stopped and takes no more requests")]
+    Closed,
+    #[error("the input is empty; type a message for the model")]
+    EmptyInput,
+}
+
+/// The cloneable front of a session.
+#[derive(Clone)]
+pub struct SessionHandle {
+    id: SessionId,
+    tx: mpsc::Sender<Request>,
+}
+
+enum Request {
+    Send {
+        input: UserInput,
+        reply: oneshot::Sender<Result<u64, SessionError>>,
+    },
+    Subscribe {
+        filter: OutputFilter,
+        reply: oneshot::Sender<Subscription>,
+    },
+    /// Answered once no turn is running.
+    State {
+        reply: oneshot::Sender<SessionState>,
+    },
+    Cancel,
+    /// Stop once the running turn and the queued inputs are done; answered after the actor
+    /// has released everything it holds (the store among them).
+    Close {
+        reply: oneshot::Sender<()>,
+    },
+}
+
+impl SessionHandle {
+    /// Starts a new session for `project_dir`.
+    pub fn create(deps: Arc<SessionDeps>, project_dir: PathBuf) -> Result<Self, SessionError> {
+        let id = SessionId::generate();
+        let key = SessionKey::cli(&id);
+        let now = jiff::Timestamp::now().as_millisecond();
+        deps.store.create_session(&SessionMeta {
+            id: id.clone(),
+            key: key.clone(),
+            project_dir: project_dir.clone(),
+            title: String::new(),
+            created_at_ms: now,
+            updated_at_ms: now,
+            event_count: 0,
+            input_count: 0,
+            provider: deps.client.primary.provider.name().to_owned(),
+            model: deps.client.primary.model.to_owned(),
+        })?;
+        let state = SessionState::new(id, project_dir);
+        Ok(SessionActor::spawn(deps, key, state))
+    }
+
+    /// Reopens a stored session: replays its journal, repairs what a crash left open, and
+    /// returns once the session is ready.
+    pub fn resume(deps: Arc<SessionDeps>, meta: &SessionMeta) -> Result<Self, SessionError> {
+        let records = deps.store.load(&meta.id)?;
+        let replay = SessionState::replay(meta.id.clone(), meta.project_dir.clone(), &records);
+        if !replay.repairs.is_empty() {
+            tracing::info!(session = %meta.id, repairs = replay.repairs.len(), "repairing journal");
+            deps.store.append_batch(&meta.id, &replay.repairs)?;
+        }
+        Ok(SessionActor::spawn(deps, meta.key.clone(), replay.state))
+    }
+
+    pub fn id(&self) -> &SessionId {
+        &self.id
+    }
+
+    /// Journals `input` durably and returns its journal position; the turn it starts runs
+    /// on afterwards. An input sent during a turn is acknowledged when its own turn starts.
+    pub async fn send(&self, input: UserInput) -> Result<u64, SessionError> {
+        if input.text.trim().is_empty() {
+            return Err(SessionError::EmptyInput);
+        }
+        let (reply, rx) = oneshot::channel();
+        self.request(Request::Send { input, reply }).await?;
+        rx.await.map_err(|_| SessionError::Closed)?
+    }
+
+    /// Attaches a subscriber; events from now on arrive on the returned receiver.
+    pub async fn subscribe(&self, filter: OutputFilter) -> Result<Subscription, SessionError> {
+        let (reply, rx) = oneshot::channel();
+        self.request(Request::Subscribe { filter, reply }).await?;
+        rx.await.map_err(|_| SessionError::Closed)
+    }
+
+    /// The session's state once no turn is running.
+    pub async fn state(&self) -> Result<SessionState, SessionError> {
+        let (reply, rx) = oneshot::channel();
+        self.request(Request::State { reply }).await?;
+        rx.await.map_err(|_| SessionError::Closed)
+    }
+
+    /// Lets the session finish what it accepted, then stops it. Returns once the actor has
+    /// released the store, so the database can be closed or reopened right after.
+    pub async fn close(self) {
+        let (reply, rx) = oneshot::channel();
+        if self.request(Request::Close { reply }).await.is_ok() {
+            let _ = rx.await;
+        }
+    }
+
+    /// Stops the running turn, if any, at its next await point.
+    pub async fn cancel(&self) -> Result<(), SessionError> {
+        self.request(Request::Cancel).await
+    }
+
+    async fn request(&self, request: Request) -> Result<(), SessionError> {
+        self.tx
+            .send(request)
+            .await
+            .map_err(|_| SessionError::Closed)
+    }
+}
+
+struct RunningTurn {
+    cancel: CancellationToken,
+    messages: mpsc::UnboundedReceiver<TurnMsg>,
+}
+
+struct SessionActor {
+    id: SessionId,
+    project_dir: PathBuf,
+    deps: Arc<SessionDeps>,
+    dirs: Arc<SessionDirs>,
+    system_prompt: Arc<str>,
+    phase: Phase,
+    /// `None` while a turn owns the state.
+    state: Option<SessionState>,
+    subscribers: Subscribers,
+    queue: VecDeque<(UserInput, oneshot::Sender<Result<u64, SessionError>>)>,
+    waiting_for_state: Vec<oneshot::Sender<SessionState>>,
+    turn: Option<RunningTurn>,
+    /// False once closing: no more requests are read.
+    open: bool,
+    /// Told when the actor has stopped and released its dependencies.
+    closers: Vec<oneshot::Sender<()>>,
+}
+
+impl SessionActor {
+    fn spawn(deps: Arc<SessionDeps>, key: SessionKey, state: SessionState) -> SessionHandle {
+        let (tx, rx) = mpsc::channel(REQUEST_QUEUE);
+        let id = state.id.clone();
+        let actor = SessionActor {
+            id: id.clone(),
+            project_dir: state.project_dir.clone(),
+            dirs: Arc::new(SessionDirs::new(&deps.data_dir, &id, &key)),
+            system_prompt: prompt::system_prompt(&state.project_dir).into(),
+            deps,
+            phase: Phase::Recovering,
+            state: Some(state),
+            subscribers: Subscribers::default(),
+            queue: VecDeque::new(),
+            waiting_for_state: Vec::new(),
+            turn: None,
+            open: true,
+            closers: Vec::new(),
+        };
+        tokio::spawn(actor.run(rx));
+        SessionHandle { id, tx }
+    }
+
+    async fn run(mut self, mut requests: mpsc::Receiver<Request>) {
+        if let Err(err) = self.set_phase(Phase::Ready) {
+            tracing::error!(%err, "session could not become ready");
+            return;
+        }
+        loop {
+            if !self.open && self.turn.is_none() && self.queue.is_empty() {
+                break;
+            }
+            tokio::select! {
+                request = requests.recv(), if self.open => match request {
+                    Some(request) => self.handle(request),
+                    // Every handle is gone: finish what was accepted, then stop.
+                    None => self.open = false,
+                },
+                message = next_turn_message(&mut self.turn) => self.on_turn_message(message),
+            }
+        }
+        let closers = std::mem::take(&mut self.closers);
+        drop(self);
+        drop(requests);
+        for reply in closers {
+            let _ = reply.send(());
+        }
+    }
+
+    fn handle(&mut self, request: Request) {
+        match request {
+            Request::Send { input, reply } => {
+                self.queue.push_back((input, reply));
+                self.start_next_turn();
+            }
+            Request::Subscribe { filter, reply } => {
+                let _ = reply.send(self.subscribers.add(filter));
+            }
+            Request::State { reply } => match &self.state {
+                Some(state) => {
+                    let _ = reply.send(state.clone());
+                }
+                None => self.waiting_for_state.push(reply),
+            },
+            Request::Close { reply } => {
+                self.closers.push(reply);
+                self.open = false;
+            }
+            Request::Cancel => {
+                if let Some(turn) = &self.turn {
+                    turn.cancel.cancel();
+                }
+                // Inputs not yet journaled were never acknowledged; tell their senders.
+                for (_, reply) in self.queue.drain(..) {
+                    let _ = reply.send(Err(SessionError::Closed));
+                }
+            }
+        }
+    }
+
+    /// Starts a turn for the oldest queued input if the session is idle.
+    fn start_next_turn(&mut self) {
+        if self.phase != Phase::Ready {
+            return;
+        }
+        let Some((input, reply)) = self.queue.pop_front() else {
+            return;
+        };
+        let Some(mut state) = self.state.take() else {
+            return;
+        };
+        match self.accept(&mut state, input.clone()) {
+            Ok(seq) => {
+                let _ = reply.send(Ok(seq));
+            }
+            Err(err) => {
+                self.state = Some(state);
+                let _ = reply.send(Err(err));
+                return self.start_next_turn();
+            }
+        }
+        if let Err(err) = self.set_phase(Phase::Processing) {
+            tracing::error!(%err, "could not start a turn");
+            self.state = Some(state);
+            return;
+        }
+        let (events, messages) = mpsc::unbounded_channel();
+        let cancel = CancellationToken::new();
+        self.turn = Some(RunningTurn {
+            cancel: cancel.clone(),
+            messages,
+        });
+        let deps = self.deps.clone();
+        let dirs = self.dirs.clone();
+        let system_prompt = self.system_prompt.clone();
+        tokio::spawn(async move {
+            let turn = Turn {
+                deps: &deps,
+                dirs: &dirs,
+                system_prompt: &system_prompt,
+                audience: input.audience,
+                cancel,
+                events: events.clone(),
+            };
+            turn.run(&mut state).await;
+            let _ = events.send(TurnMsg::Finished(Box::new(state)));
+        });
+    }
+
+    /// Journals an input durably, then applies and announces it.
+    fn accept(&mut self, state: &mut SessionState, input: UserInput) -> Result<u64, SessionError> {
+        let limit = self.deps.settings.max_message_bytes;
+        let text = if input.text.len() > limit {
+            let name = format!("input-{}.txt", state.messages.len());
+            let saved = self.dirs.save_artifact(&name, &input.text);
+            oversize_placeholder(input.text.len(), limit, saved.as_deref())
+        } else {
+            input.text
+        };
+        let event = JournalEvent::InputAccepted {
+            sender: input.sender,
+            audience: input.audience,
+            text,
+        };
+        let record = self.deps.store.append(&state.id, &event)?;
+        state.apply(&event);
+        if let JournalEvent::InputAccepted { text, .. } = event {
+            self.subscribers.publish(&SessionEvent::InputAccepted {
+                seq: record.seq,
+                text,
+            });
+        }
+        Ok(record.seq)
+    }
+
+    fn on_turn_message(&mut self, message: Option<TurnMsg>) {
+        match message {
+            Some(TurnMsg::Event(event)) => self.subscribers.publish(&event),
+            Some(TurnMsg::Finished(state)) => {
+                self.turn = None;
+                self.finish_turn(*state);
+            }
+            // The turn's task ended without handing its state back: it panicked. The journal
+            // is the truth, so rebuild from it.
+            None => {
+                self.turn = None;
+                self.recover_after_crash();
+            }
+        }
+    }
+
+    fn finish_turn(&mut self, state: SessionState) {
+        for reply in self.waiting_for_state.drain(..) {
+            let _ = reply.send(state.clone());
+        }
+        self.state = Some(state);
+        if let Err(err) = self.set_phase(Phase::Ready) {
+            tracing::error!(%err, "could not end a turn");
+        }
+        self.start_next_turn();
+    }
+
+    fn recover_after_crash(&mut self) {
+        tracing::error!(
+            "a turn task stopped unexpectedly; rebuilding the session from its journal"
+        );
+        let _ = self.set_phase(Phase::Recovering);
+        let id = self.id.clone();
+        let project_dir = self.project_dir.clone();
+        let state = match self.deps.store.load(&id) {
+            Ok(records) => {
+                let replay = SessionState::replay(id.clone(), project_dir, &records);
+                if let Err(err) = self.deps.store.append_batch(&id, &replay.repairs) {
+                    tracing::error!(%err, "could not repair the journal");
+                }
+                replay.state
+            }
+            Err(err) => {
+                tracing::error!(%err, "could not reload the journal");
+                SessionState::new(id, project_dir)
+            }
+        };
+        self.subscribers.publish(&SessionEvent::TurnFailed {
+            category: ErrorCategory::Internal,
+            message: "the turn stopped unexpectedly; the session was restored from its journal"
+                .to_owned(),
+        });
+        self.finish_turn(state);
+    }
+
+    fn set_phase(&mut self, to: Phase) -> Result<(), IllegalTransition> {
+        self.phase = self.phase.become_(to)?;
+        self.subscribers
+            .publish(&SessionEvent::PhaseChanged { phase: to });
+        Ok(())
+    }
+}
+
+/// The next message of the running turn; pending forever when no turn runs.
+async fn next_turn_message(turn: &mut Option<RunningTurn>) -> Option<TurnMsg> {
+    match turn {
+        Some(turn) => turn.messages.recv().await,
+        None => std::future::pending().await,
+    }
+}

@@ -1,0 +1,173 @@
+//! What a session tells its subscribers, and the filter each subscriber attaches with.
+//!
+//! Subscribers receive over their own unbounded channel; one that goes away is dropped from
+//! the list on the next send without the session noticing.
+
+use super::Phase;
+use crate::domain::{ErrorCategory, Usage};
+use serde::Serialize;
+use std::time::Duration;
+use tokio::sync::mpsc;
+
+/// One thing that happened in a session, in the order it happened.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum SessionEvent {
+    /// An input was durably journaled; `seq` is its journal position.
+    InputAccepted {
+        seq: u64,
+        text: String,
+    },
+    PhaseChanged {
+        phase: Phase,
+    },
+    TextDelta {
+        text: String,
+    },
+    ThinkingDelta {
+        text: String,
+    },
+    /// A model call failed and is being retried: output shown since the call began is void.
+    Retry {
+        attempt: u32,
+        #[serde(serialize_with = "as_millis")]
+        delay: Duration,
+        category: ErrorCategory,
+        message: String,
+    },
+    /// The primary model kept failing; the fallback model takes over.
+    Fallback {
+        model: String,
+        message: String,
+    },
+    ToolCall {
+        id: String,
+        name: String,
+        input: serde_json::Value,
+    },
+    ToolResult {
+        id: String,
+        name: String,
+        content: String,
+        is_error: bool,
+    },
+    /// Usage of one model call.
+    Usage {
+        model: String,
+        usage: Usage,
+    },
+    /// The turn ended with the model's final text.
+    TurnCompleted {
+        text: String,
+        usage: Usage,
+    },
+    TurnFailed {
+        category: ErrorCategory,
+        message: String,
+    },
+}
+
+fn as_millis<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_u64(d.as_millis() as u64)
+}
+
+/// Which kinds of event a subscriber wants. Lifecycle events (input accepted, phase changes,
+/// turn end, retries) always arrive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OutputFilter(u8);
+
+impl OutputFilter {
+    pub const TEXT: Self = Self(1);
+    pub const TEXT_STREAMING: Self = Self(1 << 1);
+    pub const THINKING: Self = Self(1 << 2);
+    pub const TOOL_CALLS: Self = Self(1 << 3);
+    pub const USAGE: Self = Self(1 << 4);
+    pub const FILES: Self = Self(1 << 5);
+    pub const PROCESSING_STATE: Self = Self(1 << 6);
+    pub const ALL: Self = Self(0x7f);
+
+    pub const fn union(self, other: Self) -> Self {
+        Self(self.0 | other.0)
+    }
+
+    pub const fn contains(self, other: Self) -> bool {
+        self.0 & other.0 == other.0
+    }
+
+    /// Whether a subscriber with this filter receives `event`.
+    pub fn admits(self, event: &SessionEvent) -> bool {
+        match event {
+            SessionEvent::TextDelta { .. } => self.contains(Self::TEXT_STREAMING),
+            SessionEvent::ThinkingDelta { .. } => self.contains(Self::THINKING),
+            SessionEvent::ToolCall { .. } | SessionEvent::ToolResult { .. } => {
+                self.contains(Self::TOOL_CALLS)
+            }
+            SessionEvent::Usage { .. } => self.contains(Self::USAGE),
+            SessionEvent::InputAccepted { .. }
+            | SessionEvent::PhaseChanged { .. }
+            | SessionEvent::Retry { .. }
+            | SessionEvent::Fallback { .. }
+            | SessionEvent::TurnCompleted { .. }
+            | SessionEvent::TurnFailed { .. } => true,
+        }
+    }
+}
+
+/// The receiving end a subscriber reads from.
+pub type Subscription = mpsc::UnboundedReceiver<SessionEvent>;
+
+/// The session's list of subscribers.
+#[derive(Debug, Default)]
+pub struct Subscribers {
+    list: Vec<(OutputFilter, mpsc::UnboundedSender<SessionEvent>)>,
+}
+
+impl Subscribers {
+    pub fn add(&mut self, filter: OutputFilter) -> Subscription {
+        let (tx, rx) = mpsc::unbounded_channel();
+        self.list.push((filter, tx));
+        rx
+    }
+
+    /// Sends `event` to everyone whose filter admits it, forgetting subscribers that left.
+    pub fn publish(&mut self, event: &SessionEvent) {
+        self.list
+            .retain(|(filter, tx)| !filter.admits(event) || tx.send(event.clone()).is_ok());
+    }
+
+    #[cfg(test)]
+    pub fn len(&self) -> usize {
+        self.list.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn filter_passes_lifecycle_always_and_deltas_on_request() {
+        let delta = SessionEvent::TextDelta { text: "x".into() };
+        let done = SessionEvent::TurnCompleted {
+            text: "x".into(),
+            usage: Usage::default(),
+        };
+        assert!(!OutputFilter::TEXT.admits(&delta));
+        assert!(OutputFilter::TEXT.admits(&done));
+        assert!(
+            OutputFilter::TEXT
+                .union(OutputFilter::TEXT_STREAMING)
+                .admits(&delta)
+        );
+    }
+
+    #[test]
+    fn a_dropped_subscriber_is_forgotten() {
+        let mut subs = Subscribers::default();
+        let kept = subs.add(OutputFilter::ALL);
+        drop(subs.add(OutputFilter::ALL));
+        subs.publish(&SessionEvent::TextDelta { text: "x".into() });
+        assert_eq!(subs.len(), 1);
+        drop(kept);
+    }
+}

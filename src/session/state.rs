@@ -1,0 +1,295 @@
+//! The session's in-memory state and how the journal rebuilds it.
+//!
+//! Everything here is pure: `apply` folds one journal event into the state, and `replay`
+//! folds a whole journal, then reports the repairs the journal needs so that every tool call
+//! stays paired with a result even when the process died in the middle of a batch.
+
+use crate::domain::{ContentBlock, ErrorCategory, Message, Role, SessionId, ToolResult, Usage};
+use crate::store::{JournalEvent, JournalRecord};
+use std::collections::{HashSet, VecDeque};
+use std::path::{Path, PathBuf};
+
+/// How many recently read or written files the working context remembers.
+pub const RECENT_FILES: usize = 10;
+
+/// The result text given to a call that never ran because the process stopped mid-batch.
+pub const INTERRUPTED_CALL: &str =
+    "not run: tern stopped before this tool call finished; run it again if it is still needed";
+
+/// What a session knows between journal events.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionState {
+    pub id: SessionId,
+    pub project_dir: PathBuf,
+    /// Where relative paths and shell commands start.
+    pub cwd: PathBuf,
+    pub messages: Vec<Message>,
+    /// Most recent first, at most [`RECENT_FILES`].
+    pub recent_files: VecDeque<PathBuf>,
+    /// Tokens used over the session's life.
+    pub usage: Usage,
+    /// The latest call's usage: how full the context window is.
+    pub last_usage: Option<Usage>,
+    pub title: Option<String>,
+    /// Turns that ended, completed or failed.
+    pub turns: u64,
+    /// Whether the journal's last turn has not ended yet.
+    pub turn_open: bool,
+}
+
+impl SessionState {
+    pub fn new(id: SessionId, project_dir: PathBuf) -> Self {
+        Self {
+            id,
+            cwd: project_dir.clone(),
+            project_dir,
+            messages: Vec::new(),
+            recent_files: VecDeque::new(),
+            usage: Usage::default(),
+            last_usage: None,
+            title: None,
+            turns: 0,
+            turn_open: false,
+        }
+    }
+
+    /// Folds one journal event into the state.
+    pub fn apply(&mut self, event: &JournalEvent) {
+        match event {
+            JournalEvent::InputAccepted { text, .. } => {
+                self.messages.push(Message::user_text(text.clone()));
+                self.turn_open = true;
+            }
+            JournalEvent::AssistantMessage { content, .. } => {
+                self.messages.push(Message {
+                    role: Role::Assistant,
+                    content: content.clone(),
+                });
+            }
+            JournalEvent::ToolResults { results } => {
+                let content = results
+                    .iter()
+                    .cloned()
+                    .map(ContentBlock::ToolResult)
+                    .collect();
+                self.messages.push(Message {
+                    role: Role::User,
+                    content,
+                });
+            }
+            JournalEvent::Usage { usage, .. } => {
+                self.usage.add(usage);
+                self.last_usage = Some(*usage);
+            }
+            JournalEvent::TurnCompleted | JournalEvent::TurnFailed { .. } => {
+                self.turns += 1;
+                self.turn_open = false;
+            }
+            JournalEvent::TitleChanged { title } => self.title = Some(title.clone()),
+            JournalEvent::WorkingDirectoryChanged { path } => self.cwd = path.clone(),
+            JournalEvent::FileTouched { path } => self.touch_file(path),
+            JournalEvent::Message { message } => self.messages.push(message.clone()),
+        }
+    }
+
+    /// Moves `path` to the front of the recent files.
+    pub fn touch_file(&mut self, path: &Path) {
+        self.recent_files.retain(|p| p != path);
+        self.recent_files.push_front(path.to_path_buf());
+        self.recent_files.truncate(RECENT_FILES);
+    }
+
+    /// Rebuilds a session from its journal. Returns the state and the events that must be
+    /// appended to repair the journal (results for calls that never got one, and the end of
+    /// a turn that the process did not live to finish).
+    pub fn replay(id: SessionId, project_dir: PathBuf, records: &[JournalRecord]) -> Replay {
+        let mut state = Self::new(id, project_dir);
+        for record in records {
+            state.apply(&record.event);
+        }
+        let mut repairs = Vec::new();
+        let orphans = state.unanswered_calls();
+        if !orphans.is_empty() {
+            let results = orphans
+                .into_iter()
+                .map(|id| ToolResult::error(id, INTERRUPTED_CALL))
+                .collect();
+            repairs.push(JournalEvent::ToolResults { results });
+        }
+        if state.turn_open {
+            repairs.push(JournalEvent::TurnFailed {
+                category: ErrorCategory::Cancelled,
+                message: "interrupted: tern stopped before this turn finished".to_owned(),
+            });
+        }
+        for event in &repairs {
+            state.apply(event);
+        }
+        Replay { state, repairs }
+    }
+
+    /// Ids of tool calls in the last assistant message that no later message answers.
+    pub fn unanswered_calls(&self) -> Vec<String> {
+        let Some(last_assistant) = self
+            .messages
+            .iter()
+            .rposition(|m| m.role == Role::Assistant)
+        else {
+            return Vec::new();
+        };
+        let answered: HashSet<&str> = self.messages[last_assistant + 1..]
+            .iter()
+            .flat_map(|m| m.tool_results())
+            .map(|r| r.tool_use_id.as_str())
+            .collect();
+        self.messages[last_assistant]
+            .tool_calls()
+            .filter(|call| !answered.contains(call.id.as_str()))
+            .map(|call| call.id.clone())
+            .collect()
+    }
+
+    /// The text of the last assistant message, if the history ends with one.
+    pub fn last_reply_text(&self) -> Option<String> {
+        self.messages
+            .last()
+            .filter(|m| m.role == Role::Assistant)
+            .map(Message::text)
+    }
+}
+
+/// A replayed session and the journal repairs it needs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Replay {
+    pub state: SessionState,
+    pub repairs: Vec<JournalEvent>,
+}
+
+/// The placeholder that stands in for a message over the size limit.
+pub fn oversize_placeholder(bytes: usize, limit: usize, saved_to: Option<&Path>) -> String {
+    let kib = |n: usize| n as f64 / 1024.0;
+    match saved_to {
+        Some(path) => format!(
+            "[message of {:.1} KiB replaced: messages over {:.0} KiB are not kept in the \
+             history; the full text was saved to {} and can be read from there]",
+            kib(bytes),
+            kib(limit),
+            path.display()
+        ),
+        None => format!(
+            "[message of {:.1} KiB replaced: messages over {:.0} KiB are not kept in the history]",
+            kib(bytes),
+            kib(limit)
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::{Audience, Sender, ToolCall};
+    use serde_json::json;
+
+    fn record(seq: u64, event: JournalEvent) -> JournalRecord {
+        JournalRecord {
+            seq,
+            at_ms: 0,
+            event,
+        }
+    }
+
+    fn input(text: &str) -> JournalEvent {
+        JournalEvent::InputAccepted {
+            sender: Sender::local_user(),
+            audience: Audience::Personal,
+            text: text.to_owned(),
+        }
+    }
+
+    fn call(id: &str) -> ContentBlock {
+        ContentBlock::ToolUse(ToolCall {
+            id: id.into(),
+            name: "glob".into(),
+            input: json!({}),
+        })
+    }
+
+    fn replay(events: Vec<JournalEvent>) -> Replay {
+        let records: Vec<_> = events
+            .into_iter()
+            .enumerate()
+            .map(|(i, e)| record(i as u64 + 1, e))
+            .collect();
+        SessionState::replay(SessionId::from_string("s"), PathBuf::from("/p"), &records)
+    }
+
+    #[test]
+    fn a_finished_turn_needs_no_repair() {
+        let out = replay(vec![
+            input("hi"),
+            JournalEvent::AssistantMessage {
+                model: "m".into(),
+                content: vec![call("a")],
+            },
+            JournalEvent::ToolResults {
+                results: vec![ToolResult::ok("a", "x")],
+            },
+            JournalEvent::AssistantMessage {
+                model: "m".into(),
+                content: vec![ContentBlock::Text {
+                    text: "done".into(),
+                }],
+            },
+            JournalEvent::TurnCompleted,
+        ]);
+        assert!(out.repairs.is_empty());
+        assert_eq!(out.state.messages.len(), 4);
+        assert_eq!(out.state.last_reply_text().as_deref(), Some("done"));
+    }
+
+    #[test]
+    fn calls_cut_off_by_a_crash_get_results_and_the_turn_ends() {
+        let out = replay(vec![
+            input("hi"),
+            JournalEvent::AssistantMessage {
+                model: "m".into(),
+                content: vec![call("a"), call("b")],
+            },
+        ]);
+        assert_eq!(out.repairs.len(), 2);
+        let JournalEvent::ToolResults { results } = &out.repairs[0] else {
+            panic!("{out:?}")
+        };
+        let ids: Vec<_> = results.iter().map(|r| r.tool_use_id.as_str()).collect();
+        assert_eq!(ids, ["a", "b"]);
+        assert!(results.iter().all(|r| r.is_error));
+        assert!(matches!(out.repairs[1], JournalEvent::TurnFailed { .. }));
+        assert!(out.state.unanswered_calls().is_empty());
+        assert!(!out.state.turn_open);
+    }
+
+    #[test]
+    fn recent_files_keep_ten_most_recent_first() {
+        let mut events = vec![];
+        for i in 0..12 {
+            events.push(JournalEvent::FileTouched {
+                path: PathBuf::from(format!("f{i}")),
+            });
+        }
+        events.push(JournalEvent::FileTouched {
+            path: PathBuf::from("f5"),
+        });
+        let state = replay(events).state;
+        assert_eq!(state.recent_files.len(), RECENT_FILES);
+        assert_eq!(state.recent_files[0], PathBuf::from("f5"));
+        assert_eq!(state.recent_files[1], PathBuf::from("f11"));
+    }
+
+    #[test]
+    fn placeholder_names_size_and_place() {
+        let text = oversize_placeholder(200 * 1024, 128 * 1024, Some(Path::new("/d/a.txt")));
+        assert!(text.contains("200.0 KiB"), "{text}");
+        assert!(text.contains("128 KiB"), "{text}");
+        assert!(text.contains("/d/a.txt"), "{text}");
+    }
+}

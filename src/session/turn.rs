@@ -1,0 +1,275 @@
+//! One turn: model call, tool batch, results, model call … until the model ends the turn or
+//! something fails. Every step is journaled before the state moves on.
+
+use super::actor::SessionDeps;
+use super::batch::{BatchEnv, run_batch};
+use super::envelope::SessionDirs;
+use super::events::SessionEvent;
+use super::state::{SessionState, oversize_placeholder};
+use crate::domain::{Audience, ContentBlock, ErrorCategory, ToolCall, Usage};
+use crate::llm::{LlmError, StreamEvent, StreamObserver};
+use crate::prompt;
+use crate::store::JournalEvent;
+use crate::tools::{ToolContext, ToolEffect};
+use std::time::Duration;
+use tokio::sync::mpsc::UnboundedSender;
+use tokio_util::sync::CancellationToken;
+
+/// How a turn ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TurnEnd {
+    Completed {
+        text: String,
+    },
+    Failed {
+        category: ErrorCategory,
+        message: String,
+    },
+}
+
+/// What a turn task sends back to its actor, in order: events, then its state when done.
+#[derive(Debug)]
+pub enum TurnMsg {
+    Event(SessionEvent),
+    Finished(Box<SessionState>),
+}
+
+/// A running turn's view of the session: its dependencies and where its events go.
+pub struct Turn<'a> {
+    pub deps: &'a SessionDeps,
+    pub dirs: &'a SessionDirs,
+    pub system_prompt: &'a str,
+    pub audience: Audience,
+    pub cancel: CancellationToken,
+    pub events: UnboundedSender<TurnMsg>,
+}
+
+impl Turn<'_> {
+    /// Runs the turn to its end, journaling as it goes. The state always matches the journal:
+    /// an event is applied only after it was appended.
+    pub async fn run(&self, state: &mut SessionState) -> TurnEnd {
+        let end = match self.rounds(state).await {
+            Ok(text) => TurnEnd::Completed { text },
+            Err(failure) => TurnEnd::Failed {
+                category: failure.category,
+                message: failure.message,
+            },
+        };
+        if let TurnEnd::Failed { category, message } = &end {
+            self.emit(SessionEvent::TurnFailed {
+                category: *category,
+                message: message.clone(),
+            });
+        }
+        let event = match &end {
+            TurnEnd::Completed { .. } => JournalEvent::TurnCompleted,
+            TurnEnd::Failed { category, message } => JournalEvent::TurnFailed {
+                category: *category,
+                message: message.clone(),
+            },
+        };
+        if let Err(err) = self.record(state, event) {
+            tracing::error!(%err, "could not journal the end of a turn");
+        }
+        end
+    }
+
+    async fn rounds(&self, state: &mut SessionState) -> Result<String, LlmError> {
+        let tools = prompt::tool_specs(&self.deps.tools, self.audience);
+        let mut turn_usage = Usage::default();
+        let mut ctx = ToolContext {
+            project_dir: state.project_dir.clone(),
+            cwd: state.cwd.clone(),
+            temp_dir: self.dirs.temp_dir.clone(),
+            tool_timeout: self.deps.settings.tool_execution_timeout,
+        };
+        loop {
+            let request = prompt::build_request(
+                self.system_prompt.to_owned(),
+                &state.messages,
+                tools.clone(),
+                &self.deps.client.primary.model,
+                self.deps.client.primary.max_output_tokens,
+            );
+            let mut observer = Forward {
+                events: &self.events,
+            };
+            let reply = self
+                .deps
+                .client
+                .complete(request, &mut observer, &self.cancel)
+                .await?;
+            turn_usage.add(&reply.usage);
+            self.emit(SessionEvent::Usage {
+                model: reply.model.clone(),
+                usage: reply.usage,
+            });
+            self.record(
+                state,
+                JournalEvent::Usage {
+                    model: reply.model.clone(),
+                    usage: reply.usage,
+                },
+            )?;
+
+            let content = self.fit_content(state, reply.content);
+            let calls: Vec<ToolCall> = content
+                .iter()
+                .filter_map(|b| match b {
+                    ContentBlock::ToolUse(call) => Some(call.clone()),
+                    _ => None,
+                })
+                .collect();
+            let text: String = content
+                .iter()
+                .filter_map(|b| match b {
+                    ContentBlock::Text { text } => Some(text.as_str()),
+                    _ => None,
+                })
+                .collect();
+            if !content.is_empty() {
+                self.record(
+                    state,
+                    JournalEvent::AssistantMessage {
+                        model: reply.model,
+                        content,
+                    },
+                )?;
+            }
+            if calls.is_empty() {
+                self.emit(SessionEvent::TurnCompleted {
+                    text: text.clone(),
+                    usage: turn_usage,
+                });
+                return Ok(text);
+            }
+
+            for call in &calls {
+                self.emit(SessionEvent::ToolCall {
+                    id: call.id.clone(),
+                    name: call.name.clone(),
+                    input: call.input.clone(),
+                });
+            }
+            let env = BatchEnv {
+                tools: &self.deps.tools,
+                audience: self.audience,
+                approval: self.deps.approval,
+                malformed: &reply.malformed_tool_args,
+            };
+            let outcomes = run_batch(&calls, &env, &mut ctx, &self.cancel).await;
+            let mut results = Vec::with_capacity(outcomes.len());
+            let mut effects = Vec::new();
+            for (call, outcome) in calls.iter().zip(outcomes) {
+                let mut result = outcome.result;
+                result.content = self.fit_text(&format!("tool-{}.txt", call.id), result.content);
+                self.emit(SessionEvent::ToolResult {
+                    id: call.id.clone(),
+                    name: call.name.clone(),
+                    content: result.content.clone(),
+                    is_error: result.is_error,
+                });
+                results.push(result);
+                effects.extend(outcome.effects);
+            }
+            self.record(state, JournalEvent::ToolResults { results })?;
+            for effect in effects {
+                let event = match effect {
+                    ToolEffect::Read(path) | ToolEffect::Wrote(path) => {
+                        JournalEvent::FileTouched { path }
+                    }
+                    ToolEffect::SetWorkingDirectory(path) => {
+                        JournalEvent::WorkingDirectoryChanged { path }
+                    }
+                };
+                self.record(state, event)?;
+            }
+            if self.cancel.is_cancelled() {
+                return Err(LlmError::new(
+                    ErrorCategory::Cancelled,
+                    "the turn was cancelled",
+                ));
+            }
+        }
+    }
+
+    /// Appends `event` durably, then applies it.
+    fn record(&self, state: &mut SessionState, event: JournalEvent) -> Result<(), LlmError> {
+        self.deps.store.append(&state.id, &event).map_err(|err| {
+            LlmError::new(
+                ErrorCategory::Storage,
+                format!("the session journal could not be written, so the turn stopped: {err}"),
+            )
+        })?;
+        state.apply(&event);
+        Ok(())
+    }
+
+    fn emit(&self, event: SessionEvent) {
+        // The actor outlives its turns; a failed send means it is shutting down anyway.
+        let _ = self.events.send(TurnMsg::Event(event));
+    }
+
+    /// Replaces oversized text blocks of an assistant message by placeholders.
+    fn fit_content(&self, state: &SessionState, content: Vec<ContentBlock>) -> Vec<ContentBlock> {
+        content
+            .into_iter()
+            .enumerate()
+            .map(|(i, block)| match block {
+                ContentBlock::Text { text } => ContentBlock::Text {
+                    text: self.fit_text(&format!("reply-{}-{i}.txt", state.messages.len()), text),
+                },
+                other => other,
+            })
+            .collect()
+    }
+
+    /// Keeps `text` if it is within the message size limit; otherwise saves it as an artifact
+    /// and returns a placeholder naming its size and where it went.
+    pub fn fit_text(&self, name: &str, text: String) -> String {
+        let limit = self.deps.settings.max_message_bytes;
+        if text.len() <= limit {
+            return text;
+        }
+        let saved = self.dirs.save_artifact(name, &text);
+        oversize_placeholder(text.len(), limit, saved.as_deref())
+    }
+}
+
+/// Passes streamed model output on to the session's subscribers.
+struct Forward<'a> {
+    events: &'a UnboundedSender<TurnMsg>,
+}
+
+impl Forward<'_> {
+    fn send(&self, event: SessionEvent) {
+        let _ = self.events.send(TurnMsg::Event(event));
+    }
+}
+
+impl StreamObserver for Forward<'_> {
+    fn on_event(&mut self, event: &StreamEvent) {
+        let event = match event {
+            StreamEvent::TextDelta(text) => SessionEvent::TextDelta { text: text.clone() },
+            StreamEvent::ThinkingDelta(text) => SessionEvent::ThinkingDelta { text: text.clone() },
+            _ => return,
+        };
+        self.send(event);
+    }
+
+    fn on_retry(&mut self, attempt: u32, delay: Duration, error: &LlmError) {
+        self.send(SessionEvent::Retry {
+            attempt,
+            delay,
+            category: error.category,
+            message: error.message.clone(),
+        });
+    }
+
+    fn on_fallback(&mut self, model: &str, error: &LlmError) {
+        self.send(SessionEvent::Fallback {
+            model: model.to_owned(),
+            message: error.to_string(),
+        });
+    }
+}

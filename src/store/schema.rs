@@ -1,0 +1,88 @@
+//! The tables of the session database and the storage format version that describes them.
+//!
+//! Values are JSON (serde_json) so old records stay readable as types gain fields with serde
+//! defaults. The `tern_info` table records the format version; a file with tables but without
+//! it is some other program's redb database, which tern refuses rather than writes into.
+
+use super::error::{StoreError, from_redb};
+use redb::{Database, ReadableDatabase, TableDefinition, TableHandle};
+use std::path::Path;
+
+/// Session index: session id → `SessionMeta` as JSON.
+pub(super) const SESSIONS: TableDefinition<&str, &[u8]> = TableDefinition::new("sessions");
+
+/// Journal: (session id, seq) → `JournalRecord` as JSON. The tuple key keeps each session's
+/// records together and in seq order, so a load is one range scan.
+pub(super) const JOURNAL: TableDefinition<(&str, u64), &[u8]> = TableDefinition::new("journal");
+
+/// Facts about the database itself, such as `format`.
+pub(super) const INFO: TableDefinition<&str, u64> = TableDefinition::new("tern_info");
+
+/// Key in `INFO` holding the storage format version.
+pub(super) const FORMAT_KEY: &str = "format";
+
+/// The storage format this build writes and reads. Raise it when a change needs a migration.
+pub(super) const FORMAT_VERSION: u64 = 1;
+
+/// What an opened database holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Contents {
+    /// No tables yet: a new file, or one whose first commit never happened.
+    Empty,
+    /// A tern database in a format this build reads.
+    Tern,
+}
+
+/// Inspects the tables of `db` without writing, refusing foreign and newer databases.
+pub(super) fn inspect(db: &Database, path: &Path) -> Result<Contents, StoreError> {
+    let txn = db.begin_read().map_err(|e| from_redb(path, e))?;
+    let names: Vec<String> = txn
+        .list_tables()
+        .map_err(|e| from_redb(path, e))?
+        .map(|table| table.name().to_owned())
+        .collect();
+    if names.is_empty() {
+        return Ok(Contents::Empty);
+    }
+    if !names.iter().any(|name| name == INFO.name()) {
+        return Err(StoreError::Corrupt {
+            path: path.to_owned(),
+            detail: format!(
+                "it is a redb database, but tern did not create it (its tables: {})",
+                names.join(", ")
+            ),
+        });
+    }
+    let info = txn.open_table(INFO).map_err(|e| from_redb(path, e))?;
+    let format = info
+        .get(FORMAT_KEY)
+        .map_err(|e| from_redb(path, e))?
+        .map(|guard| guard.value());
+    match format {
+        Some(found) if found > FORMAT_VERSION => Err(StoreError::UnsupportedFormat {
+            path: path.to_owned(),
+            found,
+            supported: FORMAT_VERSION,
+        }),
+        Some(_) => Ok(Contents::Tern),
+        None => Err(StoreError::Corrupt {
+            path: path.to_owned(),
+            detail: "its format version is missing".to_owned(),
+        }),
+    }
+}
+
+/// Creates the tables and records the format version, in one durable commit.
+pub(super) fn initialize(db: &Database, path: &Path) -> Result<(), StoreError> {
+    let mut txn = db.begin_write().map_err(|e| from_redb(path, e))?;
+    txn.set_durability(redb::Durability::Immediate)
+        .map_err(|e| from_redb(path, e))?;
+    {
+        txn.open_table(SESSIONS).map_err(|e| from_redb(path, e))?;
+        txn.open_table(JOURNAL).map_err(|e| from_redb(path, e))?;
+        let mut info = txn.open_table(INFO).map_err(|e| from_redb(path, e))?;
+        info.insert(FORMAT_KEY, FORMAT_VERSION)
+            .map_err(|e| from_redb(path, e))?;
+    }
+    txn.commit().map_err(|e| from_redb(path, e))
+}

@@ -1,0 +1,115 @@
+//! Store behaviour that needs redb itself to set up: databases written by something other than
+//! this build of tern, and records that no longer decode.
+
+use super::schema::{FORMAT_KEY, FORMAT_VERSION, INFO, JOURNAL};
+use super::*;
+use crate::domain::{Audience, Sender, SessionId, SessionKey};
+use redb::{Database, TableDefinition};
+use std::path::{Path, PathBuf};
+
+fn temp_db() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("tern.redb");
+    (dir, path)
+}
+
+/// Writes a redb database at `path` with whatever `fill` puts in it, outside the store.
+fn write_raw(path: &Path, fill: impl FnOnce(&redb::WriteTransaction)) {
+    let db = Database::create(path).expect("raw create");
+    let txn = db.begin_write().expect("begin");
+    fill(&txn);
+    txn.commit().expect("commit");
+}
+
+fn check_refused_untouched(path: &Path, expect: impl FnOnce(&StoreError) -> bool) {
+    let before = std::fs::read(path).expect("read before");
+    let err = Store::open(path).expect_err("must be refused");
+    assert!(expect(&err), "unexpected error: {err:?}");
+    assert!(err.to_string().contains("left untouched"), "{err}");
+    assert!(
+        std::fs::read(path).expect("read after") == before,
+        "file changed"
+    );
+}
+
+#[test]
+fn another_programs_redb_database_is_refused_untouched() {
+    let (_dir, path) = temp_db();
+    let other: TableDefinition<&str, u64> = TableDefinition::new("inventory");
+    write_raw(&path, |txn| {
+        let mut table = txn.open_table(other).expect("table");
+        table.insert("apples", 3).expect("insert");
+    });
+    check_refused_untouched(
+        &path,
+        |err| matches!(err, StoreError::Corrupt { detail, .. } if detail.contains("inventory")),
+    );
+}
+
+#[test]
+fn a_newer_storage_format_is_refused_untouched() {
+    let (_dir, path) = temp_db();
+    drop(Store::open(&path).expect("create"));
+    write_raw(&path, |txn| {
+        let mut info = txn.open_table(INFO).expect("info");
+        info.insert(FORMAT_KEY, FORMAT_VERSION + 1).expect("insert");
+    });
+    check_refused_untouched(
+        &path,
+        |err| matches!(err, StoreError::UnsupportedFormat { found, .. } if *found == FORMAT_VERSION + 1),
+    );
+}
+
+#[test]
+fn a_record_that_no_longer_decodes_is_skipped() {
+    let (_dir, path) = temp_db();
+    let id = SessionId::from_string("s-skip");
+    let event = JournalEvent::InputAccepted {
+        sender: Sender {
+            id: "local".into(),
+            name: "dev".into(),
+            automated: false,
+        },
+        audience: Audience::Personal,
+        text: "kept".into(),
+    };
+    {
+        let store = Store::open(&path).expect("open");
+        store
+            .create_session(&SessionMeta {
+                key: SessionKey::cli(&id),
+                id: id.clone(),
+                project_dir: PathBuf::from("/p"),
+                title: String::new(),
+                created_at_ms: 1,
+                updated_at_ms: 1,
+                event_count: 0,
+                input_count: 0,
+                provider: String::new(),
+                model: String::new(),
+            })
+            .expect("create");
+        store.append(&id, &event).expect("append");
+    }
+    // Seq 2 as a future tern might write it: an event type this build does not know.
+    write_raw(&path, |txn| {
+        let mut journal = txn.open_table(JOURNAL).expect("journal");
+        let future = br#"{"seq":2,"at_ms":5,"event":{"type":"hologram","depth":3}}"#;
+        journal
+            .insert(("s-skip", 2), future.as_slice())
+            .expect("insert");
+    });
+    let store = Store::open(&path).expect("reopen");
+    store.append(&id, &event).expect("append after");
+    let seqs: Vec<u64> = store
+        .load(&id)
+        .expect("load")
+        .iter()
+        .map(|r| r.seq)
+        .collect();
+    assert_eq!(
+        seqs,
+        [1, 3],
+        "the unreadable record is skipped, seq still advances"
+    );
+}

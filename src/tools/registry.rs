@@ -1,0 +1,83 @@
+//! The set of tools a session offers, looked up by name and filtered by audience.
+//!
+//! Tools are kept sorted by name, so the list sent to the provider is the same from one request
+//! to the next: it rides in the prompt's stable prefix, and a reordering would break the cache.
+
+use super::Tool;
+use super::file_edit::FileEdit;
+use super::file_read::FileRead;
+use super::file_write::FileWrite;
+use super::glob::Glob;
+use super::grep::Grep;
+use super::set_working_directory::SetWorkingDirectory;
+use super::shell_execute::ShellExecute;
+use crate::domain::Audience;
+use std::sync::Arc;
+
+/// Tools by name.
+#[derive(Clone, Default)]
+pub struct ToolRegistry {
+    /// Sorted by name, names unique.
+    tools: Vec<Arc<dyn Tool>>,
+}
+
+impl ToolRegistry {
+    /// An empty registry.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Every built-in tool.
+    pub fn builtin() -> Self {
+        let mut registry = Self::new();
+        registry.register(Arc::new(FileRead));
+        registry.register(Arc::new(FileWrite));
+        registry.register(Arc::new(FileEdit));
+        registry.register(Arc::new(ShellExecute));
+        registry.register(Arc::new(Grep));
+        registry.register(Arc::new(Glob));
+        registry.register(Arc::new(SetWorkingDirectory));
+        registry
+    }
+
+    /// Adds a tool, replacing any tool of the same name.
+    pub fn register(&mut self, tool: Arc<dyn Tool>) {
+        match self.tools.binary_search_by(|t| t.name().cmp(tool.name())) {
+            Ok(at) => self.tools[at] = tool,
+            Err(at) => self.tools.insert(at, tool),
+        }
+    }
+
+    /// The tool called `name`.
+    pub fn get(&self, name: &str) -> Option<&dyn Tool> {
+        self.get_shared(name).map(|tool| tool.as_ref())
+    }
+
+    /// The tool called `name`, shareable with a spawned task.
+    pub fn get_shared(&self, name: &str) -> Option<&Arc<dyn Tool>> {
+        self.tools
+            .binary_search_by(|t| t.name().cmp(name))
+            .ok()
+            .map(|at| &self.tools[at])
+    }
+
+    /// The tools `audience` may see and call, sorted by name.
+    pub fn visible(&self, audience: Audience) -> Vec<&dyn Tool> {
+        self.tools
+            .iter()
+            .filter(|tool| audience >= tool.min_audience())
+            .map(|tool| tool.as_ref())
+            .collect()
+    }
+
+    /// Every tool's name, sorted.
+    pub fn names(&self) -> Vec<&'static str> {
+        self.tools.iter().map(|tool| tool.name()).collect()
+    }
+}
+
+impl std::fmt::Debug for ToolRegistry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.names()).finish()
+    }
+}

@@ -1,0 +1,89 @@
+//! `set_working_directory`: moves the session's working directory, against which relative
+//! paths and shell commands resolve.
+//!
+//! The tool changes nothing itself: it checks the directory and returns a
+//! [`ToolEffect::SetWorkingDirectory`] with the canonical path, which the session records.
+
+use super::args::{ArgError, Args};
+use super::paths::{self, Access};
+use super::{ApprovalNeed, Tool, ToolContext, ToolEffect, ToolFuture, ToolOutput};
+use crate::domain::Audience;
+use serde_json::{Value, json};
+use std::path::PathBuf;
+use tokio_util::sync::CancellationToken;
+
+/// Changes the working directory.
+pub struct SetWorkingDirectory;
+
+impl Tool for SetWorkingDirectory {
+    fn name(&self) -> &'static str {
+        "set_working_directory"
+    }
+
+    fn description(&self) -> &'static str {
+        "Change the working directory used to resolve relative paths in every tool and to run \
+         shell commands (a `cd` inside shell_execute lasts only for that command). The \
+         directory must exist. Moving outside the project directory needs approval."
+    }
+
+    fn input_schema(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "description": "The new working directory, absolute or relative to the current one."}
+            },
+            "required": ["path"],
+            "additionalProperties": false
+        })
+    }
+
+    fn min_audience(&self) -> Audience {
+        Audience::Team
+    }
+
+    /// Not read-only: nothing on disk changes, but later calls depend on it, so it must not run
+    /// concurrently with them.
+    fn is_read_only(&self) -> bool {
+        false
+    }
+
+    fn approval_need(&self, input: &Value, ctx: &ToolContext) -> ApprovalNeed {
+        match Args::new(self.name(), input).and_then(|a| a.string("path")) {
+            Ok(raw) => paths::need_for_arg(ctx, Some(raw), Access::Read),
+            Err(_) => ApprovalNeed::None,
+        }
+    }
+
+    fn execute<'a>(
+        &'a self,
+        input: Value,
+        ctx: &'a ToolContext,
+        _cancel: CancellationToken,
+    ) -> ToolFuture<'a> {
+        Box::pin(async move {
+            let path = match parse(self.name(), &input, ctx) {
+                Ok(path) => path,
+                Err(err) => return err.into(),
+            };
+            let shown = path.display();
+            match tokio::fs::canonicalize(&path).await {
+                Ok(canonical) if canonical.is_dir() => ToolOutput::ok(format!(
+                    "The working directory is now {}.",
+                    canonical.display()
+                ))
+                .with_effect(ToolEffect::SetWorkingDirectory(canonical)),
+                Ok(_) => ToolOutput::error(format!("{shown} is a file, not a directory.")),
+                Err(err) if err.kind() == std::io::ErrorKind::NotFound => ToolOutput::error(
+                    format!("{shown} does not exist. Use glob to find the directory you mean."),
+                ),
+                Err(err) => ToolOutput::error(format!("Cannot use {shown}: {err}")),
+            }
+        })
+    }
+}
+
+fn parse(tool: &'static str, input: &Value, ctx: &ToolContext) -> Result<PathBuf, ArgError> {
+    let args = Args::new(tool, input)?;
+    let raw = args.string("path")?;
+    paths::resolve(&ctx.cwd, raw).map_err(|e| ArgError(format!("{tool}: {e}")))
+}

@@ -1,0 +1,451 @@
+//! `shell_execute`: runs a command with `bash -c` (or `sh -c` where bash is missing) and
+//! returns its exit status and output.
+//!
+//! stdout and stderr share one pipe, so the captured text interleaves them exactly as a
+//! terminal would show `cmd 2>&1`. The output goes through an [`OutputCap`], so a command
+//! printing gigabytes costs a bounded 30 KB of memory. The command runs in a new session (and
+//! so a new process group) without a controlling terminal: a password prompt fails at once
+//! instead of fighting the TUI for the keyboard, and a timeout or cancel can stop the command
+//! together with everything it started.
+
+use super::args::{ArgError, Args};
+use super::output::{OutputCap, human_bytes};
+use super::{ApprovalNeed, Tool, ToolContext, ToolFuture, ToolOutput};
+use crate::domain::Audience;
+use serde_json::{Value, json};
+use std::io;
+use std::os::fd::OwnedFd;
+use std::os::unix::process::ExitStatusExt;
+use std::process::{ExitStatus, Stdio};
+use std::time::Duration;
+use tokio::io::AsyncReadExt;
+use tokio::net::unix::pipe;
+use tokio::process::{Child, Command};
+use tokio::time::{Instant, sleep_until, timeout};
+use tokio_util::sync::CancellationToken;
+
+/// Bytes kept from the start of the output.
+pub const HEAD_BYTES: usize = 15 * 1024;
+/// Bytes kept from the end of the output.
+pub const TAIL_BYTES: usize = 15 * 1024;
+/// The largest `timeout_secs` honoured.
+pub const MAX_TIMEOUT_SECS: u64 = 600;
+/// Between SIGTERM and SIGKILL.
+const KILL_GRACE: Duration = Duration::from_millis(1000);
+/// How long output is still read after the command exits, when something it started in the
+/// background keeps the pipe open.
+const DRAIN_GRACE: Duration = Duration::from_millis(250);
+
+/// Runs a shell command.
+pub struct ShellExecute;
+
+impl Tool for ShellExecute {
+    fn name(&self) -> &'static str {
+        "shell_execute"
+    }
+
+    fn description(&self) -> &'static str {
+        "Run a shell command with `bash -c` in the working directory and return its exit code \
+         and output (stdout and stderr interleaved). stdin is empty and there is no terminal, \
+         so interactive programs and password prompts fail; pass flags that avoid prompts. \
+         Long output keeps only its first and last 15 KB: redirect to a file and search it \
+         when you need everything. The command is stopped after a period without any output, \
+         and after `timeout_secs` (at most 600) when given. Use file_read, grep and glob rather \
+         than cat, grep and find."
+    }
+
+    fn input_schema(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "command": {"type": "string", "description": "The command line, run with bash -c."},
+                "timeout_secs": {"type": "integer", "minimum": 1, "maximum": MAX_TIMEOUT_SECS, "description": "Stop the command after this many seconds even if it keeps printing. At most 600."},
+                "description": {"type": "string", "description": "A few words saying what the command does, shown to the user."}
+            },
+            "required": ["command"],
+            "additionalProperties": false
+        })
+    }
+
+    fn min_audience(&self) -> Audience {
+        Audience::Team
+    }
+
+    fn is_read_only(&self) -> bool {
+        false
+    }
+
+    fn approval_need(&self, _input: &Value, _ctx: &ToolContext) -> ApprovalNeed {
+        ApprovalNeed::Exec
+    }
+
+    fn execute<'a>(
+        &'a self,
+        input: Value,
+        ctx: &'a ToolContext,
+        cancel: CancellationToken,
+    ) -> ToolFuture<'a> {
+        Box::pin(async move {
+            let request = match parse(self.name(), &input) {
+                Ok(request) => request,
+                Err(err) => return err.into(),
+            };
+            if !ctx.cwd.is_dir() {
+                return ToolOutput::error(format!(
+                    "The working directory {} does not exist; move to an existing one with \
+                     set_working_directory.",
+                    ctx.cwd.display()
+                ));
+            }
+            if let Err(err) = tokio::fs::create_dir_all(&ctx.temp_dir).await {
+                return ToolOutput::error(format!(
+                    "Cannot create the temporary directory {}: {err}",
+                    ctx.temp_dir.display()
+                ));
+            }
+            match run(&request, ctx, &cancel).await {
+                Ok(output) => output,
+                Err(err) => ToolOutput::error(format!("Cannot start the command: {err}")),
+            }
+        })
+    }
+}
+
+/// A checked call.
+struct Request {
+    command: String,
+    hard_limit: Option<Duration>,
+    /// Set when `timeout_secs` was lowered to the maximum.
+    lowered_from: Option<u64>,
+}
+
+fn parse(tool: &'static str, input: &Value) -> Result<Request, ArgError> {
+    let args = Args::new(tool, input)?;
+    let command = args.string("command")?.to_string();
+    if command.trim().is_empty() {
+        return Err(ArgError(format!("{tool}: `command` is empty")));
+    }
+    args.opt_string("description")?;
+    let asked = args.opt_u64("timeout_secs", 1)?;
+    Ok(Request {
+        command,
+        hard_limit: asked.map(|s| Duration::from_secs(s.min(MAX_TIMEOUT_SECS))),
+        lowered_from: asked.filter(|&s| s > MAX_TIMEOUT_SECS),
+    })
+}
+
+/// Why the reading loop ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stop {
+    /// The command exited and its output reached end of file.
+    Finished,
+    /// The command exited but something it left running still holds the output open.
+    LeftRunning,
+    /// No output for the inactivity limit.
+    Silent,
+    /// The `timeout_secs` limit.
+    HardLimit,
+    Cancelled,
+}
+
+async fn run(
+    request: &Request,
+    ctx: &ToolContext,
+    cancel: &CancellationToken,
+) -> io::Result<ToolOutput> {
+    let (writer, mut reader) = pipe::pipe()?;
+    let stdout: OwnedFd = writer.into_blocking_fd()?;
+    let stderr = stdout.try_clone()?;
+    let mut command = Command::new(shell());
+    command
+        .arg("-c")
+        .arg(&request.command)
+        .current_dir(&ctx.cwd)
+        .env("TMPDIR", &ctx.temp_dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(stdout))
+        .stderr(Stdio::from(stderr))
+        .kill_on_drop(true);
+    // SAFETY: the closure runs in the forked child before exec and only calls setsid, which is
+    // async-signal-safe and touches no memory of the parent.
+    unsafe {
+        command.pre_exec(|| {
+            if libc::setsid() == -1 {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let started = Instant::now();
+    let mut child = command.spawn()?;
+    // The command object holds our copies of the pipe's write end; until they are closed the
+    // reader never sees end of file.
+    drop(command);
+    let mut group = GroupGuard(child.id().and_then(|id| i32::try_from(id).ok()));
+
+    let idle_limit = (!ctx.tool_timeout.is_zero()).then_some(ctx.tool_timeout);
+    let hard_deadline = request.hard_limit.map(|limit| started + limit);
+    let mut capture = OutputCap::new(HEAD_BYTES, TAIL_BYTES);
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut last_output = started;
+    let mut status: Option<io::Result<ExitStatus>> = None;
+    let mut exited_at: Option<Instant> = None;
+    let mut eof = false;
+
+    let stop = loop {
+        if eof && status.is_some() {
+            break Stop::Finished;
+        }
+        let (deadline, on_deadline) = [
+            idle_limit.map(|limit| (last_output + limit, Stop::Silent)),
+            hard_deadline.map(|at| (at, Stop::HardLimit)),
+            exited_at.map(|at| (at + DRAIN_GRACE, Stop::LeftRunning)),
+        ]
+        .into_iter()
+        .flatten()
+        .min_by_key(|(at, _)| *at)
+        .unwrap_or((started + Duration::from_secs(365 * 24 * 3600), Stop::Silent));
+        tokio::select! {
+            // Deadlines come before reads so a command that never stops printing still meets
+            // its hard limit.
+            biased;
+            _ = cancel.cancelled() => break Stop::Cancelled,
+            _ = sleep_until(deadline) => break on_deadline,
+            read = reader.read(&mut buf), if !eof => match read {
+                Ok(0) => eof = true,
+                Ok(n) => {
+                    capture.push(&buf[..n]);
+                    last_output = Instant::now();
+                }
+                Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => eof = true,
+            },
+            waited = child.wait(), if status.is_none() => {
+                status = Some(waited);
+                exited_at = Some(Instant::now());
+            }
+        }
+    };
+
+    if matches!(stop, Stop::Silent | Stop::HardLimit | Stop::Cancelled) {
+        if status.is_none() || !eof {
+            status = Some(stop_group(&mut child, &mut group, status).await);
+        }
+        // Whatever the command printed while it was being stopped.
+        drain(&mut reader, &mut capture, &mut buf).await;
+    }
+    // A command that exited on its own may leave daemons it started on purpose; those live on.
+    group.disarm();
+
+    let elapsed = started.elapsed();
+    let summary = summarize(
+        stop,
+        status.as_ref(),
+        elapsed,
+        idle_limit,
+        request.hard_limit,
+    );
+    let is_error = !matches!(stop, Stop::Finished | Stop::LeftRunning);
+    let mut text = summary;
+    text.push('\n');
+    let total = capture.total_bytes();
+    let cut = capture.is_cut();
+    if total == 0 {
+        text.push_str("(no output)\n");
+    } else {
+        text.push_str(&capture.into_text());
+        if !text.ends_with('\n') {
+            text.push('\n');
+        }
+    }
+    if cut {
+        text.push_str(&format!(
+            "[the output was {}; only its first and last 15 KB are shown. Redirect it to a \
+             file and search that with grep to see the rest]\n",
+            human_bytes(total)
+        ));
+    }
+    if stop == Stop::LeftRunning {
+        text.push_str(
+            "[a process the command started is still running and holds the output open; its \
+             further output is not captured]\n",
+        );
+    }
+    if let Some(asked) = request.lowered_from {
+        text.push_str(&format!(
+            "[timeout_secs {asked} was lowered to the maximum of {MAX_TIMEOUT_SECS}]\n"
+        ));
+    }
+    Ok(ToolOutput {
+        content: text,
+        is_error,
+        effects: Vec::new(),
+    })
+}
+
+/// `bash` when it is on `PATH`, `sh` otherwise.
+fn shell() -> &'static str {
+    let has_bash = std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join("bash").is_file()));
+    if has_bash { "bash" } else { "sh" }
+}
+
+/// SIGTERM to the whole group, SIGKILL after a grace period, and the leader's exit status.
+async fn stop_group(
+    child: &mut Child,
+    group: &mut GroupGuard,
+    status: Option<io::Result<ExitStatus>>,
+) -> io::Result<ExitStatus> {
+    group.signal(libc::SIGTERM);
+    let status = match status {
+        Some(status) => status,
+        None => match timeout(KILL_GRACE, child.wait()).await {
+            Ok(status) => status,
+            Err(_) => {
+                group.signal(libc::SIGKILL);
+                child.wait().await
+            }
+        },
+    };
+    // Stragglers that ignored SIGTERM while the leader exited.
+    group.signal(libc::SIGKILL);
+    status
+}
+
+/// Reads what is left in the pipe, for a short while at most.
+async fn drain(reader: &mut pipe::Receiver, capture: &mut OutputCap, buf: &mut [u8]) {
+    let deadline = Instant::now() + Duration::from_millis(200);
+    while let Ok(Ok(n)) = tokio::time::timeout_at(deadline, reader.read(buf)).await {
+        if n == 0 {
+            break;
+        }
+        capture.push(&buf[..n]);
+    }
+}
+
+/// The first line of the result: how the command ended and how long it took.
+fn summarize(
+    stop: Stop,
+    status: Option<&io::Result<ExitStatus>>,
+    elapsed: Duration,
+    idle_limit: Option<Duration>,
+    hard_limit: Option<Duration>,
+) -> String {
+    let took = seconds(elapsed);
+    let stopped = "the command and the processes it started were stopped";
+    match stop {
+        Stop::Silent => format!(
+            "Timed out after {} s without output ({took} s in all); {stopped}. If it needs \
+             longer without output, run it in the background with its output in a file.",
+            seconds(idle_limit.unwrap_or_default())
+        ),
+        Stop::HardLimit => format!(
+            "Timed out after {took} s, the timeout_secs limit of {} s; {stopped}.",
+            seconds(hard_limit.unwrap_or_default())
+        ),
+        Stop::Cancelled => format!("Cancelled after {took} s; {stopped}."),
+        Stop::Finished | Stop::LeftRunning => match status {
+            Some(Ok(status)) => match (status.code(), status.signal()) {
+                (Some(code), _) => format!("Exit code {code} after {took} s."),
+                (None, Some(signal)) => {
+                    format!(
+                        "Killed by signal {signal}{} after {took} s.",
+                        signal_name(signal)
+                    )
+                }
+                (None, None) => format!("Ended after {took} s."),
+            },
+            Some(Err(err)) => format!("Ended after {took} s; its exit status is unknown: {err}."),
+            None => format!("Ended after {took} s."),
+        },
+    }
+}
+
+fn seconds(d: Duration) -> String {
+    let secs = d.as_secs_f64();
+    if secs < 10.0 {
+        format!("{secs:.1}")
+    } else {
+        format!("{secs:.0}")
+    }
+}
+
+fn signal_name(signal: i32) -> &'static str {
+    match signal {
+        libc::SIGHUP => " (SIGHUP)",
+        libc::SIGINT => " (SIGINT)",
+        libc::SIGABRT => " (SIGABRT)",
+        libc::SIGKILL => " (SIGKILL)",
+        libc::SIGSEGV => " (SIGSEGV)",
+        libc::SIGPIPE => " (SIGPIPE)",
+        libc::SIGTERM => " (SIGTERM)",
+        _ => "",
+    }
+}
+
+/// The command's process group. Kills the group if the call is dropped before it finished, so
+/// an abandoned tool call never leaves a command running.
+struct GroupGuard(Option<i32>);
+
+impl GroupGuard {
+    fn signal(&self, signal: i32) {
+        if let Some(pgid) = self.0
+            && pgid > 0
+        {
+            // SAFETY: kill has no memory-safety preconditions; a negative pid addresses the
+            // process group the command leads (it called setsid, so pgid == its pid).
+            unsafe {
+                libc::kill(-pgid, signal);
+            }
+        }
+    }
+
+    fn disarm(&mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        self.signal(libc::SIGKILL);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timeout_secs_is_capped() {
+        let request = parse(
+            "shell_execute",
+            &json!({"command": "true", "timeout_secs": 9999}),
+        )
+        .unwrap();
+        assert_eq!(
+            request.hard_limit,
+            Some(Duration::from_secs(MAX_TIMEOUT_SECS))
+        );
+        assert_eq!(request.lowered_from, Some(9999));
+    }
+
+    #[test]
+    fn empty_command_is_refused() {
+        assert!(parse("shell_execute", &json!({"command": "  "})).is_err());
+        assert!(parse("shell_execute", &json!({"command": 3})).is_err());
+    }
+
+    #[test]
+    fn summary_names_exit_code_and_signal() {
+        let exit = |raw| Some(Ok(ExitStatus::from_raw(raw)));
+        let d = Duration::from_millis(1234);
+        assert_eq!(
+            summarize(Stop::Finished, exit(3 << 8).as_ref(), d, None, None),
+            "Exit code 3 after 1.2 s."
+        );
+        assert_eq!(
+            summarize(Stop::Finished, exit(9).as_ref(), d, None, None),
+            "Killed by signal 9 (SIGKILL) after 1.2 s."
+        );
+    }
+}

@@ -1,0 +1,407 @@
+//! A scripted model provider on 127.0.0.1 that speaks the real wire formats.
+//!
+//! Tests queue [`Reply`]s; each model request consumes one and gets it rendered in the format
+//! its path asks for: Anthropic Messages SSE (`/v1/messages`), OpenAI Chat Completions SSE
+//! (`/chat/completions`, `/v1/chat/completions`) or Ollama NDJSON (`/api/chat`). So one script
+//! drives every provider kind. The HTTP/1.1 is written by hand on purpose: streams use chunked
+//! encoding and every connection closes after its response, so a scripted cut is a genuine
+//! unexpected EOF inside a chunked body, exactly what a flaky network gives a real client.
+//!
+//! The server runs on its own thread and runtime, so it behaves the same under any test
+//! runtime (current-thread, multi-thread, none at all) and keeps answering while a test blocks
+//! on a child process.
+
+mod http;
+mod reply;
+mod wire;
+
+pub use reply::{Reply, Stop};
+
+use http::{Incoming, Outgoing};
+use serde_json::{Value, json};
+use std::collections::{BTreeMap, VecDeque};
+use std::net::SocketAddr;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+use tokio::sync::{oneshot, watch};
+use wire::{Ctx, Wire, error_body, model_list, ollama_tags, render};
+
+/// The model name echoed back when a request names none, and listed by the model probes.
+pub const DEFAULT_MODEL: &str = "mock-model";
+
+/// A request as the mock received it.
+#[derive(Debug, Clone)]
+pub struct RecordedRequest {
+    pub method: String,
+    /// The path without the query string.
+    pub path: String,
+    pub query: Option<String>,
+    /// Header names lowercased; repeated headers joined with ", ".
+    pub headers: BTreeMap<String, String>,
+    /// The body parsed as JSON, `Value::Null` when it is not JSON.
+    pub body: Value,
+    pub raw_body: String,
+    /// The status the mock answered with.
+    pub status: u16,
+    /// Ids of the tool calls in the reply this request got, in order (empty for Ollama).
+    pub tool_ids: Vec<String>,
+}
+
+impl RecordedRequest {
+    /// A header by name, case-insensitively.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .get(&name.to_ascii_lowercase())
+            .map(String::as_str)
+    }
+
+    /// The `model` field of the JSON body.
+    pub fn model(&self) -> Option<&str> {
+        self.body.get("model").and_then(Value::as_str)
+    }
+
+    /// Ids of the tool calls in the request's history (Anthropic `tool_use` blocks, OpenAI
+    /// assistant `tool_calls`), in order.
+    pub fn tool_use_ids(&self) -> Vec<String> {
+        let mut ids = Vec::new();
+        for message in array(&self.body, "messages") {
+            ids.extend(array(message, "tool_calls").filter_map(|call| string(call, "id")));
+            let blocks = array(message, "content").filter(|block| block["type"] == "tool_use");
+            ids.extend(blocks.filter_map(|block| string(block, "id")));
+        }
+        ids
+    }
+
+    /// Ids the request's tool results answer (Anthropic `tool_result.tool_use_id`, OpenAI
+    /// `role: tool` messages' `tool_call_id`), in order: with [`tool_use_ids`] it shows
+    /// whether every call in the history is paired with its result.
+    ///
+    /// [`tool_use_ids`]: Self::tool_use_ids
+    pub fn tool_result_ids(&self) -> Vec<String> {
+        let mut ids = Vec::new();
+        for message in array(&self.body, "messages") {
+            if message["role"] == "tool" {
+                ids.extend(string(message, "tool_call_id"));
+            }
+            let blocks = array(message, "content").filter(|block| block["type"] == "tool_result");
+            ids.extend(blocks.filter_map(|block| string(block, "tool_use_id")));
+        }
+        ids
+    }
+}
+
+/// The elements of `value[key]` when it is an array, none otherwise.
+fn array<'a>(value: &'a Value, key: &str) -> impl Iterator<Item = &'a Value> {
+    value
+        .get(key)
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+}
+
+fn string(value: &Value, key: &str) -> Option<String> {
+    value.get(key).and_then(Value::as_str).map(str::to_owned)
+}
+
+/// A running mock provider; it stops when dropped.
+pub struct MockProvider {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    runtime: tokio::runtime::Handle,
+    // Dropping the sender ends the server thread, which closes every open connection.
+    _stop: oneshot::Sender<()>,
+}
+
+struct Shared {
+    state: Mutex<State>,
+    arrived: Condvar,
+    count: watch::Sender<usize>,
+}
+
+#[derive(Default)]
+struct State {
+    queue: VecDeque<Reply>,
+    by_model: BTreeMap<String, VecDeque<Reply>>,
+    repeat: Option<Reply>,
+    requests: Vec<RecordedRequest>,
+    not_recording: bool,
+    received: usize,
+    next_tool: u64,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A panicking test thread must not hide the script from the server or other asserts.
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl MockProvider {
+    /// Starts a server on an ephemeral port; usable from async tests.
+    pub async fn start() -> Self {
+        Self::start_blocking()
+    }
+
+    /// Starts a server on an ephemeral port; usable anywhere.
+    pub fn start_blocking() -> Self {
+        Self::bind(0).expect("binding 127.0.0.1:0 for the mock provider")
+    }
+
+    /// Starts a server on `port` (0 for an ephemeral one).
+    pub fn bind(port: u16) -> std::io::Result<Self> {
+        let listener = std::net::TcpListener::bind(("127.0.0.1", port))?;
+        listener.set_nonblocking(true)?;
+        let addr = listener.local_addr()?;
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        let handle = runtime.handle().clone();
+        let (count, _) = watch::channel(0);
+        let shared = Arc::new(Shared {
+            state: Mutex::default(),
+            arrived: Condvar::new(),
+            count,
+        });
+        let (stop, stopped) = oneshot::channel::<()>();
+        let server = Arc::clone(&shared);
+        std::thread::Builder::new()
+            .name(format!("mock-provider-{}", addr.port()))
+            .spawn(move || {
+                runtime.block_on(async move {
+                    let listener = tokio::net::TcpListener::from_std(listener)
+                        .expect("registering a listener inside its own runtime");
+                    tokio::select! {
+                        _ = http::accept_loop(listener, server) => {}
+                        _ = stopped => {}
+                    }
+                });
+            })?;
+        Ok(Self {
+            addr,
+            shared,
+            runtime: handle,
+            _stop: stop,
+        })
+    }
+
+    /// `http://127.0.0.1:PORT`: the base URL for Anthropic, Ollama and OpenAI-compatible
+    /// profiles alike (OpenAI's `/v1` prefix is optional here).
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// The base URL joined with `path` (e.g. `mock.url("/v1")`).
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base_url())
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Queues a reply for the next model request that has no model-specific queue.
+    pub fn push(&self, reply: Reply) {
+        self.shared.lock().queue.push_back(reply);
+    }
+
+    /// Queues a reply for requests naming `model`. Once a model has a queue, its requests
+    /// consume only that queue (and get the "script ran out" 500 when it is empty), so a
+    /// fallback-model test knows exactly which reply each model saw.
+    pub fn push_for_model(&self, model: &str, reply: Reply) {
+        self.shared
+            .lock()
+            .by_model
+            .entry(model.to_owned())
+            .or_default()
+            .push_back(reply);
+    }
+
+    /// Answers every request whose queue is empty with `reply` instead of the 500.
+    pub fn repeat(&self, reply: Reply) {
+        self.shared.lock().repeat = Some(reply);
+    }
+
+    /// Stops keeping request bodies, for long benchmark runs; counting goes on.
+    pub fn disable_recording(&self) {
+        self.shared.lock().not_recording = true;
+    }
+
+    /// Replies still queued, over all queues.
+    pub fn remaining(&self) -> usize {
+        let state = self.shared.lock();
+        state.queue.len() + state.by_model.values().map(VecDeque::len).sum::<usize>()
+    }
+
+    /// Every request received so far, model calls and probes alike, in arrival order.
+    pub fn requests(&self) -> Vec<RecordedRequest> {
+        self.shared.lock().requests.clone()
+    }
+
+    /// Only the requests to a model endpoint.
+    pub fn model_requests(&self) -> Vec<RecordedRequest> {
+        let state = self.shared.lock();
+        let model = |r: &&RecordedRequest| matches!(route(&r.method, &r.path), Route::Model(_));
+        state.requests.iter().filter(model).cloned().collect()
+    }
+
+    /// Waits until at least `n` requests arrived and returns them all; panics naming what did
+    /// arrive when `timeout` passes first. The timer runs on the mock's own runtime, so a
+    /// paused clock in the test cannot fire it early.
+    pub async fn wait_for_requests(&self, n: usize, timeout: Duration) -> Vec<RecordedRequest> {
+        let mut seen = self.shared.count.subscribe();
+        let waited = self.runtime.spawn(async move {
+            tokio::time::timeout(timeout, seen.wait_for(|count| *count >= n))
+                .await
+                .is_ok()
+        });
+        let arrived = waited.await.unwrap_or(false);
+        self.requests_or_panic(arrived, n, timeout)
+    }
+
+    /// [`wait_for_requests`](Self::wait_for_requests) for code outside a runtime.
+    pub fn wait_for_requests_blocking(&self, n: usize, timeout: Duration) -> Vec<RecordedRequest> {
+        let deadline = Instant::now() + timeout;
+        let mut state = self.shared.lock();
+        while state.received < n {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            state = self
+                .shared
+                .arrived
+                .wait_timeout(state, left)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+        let arrived = state.received >= n;
+        drop(state);
+        self.requests_or_panic(arrived, n, timeout)
+    }
+
+    fn requests_or_panic(
+        &self,
+        arrived: bool,
+        n: usize,
+        timeout: Duration,
+    ) -> Vec<RecordedRequest> {
+        let requests = self.requests();
+        if !arrived {
+            let seen: Vec<String> = requests
+                .iter()
+                .map(|r| format!("{} {} -> {}", r.method, r.path, r.status))
+                .collect();
+            panic!("mock provider: expected {n} requests within {timeout:?}, got {seen:?}");
+        }
+        requests
+    }
+}
+
+enum Route {
+    Model(Wire),
+    OllamaTags,
+    ModelList,
+    Root,
+    NotFound,
+}
+
+fn route(method: &str, path: &str) -> Route {
+    match (method, path) {
+        ("POST", "/v1/messages") => Route::Model(Wire::Anthropic),
+        ("POST", "/chat/completions" | "/v1/chat/completions") => Route::Model(Wire::OpenAi),
+        ("POST", "/api/chat") => Route::Model(Wire::Ollama),
+        ("GET", "/api/tags") => Route::OllamaTags,
+        ("GET", "/v1/models" | "/models") => Route::ModelList,
+        ("GET", "/") => Route::Root,
+        _ => Route::NotFound,
+    }
+}
+
+/// Records the request and decides the response, all under one lock so that concurrent
+/// requests consume the script in arrival order.
+fn answer(shared: &Shared, incoming: Incoming) -> Outgoing {
+    let (path, query) = match incoming.target.split_once('?') {
+        Some((path, query)) => (path.to_owned(), Some(query.to_owned())),
+        None => (incoming.target.clone(), None),
+    };
+    let raw_body = String::from_utf8_lossy(&incoming.body).into_owned();
+    let body: Value = serde_json::from_slice(&incoming.body).unwrap_or(Value::Null);
+    let model = body.get("model").and_then(Value::as_str).map(str::to_owned);
+
+    let mut state = shared.lock();
+    state.received += 1;
+    let seq = state.received;
+    let mut tool_ids = Vec::new();
+    let mut outgoing = match route(&incoming.method, &path) {
+        Route::Model(wire) => match state.next_reply(model.as_deref()) {
+            Ok(reply) => {
+                let ctx = Ctx::new(wire, seq, &body, raw_body.len());
+                render(&ctx, reply, &mut state.next_tool, &mut tool_ids)
+            }
+            Err(why) => {
+                let why = format!(
+                    "mock provider: {why} (request #{seq}, {} {path}); push more replies",
+                    incoming.method
+                );
+                Outgoing::json(500, error_body(wire, "api_error", &why))
+            }
+        },
+        Route::OllamaTags => Outgoing::json(200, ollama_tags(&state.model_names())),
+        Route::ModelList => Outgoing::json(200, model_list(&state.model_names())),
+        Route::Root => Outgoing::full(200, "text/plain", "mock provider is running".to_owned()),
+        Route::NotFound => {
+            let why = format!(
+                "mock provider: no route for {} {path} (model endpoints: POST /v1/messages, \
+                 /chat/completions, /v1/chat/completions, /api/chat)",
+                incoming.method
+            );
+            Outgoing::json(404, json!({ "error": why }))
+        }
+    };
+    outgoing
+        .headers
+        .push(("request-id".to_owned(), format!("req_mock_{seq}")));
+    if !state.not_recording {
+        state.requests.push(RecordedRequest {
+            method: incoming.method,
+            path,
+            query,
+            headers: incoming.headers,
+            body,
+            raw_body,
+            status: outgoing.status,
+            tool_ids,
+        });
+    }
+    drop(state);
+    shared.arrived.notify_all();
+    shared.count.send_replace(seq);
+    outgoing
+}
+
+impl State {
+    fn next_reply(&mut self, model: Option<&str>) -> Result<Reply, String> {
+        let (queue, which) = match model.and_then(|m| self.by_model.get_mut(m)) {
+            Some(queue) => (
+                queue,
+                format!("the script for model {:?}", model.unwrap_or("")),
+            ),
+            None => (&mut self.queue, "the script".to_owned()),
+        };
+        match queue.pop_front().or_else(|| self.repeat.clone()) {
+            Some(reply) => Ok(reply),
+            None => Err(format!("{which} ran out of replies")),
+        }
+    }
+
+    fn model_names(&self) -> Vec<String> {
+        let mut names = vec![DEFAULT_MODEL.to_owned()];
+        names.extend(
+            self.by_model
+                .keys()
+                .filter(|m| m.as_str() != DEFAULT_MODEL)
+                .cloned(),
+        );
+        names
+    }
+}
