@@ -163,7 +163,7 @@ pub(crate) fn encode_request(request: &ChatRequest) -> Value {
         }
         _ => true,
     });
-    let mut messages: Vec<(Role, Vec<(usize, &ContentBlock)>)> = turns
+    let messages: Vec<(Role, Vec<(usize, &ContentBlock)>)> = turns
         .into_iter()
         .map(|turn| {
             let mut blocks = turn.blocks;
@@ -201,7 +201,7 @@ pub(crate) fn encode_request(request: &ChatRequest) -> Value {
     }
     body["messages"] = Value::Array(
         messages
-            .drain(..)
+            .into_iter()
             .zip(encoded)
             .map(|((role, _), content)| {
                 json!({
@@ -334,6 +334,7 @@ impl AnthropicDecoder {
                 };
                 self.block_delta(index, delta, out);
             }
+            // Only tool blocks have an end event; the guard also forgets the closed block.
             "content_block_stop" if self.open_tools.remove(&index) => {
                 out.push(Ok(StreamEvent::ToolCallEnd { index }));
             }

@@ -24,8 +24,11 @@ use tokio_util::sync::CancellationToken;
 /// A model on a provider, with the output limit to request.
 #[derive(Clone)]
 pub struct ModelRoute {
+    /// The endpoint that serves the model.
     pub provider: Arc<dyn Provider>,
+    /// The model name as the provider knows it.
     pub model: String,
+    /// The largest reply to ask this model for.
     pub max_output_tokens: u32,
 }
 
@@ -90,12 +93,16 @@ impl StreamObserver for () {
 /// Calls the model with retries, timeouts and failover.
 #[derive(Debug, Clone)]
 pub struct ModelClient {
+    /// The model asked first.
     pub primary: ModelRoute,
+    /// The model asked when the primary keeps failing with errors that retrying could fix.
     pub fallback: Option<ModelRoute>,
+    /// Retries and timeouts, applied to each route alike.
     pub policy: RetryPolicy,
 }
 
 impl ModelClient {
+    /// A client over the given routes and policy.
     pub fn new(primary: ModelRoute, fallback: Option<ModelRoute>, policy: RetryPolicy) -> Self {
         Self {
             primary,

@@ -12,6 +12,7 @@ use std::time::Duration;
 /// A failed model call, classified so callers can decide whether to retry or fail over.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LlmError {
+    /// What kind of failure; decides whether retrying or failing over can help.
     pub category: ErrorCategory,
     /// What happened and, where known, what to do about it.
     pub message: String,
@@ -228,7 +229,7 @@ pub(crate) fn classify_stream_error(kind: &str, message: &str) -> LlmError {
 /// `base_url_hint` names where its base URL comes from, for the "is the server running?"
 /// advice.
 pub(crate) fn from_transport(err: &reqwest::Error, url: &str, base_url_hint: &str) -> LlmError {
-    let cause = error_chain(err);
+    let cause = root_cause(err);
     if err.is_timeout() {
         LlmError::new(
             ErrorCategory::Timeout,
@@ -452,19 +453,15 @@ fn retry_after(
     Some(Duration::try_from(wait).unwrap_or(Duration::ZERO))
 }
 
-/// The error and its sources on one line: reqwest's own message is often just "error sending
-/// request", with the useful part (connection refused, dns) in the source chain.
-fn error_chain(err: &(dyn std::error::Error + 'static)) -> String {
-    let mut parts = vec![err.to_string()];
-    let mut source = err.source();
-    while let Some(cause) = source {
-        let text = cause.to_string();
-        if !parts.iter().any(|part| part.contains(&text)) {
-            parts.push(text);
-        }
-        source = cause.source();
+/// The innermost cause of an error: reqwest's own message is "error sending request for url
+/// (…)", repeating the URL we already name, while the useful part (connection refused, a DNS
+/// failure, a certificate problem) sits at the end of the source chain.
+pub(crate) fn root_cause(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut cause = err;
+    while let Some(source) = cause.source() {
+        cause = source;
     }
-    parts.join(": ")
+    cause.to_string()
 }
 
 #[cfg(test)]

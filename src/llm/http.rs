@@ -8,7 +8,7 @@
 //! prefill, first-token and no-progress timeouts instead.
 
 use super::decode::WireDecoder;
-use super::error::{LlmError, classify_status, connection_cut, from_transport};
+use super::error::{LlmError, classify_status, connection_cut, from_transport, root_cause};
 use super::{EventStream, StreamEvent};
 use crate::domain::ErrorCategory;
 use futures_util::StreamExt;
@@ -163,7 +163,7 @@ pub(crate) fn event_stream<D: WireDecoder>(response: reqwest::Response, decoder:
                     Some(Ok(chunk)) => state.decoder.feed(&chunk, &mut out),
                     Some(Err(err)) => {
                         state.body_done = true;
-                        out.push(Err(connection_cut(&err.to_string())));
+                        out.push(Err(connection_cut(&root_cause(&err))));
                     }
                     None => {
                         state.body_done = true;
@@ -228,20 +228,20 @@ pub(crate) fn join_url(base_url: &str, strip_suffixes: &[&str], path: &str) -> S
     format!("{base}{path}")
 }
 
-/// The environment variable conventionally overriding a profile's base URL, for advice:
-/// `anthropic` → `ANTHROPIC_BASE_URL`.
+/// Where a profile's base URL is set, for "could not reach" advice: the built-in profiles
+/// also read the ecosystem's variables (`ANTHROPIC_BASE_URL`, `OPENAI_BASE_URL`,
+/// `OLLAMA_HOST`); any other profile only the config file.
 pub(crate) fn base_url_hint(profile_name: &str) -> String {
-    let var: String = profile_name
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() {
-                c.to_ascii_uppercase()
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    format!("base_url of provider `{profile_name}` (or the {var}_BASE_URL variable)")
+    let variable = match profile_name {
+        "anthropic" => Some("ANTHROPIC_BASE_URL"),
+        "openai" => Some("OPENAI_BASE_URL"),
+        "ollama" => Some("OLLAMA_HOST"),
+        _ => None,
+    };
+    match variable {
+        Some(var) => format!("base_url of provider `{profile_name}` or the {var} variable"),
+        None => format!("base_url of provider `{profile_name}` in the config file"),
+    }
 }
 
 #[cfg(test)]
@@ -278,7 +278,8 @@ mod tests {
     #[test]
     fn base_url_hints_name_the_variable() {
         assert!(base_url_hint("anthropic").contains("ANTHROPIC_BASE_URL"));
-        assert!(base_url_hint("my-llama").contains("MY_LLAMA_BASE_URL"));
+        assert!(base_url_hint("ollama").contains("OLLAMA_HOST"));
+        assert!(base_url_hint("my-llama").contains("`my-llama` in the config file"));
     }
 
     #[test]

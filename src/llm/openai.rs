@@ -26,6 +26,9 @@ pub struct OpenAiProvider {
     models: Endpoint,
     api_key: Option<String>,
     api_key_env: Option<String>,
+    /// Whether a request without a key is pointless (a remote server); local servers
+    /// (llama.cpp, vLLM, Ollama's `/v1`) are called without one.
+    needs_key: bool,
     /// OpenAI itself wants `max_completion_tokens`; compatible servers mostly only know the
     /// older `max_tokens`.
     official_api: bool,
@@ -50,6 +53,7 @@ impl OpenAiProvider {
             models: endpoint("/models"),
             api_key: profile.api_key.clone().filter(|key| !key.is_empty()),
             api_key_env: profile.api_key_env.clone(),
+            needs_key: profile.needs_key(),
             official_api,
         }
     }
@@ -65,18 +69,14 @@ impl OpenAiProvider {
                 let bearer = http::secret_header(&format!("Bearer {}", key.trim()), &self.name)?;
                 builder = builder.header(reqwest::header::AUTHORIZATION, bearer);
             }
-            (None, Some(var)) => {
+            (None, Some(var)) if self.needs_key => {
                 return Err(LlmError::new(
                     ErrorCategory::Auth,
-                    format!(
-                        "no API key for provider `{}`: set {var} (or remove api_key_env for a \
-                         server that needs no key)",
-                        self.name
-                    ),
+                    format!("no API key for provider `{}`: set {var}", self.name),
                 ));
             }
-            // Local servers usually take no key; sending none is right for them.
-            (None, None) => {}
+            // A local server, or a proxy that holds the key itself: let it decide.
+            (None, _) => {}
         }
         Ok(builder)
     }

@@ -281,6 +281,22 @@ async fn keyless_servers_get_no_authorization_header() {
 }
 
 #[tokio::test]
+async fn a_remote_server_without_its_key_is_not_called() {
+    let mut remote = profile("https://api.openai.com/v1", None);
+    remote.api_key_env = Some("OPENAI_API_KEY".into());
+    let provider = OpenAiProvider::new(&remote);
+    let err = match provider
+        .stream(&request(vec![Message::user_text("x")]))
+        .await
+    {
+        Ok(_) => panic!("no key, no request"),
+        Err(err) => err,
+    };
+    assert_eq!(err.category, ErrorCategory::Auth);
+    assert!(err.message.contains("set OPENAI_API_KEY"), "{err}");
+}
+
+#[tokio::test]
 async fn a_body_cut_mid_stream_is_a_network_error() {
     let sse = chunk(json!({"content": "half"}), None);
     let mut response = format!(
@@ -328,8 +344,10 @@ async fn an_unreachable_server_says_where_to_look() {
     assert_eq!(err.category, ErrorCategory::Network);
     assert!(err.message.contains("could not reach"), "{err}");
     assert!(err.message.contains("is the server running?"), "{err}");
-    assert!(err.message.contains("LOCAL_BASE_URL"), "{err}");
-    eprintln!("MSG {err}");
+    assert!(
+        err.message.contains("base_url of provider `local`"),
+        "{err}"
+    );
 }
 
 #[tokio::test]

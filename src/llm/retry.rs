@@ -17,7 +17,9 @@ use std::time::Duration;
 pub struct RetryPolicy {
     /// Attempts per route, the first included.
     pub max_attempts: u32,
+    /// The ceiling of the first retry's pause; it doubles with each further retry.
     pub base_delay: Duration,
+    /// The longest pause between attempts, and the longest `retry-after` we wait out.
     pub max_delay: Duration,
     /// From sending the request to the response headers.
     pub prefill_timeout: Duration,

@@ -1,8 +1,8 @@
 //! Running the tool calls of one model response as a batch.
 //!
-//! Each call is first planned (unknown tool, malformed arguments, audience, approval) without
-//! running anything; then runs of consecutive read-only calls execute concurrently and every
-//! other call runs alone, in order. Results always come back in call order, one per call, so
+//! Each call is planned (unknown tool, malformed arguments, audience, approval) just before
+//! it runs; runs of consecutive read-only calls execute concurrently and every other call
+//! runs alone, in order. Results always come back in call order, one per call, so
 //! the history stays paired whatever happened.
 
 use crate::domain::{Audience, ToolCall, ToolResult};
@@ -39,19 +39,28 @@ pub async fn run_batch(
     ctx: &mut ToolContext,
     cancel: &CancellationToken,
 ) -> Vec<CallOutcome> {
-    let plans: Vec<Plan<'_>> = calls.iter().map(|call| plan(call, env, ctx)).collect();
     let mut outcomes: Vec<Option<CallOutcome>> = vec![None; calls.len()];
     let mut i = 0;
     while i < calls.len() {
-        // A run of read-only calls goes together; anything else goes alone.
-        let mut end = i + 1;
-        if is_concurrent(&plans[i]) {
-            while end < calls.len() && is_concurrent(&plans[end]) {
-                end += 1;
+        // Plan just before running, against the working directory as it is now: an earlier
+        // call of this batch may have moved it. A run of read-only calls goes together
+        // (none of them can move it); anything else goes alone.
+        let mut group = vec![plan(&calls[i], env, ctx)];
+        if is_concurrent(&group[0]) {
+            while i + group.len() < calls.len() {
+                let next = plan(&calls[i + group.len()], env, ctx);
+                if !is_concurrent(&next) {
+                    break;
+                }
+                group.push(next);
             }
         }
-        let group = (i..end).map(|k| execute(&calls[k], &plans[k], ctx, cancel));
-        for (k, outcome) in (i..end).zip(join_all(group).await) {
+        let end = i + group.len();
+        let runs = (i..end)
+            .zip(&group)
+            .map(|(k, plan)| execute(&calls[k], plan, ctx, cancel));
+        let done = join_all(runs).await;
+        for (k, outcome) in (i..end).zip(done) {
             for effect in &outcome.effects {
                 if let ToolEffect::SetWorkingDirectory(path) = effect {
                     ctx.cwd = path.clone();

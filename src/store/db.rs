@@ -4,8 +4,8 @@
 //!
 //! All methods are synchronous and take `&self`; redb serialises write transactions, so one
 //! `Arc<Store>` can be shared by every session actor. An append commits with immediate
-//! durability (an fsync) before it returns, typically well under a millisecond, which is why
-//! callers on an async runtime may run it inline or on a blocking thread as they see fit.
+//! durability (an fsync) before it returns: about half a millisecond typically, several
+//! milliseconds on a busy disk, so async callers may prefer a blocking thread for it.
 
 use super::error::{StoreError, from_open, from_redb};
 use super::event::{JournalEvent, JournalRecord};

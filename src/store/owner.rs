@@ -34,7 +34,7 @@ pub struct LockOwner {
 
 impl LockOwner {
     /// Describes the current process, to be written into the sidecar.
-    pub fn current(now_ms: i64) -> Self {
+    pub(super) fn current(now_ms: i64) -> Self {
         Self {
             pid: std::process::id(),
             command: current_command(),
@@ -44,7 +44,7 @@ impl LockOwner {
     }
 
     /// True while the recorded process still runs and is the same process that wrote it.
-    pub fn is_alive(&self) -> bool {
+    pub(super) fn is_alive(&self) -> bool {
         let Ok(pid) = libc::pid_t::try_from(self.pid) else {
             return false;
         };
@@ -78,14 +78,14 @@ impl fmt::Display for LockOwner {
 }
 
 /// Where the sidecar of the database at `db_path` lives.
-pub fn sidecar_path(db_path: &Path) -> PathBuf {
+pub(super) fn sidecar_path(db_path: &Path) -> PathBuf {
     let mut name = db_path.as_os_str().to_owned();
     name.push(".owner");
     PathBuf::from(name)
 }
 
 /// Writes the sidecar atomically (temp file, then rename), readable by the user only.
-pub fn write(sidecar: &Path, owner: &LockOwner) -> std::io::Result<()> {
+pub(super) fn write(sidecar: &Path, owner: &LockOwner) -> std::io::Result<()> {
     let json = serde_json::to_vec(owner).map_err(std::io::Error::other)?;
     let mut tmp_name = sidecar.as_os_str().to_owned();
     tmp_name.push(format!(".{}.tmp", owner.pid));
@@ -106,7 +106,7 @@ pub fn write(sidecar: &Path, owner: &LockOwner) -> std::io::Result<()> {
 
 /// Reads the sidecar and returns its owner if that process is still alive. A missing,
 /// unreadable or stale sidecar yields `None`: it names nobody.
-pub fn read_live(sidecar: &Path) -> Option<LockOwner> {
+pub(super) fn read_live(sidecar: &Path) -> Option<LockOwner> {
     let file = fs::File::open(sidecar).ok()?;
     let mut bytes = Vec::new();
     file.take(MAX_SIDECAR_BYTES).read_to_end(&mut bytes).ok()?;
@@ -116,7 +116,7 @@ pub fn read_live(sidecar: &Path) -> Option<LockOwner> {
 
 /// Removes the sidecar if it names this process. Best effort: a leftover sidecar is harmless
 /// because readers check that the named process is alive.
-pub fn remove_own(sidecar: &Path) {
+pub(super) fn remove_own(sidecar: &Path) {
     let Ok(bytes) = fs::read(sidecar) else {
         return;
     };

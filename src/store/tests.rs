@@ -113,3 +113,9 @@ fn a_record_that_no_longer_decodes_is_skipped() {
         "the unreadable record is skipped, seq still advances"
     );
 }
+
+#[test]
+fn a_store_can_be_shared_between_threads() {
+    fn shareable<T: Send + Sync>() {}
+    shareable::<Store>();
+}

@@ -55,8 +55,11 @@ pub struct ToolContext {
 /// What a tool call changed, for the session to record (recent files, working directory).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ToolEffect {
+    /// The call read this file (absolute path).
     Read(PathBuf),
+    /// The call created or changed this file (absolute path).
     Wrote(PathBuf),
+    /// The working directory moves here (canonical path).
     SetWorkingDirectory(PathBuf),
 }
 

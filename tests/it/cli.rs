@@ -367,3 +367,28 @@ fn doctor_reports_paths_and_provider_health() {
         "the key must never be printed: {text}"
     );
 }
+
+#[test]
+fn an_unreachable_provider_fails_the_turn_with_a_clear_message() {
+    let home = TernHome::new();
+    home.write_config("[retry]\nmax_attempts = 2\nbase_delay_ms = 1\nmax_delay_ms = 10\n");
+    // A port that nothing listens on: bind one, then let it go.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let output = home
+        .tern()
+        .args(["run", "hi"])
+        .env("ANTHROPIC_API_KEY", "test-key")
+        .env("ANTHROPIC_BASE_URL", format!("http://127.0.0.1:{port}"))
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let message = stderr(&output);
+    assert!(
+        message.contains("network") && message.contains(&port.to_string()),
+        "{message}"
+    );
+}

@@ -682,3 +682,38 @@ async fn inputs_sent_during_a_turn_wait_for_their_own_turn() {
         [Role::User, Role::Assistant, Role::User, Role::Assistant]
     );
 }
+
+#[tokio::test]
+async fn a_provider_that_stops_answering_times_out_and_is_retried() {
+    let mut world = World::anthropic();
+    world.settings.first_token_timeout = Duration::from_millis(300);
+    world
+        .mock
+        .push(Reply::text("too late").delay_after_headers(Duration::from_secs(5)));
+    world.mock.push(Reply::text("on time"));
+    let handle = world.create();
+    let events = turn(&handle, "hi").await;
+
+    let retry = events.iter().find_map(|e| match e {
+        SessionEvent::Retry { category, .. } => Some(*category),
+        _ => None,
+    });
+    assert_eq!(retry, Some(ErrorCategory::Timeout));
+    assert_eq!(completed(&events).as_deref(), Some("on time"));
+}
+
+#[tokio::test]
+async fn a_context_overflow_is_reported_as_such_without_retrying() {
+    let world = World::anthropic();
+    world.mock.push(Reply::error(
+        400,
+        r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 210000 tokens > 200000 maximum"}}"#,
+    ));
+    let handle = world.create();
+    let events = turn(&handle, "hi").await;
+
+    let (category, message) = failure(&events).expect("turn failed");
+    assert_eq!(category, ErrorCategory::ContextOverflow);
+    assert!(message.contains("prompt is too long"), "{message}");
+    assert_eq!(world.mock.model_requests().len(), 1);
+}

@@ -466,32 +466,63 @@ fn holder_process() {
     drop(store);
 }
 
-/// Starts `holder_process` in a child and waits until it holds the database. The child's
-/// stdout is returned too: it must stay open (and be drained) until the child exits, or the
-/// child's final output would fail.
-fn spawn_holder(path: &Path) -> (Child, BufReader<ChildStdout>) {
-    let mut child = Command::new(std::env::current_exe().expect("test binary"))
-        .args([
-            "store::holder_process",
-            "--exact",
-            "--ignored",
-            "--nocapture",
-        ])
-        .env(HOLD_ENV, path)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn holder");
-    let mut stdout = BufReader::new(child.stdout.take().expect("piped stdout"));
-    let mut line = String::new();
-    loop {
-        line.clear();
-        let read = stdout.read_line(&mut line).expect("read holder output");
-        assert!(read > 0, "the holder process did not open the database");
-        if line.trim() == "holder ready" {
-            return (child, stdout);
+/// A child process running `holder_process`. Dropping it kills and reaps the child, so a
+/// failing test leaves no process behind.
+struct Holder {
+    child: Child,
+    /// Kept open (and drained at the end): closing it early would fail the child's final
+    /// output.
+    output: BufReader<ChildStdout>,
+}
+
+impl Holder {
+    /// Starts the child and waits until it holds the database.
+    fn spawn(path: &Path) -> Self {
+        let mut child = Command::new(std::env::current_exe().expect("test binary"))
+            .args([
+                "store::holder_process",
+                "--exact",
+                "--ignored",
+                "--nocapture",
+            ])
+            .env(HOLD_ENV, path)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn holder");
+        let stdout = child.stdout.take().expect("piped stdout");
+        let mut holder = Holder {
+            child,
+            output: BufReader::new(stdout),
+        };
+        let mut line = String::new();
+        loop {
+            line.clear();
+            let read = holder.output.read_line(&mut line).unwrap_or(0);
+            assert!(read > 0, "the holder process did not open the database");
+            if line.trim() == "holder ready" {
+                return holder;
+            }
         }
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Lets the holder finish normally and reports whether it succeeded.
+    fn finish(mut self) -> bool {
+        drop(self.child.stdin.take());
+        std::io::copy(&mut self.output, &mut std::io::sink()).expect("drain holder output");
+        self.child.wait().expect("wait").success()
+    }
+}
+
+impl Drop for Holder {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 
@@ -500,30 +531,32 @@ fn a_second_process_is_locked_out_and_told_who_holds_it() {
     let db = Db::new();
     drop(db.open());
 
-    let (mut holder, mut output) = spawn_holder(&db.path);
+    let holder = Holder::spawn(&db.path);
     let err = Store::open(&db.path).expect_err("held by the child");
     let StoreError::Locked { owner, .. } = &err else {
         panic!("expected Locked, got {err:?}");
     };
     let owner = owner.as_ref().expect("the holder is named");
-    assert_eq!(owner.pid, holder.id());
+    assert_eq!(owner.pid, holder.pid());
     assert!(owner.command.contains("holder_process"), "{owner:?}");
     assert!(
         err.to_string()
-            .contains(&format!("another tern process (pid {}: `", holder.id())),
+            .contains(&format!("another tern process (pid {}: `", holder.pid())),
         "{err}"
     );
 
-    // Closing stdin lets the holder finish; its lock and sidecar go with it.
-    drop(holder.stdin.take());
-    std::io::copy(&mut output, &mut std::io::sink()).expect("drain holder output");
-    assert!(holder.wait().expect("wait").success());
+    // A holder that finishes releases the lock and removes its sidecar.
+    let sidecar = PathBuf::from(format!("{}.owner", db.path.display()));
+    assert!(holder.finish(), "the holder process failed");
+    assert!(!sidecar.exists(), "a finished holder removes its sidecar");
     drop(db.open());
 
     // A holder killed outright releases the lock too, leaving only a stale sidecar behind.
-    let (mut holder, _output) = spawn_holder(&db.path);
-    holder.kill().expect("kill");
-    holder.wait().expect("wait");
+    drop(Holder::spawn(&db.path));
+    assert!(
+        sidecar.exists(),
+        "a killed holder cannot remove its sidecar"
+    );
     let store = db.open();
     store
         .create_session(&meta("s-after", "/p", 1))

@@ -1,0 +1,212 @@
+//! shell_execute against real child processes: exit codes, output capture and caps, the
+//! environment, the inactivity and hard time limits, cancel, and killing the whole group.
+
+use super::{Project, call_with, check_error};
+use serde_json::json;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+use tern::tools::ApprovalNeed;
+use tokio_util::sync::CancellationToken;
+
+// ---- shell_execute ---------------------------------------------------------------------
+
+#[tokio::test]
+async fn shell_reports_exit_codes_and_interleaved_output() {
+    let p = Project::new();
+    let out = p
+        .call(
+            "shell_execute",
+            json!({"command": "echo out; echo err >&2; exit 3"}),
+        )
+        .await;
+    assert!(
+        !out.is_error,
+        "a failing command is a result, not a tool error"
+    );
+    assert!(
+        out.content.starts_with("Exit code 3 after "),
+        "{}",
+        out.content
+    );
+    assert!(out.content.ends_with("\nout\nerr\n"), "{}", out.content);
+
+    let out = p.call("shell_execute", json!({"command": "true"})).await;
+    assert!(
+        out.content.starts_with("Exit code 0 after "),
+        "{}",
+        out.content
+    );
+    assert!(out.content.ends_with("\n(no output)\n"), "{}", out.content);
+
+    let out = p
+        .call("shell_execute", json!({"command": "kill -9 $$"}))
+        .await;
+    assert!(
+        out.content.starts_with("Killed by signal 9 (SIGKILL)"),
+        "{}",
+        out.content
+    );
+}
+
+#[tokio::test]
+async fn shell_runs_in_cwd_with_tmpdir_and_no_stdin() {
+    let p = Project::new();
+    let out = p
+        .call(
+            "shell_execute",
+            json!({"command": "pwd; echo \"$TMPDIR\"; test -d \"$TMPDIR\" && echo made; cat; echo end"}),
+        )
+        .await;
+    let expected = format!(
+        "{}\n{}\nmade\nend\n",
+        p.dir.display(),
+        p.ctx.temp_dir.display()
+    );
+    assert!(out.content.ends_with(&expected), "{}", out.content);
+}
+
+#[tokio::test]
+async fn shell_stops_a_silent_command_at_the_inactivity_limit() {
+    let mut p = Project::new();
+    p.ctx.tool_timeout = Duration::from_millis(300);
+    let started = Instant::now();
+    let out = p
+        .call("shell_execute", json!({"command": "echo begun; sleep 5"}))
+        .await;
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    check_error(&out, &["Timed out after 0.3 s without output", "begun"]);
+}
+
+#[tokio::test]
+async fn shell_output_resets_the_inactivity_limit() {
+    let mut p = Project::new();
+    p.ctx.tool_timeout = Duration::from_secs(1);
+    let out = p
+        .call(
+            "shell_execute",
+            json!({"command": "for i in 1 2 3 4 5; do echo $i; sleep 0.3; done"}),
+        )
+        .await;
+    assert!(out.content.starts_with("Exit code 0"), "{}", out.content);
+    assert!(out.content.ends_with("1\n2\n3\n4\n5\n"), "{}", out.content);
+}
+
+#[tokio::test]
+async fn shell_hard_limit_stops_a_chatty_command() {
+    let p = Project::new();
+    let started = Instant::now();
+    let out = p
+        .call(
+            "shell_execute",
+            json!({"command": "while true; do echo tick; sleep 0.05; done", "timeout_secs": 1}),
+        )
+        .await;
+    assert!(
+        started.elapsed() < Duration::from_secs(4),
+        "{:?}",
+        started.elapsed()
+    );
+    check_error(&out, &["timeout_secs limit of 1.0 s", "tick"]);
+}
+
+#[tokio::test]
+async fn shell_kill_reaches_the_whole_process_group() {
+    let mut p = Project::new();
+    p.ctx.tool_timeout = Duration::from_millis(300);
+    let pid_file = p.dir.join("child.pid");
+    let command = format!("sleep 30 & echo $! > '{}'; wait", pid_file.display());
+    let out = p.call("shell_execute", json!({"command": command})).await;
+    check_error(&out, &["Timed out"]);
+    let pid = std::fs::read_to_string(&pid_file).expect("the pid file");
+    let stat = PathBuf::from(format!("/proc/{}/stat", pid.trim()));
+    // Signals are delivered asynchronously; give the kernel a moment.
+    let deadline = Instant::now() + Duration::from_secs(3);
+    loop {
+        let gone = match std::fs::read_to_string(&stat) {
+            Err(_) => true,
+            // A zombie is dead, waiting for whoever adopted it to reap it.
+            Ok(s) => s
+                .rsplit(')')
+                .next()
+                .is_some_and(|rest| rest.trim_start().starts_with('Z')),
+        };
+        if gone {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the background sleep survived");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[tokio::test]
+async fn shell_caps_50_mb_of_output_in_bounded_time() {
+    let p = Project::new();
+    let started = Instant::now();
+    let out = p
+        .call(
+            "shell_execute",
+            json!({"command": "yes | head -c 50000000; echo; echo last line"}),
+        )
+        .await;
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(!out.is_error, "{}", &out.content[..200]);
+    assert!(out.content.len() < 40 * 1024, "{}", out.content.len());
+    assert!(
+        out.content.starts_with("Exit code 0 after "),
+        "{}",
+        &out.content[..100]
+    );
+    assert!(out.content.contains("y\ny\ny\n"));
+    assert!(out.content.contains("cut from the middle"));
+    assert!(
+        out.content.contains("[the output was 47.7 MB"),
+        "{}",
+        out.content
+    );
+    assert!(out.content.contains("y\n\nlast line\n"), "the tail is kept");
+}
+
+#[tokio::test]
+async fn shell_cancel_stops_the_command_promptly() {
+    let p = Project::new();
+    let cancel = CancellationToken::new();
+    let trigger = cancel.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        trigger.cancel();
+    });
+    let started = Instant::now();
+    let out = call_with(
+        "shell_execute",
+        json!({"command": "echo waiting; sleep 30"}),
+        &p.ctx,
+        cancel,
+    )
+    .await;
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    check_error(&out, &["Cancelled after", "waiting"]);
+}
+
+#[tokio::test]
+async fn shell_refuses_a_missing_working_directory() {
+    let mut p = Project::new();
+    p.ctx.cwd = p.dir.join("gone");
+    let out = p.call("shell_execute", json!({"command": "true"})).await;
+    check_error(&out, &["does not exist", "set_working_directory"]);
+    assert_eq!(
+        p.need("shell_execute", json!({"command": "ls"})),
+        ApprovalNeed::Exec
+    );
+}
