@@ -48,30 +48,25 @@ impl Turn<'_> {
     /// Runs the turn to its end, journaling as it goes. The state always matches the journal:
     /// an event is applied only after it was appended.
     pub async fn run(&self, state: &mut SessionState) -> TurnEnd {
-        let end = match self.rounds(state).await {
+        match self.rounds(state).await {
+            // The last round journaled the turn's end with its reply.
             Ok(text) => TurnEnd::Completed { text },
-            Err(failure) => TurnEnd::Failed {
-                category: failure.category,
-                message: failure.message,
-            },
-        };
-        if let TurnEnd::Failed { category, message } = &end {
-            self.emit(SessionEvent::TurnFailed {
-                category: *category,
-                message: message.clone(),
-            });
+            Err(failure) => {
+                let (category, message) = (failure.category, failure.message);
+                self.emit(SessionEvent::TurnFailed {
+                    category,
+                    message: message.clone(),
+                });
+                let event = JournalEvent::TurnFailed {
+                    category,
+                    message: message.clone(),
+                };
+                if let Err(err) = self.record(state, vec![event]) {
+                    tracing::error!(%err, "could not journal the end of a turn");
+                }
+                TurnEnd::Failed { category, message }
+            }
         }
-        let event = match &end {
-            TurnEnd::Completed { .. } => JournalEvent::TurnCompleted,
-            TurnEnd::Failed { category, message } => JournalEvent::TurnFailed {
-                category: *category,
-                message: message.clone(),
-            },
-        };
-        if let Err(err) = self.record(state, event) {
-            tracing::error!(%err, "could not journal the end of a turn");
-        }
-        end
     }
 
     async fn rounds(&self, state: &mut SessionState) -> Result<String, LlmError> {
@@ -104,13 +99,10 @@ impl Turn<'_> {
                 model: reply.model.clone(),
                 usage: reply.usage,
             });
-            self.record(
-                state,
-                JournalEvent::Usage {
-                    model: reply.model.clone(),
-                    usage: reply.usage,
-                },
-            )?;
+            let mut events = vec![JournalEvent::Usage {
+                model: reply.model.clone(),
+                usage: reply.usage,
+            }];
 
             let content = self.fit_content(state, reply.content);
             let calls: Vec<ToolCall> = content
@@ -128,14 +120,16 @@ impl Turn<'_> {
                 })
                 .collect();
             if !content.is_empty() {
-                self.record(
-                    state,
-                    JournalEvent::AssistantMessage {
-                        model: reply.model,
-                        content,
-                    },
-                )?;
+                events.push(JournalEvent::AssistantMessage {
+                    model: reply.model,
+                    content,
+                });
             }
+            if calls.is_empty() {
+                events.push(JournalEvent::TurnCompleted);
+            }
+            // One commit per round: the reply, its usage and, at the end, the turn's end.
+            self.record(state, events)?;
             if calls.is_empty() {
                 self.emit(SessionEvent::TurnCompleted {
                     text: text.clone(),
@@ -172,18 +166,16 @@ impl Turn<'_> {
                 results.push(result);
                 effects.extend(outcome.effects);
             }
-            self.record(state, JournalEvent::ToolResults { results })?;
-            for effect in effects {
-                let event = match effect {
-                    ToolEffect::Read(path) | ToolEffect::Wrote(path) => {
-                        JournalEvent::FileTouched { path }
-                    }
-                    ToolEffect::SetWorkingDirectory(path) => {
-                        JournalEvent::WorkingDirectoryChanged { path }
-                    }
-                };
-                self.record(state, event)?;
-            }
+            let mut events = vec![JournalEvent::ToolResults { results }];
+            events.extend(effects.into_iter().map(|effect| match effect {
+                ToolEffect::Read(path) | ToolEffect::Wrote(path) => {
+                    JournalEvent::FileTouched { path }
+                }
+                ToolEffect::SetWorkingDirectory(path) => {
+                    JournalEvent::WorkingDirectoryChanged { path }
+                }
+            }));
+            self.record(state, events)?;
             if self.cancel.is_cancelled() {
                 return Err(LlmError::new(
                     ErrorCategory::Cancelled,
@@ -193,15 +185,20 @@ impl Turn<'_> {
         }
     }
 
-    /// Appends `event` durably, then applies it.
-    fn record(&self, state: &mut SessionState, event: JournalEvent) -> Result<(), LlmError> {
-        self.deps.store.append(&state.id, &event).map_err(|err| {
-            LlmError::new(
-                ErrorCategory::Storage,
-                format!("the session journal could not be written, so the turn stopped: {err}"),
-            )
-        })?;
-        state.apply(&event);
+    /// Appends `events` durably in one commit, then applies them.
+    fn record(&self, state: &mut SessionState, events: Vec<JournalEvent>) -> Result<(), LlmError> {
+        self.deps
+            .store
+            .append_batch(&state.id, &events)
+            .map_err(|err| {
+                LlmError::new(
+                    ErrorCategory::Storage,
+                    format!("the session journal could not be written, so the turn stopped: {err}"),
+                )
+            })?;
+        for event in &events {
+            state.apply(event);
+        }
         Ok(())
     }
 

@@ -392,3 +392,113 @@ fn an_unreachable_provider_fails_the_turn_with_a_clear_message() {
         "{message}"
     );
 }
+
+/// Runs a two-round tool conversation with only the given variables pointing tern at the mock.
+fn tool_loop_with_env(vars: &[(&str, String)]) -> (MockProvider, Output) {
+    let home = TernHome::new();
+    let mock = MockProvider::start_blocking();
+    home.write_file("a.txt", "AAA\n");
+    mock.push(Reply::tool_call("file_read", json!({"path": "a.txt"})));
+    mock.push(Reply::text("It says AAA."));
+    let mut command = home.tern();
+    command.args(["run", "read a.txt"]);
+    for (name, value) in vars {
+        command.env(name, value.replace("{mock}", &mock.base_url()));
+    }
+    let output = command.output().unwrap();
+    (mock, output)
+}
+
+#[test]
+fn a_local_openai_compatible_server_needs_only_its_base_url() {
+    let (mock, output) = tool_loop_with_env(&[("OPENAI_BASE_URL", "{mock}/v1".to_owned())]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(stdout(&output), "It says AAA.\n");
+    let requests = mock.model_requests();
+    assert_eq!(requests[0].path, "/v1/chat/completions");
+    assert_eq!(requests[0].header("authorization"), None);
+    assert_eq!(requests[1].tool_use_ids(), requests[1].tool_result_ids());
+}
+
+#[test]
+fn a_local_ollama_needs_only_its_host() {
+    let (mock, output) = tool_loop_with_env(&[("OLLAMA_HOST", "{mock}".to_owned())]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(stdout(&output), "It says AAA.\n");
+    let requests = mock.model_requests();
+    assert_eq!(requests[0].path, "/api/chat");
+    assert!(requests[1].raw_body.contains("AAA"));
+}
+
+#[test]
+fn openai_with_a_key_sends_it_as_a_bearer_token() {
+    let (mock, output) = tool_loop_with_env(&[
+        ("OPENAI_API_KEY", "sk-test".to_owned()),
+        ("OPENAI_BASE_URL", "{mock}/v1".to_owned()),
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(
+        mock.model_requests()[0].header("authorization"),
+        Some("Bearer sk-test")
+    );
+}
+
+#[test]
+fn approve_edits_allows_file_changes_but_not_commands() {
+    let cli = Cli::new();
+    cli.home.write_file("a.txt", "old line\n");
+    cli.mock.push(Reply::tool_calls([
+        (
+            "file_edit",
+            json!({"path": "a.txt", "old_string": "old", "new_string": "new"}),
+        ),
+        ("shell_execute", json!({"command": "touch ran"})),
+    ]));
+    cli.mock.push(Reply::text("Edited."));
+    let output = cli.run(&["run", "--approve", "edits", "edit it"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(cli.home.read_file("a.txt"), "new line\n");
+    assert!(!cli.home.project().join("ran").exists());
+    let body = cli.mock.model_requests()[1].raw_body.clone();
+    assert!(
+        body.contains("-old line") && body.contains("+new line"),
+        "the diff reached the model: {body}"
+    );
+}
+
+#[test]
+fn approve_all_runs_commands_in_the_project() {
+    let cli = Cli::new();
+    cli.mock.push(Reply::tool_call(
+        "shell_execute",
+        json!({"command": "echo hi > ran.txt && pwd"}),
+    ));
+    cli.mock.push(Reply::text("Ran."));
+    let output = cli.run(&["run", "--approve", "all", "run it"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(cli.home.read_file("ran.txt"), "hi\n");
+}
+
+#[test]
+fn provider_and_model_flags_choose_the_endpoint_and_model() {
+    let cli = Cli::new();
+    cli.mock.push(Reply::text("from openai"));
+    let output = cli
+        .tern(&["run", "--provider", "openai", "--model", "my-model", "hi"])
+        .env("OPENAI_API_KEY", "sk-test")
+        .env("OPENAI_BASE_URL", cli.mock.url("/v1"))
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let request = &cli.mock.model_requests()[0];
+    assert_eq!(request.path, "/v1/chat/completions");
+    assert_eq!(request.model(), Some("my-model"));
+
+    let output = cli.run(&["run", "--provider", "nope", "hi"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains("anthropic"),
+        "known profiles are listed: {}",
+        stderr(&output)
+    );
+}

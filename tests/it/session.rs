@@ -24,6 +24,7 @@ struct World {
     approval: ApprovalMode,
     settings: SessionSettings,
     fallback: Option<&'static str>,
+    tools: ToolRegistry,
 }
 
 impl World {
@@ -38,6 +39,7 @@ impl World {
             approval: ApprovalMode::Never,
             settings: SessionSettings::default(),
             fallback: None,
+            tools: ToolRegistry::builtin(),
         }
     }
 
@@ -74,7 +76,7 @@ impl World {
         Arc::new(SessionDeps {
             store: self.store.clone(),
             client: ModelClient::new(route("primary-model"), self.fallback.map(route), policy),
-            tools: ToolRegistry::builtin(),
+            tools: self.tools.clone(),
             settings: self.settings.clone(),
             approval: self.approval,
             data_dir: self.home.home().join("data"),
@@ -716,4 +718,54 @@ async fn a_context_overflow_is_reported_as_such_without_retrying() {
     assert_eq!(category, ErrorCategory::ContextOverflow);
     assert!(message.contains("prompt is too long"), "{message}");
     assert_eq!(world.mock.model_requests().len(), 1);
+}
+
+/// A tool with a bug: it panics when called.
+struct PanickingTool;
+
+impl tern::tools::Tool for PanickingTool {
+    fn name(&self) -> &'static str {
+        "explode"
+    }
+    fn description(&self) -> &'static str {
+        "Panics."
+    }
+    fn input_schema(&self) -> Value {
+        json!({"type": "object", "properties": {}})
+    }
+    fn min_audience(&self) -> tern::domain::Audience {
+        tern::domain::Audience::Public
+    }
+    fn is_read_only(&self) -> bool {
+        true
+    }
+    fn approval_need(&self, _: &Value, _: &tern::tools::ToolContext) -> tern::tools::ApprovalNeed {
+        tern::tools::ApprovalNeed::None
+    }
+    fn execute<'a>(
+        &'a self,
+        _: Value,
+        _: &'a tern::tools::ToolContext,
+        _: tokio_util::sync::CancellationToken,
+    ) -> tern::tools::ToolFuture<'a> {
+        Box::pin(async { panic!("a bug in a tool") })
+    }
+}
+
+#[tokio::test]
+async fn a_turn_that_panics_is_rebuilt_from_the_journal_and_the_session_goes_on() {
+    let mut world = World::anthropic();
+    world.tools.register(Arc::new(PanickingTool));
+    world.mock.push(Reply::tool_call("explode", json!({})));
+    world.mock.push(Reply::text("still here"));
+    let handle = world.create();
+    let events = turn(&handle, "boom").await;
+    let (category, _) = failure(&events).expect("turn failed");
+    assert_eq!(category, ErrorCategory::Internal);
+
+    let events = turn(&handle, "again").await;
+    assert_eq!(completed(&events).as_deref(), Some("still here"));
+    let request = &world.mock.model_requests()[1];
+    assert_eq!(request.tool_use_ids().len(), 1);
+    assert_eq!(request.tool_use_ids(), request.tool_result_ids());
 }
