@@ -7,17 +7,16 @@
 //! more of the history. The decoder follows Anthropic's versioning promise that new event,
 //! block and delta types may appear at any time: anything unknown is skipped.
 
-use super::decode::{Decoded, WireDecoder};
+use super::decode::Decoded;
 use super::error::{classify_stream_error, not_json};
-use super::history::merge_turns;
+use super::history::{Turn, merge_turns};
 use super::http::{self, Endpoint};
-use super::sse::{SseDecoder, SseEvent};
+use super::sse::{SseHandler, SseWire};
 use super::{BoxFuture, ChatRequest, EventStream, LlmError, Provider, StopReason, StreamEvent};
 use crate::config::ProviderProfile;
-use crate::domain::{ContentBlock, ErrorCategory, Role, Usage};
+use crate::domain::{ContentBlock, Role, Usage};
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
-use std::time::Duration;
 
 /// The API version this encoder and decoder were written against.
 const API_VERSION: &str = "2023-06-01";
@@ -39,15 +38,10 @@ impl AnthropicProvider {
     /// A provider for the profile's base URL (with or without a trailing `/` or `/v1`). Does
     /// no IO: the HTTP client is built on the first request.
     pub fn new(profile: &ProviderProfile) -> Self {
-        let hint = http::base_url_hint(&profile.name);
-        let endpoint = |path: &str| Endpoint {
-            url: http::join_url(&profile.base_url, &["/v1"], path),
-            base_url_hint: hint.clone(),
-        };
         Self {
             name: profile.name.clone(),
-            messages: endpoint("/v1/messages"),
-            models: endpoint("/v1/models"),
+            messages: Endpoint::new(profile, &["/v1"], "/v1/messages"),
+            models: Endpoint::new(profile, &["/v1"], "/v1/models"),
             api_key: profile.api_key.clone().filter(|key| !key.is_empty()),
             api_key_env: profile.api_key_env.clone(),
         }
@@ -66,19 +60,13 @@ impl AnthropicProvider {
             (Some(key), _) => {
                 builder = builder.header("x-api-key", http::secret_header(key, &self.name)?);
             }
-            (None, Some(var)) => {
-                return Err(LlmError::new(
-                    ErrorCategory::Auth,
-                    format!("no API key for provider `{}`: set {var}", self.name),
-                ));
-            }
+            (None, Some(var)) => return Err(http::missing_key(&self.name, var)),
             // A keyless proxy in front of the API: let it decide.
             (None, None) => {}
         }
         Ok(builder)
     }
 
-    /// Adds where the key comes from and which model was asked for to an error's advice.
     fn explain(&self, err: LlmError, model: &str) -> LlmError {
         http::explain(err, &self.name, self.api_key_env.as_deref(), model)
     }
@@ -98,22 +86,18 @@ impl Provider for AnthropicProvider {
                 .request(reqwest::Method::POST, &self.messages)?
                 .header(reqwest::header::ACCEPT, "text/event-stream")
                 .json(&encode_request(request));
-            let response = http::send(&self.messages, builder)
-                .await
-                .map_err(|err| self.explain(err, &request.model))?;
-            http::expect_stream(&self.messages, &response)?;
-            Ok(http::event_stream(response, AnthropicDecoder::new()))
+            let decoder = SseWire::<AnthropicEvents>::default();
+            http::open_stream(&self.messages, builder, decoder, |err| {
+                self.explain(err, &request.model)
+            })
+            .await
         })
     }
 
     fn probe(&self) -> BoxFuture<'_, Result<String, LlmError>> {
         Box::pin(async move {
-            let builder = self
-                .request(reqwest::Method::GET, &self.models)?
-                .timeout(Duration::from_secs(15));
-            http::send(&self.models, builder)
-                .await
-                .map_err(|err| self.explain(err, ""))?;
+            let builder = self.request(reqwest::Method::GET, &self.models)?;
+            http::probe(&self.models, builder, |err| self.explain(err, "")).await?;
             Ok(format!("{} answered and accepted the key", self.models.url))
         })
     }
@@ -157,29 +141,23 @@ pub(crate) fn encode_request(request: &ChatRequest) -> Value {
 
     // A thinking block is only accepted back with the signature that proves it unedited;
     // one without (from another provider, or cut short) is left out.
-    let turns = merge_turns(&request.messages, |block| match block {
+    let mut turns = merge_turns(&request.messages, |block| match block {
         ContentBlock::Thinking { signature, .. } => {
             signature.as_deref().is_some_and(|sig| !sig.is_empty())
         }
         _ => true,
     });
-    let messages: Vec<(Role, Vec<(usize, &ContentBlock)>)> = turns
-        .into_iter()
-        .map(|turn| {
-            let mut blocks = turn.blocks;
-            if turn.role == Role::User {
-                // Tool results must open the user turn that answers a tool call; a note merged
-                // in ahead of them would make the request invalid.
-                blocks.sort_by_key(|(_, block)| !matches!(block, ContentBlock::ToolResult(_)));
-            }
-            (turn.role, blocks)
-        })
-        .collect();
+    for turn in turns.iter_mut().filter(|turn| turn.role == Role::User) {
+        // Tool results must open the user turn that answers a tool call; a note merged in
+        // ahead of them would make the request invalid.
+        turn.blocks
+            .sort_by_key(|(_, block)| !matches!(block, ContentBlock::ToolResult(_)));
+    }
 
-    let mut encoded: Vec<Vec<Value>> = messages
+    let mut encoded: Vec<Vec<Value>> = turns
         .iter()
-        .map(|(_, blocks)| {
-            blocks
+        .map(|turn| {
+            turn.blocks
                 .iter()
                 .map(|(_, block)| encode_block(block))
                 .collect()
@@ -191,7 +169,7 @@ pub(crate) fn encode_request(request: &ChatRequest) -> Value {
         .copied()
         .filter(|&index| index < request.messages.len())
         .collect();
-    for (turn, position) in cache_targets(&messages, &requested, breakpoints_left) {
+    for (turn, position) in cache_targets(&turns, &requested, breakpoints_left) {
         if let Some(block) = encoded
             .get_mut(turn)
             .and_then(|blocks| blocks.get_mut(position))
@@ -200,14 +178,15 @@ pub(crate) fn encode_request(request: &ChatRequest) -> Value {
         }
     }
     body["messages"] = Value::Array(
-        messages
-            .into_iter()
+        turns
+            .iter()
             .zip(encoded)
-            .map(|((role, _), content)| {
-                json!({
-                    "role": match role { Role::User => "user", Role::Assistant => "assistant" },
-                    "content": content,
-                })
+            .map(|(turn, content)| {
+                let role = match turn.role {
+                    Role::User => "user",
+                    Role::Assistant => "assistant",
+                };
+                json!({"role": role, "content": content})
             })
             .collect(),
     );
@@ -218,27 +197,37 @@ pub(crate) fn encode_request(request: &ChatRequest) -> Value {
 /// indices, the last block (in wire order) that came from that message or an earlier one.
 /// Thinking blocks cannot carry `cache_control`, so they are passed over.
 fn cache_targets(
-    turns: &[(Role, Vec<(usize, &ContentBlock)>)],
+    turns: &[Turn<'_>],
     requested: &[usize],
     limit: usize,
 ) -> BTreeSet<(usize, usize)> {
+    // Every block that may carry a breakpoint, in wire order, with the message it came from.
+    let candidates: Vec<(usize, (usize, usize))> = turns
+        .iter()
+        .enumerate()
+        .flat_map(|(turn_index, turn)| {
+            turn.blocks
+                .iter()
+                .enumerate()
+                .filter(|(_, (_, block))| !matches!(block, ContentBlock::Thinking { .. }))
+                .map(move |(position, (origin, _))| (*origin, (turn_index, position)))
+        })
+        .collect();
     let mut marks: Vec<usize> = requested.to_vec();
     marks.sort_unstable();
     marks.dedup();
     let skip = marks.len().saturating_sub(limit);
-    let mut targets = BTreeSet::new();
-    for mark in marks.into_iter().skip(skip) {
-        let mut target = None;
-        for (turn_index, (_, blocks)) in turns.iter().enumerate() {
-            for (position, (origin, block)) in blocks.iter().enumerate() {
-                if *origin <= mark && !matches!(block, ContentBlock::Thinking { .. }) {
-                    target = Some((turn_index, position));
-                }
-            }
-        }
-        targets.extend(target);
-    }
-    targets
+    marks
+        .into_iter()
+        .skip(skip)
+        .filter_map(|mark| {
+            candidates
+                .iter()
+                .rev()
+                .find(|(origin, _)| *origin <= mark)
+                .map(|&(_, target)| target)
+        })
+        .collect()
 }
 
 fn encode_block(block: &ContentBlock) -> Value {
@@ -273,10 +262,9 @@ fn encode_block(block: &ContentBlock) -> Value {
     }
 }
 
-/// Decodes the Messages event stream into [`StreamEvent`]s.
+/// Reads the Messages event stream into [`StreamEvent`]s.
 #[derive(Debug, Default)]
-pub(crate) struct AnthropicDecoder {
-    sse: SseDecoder,
+pub(crate) struct AnthropicEvents {
     /// Content indices of open tool_use blocks.
     open_tools: BTreeSet<usize>,
     /// Tool blocks whose input came whole in `content_block_start`; deltas for them would
@@ -287,30 +275,14 @@ pub(crate) struct AnthropicDecoder {
     stopped: bool,
 }
 
-impl AnthropicDecoder {
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    fn handle(&mut self, event: SseEvent, out: &mut Vec<Decoded>) {
+impl SseHandler for AnthropicEvents {
+    fn event(&mut self, name: &str, data: &str, out: &mut Vec<Decoded>) -> Result<(), LlmError> {
         if self.stopped {
-            return;
+            return Ok(());
         }
-        let data = event.data.trim();
-        if data.is_empty() {
-            return;
-        }
-        let value: Value = match serde_json::from_str(data) {
-            Ok(value) => value,
-            Err(_) => {
-                out.push(Err(not_json("a stream event", data)));
-                return;
-            }
-        };
-        let kind = value
-            .get("type")
-            .and_then(Value::as_str)
-            .unwrap_or(&event.event);
+        let value: Value =
+            serde_json::from_str(data).map_err(|_| not_json("a stream event", data))?;
+        let kind = value.get("type").and_then(Value::as_str).unwrap_or(name);
         let index = value
             .get("index")
             .and_then(Value::as_u64)
@@ -323,16 +295,14 @@ impl AnthropicDecoder {
                 }
             }
             "content_block_start" => {
-                let Some(block) = value.get("content_block") else {
-                    return;
-                };
-                self.block_start(index, block, out);
+                if let Some(block) = value.get("content_block") {
+                    self.block_start(index, block, out);
+                }
             }
             "content_block_delta" => {
-                let Some(delta) = value.get("delta") else {
-                    return;
-                };
-                self.block_delta(index, delta, out);
+                if let Some(delta) = value.get("delta") {
+                    self.block_delta(index, delta, out);
+                }
             }
             // Only tool blocks have an end event; the guard also forgets the closed block.
             "content_block_stop" if self.open_tools.remove(&index) => {
@@ -365,27 +335,29 @@ impl AnthropicDecoder {
             // `ping` and event types newer than this decoder.
             _ => {}
         }
+        Ok(())
     }
 
+    fn end(&mut self, out: &mut Vec<Decoded>) {
+        // A stream cut after the stop reason but before `message_stop` still carried the
+        // whole reply. (`message_stop` itself takes the reason.)
+        if let Some(reason) = self.stop_reason.take() {
+            self.close_tools(out);
+            out.push(Ok(StreamEvent::Stop(reason)));
+        }
+    }
+}
+
+impl AnthropicEvents {
     fn block_start(&mut self, index: usize, block: &Value, out: &mut Vec<Decoded>) {
         let text = |key: &str| block.get(key).and_then(Value::as_str).unwrap_or_default();
-        match block
-            .get("type")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-        {
-            "text" if !text("text").is_empty() => {
-                out.push(Ok(StreamEvent::TextDelta(text("text").to_string())));
-            }
+        match text("type") {
+            "text" => out.extend(fragment(block, "text").map(|t| Ok(StreamEvent::TextDelta(t)))),
             "thinking" => {
-                if !text("thinking").is_empty() {
-                    out.push(Ok(StreamEvent::ThinkingDelta(text("thinking").to_string())));
-                }
-                if !text("signature").is_empty() {
-                    out.push(Ok(StreamEvent::ThinkingSignature(
-                        text("signature").to_string(),
-                    )));
-                }
+                out.extend(fragment(block, "thinking").map(|t| Ok(StreamEvent::ThinkingDelta(t))));
+                out.extend(
+                    fragment(block, "signature").map(|s| Ok(StreamEvent::ThinkingSignature(s))),
+                );
             }
             "tool_use" => {
                 self.open_tools.insert(index);
@@ -408,35 +380,22 @@ impl AnthropicDecoder {
         }
     }
 
-    fn block_delta(&mut self, index: usize, delta: &Value, out: &mut Vec<Decoded>) {
-        let field = |key: &str| delta.get(key).and_then(Value::as_str).unwrap_or_default();
-        let event = match delta
+    fn block_delta(&self, index: usize, delta: &Value, out: &mut Vec<Decoded>) {
+        let kind = delta
             .get("type")
             .and_then(Value::as_str)
-            .unwrap_or_default()
-        {
-            "text_delta" => StreamEvent::TextDelta(field("text").to_string()),
-            "thinking_delta" => StreamEvent::ThinkingDelta(field("thinking").to_string()),
-            "signature_delta" => StreamEvent::ThinkingSignature(field("signature").to_string()),
+            .unwrap_or_default();
+        let event = match kind {
+            "text_delta" => fragment(delta, "text").map(StreamEvent::TextDelta),
+            "thinking_delta" => fragment(delta, "thinking").map(StreamEvent::ThinkingDelta),
+            "signature_delta" => fragment(delta, "signature").map(StreamEvent::ThinkingSignature),
             "input_json_delta" if !self.tools_with_input.contains(&index) => {
-                StreamEvent::ToolCallArgsDelta {
-                    index,
-                    json: field("partial_json").to_string(),
-                }
+                fragment(delta, "partial_json")
+                    .map(|json| StreamEvent::ToolCallArgsDelta { index, json })
             }
-            _ => return,
+            _ => None,
         };
-        // The first input_json_delta of every call is empty; empty fragments say nothing.
-        let empty = match &event {
-            StreamEvent::TextDelta(s)
-            | StreamEvent::ThinkingDelta(s)
-            | StreamEvent::ThinkingSignature(s)
-            | StreamEvent::ToolCallArgsDelta { json: s, .. } => s.is_empty(),
-            _ => false,
-        };
-        if !empty {
-            out.push(Ok(event));
-        }
+        out.extend(event.map(Ok));
     }
 
     fn close_tools(&mut self, out: &mut Vec<Decoded>) {
@@ -446,31 +405,14 @@ impl AnthropicDecoder {
     }
 }
 
-impl WireDecoder for AnthropicDecoder {
-    fn feed(&mut self, chunk: &[u8], out: &mut Vec<Decoded>) {
-        let mut events = Vec::new();
-        self.sse.feed(chunk, &mut events);
-        for event in events {
-            self.handle(event, out);
-        }
-    }
-
-    fn finish(&mut self, out: &mut Vec<Decoded>) {
-        let mut events = Vec::new();
-        self.sse.finish(&mut events);
-        for event in events {
-            self.handle(event, out);
-        }
-        // A stream cut after the stop reason but before `message_stop` still carried the
-        // whole reply.
-        if !self.stopped
-            && let Some(reason) = self.stop_reason.take()
-        {
-            self.close_tools(out);
-            out.push(Ok(StreamEvent::Stop(reason)));
-            self.stopped = true;
-        }
-    }
+/// The text under `key`, unless it is absent or empty: empty fragments (the first
+/// `input_json_delta` of every call, an empty opening text block) say nothing.
+fn fragment(object: &Value, key: &str) -> Option<String> {
+    object
+        .get(key)
+        .and_then(Value::as_str)
+        .filter(|text| !text.is_empty())
+        .map(str::to_string)
 }
 
 /// Reads a usage object; every field is optional, and absent ones count as zero (the model

@@ -2,11 +2,12 @@
 
 use super::*;
 use crate::config::ProviderKind;
-use crate::domain::{Message, ToolCall, ToolResult};
+use crate::domain::{ErrorCategory, Message, ToolCall, ToolResult};
 use crate::llm::test_server::{error_reply, ok_stream, serve_once};
 use crate::llm::{ToolSpec, decode};
 use futures_util::StreamExt;
 use serde_json::json;
+use std::time::Duration;
 
 fn profile(base_url: &str) -> ProviderProfile {
     ProviderProfile {

@@ -2,9 +2,10 @@
 //! run, fed from bytes in memory. Conformance tests use these against real provider
 //! recordings; the live path feeds the decoders chunk by chunk from the HTTP body instead.
 
-use super::anthropic::AnthropicDecoder;
+use super::anthropic::AnthropicEvents;
 use super::ollama::OllamaDecoder;
-use super::openai::OpenAiDecoder;
+use super::openai::OpenAiEvents;
+use super::sse::SseWire;
 use super::{LlmError, StreamEvent};
 
 /// A decoded item: an event, or the error that ends the stream.
@@ -38,8 +39,8 @@ pub fn decode_chunks<'a>(
     chunks: impl IntoIterator<Item = &'a [u8]>,
 ) -> Vec<Decoded> {
     match format {
-        WireFormat::Anthropic => run(AnthropicDecoder::new(), chunks),
-        WireFormat::OpenAi => run(OpenAiDecoder::new(), chunks),
+        WireFormat::Anthropic => run(SseWire::<AnthropicEvents>::default(), chunks),
+        WireFormat::OpenAi => run(SseWire::<OpenAiEvents>::default(), chunks),
         WireFormat::Ollama => run(OllamaDecoder::new(), chunks),
     }
 }

@@ -113,7 +113,7 @@ pub(crate) fn classify_status_at(
             format!(
                 "the provider refused the credentials (HTTP {status}{}); check that the API key \
                  is set, valid and allowed to use this model",
-                redact_secrets(&said).map_or(String::new(), |m| format!(": {m}"))
+                suffix(&redact_secrets(&said))
             ),
         ),
         429 if kind == "insufficient_quota" => (
@@ -145,11 +145,11 @@ pub(crate) fn classify_status_at(
         ),
         413 => (
             ErrorCategory::ContextOverflow,
-            overflow_message(status, &said),
+            overflow_message(Some(status), &said),
         ),
         400..=499 if kind == "request_too_large" || mentions_overflow(&said) => (
             ErrorCategory::ContextOverflow,
-            overflow_message(status, &said),
+            overflow_message(Some(status), &said),
         ),
         404 => (
             ErrorCategory::InvalidRequest,
@@ -199,7 +199,7 @@ pub(crate) fn classify_stream_error(kind: &str, message: &str) -> LlmError {
             ErrorCategory::Auth,
             format!(
                 "the provider refused the credentials ({}); check the API key",
-                redact_secrets(said).unwrap_or_default()
+                redact_secrets(said)
             ),
         ),
         "timeout_error" => (
@@ -207,16 +207,18 @@ pub(crate) fn classify_stream_error(kind: &str, message: &str) -> LlmError {
             format!("the provider timed out ({said})"),
         ),
         "context_length_exceeded" | "request_too_large" => {
-            (ErrorCategory::ContextOverflow, overflow_message(0, said))
+            (ErrorCategory::ContextOverflow, overflow_message(None, said))
         }
         "invalid_request_error" | "not_found_error" if mentions_overflow(said) => {
-            (ErrorCategory::ContextOverflow, overflow_message(0, said))
+            (ErrorCategory::ContextOverflow, overflow_message(None, said))
         }
         "invalid_request_error" | "not_found_error" => (
             ErrorCategory::InvalidRequest,
             format!("the provider rejected the request ({said})"),
         ),
-        _ if mentions_overflow(said) => (ErrorCategory::ContextOverflow, overflow_message(0, said)),
+        _ if mentions_overflow(said) => {
+            (ErrorCategory::ContextOverflow, overflow_message(None, said))
+        }
         _ => (
             ErrorCategory::Server,
             format!("the provider reported an error mid-reply ({said})"),
@@ -356,17 +358,12 @@ fn suffix(said: &str) -> String {
     }
 }
 
-fn overflow_message(status: u16, said: &str) -> String {
-    let code = if status == 0 {
-        String::new()
-    } else {
-        format!("HTTP {status}")
-    };
-    let inner = match (code.is_empty(), said.is_empty()) {
-        (true, true) => String::new(),
-        (false, true) => format!(" ({code})"),
-        (true, false) => format!(" ({said})"),
-        (false, false) => format!(" ({code}: {said})"),
+fn overflow_message(status: Option<u16>, said: &str) -> String {
+    let inner = match (status, said.is_empty()) {
+        (None, true) => String::new(),
+        (Some(status), true) => format!(" (HTTP {status})"),
+        (None, false) => format!(" ({said})"),
+        (Some(status), false) => format!(" (HTTP {status}: {said})"),
     };
     format!(
         "the prompt is too long for the model's context window{inner}; compact the session or \
@@ -401,11 +398,8 @@ fn plain_text_excerpt(body: &str) -> String {
 }
 
 /// Replaces words that look like API keys, masked or not, so that an error message shown or
-/// logged never carries one. Returns `None` for an empty message.
-fn redact_secrets(message: &str) -> Option<String> {
-    if message.is_empty() {
-        return None;
-    }
+/// logged never carries one.
+fn redact_secrets(message: &str) -> String {
     let looks_secret = |word: &str| {
         let core = word.trim_matches(|c: char| !c.is_ascii_alphanumeric() && c != '*');
         core.contains('*')
@@ -426,7 +420,7 @@ fn redact_secrets(message: &str) -> Option<String> {
             }
         })
         .collect();
-    Some(words.join(" "))
+    words.join(" ")
 }
 
 /// The pause a 429/503 reply asks for: `retry-after-ms` (milliseconds, an Anthropic and OpenAI

@@ -1,5 +1,6 @@
 //! The HTTP side shared by every provider: one lazily built client per process, sending a
 //! request and classifying an error reply, and turning a streamed body into decoded events.
+//! A provider only builds its requests (URL, key header, body) and picks its decoder.
 //!
 //! The client is built on first use rather than at start-up: building it loads the platform's
 //! certificate store and proxy settings, which costs more than a whole `tern run` turn may
@@ -7,9 +8,10 @@
 //! total request timeout because replies stream for minutes; the model client enforces the
 //! prefill, first-token and no-progress timeouts instead.
 
-use super::decode::WireDecoder;
+use super::EventStream;
+use super::decode::{Decoded, WireDecoder};
 use super::error::{LlmError, classify_status, connection_cut, from_transport, root_cause};
-use super::{EventStream, StreamEvent};
+use crate::config::ProviderProfile;
 use crate::domain::ErrorCategory;
 use futures_util::StreamExt;
 use std::collections::VecDeque;
@@ -23,6 +25,9 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// The most of an error body we read; error replies are small, and a misconfigured base URL
 /// can point at something that streams forever.
 const MAX_ERROR_BODY: usize = 64 * 1024;
+
+/// How long a probe (`tern doctor`) waits for an answer; unlike a reply, it streams nothing.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(15);
 
 static CLIENT: OnceLock<Result<reqwest::Client, String>> = OnceLock::new();
 
@@ -54,26 +59,55 @@ pub(crate) struct Endpoint {
     /// The full URL requested.
     pub url: String,
     /// Where its base URL is configured, for "could not reach" advice.
-    pub base_url_hint: String,
+    base_url_hint: String,
 }
 
 impl Endpoint {
-    /// Maps a transport failure on this endpoint.
-    pub fn transport_error(&self, err: &reqwest::Error) -> LlmError {
-        from_transport(err, &self.url, &self.base_url_hint)
+    /// `path` on the profile's base URL, once any of `strip_suffixes` (parts of an endpoint
+    /// path users paste along with the base) is dropped from it.
+    pub fn new(profile: &ProviderProfile, strip_suffixes: &[&str], path: &str) -> Self {
+        Self {
+            url: join_url(&profile.base_url, strip_suffixes, path),
+            base_url_hint: base_url_hint(&profile.name),
+        }
     }
+}
+
+/// Sends a streaming request and decodes the reply body with `decoder`. `explain` adds the
+/// provider's advice to a failed send.
+pub(crate) async fn open_stream<D: WireDecoder>(
+    endpoint: &Endpoint,
+    request: reqwest::RequestBuilder,
+    decoder: D,
+    explain: impl FnOnce(LlmError) -> LlmError,
+) -> Result<EventStream, LlmError> {
+    let response = send(endpoint, request).await.map_err(explain)?;
+    expect_stream(endpoint, &response)?;
+    Ok(event_stream(response, decoder))
+}
+
+/// Sends a probe and returns the response, within [`PROBE_TIMEOUT`]. `explain` adds the
+/// provider's advice to a failed send.
+pub(crate) async fn probe(
+    endpoint: &Endpoint,
+    request: reqwest::RequestBuilder,
+    explain: impl FnOnce(LlmError) -> LlmError,
+) -> Result<reqwest::Response, LlmError> {
+    send(endpoint, request.timeout(PROBE_TIMEOUT))
+        .await
+        .map_err(explain)
 }
 
 /// Sends `request` and returns the response once its headers arrived with a success status;
 /// an error status becomes a classified [`LlmError`] with the provider's message in it.
-pub(crate) async fn send(
+async fn send(
     endpoint: &Endpoint,
     request: reqwest::RequestBuilder,
 ) -> Result<reqwest::Response, LlmError> {
     let response = request
         .send()
         .await
-        .map_err(|err| endpoint.transport_error(&err))?;
+        .map_err(|err| from_transport(&err, &endpoint.url, &endpoint.base_url_hint))?;
     let status = response.status();
     if status.is_success() {
         return Ok(response);
@@ -100,10 +134,7 @@ async fn read_error_body(mut response: reqwest::Response) -> String {
 /// Rejects a success reply that is plainly not a stream of the expected kind: an HTML page
 /// means base_url points at a website or a login portal, and decoding it would only end in a
 /// confusing "connection closed" error.
-pub(crate) fn expect_stream(
-    endpoint: &Endpoint,
-    response: &reqwest::Response,
-) -> Result<(), LlmError> {
+fn expect_stream(endpoint: &Endpoint, response: &reqwest::Response) -> Result<(), LlmError> {
     let content_type = response
         .headers()
         .get(reqwest::header::CONTENT_TYPE)
@@ -127,51 +158,56 @@ type ByteStream = Pin<Box<dyn futures_util::Stream<Item = reqwest::Result<bytes:
 struct Decoding<D> {
     body: ByteStream,
     decoder: D,
-    pending: VecDeque<Result<StreamEvent, LlmError>>,
-    /// The body ended (or failed); only `pending` is left.
-    body_done: bool,
-    /// An error was yielded; the stream is over.
-    failed: bool,
+    pending: VecDeque<Decoded>,
+    /// The body ended or failed, or an error was yielded: nothing more is read.
+    ended: bool,
+}
+
+impl<D: WireDecoder> Decoding<D> {
+    /// The next decoded item, reading the body until one is complete.
+    async fn next_item(&mut self) -> Option<Decoded> {
+        loop {
+            if let Some(item) = self.pending.pop_front() {
+                if item.is_err() {
+                    self.pending.clear();
+                    self.ended = true;
+                }
+                return Some(item);
+            }
+            if self.ended {
+                return None;
+            }
+            let mut out = Vec::new();
+            match self.body.next().await {
+                Some(Ok(chunk)) => self.decoder.feed(&chunk, &mut out),
+                Some(Err(err)) => {
+                    self.ended = true;
+                    out.push(Err(connection_cut(&root_cause(&err))));
+                }
+                None => {
+                    self.ended = true;
+                    self.decoder.finish(&mut out);
+                }
+            }
+            self.pending.extend(out);
+        }
+    }
 }
 
 /// Decodes a streamed response body with `decoder`. The stream ends after the body does, or
 /// right after the first error (a failed body or an undecodable line).
-pub(crate) fn event_stream<D: WireDecoder>(response: reqwest::Response, decoder: D) -> EventStream {
+fn event_stream<D: WireDecoder>(response: reqwest::Response, decoder: D) -> EventStream {
     let state = Decoding {
         body: Box::pin(response.bytes_stream()),
         decoder,
         pending: VecDeque::new(),
-        body_done: false,
-        failed: false,
+        ended: false,
     };
     Box::pin(futures_util::stream::unfold(
         state,
         |mut state| async move {
-            loop {
-                if state.failed {
-                    return None;
-                }
-                if let Some(item) = state.pending.pop_front() {
-                    state.failed = item.is_err();
-                    return Some((item, state));
-                }
-                if state.body_done {
-                    return None;
-                }
-                let mut out = Vec::new();
-                match state.body.next().await {
-                    Some(Ok(chunk)) => state.decoder.feed(&chunk, &mut out),
-                    Some(Err(err)) => {
-                        state.body_done = true;
-                        out.push(Err(connection_cut(&root_cause(&err))));
-                    }
-                    None => {
-                        state.body_done = true;
-                        state.decoder.finish(&mut out);
-                    }
-                }
-                state.pending.extend(out);
-            }
+            let item = state.next_item().await?;
+            Some((item, state))
         },
     ))
 }
@@ -195,15 +231,22 @@ pub(crate) fn secret_header(
     Ok(value)
 }
 
+/// The error for a profile whose key variable is unset, raised before any request is sent.
+pub(crate) fn missing_key(provider: &str, variable: &str) -> LlmError {
+    LlmError::new(
+        ErrorCategory::Auth,
+        format!("no API key for provider `{provider}`: set {variable}"),
+    )
+}
+
 /// Names the provider in an error and adds what only the provider knows: the variable its key
 /// comes from (for credential errors) and the model it was asked for (for "not found").
 pub(crate) fn explain(
-    err: LlmError,
+    mut err: LlmError,
     provider: &str,
     key_env: Option<&str>,
     model: &str,
 ) -> LlmError {
-    let mut err = err;
     err.message = format!("{provider}: {}", err.message);
     match (err.category, key_env) {
         (ErrorCategory::Auth, Some(var)) => {
@@ -218,7 +261,7 @@ pub(crate) fn explain(
 
 /// Joins a base URL and an endpoint path, tolerating a trailing `/` on the base and dropping
 /// the listed suffixes users often paste along with it (`/v1` on an Anthropic base URL).
-pub(crate) fn join_url(base_url: &str, strip_suffixes: &[&str], path: &str) -> String {
+fn join_url(base_url: &str, strip_suffixes: &[&str], path: &str) -> String {
     let mut base = base_url.trim().trim_end_matches('/');
     for suffix in strip_suffixes {
         if let Some(stripped) = base.strip_suffix(suffix) {
@@ -231,7 +274,7 @@ pub(crate) fn join_url(base_url: &str, strip_suffixes: &[&str], path: &str) -> S
 /// Where a profile's base URL is set, for "could not reach" advice: the built-in profiles
 /// also read the ecosystem's variables (`ANTHROPIC_BASE_URL`, `OPENAI_BASE_URL`,
 /// `OLLAMA_HOST`); any other profile only the config file.
-pub(crate) fn base_url_hint(profile_name: &str) -> String {
+fn base_url_hint(profile_name: &str) -> String {
     let variable = match profile_name {
         "anthropic" => Some("ANTHROPIC_BASE_URL"),
         "openai" => Some("OPENAI_BASE_URL"),

@@ -9,15 +9,13 @@
 
 use super::decode::{Decoded, WireDecoder};
 use super::error::{classify_stream_error, not_json};
-use super::history::{joined_text, merge_turns};
 use super::http::{self, Endpoint};
-use super::openai::{function_tool, tool_result_text};
+use super::openai::{chat_messages, function_tool, tool_result_text};
 use super::{BoxFuture, ChatRequest, EventStream, LlmError, Provider, StopReason, StreamEvent};
 use crate::config::ProviderProfile;
-use crate::domain::{ContentBlock, Role, Usage};
+use crate::domain::{ToolCall, ToolResult, Usage};
 use serde_json::{Value, json};
 use std::collections::HashMap;
-use std::time::Duration;
 
 /// A provider speaking Ollama's native API.
 #[derive(Debug, Clone)]
@@ -35,13 +33,9 @@ pub struct OllamaProvider {
 impl OllamaProvider {
     /// A provider for the profile's base URL (`http://127.0.0.1:11434`). Does no IO.
     pub fn new(profile: &ProviderProfile) -> Self {
-        let hint = http::base_url_hint(&profile.name);
         // A base URL copied from an OpenAI-compatible setup (`…/v1`) or with `/api` still
         // points at the same server.
-        let endpoint = |path: &str| Endpoint {
-            url: http::join_url(&profile.base_url, &["/v1", "/api"], path),
-            base_url_hint: hint.clone(),
-        };
+        let endpoint = |path: &str| Endpoint::new(profile, &["/v1", "/api"], path);
         Self {
             name: profile.name.clone(),
             chat: endpoint("/api/chat"),
@@ -90,22 +84,17 @@ impl Provider for OllamaProvider {
             let builder = self
                 .request(reqwest::Method::POST, &self.chat)?
                 .json(&encode_request(request, self.context_window));
-            let response = http::send(&self.chat, builder)
-                .await
-                .map_err(|err| self.explain(err, &request.model))?;
-            http::expect_stream(&self.chat, &response)?;
-            Ok(http::event_stream(response, OllamaDecoder::new()))
+            http::open_stream(&self.chat, builder, OllamaDecoder::new(), |err| {
+                self.explain(err, &request.model)
+            })
+            .await
         })
     }
 
     fn probe(&self) -> BoxFuture<'_, Result<String, LlmError>> {
         Box::pin(async move {
-            let builder = self
-                .request(reqwest::Method::GET, &self.version)?
-                .timeout(Duration::from_secs(15));
-            let response = http::send(&self.version, builder)
-                .await
-                .map_err(|err| self.explain(err, ""))?;
+            let builder = self.request(reqwest::Method::GET, &self.version)?;
+            let response = http::probe(&self.version, builder, |err| self.explain(err, "")).await?;
             let version = response
                 .json::<Value>()
                 .await
@@ -119,10 +108,6 @@ impl Provider for OllamaProvider {
 
 /// The JSON body of a streamed `/api/chat` request.
 pub(crate) fn encode_request(request: &ChatRequest, context_window: u64) -> Value {
-    let mut messages = Vec::new();
-    if !request.system.is_empty() {
-        messages.push(json!({"role": "system", "content": request.system}));
-    }
     // Ollama names the tool a result belongs to, not the call: find each call's tool name.
     let tool_names: HashMap<&str, &str> = request
         .messages
@@ -130,53 +115,29 @@ pub(crate) fn encode_request(request: &ChatRequest, context_window: u64) -> Valu
         .flat_map(|message| message.tool_calls())
         .map(|call| (call.id.as_str(), call.name.as_str()))
         .collect();
-    let turns = merge_turns(&request.messages, |block| {
-        !matches!(block, ContentBlock::Thinking { .. })
-    });
-    for turn in &turns {
-        match turn.role {
-            Role::User => {
-                for (_, block) in &turn.blocks {
-                    if let ContentBlock::ToolResult(result) = block {
-                        let mut message = json!({
-                            "role": "tool",
-                            "content": tool_result_text(&result.content, result.is_error),
-                        });
-                        if let Some(name) = tool_names.get(result.tool_use_id.as_str()) {
-                            message["tool_name"] = json!(name);
-                        }
-                        messages.push(message);
-                    }
-                }
-                let text = joined_text(turn);
-                if !text.is_empty() {
-                    messages.push(json!({"role": "user", "content": text}));
-                }
-            }
-            Role::Assistant => {
-                let calls: Vec<Value> = turn
-                    .blocks
-                    .iter()
-                    .filter_map(|(_, block)| match block {
-                        ContentBlock::ToolUse(call) => {
-                            let arguments = if call.input.is_object() {
-                                call.input.clone()
-                            } else {
-                                json!({})
-                            };
-                            Some(json!({"function": {"name": call.name, "arguments": arguments}}))
-                        }
-                        _ => None,
-                    })
-                    .collect();
-                let mut message = json!({"role": "assistant", "content": joined_text(turn)});
-                if !calls.is_empty() {
-                    message["tool_calls"] = Value::Array(calls);
-                }
-                messages.push(message);
-            }
+    let tool_message = |result: &ToolResult| {
+        let mut message = json!({"role": "tool", "content": tool_result_text(result)});
+        if let Some(name) = tool_names.get(result.tool_use_id.as_str()) {
+            message["tool_name"] = json!(name);
         }
-    }
+        message
+    };
+    let assistant_message = |text: String, calls: Vec<&ToolCall>| {
+        let mut message = json!({"role": "assistant", "content": text});
+        if !calls.is_empty() {
+            let calls = calls.iter().map(|call| {
+                let arguments = if call.input.is_object() {
+                    call.input.clone()
+                } else {
+                    json!({})
+                };
+                json!({"function": {"name": call.name, "arguments": arguments}})
+            });
+            message["tool_calls"] = calls.collect();
+        }
+        message
+    };
+    let messages = chat_messages(request, tool_message, assistant_message);
     let mut body = json!({
         "model": request.model,
         "messages": messages,
@@ -218,7 +179,7 @@ impl OllamaDecoder {
         }
     }
 
-    fn handle_line(&mut self, out: &mut Vec<Decoded>) {
+    fn end_line(&mut self, out: &mut Vec<Decoded>) {
         let bytes = std::mem::take(&mut self.line);
         if self.done {
             return;
@@ -228,20 +189,22 @@ impl OllamaDecoder {
         if line.is_empty() {
             return;
         }
-        let value: Value = match serde_json::from_str(line) {
-            Ok(value) => value,
-            Err(_) => {
-                out.push(Err(not_json("a stream line", line)));
-                return;
-            }
-        };
+        if let Err(err) = self.read_line(line, out) {
+            out.push(Err(err));
+        }
+    }
+
+    /// Reads one non-empty line; an `Err` is yielded as the item that ends the stream.
+    fn read_line(&mut self, line: &str, out: &mut Vec<Decoded>) -> Result<(), LlmError> {
+        let value: Value =
+            serde_json::from_str(line).map_err(|_| not_json("a stream line", line))?;
         if let Some(error) = value.get("error").filter(|e| !e.is_null()) {
             let message = error
                 .as_str()
                 .or_else(|| error.get("message").and_then(Value::as_str))
                 .unwrap_or("unknown error");
             out.push(Ok(StreamEvent::Error(classify_stream_error("", message))));
-            return;
+            return Ok(());
         }
         let message = value.get("message");
         let text = |key: &str| {
@@ -273,22 +236,28 @@ impl OllamaDecoder {
             self.tool_call(call, out);
         }
         if value.get("done").and_then(Value::as_bool) == Some(true) {
-            self.done = true;
-            let count = |key: &str| value.get(key).and_then(Value::as_u64);
-            if count("prompt_eval_count").is_some() || count("eval_count").is_some() {
-                out.push(Ok(StreamEvent::Usage(Usage {
-                    input_tokens: count("prompt_eval_count").unwrap_or(0),
-                    output_tokens: count("eval_count").unwrap_or(0),
-                    ..Usage::default()
-                })));
-            }
-            let reason = match value.get("done_reason").and_then(Value::as_str) {
-                Some("length") => StopReason::MaxTokens,
-                _ if self.calls > 0 => StopReason::ToolUse,
-                _ => StopReason::EndTurn,
-            };
-            out.push(Ok(StreamEvent::Stop(reason)));
+            self.finish_reply(&value, out);
         }
+        Ok(())
+    }
+
+    /// The `done` line: the usage counts and the stop reason.
+    fn finish_reply(&mut self, value: &Value, out: &mut Vec<Decoded>) {
+        self.done = true;
+        let count = |key: &str| value.get(key).and_then(Value::as_u64);
+        if count("prompt_eval_count").is_some() || count("eval_count").is_some() {
+            out.push(Ok(StreamEvent::Usage(Usage {
+                input_tokens: count("prompt_eval_count").unwrap_or(0),
+                output_tokens: count("eval_count").unwrap_or(0),
+                ..Usage::default()
+            })));
+        }
+        let reason = match value.get("done_reason").and_then(Value::as_str) {
+            Some("length") => StopReason::MaxTokens,
+            _ if self.calls > 0 => StopReason::ToolUse,
+            _ => StopReason::EndTurn,
+        };
+        out.push(Ok(StreamEvent::Stop(reason)));
     }
 
     fn tool_call(&mut self, call: &Value, out: &mut Vec<Decoded>) {
@@ -317,17 +286,11 @@ impl OllamaDecoder {
     }
 }
 
-impl Default for OllamaDecoder {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
 impl WireDecoder for OllamaDecoder {
     fn feed(&mut self, chunk: &[u8], out: &mut Vec<Decoded>) {
         for &byte in chunk {
             if byte == b'\n' {
-                self.handle_line(out);
+                self.end_line(out);
             } else {
                 self.line.push(byte);
             }
@@ -335,7 +298,7 @@ impl WireDecoder for OllamaDecoder {
     }
 
     fn finish(&mut self, out: &mut Vec<Decoded>) {
-        self.handle_line(out);
+        self.end_line(out);
     }
 }
 

@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::config::ProviderKind;
-use crate::domain::{ErrorCategory, Message, ToolCall, ToolResult};
+use crate::domain::{ContentBlock, ErrorCategory, Message, Role, ToolCall, ToolResult};
 use crate::llm::test_server::{ok_stream, serve_once};
 use crate::llm::{ToolSpec, decode};
 use futures_util::StreamExt;

@@ -6,17 +6,16 @@
 //! `index`, some report `finish_reason: stop` after a tool call, errors may arrive inside the
 //! stream. The decoder accepts all of these and keys tool calls by its own sequential index.
 
-use super::decode::{Decoded, WireDecoder};
+use super::decode::Decoded;
 use super::error::{classify_stream_error, not_json};
 use super::history::{joined_text, merge_turns};
 use super::http::{self, Endpoint};
-use super::sse::{SseDecoder, SseEvent};
+use super::sse::{SseHandler, SseWire};
 use super::{BoxFuture, ChatRequest, EventStream, LlmError, Provider, StopReason, StreamEvent};
 use crate::config::ProviderProfile;
-use crate::domain::{ContentBlock, ErrorCategory, Role, Usage};
+use crate::domain::{ContentBlock, Role, ToolCall, ToolResult, Usage};
 use serde_json::{Value, json};
 use std::collections::HashMap;
-use std::time::Duration;
 
 /// A provider speaking OpenAI Chat Completions.
 #[derive(Debug, Clone)]
@@ -38,11 +37,7 @@ impl OpenAiProvider {
     /// A provider for the profile's base URL (`https://api.openai.com/v1`, or any compatible
     /// server's). Does no IO.
     pub fn new(profile: &ProviderProfile) -> Self {
-        let hint = http::base_url_hint(&profile.name);
-        let endpoint = |path: &str| Endpoint {
-            url: http::join_url(&profile.base_url, &["/chat/completions"], path),
-            base_url_hint: hint.clone(),
-        };
+        let endpoint = |path: &str| Endpoint::new(profile, &["/chat/completions"], path);
         let official_api = reqwest::Url::parse(profile.base_url.trim())
             .ok()
             .and_then(|url| url.host_str().map(|host| host == "api.openai.com"))
@@ -69,16 +64,15 @@ impl OpenAiProvider {
                 let bearer = http::secret_header(&format!("Bearer {}", key.trim()), &self.name)?;
                 builder = builder.header(reqwest::header::AUTHORIZATION, bearer);
             }
-            (None, Some(var)) if self.needs_key => {
-                return Err(LlmError::new(
-                    ErrorCategory::Auth,
-                    format!("no API key for provider `{}`: set {var}", self.name),
-                ));
-            }
+            (None, Some(var)) if self.needs_key => return Err(http::missing_key(&self.name, var)),
             // A local server, or a proxy that holds the key itself: let it decide.
             (None, _) => {}
         }
         Ok(builder)
+    }
+
+    fn explain(&self, err: LlmError, model: &str) -> LlmError {
+        http::explain(err, &self.name, self.api_key_env.as_deref(), model)
     }
 }
 
@@ -96,24 +90,18 @@ impl Provider for OpenAiProvider {
                 .request(reqwest::Method::POST, &self.completions)?
                 .header(reqwest::header::ACCEPT, "text/event-stream")
                 .json(&encode_request(request, self.official_api));
-            let response = http::send(&self.completions, builder)
-                .await
-                .map_err(|err| {
-                    http::explain(err, &self.name, self.api_key_env.as_deref(), &request.model)
-                })?;
-            http::expect_stream(&self.completions, &response)?;
-            Ok(http::event_stream(response, OpenAiDecoder::new()))
+            let decoder = SseWire::<OpenAiEvents>::default();
+            http::open_stream(&self.completions, builder, decoder, |err| {
+                self.explain(err, &request.model)
+            })
+            .await
         })
     }
 
     fn probe(&self) -> BoxFuture<'_, Result<String, LlmError>> {
         Box::pin(async move {
-            let builder = self
-                .request(reqwest::Method::GET, &self.models)?
-                .timeout(Duration::from_secs(15));
-            http::send(&self.models, builder)
-                .await
-                .map_err(|err| http::explain(err, &self.name, self.api_key_env.as_deref(), ""))?;
+            let builder = self.request(reqwest::Method::GET, &self.models)?;
+            http::probe(&self.models, builder, |err| self.explain(err, "")).await?;
             Ok(format!("{} answered", self.models.url))
         })
     }
@@ -122,60 +110,33 @@ impl Provider for OpenAiProvider {
 /// The JSON body of a streamed Chat Completions request. `official_api` selects OpenAI's own
 /// name for the output limit.
 pub(crate) fn encode_request(request: &ChatRequest, official_api: bool) -> Value {
-    let mut messages = Vec::new();
-    if !request.system.is_empty() {
-        messages.push(json!({"role": "system", "content": request.system}));
-    }
-    // Chat Completions has no way to send reasoning back; it is left out.
-    let turns = merge_turns(&request.messages, |block| {
-        !matches!(block, ContentBlock::Thinking { .. })
-    });
-    for turn in &turns {
-        match turn.role {
-            Role::User => {
-                // Tool results travel as `tool` messages, which must directly follow the
-                // assistant message that made the calls; the user's text comes after them.
-                for (_, block) in &turn.blocks {
-                    if let ContentBlock::ToolResult(result) = block {
-                        messages.push(json!({
-                            "role": "tool",
-                            "tool_call_id": result.tool_use_id,
-                            "content": tool_result_text(&result.content, result.is_error),
-                        }));
-                    }
-                }
-                let text = joined_text(turn);
-                if !text.is_empty() {
-                    messages.push(json!({"role": "user", "content": text}));
-                }
-            }
-            Role::Assistant => {
-                let calls: Vec<Value> = turn
-                    .blocks
-                    .iter()
-                    .filter_map(|(_, block)| match block {
-                        ContentBlock::ToolUse(call) => Some(json!({
-                            "id": call.id,
-                            "type": "function",
-                            "function": {"name": call.name, "arguments": call.input.to_string()},
-                        })),
-                        _ => None,
-                    })
-                    .collect();
-                let text = joined_text(turn);
-                let mut message = json!({"role": "assistant"});
-                message["content"] = if text.is_empty() && !calls.is_empty() {
-                    Value::Null
-                } else {
-                    json!(text)
-                };
-                if !calls.is_empty() {
-                    message["tool_calls"] = Value::Array(calls);
-                }
-                messages.push(message);
-            }
+    let tool_message = |result: &ToolResult| {
+        json!({
+            "role": "tool",
+            "tool_call_id": result.tool_use_id,
+            "content": tool_result_text(result),
+        })
+    };
+    let assistant_message = |text: String, calls: Vec<&ToolCall>| {
+        let mut message = json!({"role": "assistant"});
+        message["content"] = if text.is_empty() && !calls.is_empty() {
+            Value::Null
+        } else {
+            json!(text)
+        };
+        if !calls.is_empty() {
+            let calls = calls.iter().map(|call| {
+                json!({
+                    "id": call.id,
+                    "type": "function",
+                    "function": {"name": call.name, "arguments": call.input.to_string()},
+                })
+            });
+            message["tool_calls"] = calls.collect();
         }
-    }
+        message
+    };
+    let messages = chat_messages(request, tool_message, assistant_message);
     let limit_field = if official_api {
         "max_completion_tokens"
     } else {
@@ -206,12 +167,58 @@ pub(crate) fn function_tool(tool: &super::ToolSpec) -> Value {
     })
 }
 
+/// The `messages` of a request in the chat shape Chat Completions and Ollama share: the
+/// system prompt first, reasoning left out (Chat Completions cannot take it back), and each
+/// user turn's tool results as `tool` messages ahead of its text, since they must directly
+/// follow the assistant message that made the calls. The formats differ in how a tool result
+/// and an assistant turn (its joined text and its calls) are written.
+pub(crate) fn chat_messages(
+    request: &ChatRequest,
+    tool_message: impl Fn(&ToolResult) -> Value,
+    assistant_message: impl Fn(String, Vec<&ToolCall>) -> Value,
+) -> Vec<Value> {
+    let mut messages = Vec::new();
+    if !request.system.is_empty() {
+        messages.push(json!({"role": "system", "content": request.system}));
+    }
+    let turns = merge_turns(&request.messages, |block| {
+        !matches!(block, ContentBlock::Thinking { .. })
+    });
+    for turn in &turns {
+        let text = joined_text(turn);
+        match turn.role {
+            Role::User => {
+                let results = turn.blocks.iter().filter_map(|(_, block)| match block {
+                    ContentBlock::ToolResult(result) => Some(tool_message(result)),
+                    _ => None,
+                });
+                messages.extend(results);
+                if !text.is_empty() {
+                    messages.push(json!({"role": "user", "content": text}));
+                }
+            }
+            Role::Assistant => {
+                let calls = turn
+                    .blocks
+                    .iter()
+                    .filter_map(|(_, block)| match block {
+                        ContentBlock::ToolUse(call) => Some(call),
+                        _ => None,
+                    })
+                    .collect();
+                messages.push(assistant_message(text, calls));
+            }
+        }
+    }
+    messages
+}
+
 /// A tool result's text; formats without an error flag get the failure said in words.
-pub(crate) fn tool_result_text(content: &str, is_error: bool) -> String {
-    if is_error {
-        format!("Error: {content}")
+pub(crate) fn tool_result_text(result: &ToolResult) -> String {
+    if result.is_error {
+        format!("Error: {}", result.content)
     } else {
-        content.to_string()
+        result.content.clone()
     }
 }
 
@@ -222,10 +229,9 @@ struct OpenCall {
     open: bool,
 }
 
-/// Decodes the Chat Completions chunk stream into [`StreamEvent`]s.
+/// Reads the Chat Completions chunk stream into [`StreamEvent`]s.
 #[derive(Debug, Default)]
-pub(crate) struct OpenAiDecoder {
-    sse: SseDecoder,
+pub(crate) struct OpenAiEvents {
     /// Calls in the order they started; the position is the event index.
     calls: Vec<OpenCall>,
     /// The server's `index` of a call → its position in `calls`.
@@ -238,34 +244,21 @@ pub(crate) struct OpenAiDecoder {
 /// The wire index used for the legacy single `function_call` delta.
 const LEGACY_FUNCTION_CALL: u64 = u64::MAX;
 
-impl OpenAiDecoder {
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    fn handle(&mut self, event: SseEvent, out: &mut Vec<Decoded>) {
+impl SseHandler for OpenAiEvents {
+    fn event(&mut self, _name: &str, data: &str, out: &mut Vec<Decoded>) -> Result<(), LlmError> {
         if self.done {
-            return;
-        }
-        let data = event.data.trim();
-        if data.is_empty() {
-            return;
+            return Ok(());
         }
         if data == "[DONE]" {
             self.done = true;
             self.conclude(true, out);
-            return;
+            return Ok(());
         }
-        let value: Value = match serde_json::from_str(data) {
-            Ok(value) => value,
-            Err(_) => {
-                out.push(Err(not_json("a stream chunk", data)));
-                return;
-            }
-        };
+        let value: Value =
+            serde_json::from_str(data).map_err(|_| not_json("a stream chunk", data))?;
         if let Some(error) = value.get("error").filter(|e| !e.is_null()) {
             out.push(Ok(StreamEvent::Error(stream_error(error))));
-            return;
+            return Ok(());
         }
         for choice in value
             .get("choices")
@@ -279,41 +272,49 @@ impl OpenAiDecoder {
         if let Some(usage) = value.get("usage").and_then(parse_usage) {
             out.push(Ok(StreamEvent::Usage(usage)));
         }
+        Ok(())
     }
 
+    fn end(&mut self, out: &mut Vec<Decoded>) {
+        if !self.done {
+            self.conclude(false, out);
+        }
+    }
+}
+
+impl OpenAiEvents {
     fn choice(&mut self, choice: &Value, out: &mut Vec<Decoded>) {
         if let Some(delta) = choice.get("delta") {
-            let text = |key: &str| delta.get(key).and_then(Value::as_str).unwrap_or_default();
-            let reasoning = match text("reasoning_content") {
-                "" => text("reasoning"),
-                some => some,
-            };
-            if !reasoning.is_empty() {
-                out.push(Ok(StreamEvent::ThinkingDelta(reasoning.to_string())));
-            }
-            if !text("content").is_empty() {
-                out.push(Ok(StreamEvent::TextDelta(text("content").to_string())));
-            }
-            for (position, call) in delta
-                .get("tool_calls")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .enumerate()
-            {
-                let wire_index = call
-                    .get("index")
-                    .and_then(Value::as_u64)
-                    .unwrap_or(position as u64);
-                self.call_fragment(wire_index, call, call.get("function"), out);
-            }
-            if let Some(function) = delta.get("function_call").filter(|f| f.is_object()) {
-                self.call_fragment(LEGACY_FUNCTION_CALL, delta, Some(function), out);
-            }
+            self.delta(delta, out);
         }
         if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
             self.finish = Some(finish_reason(reason));
             self.close_calls(out);
+        }
+    }
+
+    fn delta(&mut self, delta: &Value, out: &mut Vec<Decoded>) {
+        let text = |key: &str| delta.get(key).and_then(Value::as_str).unwrap_or_default();
+        let reasoning = match text("reasoning_content") {
+            "" => text("reasoning"),
+            some => some,
+        };
+        if !reasoning.is_empty() {
+            out.push(Ok(StreamEvent::ThinkingDelta(reasoning.to_string())));
+        }
+        if !text("content").is_empty() {
+            out.push(Ok(StreamEvent::TextDelta(text("content").to_string())));
+        }
+        let calls = delta.get("tool_calls").and_then(Value::as_array);
+        for (position, call) in calls.into_iter().flatten().enumerate() {
+            let wire_index = call
+                .get("index")
+                .and_then(Value::as_u64)
+                .unwrap_or(position as u64);
+            self.call_fragment(wire_index, call, call.get("function"), out);
+        }
+        if let Some(function) = delta.get("function_call").filter(|f| f.is_object()) {
+            self.call_fragment(LEGACY_FUNCTION_CALL, delta, Some(function), out);
         }
     }
 
@@ -400,28 +401,6 @@ impl OpenAiDecoder {
         };
         if let Some(reason) = reason {
             out.push(Ok(StreamEvent::Stop(reason)));
-        }
-    }
-}
-
-impl WireDecoder for OpenAiDecoder {
-    fn feed(&mut self, chunk: &[u8], out: &mut Vec<Decoded>) {
-        let mut events = Vec::new();
-        self.sse.feed(chunk, &mut events);
-        for event in events {
-            self.handle(event, out);
-        }
-    }
-
-    fn finish(&mut self, out: &mut Vec<Decoded>) {
-        let mut events = Vec::new();
-        self.sse.finish(&mut events);
-        for event in events {
-            self.handle(event, out);
-        }
-        if !self.done {
-            self.done = true;
-            self.conclude(false, out);
         }
     }
 }

@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::config::ProviderKind;
-use crate::domain::{Message, ToolCall, ToolResult};
+use crate::domain::{ContentBlock, ErrorCategory, Message, Role, ToolCall, ToolResult};
 use crate::llm::test_server::{error_reply, ok_stream, serve_once};
 use crate::llm::{ToolSpec, decode};
 use futures_util::StreamExt;

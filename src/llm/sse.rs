@@ -7,6 +7,12 @@
 //! lines join with `\n`; a blank line dispatches) with two allowances for real servers: data
 //! lines padded with trailing spaces are trimmed, and a stream that ends without the final
 //! blank line still delivers its last event.
+//!
+//! [`SseWire`] puts this framing under a wire format's [`SseHandler`], which only has to read
+//! the events; together they make the format's [`WireDecoder`].
+
+use super::LlmError;
+use super::decode::{Decoded, WireDecoder};
 
 /// One dispatched event.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -107,6 +113,52 @@ impl SseDecoder {
             event: event.unwrap_or_else(|| "message".to_string()),
             data: std::mem::take(&mut self.data),
         });
+    }
+}
+
+/// What an SSE-framed wire format does with its events.
+pub(crate) trait SseHandler: Send + 'static {
+    /// Reads one event: `name` is its `event` field, `data` its payload, trimmed and never
+    /// empty. An `Err` is yielded as the item that ends the stream.
+    fn event(&mut self, name: &str, data: &str, out: &mut Vec<Decoded>) -> Result<(), LlmError>;
+
+    /// The body ended after its last event: closes what the format leaves implicit.
+    fn end(&mut self, out: &mut Vec<Decoded>);
+}
+
+/// The [`WireDecoder`] of an SSE-framed format: the framing here, the events read by `H`.
+#[derive(Debug, Default)]
+pub(crate) struct SseWire<H> {
+    framing: SseDecoder,
+    handler: H,
+}
+
+impl<H: SseHandler> SseWire<H> {
+    fn dispatch(&mut self, events: Vec<SseEvent>, out: &mut Vec<Decoded>) {
+        for event in events {
+            let data = event.data.trim();
+            if data.is_empty() {
+                continue;
+            }
+            if let Err(err) = self.handler.event(&event.event, data, out) {
+                out.push(Err(err));
+            }
+        }
+    }
+}
+
+impl<H: SseHandler> WireDecoder for SseWire<H> {
+    fn feed(&mut self, chunk: &[u8], out: &mut Vec<Decoded>) {
+        let mut events = Vec::new();
+        self.framing.feed(chunk, &mut events);
+        self.dispatch(events, out);
+    }
+
+    fn finish(&mut self, out: &mut Vec<Decoded>) {
+        let mut events = Vec::new();
+        self.framing.finish(&mut events);
+        self.dispatch(events, out);
+        self.handler.end(out);
     }
 }
 

@@ -6,7 +6,9 @@
 //! nothing here panics whatever the input.
 
 use super::ToolOutput;
+use super::paths::{self, PathArg};
 use serde_json::{Map, Value};
+use std::path::{Path, PathBuf};
 
 /// A problem with a call's arguments, phrased for the model.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -97,6 +99,19 @@ impl<'a> Args<'a> {
             Some(Value::String(s)) if s == "false" => Ok(Some(false)),
             Some(other) => Err(self.wrong_type(name, "true or false", other)),
         }
+    }
+
+    /// A path, resolved against `cwd` and normalised (see [`paths::resolve`]); when `arg` allows
+    /// it to be left out, absent means `cwd` itself.
+    pub fn path(&self, name: &str, cwd: &Path, arg: PathArg) -> Result<PathBuf, ArgError> {
+        let raw = match arg {
+            PathArg::Required => self.string(name)?,
+            PathArg::Optional => match self.opt_string(name)? {
+                Some(raw) => raw,
+                None => return Ok(paths::normalize(cwd)),
+            },
+        };
+        paths::resolve(cwd, raw).map_err(|e| ArgError(format!("{}: {e}", self.tool)))
     }
 
     fn missing(&self, name: &str, expected: &str) -> ArgError {

@@ -7,9 +7,8 @@
 //! endings consistent.
 
 use super::args::{ArgError, Args};
-use super::file_read::not_found_message;
 use super::output::cap_head_tail;
-use super::paths::{self, Access};
+use super::paths::{self, Access, PathArg};
 use super::{ApprovalNeed, Tool, ToolContext, ToolEffect, ToolFuture, ToolOutput};
 use crate::domain::Audience;
 use serde_json::{Value, json};
@@ -61,10 +60,7 @@ impl Tool for FileEdit {
     }
 
     fn approval_need(&self, input: &Value, ctx: &ToolContext) -> ApprovalNeed {
-        match Args::new(self.name(), input).and_then(|a| a.string("path")) {
-            Ok(raw) => paths::need_for_arg(ctx, Some(raw), Access::Write),
-            Err(_) => ApprovalNeed::Edit,
-        }
+        paths::need_for_input(ctx, self.name(), input, PathArg::Required, Access::Write)
     }
 
     fn execute<'a>(
@@ -100,11 +96,10 @@ struct Request {
 
 fn parse(tool: &'static str, input: &Value, ctx: &ToolContext) -> Result<Request, ArgError> {
     let args = Args::new(tool, input)?;
-    let raw = args.string("path")?;
+    let path = args.path("path", &ctx.cwd, PathArg::Required)?;
     let old = args.string("old_string")?.to_string();
     let new = args.string("new_string")?.to_string();
     let replace_all = args.opt_bool("replace_all")?.unwrap_or(false);
-    let path = paths::resolve(&ctx.cwd, raw).map_err(|e| ArgError(format!("{tool}: {e}")))?;
     if old.is_empty() {
         return Err(ArgError(format!(
             "{tool}: `old_string` is empty. Give the exact text to replace; to create a file or \
@@ -132,7 +127,7 @@ fn edit(request: &Request) -> ToolOutput {
         Err(err) if err.kind() == io::ErrorKind::NotFound => {
             return ToolOutput::error(format!(
                 "{} To create a new file use file_write.",
-                not_found_message(&request.path, shown)
+                paths::not_found_message(&request.path, shown)
             ));
         }
         Err(err) if request.path.is_dir() => {

@@ -7,7 +7,7 @@
 
 use super::args::{ArgError, Args};
 use super::output::{group_digits, human_bytes};
-use super::paths::{self, Access};
+use super::paths::{self, Access, PathArg};
 use super::{ApprovalNeed, Tool, ToolContext, ToolEffect, ToolFuture, ToolOutput, run_blocking};
 use crate::domain::Audience;
 use serde_json::{Value, json};
@@ -67,10 +67,7 @@ impl Tool for FileRead {
     }
 
     fn approval_need(&self, input: &Value, ctx: &ToolContext) -> ApprovalNeed {
-        match Args::new(self.name(), input).and_then(|a| a.string("path")) {
-            Ok(raw) => paths::need_for_arg(ctx, Some(raw), Access::Read),
-            Err(_) => ApprovalNeed::None,
-        }
+        paths::need_for_input(ctx, self.name(), input, PathArg::Required, Access::Read)
     }
 
     fn execute<'a>(
@@ -84,8 +81,7 @@ impl Tool for FileRead {
                 Ok(request) => request,
                 Err(err) => return err.into(),
             };
-            let token = cancel.clone();
-            run_blocking(&cancel, move || read(&request, &token)).await
+            run_blocking(&cancel, move |token| read(&request, token)).await
         })
     }
 }
@@ -100,8 +96,7 @@ struct Request {
 
 fn parse(tool: &'static str, input: &Value, ctx: &ToolContext) -> Result<Request, ArgError> {
     let args = Args::new(tool, input)?;
-    let raw = args.string("path")?;
-    let path = paths::resolve(&ctx.cwd, raw).map_err(|e| ArgError(format!("{tool}: {e}")))?;
+    let path = args.path("path", &ctx.cwd, PathArg::Required)?;
     Ok(Request {
         shown: paths::display(&ctx.cwd, &path),
         path,
@@ -115,7 +110,7 @@ fn read(request: &Request, cancel: &CancellationToken) -> ToolOutput {
     let metadata = match std::fs::metadata(&request.path) {
         Ok(metadata) => metadata,
         Err(err) if err.kind() == io::ErrorKind::NotFound => {
-            return ToolOutput::error(not_found_message(&request.path, shown));
+            return ToolOutput::error(paths::not_found_message(&request.path, shown));
         }
         Err(err) => return ToolOutput::error(format!("Cannot read {shown}: {err}")),
     };
@@ -136,29 +131,6 @@ fn read(request: &Request, cancel: &CancellationToken) -> ToolOutput {
         Ok(text) => ToolOutput::ok(text).with_effect(effect),
         Err(err) => ToolOutput::error(format!("Cannot read {shown}: {err}")),
     }
-}
-
-/// "X does not exist", with names that look like what was meant.
-pub(crate) fn not_found_message(path: &Path, shown: &str) -> String {
-    let mut msg = format!("{shown} does not exist.");
-    let parent = path.parent().unwrap_or(Path::new("/"));
-    if !parent.is_dir() {
-        msg.push_str(&format!(
-            " Its directory {} does not exist either.",
-            parent.display()
-        ));
-    } else {
-        let similar = paths::similar_names(path);
-        if !similar.is_empty() {
-            msg.push_str(&format!(
-                " Similar names in {}: {}.",
-                parent.display(),
-                similar.join(", ")
-            ));
-        }
-    }
-    msg.push_str(" Use glob to find files by name.");
-    msg
 }
 
 /// Formats lines `offset..offset+limit` of the file at `path`.

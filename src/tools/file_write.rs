@@ -6,7 +6,7 @@
 
 use super::args::{ArgError, Args};
 use super::output::group_digits;
-use super::paths::{self, Access};
+use super::paths::{self, Access, PathArg};
 use super::{ApprovalNeed, Tool, ToolContext, ToolEffect, ToolFuture, ToolOutput};
 use crate::domain::Audience;
 use serde_json::{Value, json};
@@ -50,12 +50,7 @@ impl Tool for FileWrite {
     }
 
     fn approval_need(&self, input: &Value, ctx: &ToolContext) -> ApprovalNeed {
-        match Args::new(self.name(), input).and_then(|a| a.string("path")) {
-            Ok(raw) => paths::need_for_arg(ctx, Some(raw), Access::Write),
-            // The call fails on its arguments before touching anything, but a write is still
-            // a write: never let a malformed call look like a free read.
-            Err(_) => ApprovalNeed::Edit,
-        }
+        paths::need_for_input(ctx, self.name(), input, PathArg::Required, Access::Write)
     }
 
     fn execute<'a>(
@@ -92,9 +87,8 @@ fn parse(
     ctx: &ToolContext,
 ) -> Result<(PathBuf, String), ArgError> {
     let args = Args::new(tool, input)?;
-    let raw = args.string("path")?;
+    let path = args.path("path", &ctx.cwd, PathArg::Required)?;
     let content = args.string("content")?.to_string();
-    let path = paths::resolve(&ctx.cwd, raw).map_err(|e| ArgError(format!("{tool}: {e}")))?;
     Ok((path, content))
 }
 

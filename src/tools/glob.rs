@@ -6,11 +6,11 @@
 
 use super::args::{ArgError, Args};
 use super::output::group_digits;
-use super::paths::{self, Access};
+use super::paths::{self, Access, PathArg};
+use super::walk::{self, Order, Step};
 use super::{ApprovalNeed, Tool, ToolContext, ToolFuture, ToolOutput, run_blocking};
 use crate::domain::Audience;
 use globset::{GlobBuilder, GlobMatcher};
-use ignore::WalkBuilder;
 use serde_json::{Value, json};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -58,10 +58,7 @@ impl Tool for Glob {
     }
 
     fn approval_need(&self, input: &Value, ctx: &ToolContext) -> ApprovalNeed {
-        match Args::new(self.name(), input).and_then(|a| a.opt_string("path")) {
-            Ok(raw) => paths::need_for_arg(ctx, raw, Access::Read),
-            Err(_) => ApprovalNeed::None,
-        }
+        paths::need_for_input(ctx, self.name(), input, PathArg::Optional, Access::Read)
     }
 
     fn execute<'a>(
@@ -75,8 +72,7 @@ impl Tool for Glob {
                 Ok(request) => request,
                 Err(err) => return err.into(),
             };
-            let token = cancel.clone();
-            run_blocking(&cancel, move || find(&request, &token)).await
+            run_blocking(&cancel, move |token| find(&request, token)).await
         })
     }
 }
@@ -92,10 +88,7 @@ struct Request {
 fn parse(tool: &'static str, input: &Value, ctx: &ToolContext) -> Result<Request, ArgError> {
     let args = Args::new(tool, input)?;
     let pattern = args.string("pattern")?.to_string();
-    let root = match args.opt_string("path")? {
-        Some(raw) => paths::resolve(&ctx.cwd, raw).map_err(|e| ArgError(format!("{tool}: {e}")))?,
-        None => paths::normalize(&ctx.cwd),
-    };
+    let root = args.path("path", &ctx.cwd, PathArg::Optional)?;
     if pattern.starts_with('/') {
         return Err(ArgError(format!(
             "{tool}: the pattern {pattern:?} is absolute; patterns match paths relative to the \
@@ -133,14 +126,12 @@ fn find(request: &Request, cancel: &CancellationToken) -> ToolOutput {
     // replaced. Ties go to the path that sorts first.
     let mut newest: BinaryHeap<Reverse<(SystemTime, Reverse<String>)>> = BinaryHeap::new();
     let mut total: u64 = 0;
-    for entry in WalkBuilder::new(root).build() {
-        if cancel.is_cancelled() {
-            return ToolOutput::error("Cancelled before the search finished.");
-        }
-        let Ok(entry) = entry else { continue };
-        if !entry.file_type().is_some_and(|t| t.is_file()) {
-            continue;
-        }
+    for step in walk::files(root, Order::Unsorted, cancel) {
+        let entry = match step {
+            Step::File(entry) => entry,
+            Step::Unreadable => continue,
+            Step::Cancelled => return ToolOutput::error(walk::CANCELLED),
+        };
         let Ok(relative) = entry.path().strip_prefix(root) else {
             continue;
         };

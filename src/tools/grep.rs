@@ -7,7 +7,8 @@
 
 use super::args::{ArgError, Args};
 use super::output::group_digits;
-use super::paths::{self, Access};
+use super::paths::{self, Access, PathArg};
+use super::walk::{self, Order, Step};
 use super::{ApprovalNeed, Tool, ToolContext, ToolFuture, ToolOutput, run_blocking};
 use crate::domain::Audience;
 use globset::{GlobBuilder, GlobMatcher};
@@ -15,7 +16,6 @@ use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::{
     BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkContextKind, SinkMatch,
 };
-use ignore::WalkBuilder;
 use serde_json::{Value, json};
 use std::io;
 use std::path::{Path, PathBuf};
@@ -75,10 +75,7 @@ impl Tool for Grep {
     }
 
     fn approval_need(&self, input: &Value, ctx: &ToolContext) -> ApprovalNeed {
-        match Args::new(self.name(), input).and_then(|a| a.opt_string("path")) {
-            Ok(raw) => paths::need_for_arg(ctx, raw, Access::Read),
-            Err(_) => ApprovalNeed::None,
-        }
+        paths::need_for_input(ctx, self.name(), input, PathArg::Optional, Access::Read)
     }
 
     fn execute<'a>(
@@ -92,8 +89,7 @@ impl Tool for Grep {
                 Ok(request) => request,
                 Err(err) => return err.into(),
             };
-            let token = cancel.clone();
-            run_blocking(&cancel, move || search(&request, &token)).await
+            run_blocking(&cancel, move |token| search(&request, token)).await
         })
     }
 }
@@ -121,10 +117,7 @@ struct Request {
 fn parse(tool: &'static str, input: &Value, ctx: &ToolContext) -> Result<Request, ArgError> {
     let args = Args::new(tool, input)?;
     let pattern = args.string("pattern")?.to_string();
-    let root = match args.opt_string("path")? {
-        Some(raw) => paths::resolve(&ctx.cwd, raw).map_err(|e| ArgError(format!("{tool}: {e}")))?,
-        None => paths::normalize(&ctx.cwd),
-    };
+    let root = args.path("path", &ctx.cwd, PathArg::Optional)?;
     let mode = match args.opt_string("output_mode")? {
         None | Some("content") => Mode::Content,
         Some("files_with_matches") => Mode::Files,
@@ -191,24 +184,15 @@ fn search(request: &Request, cancel: &CancellationToken) -> ToolOutput {
         .after_context(request.context)
         .build();
     let mut report = Report::default();
-    let limit_mode = request.mode;
-    for entry in WalkBuilder::new(root)
-        .sort_by_file_name(|a, b| a.cmp(b))
-        .build()
-    {
-        if cancel.is_cancelled() {
-            return ToolOutput::error("Cancelled before the search finished.");
-        }
-        let entry = match entry {
-            Ok(entry) => entry,
-            Err(_) => {
+    for step in walk::files(root, Order::ByName, cancel) {
+        let entry = match step {
+            Step::File(entry) => entry,
+            Step::Unreadable => {
                 report.unreadable += 1;
                 continue;
             }
+            Step::Cancelled => return ToolOutput::error(walk::CANCELLED),
         };
-        if !entry.file_type().is_some_and(|t| t.is_file()) {
-            continue;
-        }
         let path = entry.path();
         let explicit = entry.depth() == 0;
         if !explicit && !glob_allows(request.glob.as_ref(), root, path) {
@@ -216,7 +200,7 @@ fn search(request: &Request, cancel: &CancellationToken) -> ToolOutput {
         }
         let mut sink = FileSink {
             shown: paths::display(&request.cwd, path),
-            mode: limit_mode,
+            mode: request.mode,
             lines: Vec::new(),
             matches: 0,
             budget: request.max_results - report.matches,

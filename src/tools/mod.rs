@@ -6,8 +6,8 @@
 //! every change of state goes through the session and its journal.
 //!
 //! Each built-in tool lives in its own file; the pieces they share are argument checking
-//! ([`args`]), path resolution and the project boundary ([`paths`]), and output capping
-//! ([`output`]).
+//! ([`args`]), path resolution and the project boundary ([`paths`]), output capping
+//! ([`output`]), and the ignore-respecting file walk behind `glob` and `grep` (`walk`).
 
 pub mod args;
 pub mod file_edit;
@@ -21,6 +21,7 @@ pub mod policy;
 pub mod registry;
 pub mod set_working_directory;
 pub mod shell_execute;
+mod walk;
 
 pub use output::{OutputCap, cap_head_tail};
 pub use policy::{ApprovalMode, ApprovalNeed, Decision, decide};
@@ -132,9 +133,10 @@ pub trait Tool: Send + Sync {
 /// its next check.
 pub(crate) async fn run_blocking<F>(cancel: &CancellationToken, work: F) -> ToolOutput
 where
-    F: FnOnce() -> ToolOutput + Send + 'static,
+    F: FnOnce(&CancellationToken) -> ToolOutput + Send + 'static,
 {
-    let task = tokio::task::spawn_blocking(work);
+    let token = cancel.clone();
+    let task = tokio::task::spawn_blocking(move || work(&token));
     tokio::select! {
         _ = cancel.cancelled() => ToolOutput::error("Cancelled before the tool finished."),
         joined = task => joined.unwrap_or_else(|err| {

@@ -7,7 +7,9 @@
 //! ancestor (and following dangling links by hand), so a link inside the project that points
 //! elsewhere counts as elsewhere.
 
+use super::args::Args;
 use super::{ApprovalNeed, ToolContext};
+use serde_json::Value;
 use std::ffi::OsString;
 use std::fs;
 use std::path::{Component, Path, PathBuf};
@@ -73,44 +75,53 @@ pub fn normalize(path: &Path) -> PathBuf {
 pub fn real_path(path: &Path) -> Option<PathBuf> {
     let mut current = normalize(path);
     for _ in 0..MAX_LINK_HOPS {
-        let mut existing = current.clone();
-        let mut tail: Vec<OsString> = Vec::new();
-        let mut relinked = None;
-        let base = loop {
-            if let Ok(canonical) = fs::canonicalize(&existing) {
-                break Some(canonical);
-            }
-            // Canonicalising fails on a dangling link; follow it ourselves, since writing
-            // through it would create its target.
-            if let Ok(target) = fs::read_link(&existing) {
-                let parent = existing.parent().unwrap_or(Path::new("/"));
-                let mut next = normalize(&parent.join(target));
-                for name in tail.iter().rev() {
-                    next.push(name);
-                }
-                relinked = Some(next);
-                break None;
-            }
-            match existing.file_name() {
-                Some(name) => tail.push(name.to_os_string()),
-                None => break Some(existing.clone()),
-            }
-            if !existing.pop() {
-                break Some(existing.clone());
-            }
-        };
-        match (base, relinked) {
-            (Some(mut base), _) => {
-                for name in tail.iter().rev() {
-                    base.push(name);
-                }
-                return Some(base);
-            }
-            (None, Some(next)) => current = next,
-            (None, None) => return None,
+        match hop(&current) {
+            Hop::Real(real) => return Some(real),
+            Hop::Relink(next) => current = next,
         }
     }
     None
+}
+
+/// One step of [`real_path`]: what the existing part of a path leads to.
+enum Hop {
+    /// The existing part canonicalised, with the rest appended: the answer.
+    Real(PathBuf),
+    /// The existing part ends in a dangling link; the path through its target, to try next.
+    Relink(PathBuf),
+}
+
+fn hop(path: &Path) -> Hop {
+    let mut existing = path.to_path_buf();
+    // The names below the existing part, deepest first.
+    let mut tail: Vec<OsString> = Vec::new();
+    let base = loop {
+        if let Ok(canonical) = fs::canonicalize(&existing) {
+            break canonical;
+        }
+        // Canonicalising fails on a dangling link; follow it ourselves, since writing through
+        // it would create its target.
+        if let Ok(target) = fs::read_link(&existing) {
+            let parent = existing.parent().unwrap_or(Path::new("/"));
+            return Hop::Relink(with_tail(normalize(&parent.join(target)), &tail));
+        }
+        match existing.file_name() {
+            Some(name) => tail.push(name.to_os_string()),
+            None => break existing,
+        }
+        if !existing.pop() {
+            break existing;
+        }
+    };
+    Hop::Real(with_tail(base, &tail))
+}
+
+/// `base` with the names of `tail` (deepest first) appended.
+fn with_tail(mut base: PathBuf, tail: &[OsString]) -> PathBuf {
+    for name in tail.iter().rev() {
+        base.push(name);
+    }
+    base
 }
 
 /// True when `path` (absolute and normalised) is the project directory or inside it, after
@@ -149,6 +160,35 @@ pub fn need_for_arg(ctx: &ToolContext, raw: Option<&str>, access: Access) -> App
     access_need(ctx, &path, access)
 }
 
+/// Whether a tool's path argument must be given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PathArg {
+    Required,
+    /// May be left out, meaning the working directory.
+    Optional,
+}
+
+/// The approval a call to `tool` needs, judged by the `path` argument in its `input`.
+/// Arguments that do not parse make the call fail before it touches anything, so a read then
+/// needs nothing; a write is still a write, so a malformed call never looks like a free read.
+pub fn need_for_input(
+    ctx: &ToolContext,
+    tool: &'static str,
+    input: &Value,
+    arg: PathArg,
+    access: Access,
+) -> ApprovalNeed {
+    let raw = Args::new(tool, input).and_then(|args| match arg {
+        PathArg::Required => args.string("path").map(Some),
+        PathArg::Optional => args.opt_string("path"),
+    });
+    match (raw, access) {
+        (Ok(raw), access) => need_for_arg(ctx, raw, access),
+        (Err(_), Access::Read) => ApprovalNeed::None,
+        (Err(_), Access::Write) => ApprovalNeed::Edit,
+    }
+}
+
 /// How a path is shown to the model: relative to the working directory when under it (so it can
 /// be passed back as is), absolute otherwise.
 pub fn display(cwd: &Path, path: &Path) -> String {
@@ -157,6 +197,30 @@ pub fn display(cwd: &Path, path: &Path) -> String {
         Ok(rel) => rel.display().to_string(),
         Err(_) => path.display().to_string(),
     }
+}
+
+/// "X does not exist", with names that look like what was meant. `shown` is how the model
+/// named `path`.
+pub(crate) fn not_found_message(path: &Path, shown: &str) -> String {
+    let mut msg = format!("{shown} does not exist.");
+    let parent = path.parent().unwrap_or(Path::new("/"));
+    if !parent.is_dir() {
+        msg.push_str(&format!(
+            " Its directory {} does not exist either.",
+            parent.display()
+        ));
+    } else {
+        let similar = similar_names(path);
+        if !similar.is_empty() {
+            msg.push_str(&format!(
+                " Similar names in {}: {}.",
+                parent.display(),
+                similar.join(", ")
+            ));
+        }
+    }
+    msg.push_str(" Use glob to find files by name.");
+    msg
 }
 
 /// Up to three names in `path`'s directory that look like what was meant, for a "not found"
@@ -214,6 +278,7 @@ fn edit_distance(a: &str, b: &str) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn normalize_removes_dots_and_clamps_at_root() {
@@ -252,6 +317,44 @@ mod tests {
         assert_eq!(display(cwd, Path::new("/p/src/a.rs")), "src/a.rs");
         assert_eq!(display(cwd, Path::new("/p")), ".");
         assert_eq!(display(cwd, Path::new("/q/a.rs")), "/q/a.rs");
+    }
+
+    #[test]
+    fn malformed_calls_read_freely_but_still_need_approval_to_write() {
+        let ctx = ToolContext {
+            project_dir: PathBuf::from("/p"),
+            cwd: PathBuf::from("/p"),
+            temp_dir: PathBuf::from("/p/tmp"),
+            tool_timeout: std::time::Duration::ZERO,
+        };
+        let check = |input: Value, arg: PathArg, access: Access, expected: ApprovalNeed| {
+            let need = need_for_input(&ctx, "t", &input, arg, access);
+            assert_eq!(need, expected, "{input} {arg:?} {access:?}");
+        };
+        check(
+            json!({"path": 5}),
+            PathArg::Required,
+            Access::Read,
+            ApprovalNeed::None,
+        );
+        check(
+            json!({}),
+            PathArg::Required,
+            Access::Read,
+            ApprovalNeed::None,
+        );
+        check(
+            json!({}),
+            PathArg::Required,
+            Access::Write,
+            ApprovalNeed::Edit,
+        );
+        check(
+            json!([1]),
+            PathArg::Optional,
+            Access::Write,
+            ApprovalNeed::Edit,
+        );
     }
 
     #[test]

@@ -5,7 +5,7 @@
 //! [`ToolEffect::SetWorkingDirectory`] with the canonical path, which the session records.
 
 use super::args::{ArgError, Args};
-use super::paths::{self, Access};
+use super::paths::{self, Access, PathArg};
 use super::{ApprovalNeed, Tool, ToolContext, ToolEffect, ToolFuture, ToolOutput};
 use crate::domain::Audience;
 use serde_json::{Value, json};
@@ -48,10 +48,7 @@ impl Tool for SetWorkingDirectory {
     }
 
     fn approval_need(&self, input: &Value, ctx: &ToolContext) -> ApprovalNeed {
-        match Args::new(self.name(), input).and_then(|a| a.string("path")) {
-            Ok(raw) => paths::need_for_arg(ctx, Some(raw), Access::Read),
-            Err(_) => ApprovalNeed::None,
-        }
+        paths::need_for_input(ctx, self.name(), input, PathArg::Required, Access::Read)
     }
 
     fn execute<'a>(
@@ -83,7 +80,5 @@ impl Tool for SetWorkingDirectory {
 }
 
 fn parse(tool: &'static str, input: &Value, ctx: &ToolContext) -> Result<PathBuf, ArgError> {
-    let args = Args::new(tool, input)?;
-    let raw = args.string("path")?;
-    paths::resolve(&ctx.cwd, raw).map_err(|e| ArgError(format!("{tool}: {e}")))
+    Args::new(tool, input)?.path("path", &ctx.cwd, PathArg::Required)
 }

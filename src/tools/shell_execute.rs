@@ -237,16 +237,14 @@ async fn run(
     // A command that exited on its own may leave daemons it started on purpose; those live on.
     group.disarm();
 
-    let elapsed = started.elapsed();
-    let summary = summarize(
+    let is_error = !matches!(stop, Stop::Finished | Stop::LeftRunning);
+    let mut text = summarize(
         stop,
         status.as_ref(),
-        elapsed,
+        started.elapsed(),
         idle_limit,
         request.hard_limit,
     );
-    let is_error = !matches!(stop, Stop::Finished | Stop::LeftRunning);
-    let mut text = summary;
     text.push('\n');
     let total = capture.total_bytes();
     let cut = capture.is_cut();
