@@ -5,8 +5,10 @@ use super::render::{OutputFormat, Renderer};
 use super::setup::{self, ModelArgs};
 use crate::session::{OutputFilter, SessionHandle, UserInput};
 use crate::tools::ApprovalMode;
+use anyhow::Context;
 use std::io::Write;
 use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::signal::unix::{SignalKind, signal};
 
 pub async fn run(args: ModelArgs) -> anyhow::Result<Outcome> {
     let loaded = setup::load()?;
@@ -22,13 +24,14 @@ pub async fn run(args: ModelArgs) -> anyhow::Result<Outcome> {
         handle.id().short()
     );
 
+    let mut interrupts = signal(SignalKind::interrupt()).context("could not listen for Ctrl-C")?;
     let mut lines = BufReader::new(tokio::io::stdin()).lines();
     loop {
         print!("› ");
         let _ = std::io::stdout().flush();
         let line = tokio::select! {
             line = lines.next_line() => line?,
-            _ = tokio::signal::ctrl_c() => None,
+            _ = interrupts.recv() => None,
         };
         let Some(line) = line else { break };
         let text = line.trim();
@@ -47,7 +50,7 @@ pub async fn run(args: ModelArgs) -> anyhow::Result<Outcome> {
                     Some(event) => if renderer.event(&event).is_some() { break },
                     None => break,
                 },
-                _ = tokio::signal::ctrl_c() => handle.cancel().await?,
+                _ = interrupts.recv() => handle.cancel().await?,
             }
         }
         handle.state().await?;

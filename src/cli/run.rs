@@ -8,6 +8,7 @@ use crate::session::{OutputFilter, SessionHandle, UserInput};
 use crate::tools::ApprovalMode;
 use anyhow::{Context, bail};
 use std::io::{IsTerminal, Read};
+use tokio::signal::unix::{SignalKind, signal};
 
 /// Run one turn and print the answer.
 ///
@@ -76,6 +77,8 @@ pub async fn run(args: RunArgs) -> anyhow::Result<Outcome> {
         (SessionHandle::create(deps, setup::project_dir()?)?, false)
     };
 
+    // Listen for Ctrl-C before the turn can start, so an early one cancels it too.
+    let mut interrupts = signal(SignalKind::interrupt()).context("could not listen for Ctrl-C")?;
     let mut renderer = Renderer::new(args.output_format);
     renderer.session(handle.id(), resumed, &model);
     let mut events = handle.subscribe(OutputFilter::ALL).await?;
@@ -92,7 +95,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<Outcome> {
                 }
                 None => break TurnEnd::Failed(ErrorCategory::Internal),
             },
-            _ = tokio::signal::ctrl_c(), if !interrupted => {
+            _ = interrupts.recv(), if !interrupted => {
                 interrupted = true;
                 handle.cancel().await?;
             }

@@ -502,3 +502,31 @@ fn provider_and_model_flags_choose_the_endpoint_and_model() {
         stderr(&output)
     );
 }
+
+#[test]
+fn ctrl_c_stops_the_turn_journals_it_and_exits_130() {
+    let cli = Cli::new();
+    cli.mock
+        .push(Reply::text("this never arrives").stall_after_events(1));
+    let mut run = cli.home.tern_process();
+    run.args(["run", "--output-format", "stream-json", "take forever"])
+        .env("ANTHROPIC_API_KEY", "test-key")
+        .env("ANTHROPIC_BASE_URL", cli.mock.base_url())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    let run = run.spawn().unwrap();
+    cli.mock
+        .wait_for_requests_blocking(1, Duration::from_secs(20));
+    // SAFETY: kill has no memory-safety preconditions; the pid is our own child's.
+    unsafe { libc::kill(run.id() as i32, libc::SIGINT) };
+    let output = run.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(130));
+    let last = json_lines(&output).pop().unwrap();
+    assert_eq!(last["type"], "turn_failed");
+    assert_eq!(last["category"], "cancelled");
+
+    cli.mock.push(Reply::text("back again"));
+    let output = cli.run(&["run", "--continue", "hello?"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(stdout(&output), "back again\n");
+}
