@@ -53,8 +53,8 @@ impl AnthropicProvider {
         method: reqwest::Method,
         endpoint: &Endpoint,
     ) -> Result<reqwest::RequestBuilder, LlmError> {
-        let mut builder = http::client()?
-            .request(method, &endpoint.url)
+        let mut builder = endpoint
+            .request(method)?
             .header("anthropic-version", API_VERSION);
         match (&self.api_key, &self.api_key_env) {
             (Some(key), _) => {

@@ -2,9 +2,10 @@
 //! request and classifying an error reply, and turning a streamed body into decoded events.
 //! A provider only builds its requests (URL, key header, body) and picks its decoder.
 //!
-//! The client is built on first use rather than at start-up: building it loads the platform's
-//! certificate store and proxy settings, which costs more than a whole `tern run` turn may
-//! spend when no model call is made (tests, `tern sessions`, a cached reply). There is no
+//! Clients are built on first use rather than at start-up. Building the TLS client loads the
+//! platform's certificate store, which costs more than a whole `tern run` turn against a
+//! local server spends otherwise; so plain `http://` endpoints (llama.cpp, Ollama, vLLM on
+//! this machine) get a second client that loads no certificates at all. There is no
 //! total request timeout because replies stream for minutes; the model client enforces the
 //! prefill, first-token and no-progress timeouts instead.
 
@@ -29,11 +30,19 @@ const MAX_ERROR_BODY: usize = 64 * 1024;
 /// How long a probe (`tern doctor`) waits for an answer; unlike a reply, it streams nothing.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(15);
 
-static CLIENT: OnceLock<Result<reqwest::Client, String>> = OnceLock::new();
+static TLS_CLIENT: OnceLock<Result<reqwest::Client, String>> = OnceLock::new();
+static PLAIN_CLIENT: OnceLock<Result<reqwest::Client, String>> = OnceLock::new();
 
-/// The process-wide HTTP client, built on first call.
-pub(crate) fn client() -> Result<&'static reqwest::Client, LlmError> {
-    match CLIENT.get_or_init(build_client) {
+/// The process-wide HTTP client for `url`, built on first call: one that verifies TLS with
+/// the platform's certificates for `https://`, one without any for plain `http://`.
+pub(crate) fn client(url: &str) -> Result<&'static reqwest::Client, LlmError> {
+    let client = if url.starts_with("http://") {
+        // No certificates: this client can never complete a TLS handshake, and never needs to.
+        PLAIN_CLIENT.get_or_init(|| build_client(|b| b.tls_certs_only([])))
+    } else {
+        TLS_CLIENT.get_or_init(|| build_client(|b| b))
+    };
+    match client {
         Ok(client) => Ok(client),
         Err(cause) => Err(LlmError::new(
             ErrorCategory::Network,
@@ -42,8 +51,10 @@ pub(crate) fn client() -> Result<&'static reqwest::Client, LlmError> {
     }
 }
 
-fn build_client() -> Result<reqwest::Client, String> {
-    reqwest::Client::builder()
+fn build_client(
+    tls: impl FnOnce(reqwest::ClientBuilder) -> reqwest::ClientBuilder,
+) -> Result<reqwest::Client, String> {
+    tls(reqwest::Client::builder())
         .connect_timeout(CONNECT_TIMEOUT)
         .user_agent(concat!("tern/", env!("CARGO_PKG_VERSION")))
         // Long silent stretches (a model thinking) must not look like a dead connection to
@@ -63,6 +74,11 @@ pub(crate) struct Endpoint {
 }
 
 impl Endpoint {
+    /// A request to this endpoint on the client that fits its scheme.
+    pub fn request(&self, method: reqwest::Method) -> Result<reqwest::RequestBuilder, LlmError> {
+        Ok(client(&self.url)?.request(method, &self.url))
+    }
+
     /// `path` on the profile's base URL, once any of `strip_suffixes` (parts of an endpoint
     /// path users paste along with the base) is dropped from it.
     pub fn new(profile: &ProviderProfile, strip_suffixes: &[&str], path: &str) -> Self {
@@ -327,8 +343,8 @@ mod tests {
 
     #[test]
     fn the_client_builds_once() {
-        let first = client().expect("the HTTP client builds in tests");
-        let second = client().expect("the HTTP client builds in tests");
+        let first = client("https://a").expect("the HTTP client builds in tests");
+        let second = client("https://b").expect("the HTTP client builds in tests");
         assert!(std::ptr::eq(first, second));
     }
 }

@@ -50,7 +50,7 @@ impl OllamaProvider {
         method: reqwest::Method,
         endpoint: &Endpoint,
     ) -> Result<reqwest::RequestBuilder, LlmError> {
-        let mut builder = http::client()?.request(method, &endpoint.url);
+        let mut builder = endpoint.request(method)?;
         if let Some(key) = &self.api_key {
             let bearer = http::secret_header(&format!("Bearer {}", key.trim()), &self.name)?;
             builder = builder.header(reqwest::header::AUTHORIZATION, bearer);

@@ -58,7 +58,7 @@ impl OpenAiProvider {
         method: reqwest::Method,
         endpoint: &Endpoint,
     ) -> Result<reqwest::RequestBuilder, LlmError> {
-        let mut builder = http::client()?.request(method, &endpoint.url);
+        let mut builder = endpoint.request(method)?;
         match (&self.api_key, &self.api_key_env) {
             (Some(key), _) => {
                 let bearer = http::secret_header(&format!("Bearer {}", key.trim()), &self.name)?;
