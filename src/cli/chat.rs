@@ -1,12 +1,12 @@
 //! `tern` with no subcommand: a conversation in this terminal, one line per message.
 
 use super::Outcome;
-use super::render::{OutputFormat, Renderer};
+use super::render::{OutputFormat, Renderer, print_out};
 use super::setup::{self, ModelArgs};
 use crate::session::{OutputFilter, SessionHandle, UserInput};
 use crate::tools::ApprovalMode;
 use anyhow::Context;
-use std::io::Write;
+use futures_util::FutureExt;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::signal::unix::{SignalKind, signal};
 
@@ -19,16 +19,17 @@ pub async fn run(args: ModelArgs) -> anyhow::Result<Outcome> {
     // commands are refused with a note the model can act on.
     let deps = setup::session_deps(&loaded, store, client, ApprovalMode::Edits);
     let handle = SessionHandle::create(deps, setup::project_dir()?)?;
-    println!(
-        "tern · {model} · session {} · /exit or Ctrl-D to leave",
+    print_out(&format!(
+        "tern · {model} · session {} · /exit or Ctrl-D to leave\n",
         handle.id().short()
-    );
+    ))?;
 
     let mut interrupts = signal(SignalKind::interrupt()).context("could not listen for Ctrl-C")?;
     let mut lines = BufReader::new(tokio::io::stdin()).lines();
     loop {
-        print!("› ");
-        let _ = std::io::stdout().flush();
+        // A Ctrl-C that stopped the last turn must not also end the conversation.
+        while interrupts.recv().now_or_never().is_some() {}
+        print_out("› ")?;
         let line = tokio::select! {
             line = lines.next_line() => line?,
             _ = interrupts.recv() => None,
@@ -55,9 +56,9 @@ pub async fn run(args: ModelArgs) -> anyhow::Result<Outcome> {
         }
         handle.state().await?;
     }
-    println!(
-        "\nContinue this conversation with: tern run --session {} \"…\"",
-        handle.id().short()
-    );
+    let _ = print_out(&format!(
+        "\nContinue this conversation with: tern run --session {} \"…\"\n",
+        handle.id()
+    ));
     Ok(Outcome::Success)
 }

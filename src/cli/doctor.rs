@@ -2,8 +2,10 @@
 //! each provider answers.
 
 use super::Outcome;
+use super::render::print_out;
 use super::setup;
 use crate::llm;
+use std::fmt::Write;
 use std::time::Duration;
 
 /// How long one provider gets to answer the probe.
@@ -11,37 +13,42 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
 
 pub async fn run() -> anyhow::Result<Outcome> {
     let loaded = setup::load()?;
+    let mut out = String::new();
     let paths = &loaded.paths;
     let exists = |p: &std::path::Path| if p.exists() { "" } else { " (not created yet)" };
-    println!("Paths");
-    println!(
+    writeln!(out, "Paths")?;
+    writeln!(
+        out,
         "  config file  {}{}",
         paths.config_file.display(),
         exists(&paths.config_file)
-    );
-    println!(
+    )?;
+    writeln!(
+        out,
         "  data dir     {}{}",
         paths.data_dir.display(),
         exists(&paths.data_dir)
-    );
-    println!(
+    )?;
+    writeln!(
+        out,
         "  database     {}{}",
         paths.db_file.display(),
         exists(&paths.db_file)
-    );
-    println!(
+    )?;
+    writeln!(
+        out,
         "  log file     {}",
         paths.log_dir.join("tern.log").display()
-    );
-    println!();
-    println!("Configuration");
+    )?;
+    writeln!(out)?;
+    writeln!(out, "Configuration")?;
     for line in loaded.config.render().lines() {
-        println!("  {line}");
+        writeln!(out, "  {line}")?;
     }
-    println!();
-    println!("Providers");
+    writeln!(out)?;
+    writeln!(out, "Providers")?;
     if loaded.config.providers.is_empty() {
-        println!("  none configured");
+        writeln!(out, "  none configured")?;
     }
     let mut any_ok = false;
     for profile in loaded.config.providers.values() {
@@ -59,20 +66,23 @@ pub async fn run() -> anyhow::Result<Outcome> {
                 }
             }
         };
-        println!(
+        writeln!(
+            out,
             "  {:<12} {:<9} {}  {status}",
             profile.name,
             profile.kind.as_str(),
             profile.base_url
-        );
+        )?;
     }
     match loaded.config.default_provider() {
-        Ok(profile) => println!(
+        Ok(profile) => writeln!(
+            out,
             "\nDefault provider: {} (model {})",
             profile.name, profile.default_model
-        ),
-        Err(err) => println!("\n{err}"),
+        )?,
+        Err(err) => writeln!(out, "\n{err}")?,
     }
+    print_out(&out)?;
     Ok(if any_ok {
         Outcome::Success
     } else {

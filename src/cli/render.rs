@@ -4,7 +4,8 @@
 use crate::domain::{ErrorCategory, SessionId, Usage};
 use crate::session::SessionEvent;
 use serde_json::json;
-use std::io::Write;
+use std::io::{IsTerminal, Write};
+use std::path::Path;
 use std::time::Instant;
 
 /// How a headless run prints.
@@ -33,6 +34,11 @@ pub struct Renderer {
     started: Instant,
     /// Whether the text printed so far ends with a newline (text format).
     at_line_start: bool,
+    /// Text format on a terminal: deltas are printed as they come. Otherwise each round's text
+    /// waits in `pending` until the round is committed, so a retried attempt never leaves its
+    /// partial text in a file or pipe.
+    live: bool,
+    pending: String,
     tool_calls: usize,
     usage: Usage,
 }
@@ -44,16 +50,24 @@ impl Renderer {
             session_id: None,
             started: Instant::now(),
             at_line_start: true,
+            live: std::io::stdout().is_terminal(),
+            pending: String::new(),
             tool_calls: 0,
             usage: Usage::default(),
         }
     }
 
     /// Announces the session before anything else happens.
-    pub fn session(&mut self, id: &SessionId, resumed: bool, model: &str) {
+    pub fn session(&mut self, id: &SessionId, resumed: bool, model: &str, project_dir: &Path) {
         self.session_id = Some(id.clone());
         if self.format == OutputFormat::StreamJson {
-            line(&json!({"type": "session", "session_id": id, "resumed": resumed, "model": model}));
+            line(&json!({
+                "type": "session",
+                "session_id": id,
+                "resumed": resumed,
+                "model": model,
+                "project_dir": project_dir,
+            }));
         }
     }
 
@@ -96,30 +110,30 @@ impl Renderer {
     fn text(&mut self, event: &SessionEvent) {
         let mut out = std::io::stdout().lock();
         match event {
-            SessionEvent::TextDelta { text } => {
+            SessionEvent::TextDelta { text } if self.live => {
                 let _ = out.write_all(text.as_bytes());
                 let _ = out.flush();
                 self.at_line_start = text.ends_with('\n');
             }
+            SessionEvent::TextDelta { text } => self.pending.push_str(text),
             SessionEvent::Retry {
                 attempt,
                 delay,
                 message,
                 ..
             } => {
-                self.end_line(&mut out);
+                self.void_partial(&mut out);
                 eprintln!(
-                    "tern: {message}; retrying in {:.1}s (attempt {})",
-                    delay.as_secs_f64(),
-                    attempt + 1
+                    "tern: {message}; retrying in {:.1}s (attempt {attempt})",
+                    delay.as_secs_f64()
                 );
             }
             SessionEvent::Fallback { model, message } => {
-                self.end_line(&mut out);
+                self.void_partial(&mut out);
                 eprintln!("tern: {message}; switching to the fallback model {model}");
             }
             SessionEvent::ToolCall { name, input, .. } => {
-                self.end_line(&mut out);
+                self.commit(&mut out);
                 eprintln!("▸ {name} {}", summarize_input(input));
             }
             SessionEvent::ToolResult {
@@ -135,12 +149,36 @@ impl Renderer {
                 };
                 eprintln!("  {mark} {}{more}", clip(first, 100));
             }
-            SessionEvent::TurnCompleted { .. } => self.end_line(&mut out),
-            SessionEvent::TurnFailed { category, message } => {
+            SessionEvent::TurnCompleted { .. } => {
+                self.commit(&mut out);
                 self.end_line(&mut out);
+            }
+            SessionEvent::TurnFailed { category, message } => {
+                self.void_partial(&mut out);
                 eprintln!("tern: the turn failed ({category}): {message}");
             }
             _ => {}
+        }
+    }
+
+    /// Prints the text of a round that is now part of the history.
+    fn commit(&mut self, out: &mut impl Write) {
+        if !self.pending.is_empty() {
+            let _ = out.write_all(self.pending.as_bytes());
+            let _ = out.flush();
+            self.at_line_start = self.pending.ends_with('\n');
+            self.pending.clear();
+        }
+        self.end_line(out);
+    }
+
+    /// Drops the text of an attempt that will not be kept; on a terminal, where it was
+    /// already shown, says so.
+    fn void_partial(&mut self, out: &mut impl Write) {
+        self.pending.clear();
+        if !self.at_line_start {
+            self.end_line(out);
+            eprintln!("tern: (the partial answer above was not kept)");
         }
     }
 
@@ -170,6 +208,16 @@ impl Renderer {
             value["error"] = json!(message);
         }
         line(&value);
+    }
+}
+
+/// Writes `text` to stdout. A reader that went away (`tern sessions show … | head`) is not
+/// an error: there is no one left to tell.
+pub fn print_out(text: &str) -> std::io::Result<()> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(err) if err.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => other,
     }
 }
 

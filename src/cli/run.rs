@@ -60,27 +60,43 @@ pub async fn run(args: RunArgs) -> anyhow::Result<Outcome> {
     let model = client.primary.model.to_owned();
     let deps = setup::session_deps(&loaded, store.clone(), client, args.approve.into());
 
-    let (handle, resumed) = if let Some(id) = &args.session {
+    let here = setup::project_dir()?;
+    let (handle, project_dir, resumed) = if let Some(id) = &args.session {
         let meta = store.resolve(id)?;
-        (SessionHandle::resume(deps, &meta)?, true)
+        if !meta.project_dir.is_dir() {
+            bail!(
+                "session {} belongs to {}, which no longer exists; recreate that folder to \
+                 continue it, or start a new session here with `tern run \"…\"`",
+                meta.id,
+                meta.project_dir.display()
+            );
+        }
+        if meta.project_dir != here {
+            eprintln!(
+                "tern: continuing session {} of {} (you are in {}); its tools work there",
+                meta.id.short(),
+                meta.project_dir.display(),
+                here.display()
+            );
+        }
+        (SessionHandle::resume(deps, &meta)?, meta.project_dir, true)
     } else if args.r#continue {
-        let project_dir = setup::project_dir()?;
-        let Some(meta) = store.latest_for_project(&project_dir)? else {
+        let Some(meta) = store.latest_for_project(&here)? else {
             bail!(
                 "there is no earlier session for {} to continue; start one with `tern run \"…\"` \
                  (or pick another with `tern sessions list` and `--session ID`)",
-                project_dir.display()
+                here.display()
             );
         };
-        (SessionHandle::resume(deps, &meta)?, true)
+        (SessionHandle::resume(deps, &meta)?, here, true)
     } else {
-        (SessionHandle::create(deps, setup::project_dir()?)?, false)
+        (SessionHandle::create(deps, here.clone())?, here, false)
     };
 
     // Listen for Ctrl-C before the turn can start, so an early one cancels it too.
     let mut interrupts = signal(SignalKind::interrupt()).context("could not listen for Ctrl-C")?;
     let mut renderer = Renderer::new(args.output_format);
-    renderer.session(handle.id(), resumed, &model);
+    renderer.session(handle.id(), resumed, &model, &project_dir);
     let mut events = handle.subscribe(OutputFilter::ALL).await?;
     handle.send(UserInput::local(prompt)).await?;
 
@@ -95,7 +111,12 @@ pub async fn run(args: RunArgs) -> anyhow::Result<Outcome> {
                 }
                 None => break TurnEnd::Failed(ErrorCategory::Internal),
             },
-            _ = interrupts.recv(), if !interrupted => {
+            _ = interrupts.recv() => {
+                if interrupted {
+                    // A second Ctrl-C: stop waiting for the cancel to wind down. Everything
+                    // acknowledged is already in the journal.
+                    return Ok(Outcome::Interrupted);
+                }
                 interrupted = true;
                 handle.cancel().await?;
             }

@@ -1,7 +1,7 @@
 //! `tern sessions`: list stored sessions and show one's transcript.
 
 use super::Outcome;
-use super::render::{clip, summarize_input};
+use super::render::{clip, print_out, summarize_input};
 use super::setup;
 use crate::domain::ContentBlock;
 use crate::store::{JournalEvent, JournalRecord, SessionMeta};
@@ -30,22 +30,24 @@ pub async fn run(command: SessionsCommand) -> anyhow::Result<Outcome> {
     match command {
         SessionsCommand::List { json } => {
             let sessions = store.list()?;
-            if json {
-                println!("{}", serde_json::to_string_pretty(&sessions)?);
+            let text = if json {
+                serde_json::to_string_pretty(&sessions)? + "\n"
             } else if sessions.is_empty() {
-                println!("No sessions yet. Start one with `tern run \"…\"` or `tern`.");
+                "No sessions yet. Start one with `tern run \"…\"` or `tern`.\n".to_owned()
             } else {
-                print!("{}", table(&sessions, jiff::Timestamp::now()));
-            }
+                table(&sessions, jiff::Timestamp::now())
+            };
+            print_out(&text)?;
         }
         SessionsCommand::Show { id, json } => {
             let meta = store.resolve(&id)?;
             let records = store.load(&meta.id)?;
-            if json {
-                println!("{}", serde_json::to_string_pretty(&records)?);
+            let text = if json {
+                serde_json::to_string_pretty(&records)? + "\n"
             } else {
-                print!("{}", transcript(&meta, &records));
-            }
+                transcript(&meta, &records)
+            };
+            print_out(&text)?;
         }
     }
     Ok(Outcome::Success)
@@ -57,7 +59,8 @@ fn table(sessions: &[SessionMeta], now: jiff::Timestamp) -> String {
         "{:<10} {:<10} {:>6}  {:<40} {}\n",
         "ID", "UPDATED", "INPUTS", "TITLE", "PROJECT"
     );
-    for meta in sessions {
+    let ids = unique_prefixes(sessions.iter().map(|m| m.id.as_str()));
+    for (meta, id) in sessions.iter().zip(ids) {
         let title = if meta.title.is_empty() {
             "(untitled)"
         } else {
@@ -65,7 +68,7 @@ fn table(sessions: &[SessionMeta], now: jiff::Timestamp) -> String {
         };
         out.push_str(&format!(
             "{:<10} {:<10} {:>6}  {:<40} {}\n",
-            meta.id.short(),
+            id,
             ago(meta.updated_at_ms, now),
             meta.input_count,
             clip(title, 40),
@@ -73,6 +76,29 @@ fn table(sessions: &[SessionMeta], now: jiff::Timestamp) -> String {
         ));
     }
     out
+}
+
+/// The shortest prefix of each id, at least 8 characters, that no other id in the list
+/// shares (as git shortens commit ids). Ids made within the same minute share their first
+/// eight characters, so a fixed length would not tell them apart.
+fn unique_prefixes<'a>(ids: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
+    let ids: Vec<&str> = ids.collect();
+    let mut sorted = ids.clone();
+    sorted.sort_unstable();
+    let common = |a: &str, b: &str| a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count();
+    ids.iter()
+        .map(|id| {
+            let at = sorted.binary_search(id).unwrap_or(0);
+            let before = at.checked_sub(1).map_or(0, |i| common(id, sorted[i]));
+            let after = sorted.get(at + 1).map_or(0, |next| common(id, next));
+            let mut len = (before.max(after) + 1).max(8).min(id.len());
+            // A prefix ending in the separator reads as a typo; take one more character.
+            if id.as_bytes().get(len - 1) == Some(&b'-') {
+                len = (len + 1).min(id.len());
+            }
+            id.get(..len).unwrap_or(id)
+        })
+        .collect()
 }
 
 /// "5m ago"-style age of a timestamp in milliseconds.
@@ -139,4 +165,34 @@ fn transcript(meta: &SessionMeta, records: &[JournalRecord]) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::unique_prefixes;
+
+    fn check(ids: &[&str], expected: &[&str]) {
+        assert_eq!(unique_prefixes(ids.iter().copied()), expected);
+    }
+
+    #[test]
+    fn ids_from_the_same_minute_get_longer_prefixes() {
+        check(
+            &[
+                "01a228e6-34a6-7000-8000-000000000001",
+                "01a228e6-35b1-7000-8000-000000000002",
+                "01a228f0-0000-7000-8000-000000000003",
+            ],
+            &["01a228e6-34", "01a228e6-35", "01a228f0"],
+        );
+    }
+
+    #[test]
+    fn a_prefix_never_ends_at_the_separator() {
+        check(
+            &["01a228e6-34a6-7000", "01a228e7-34a6-7000"],
+            &["01a228e6", "01a228e7"],
+        );
+        check(&["01a228e6-3", "01a228e6-4"], &["01a228e6-3", "01a228e6-4"]);
+    }
 }

@@ -9,7 +9,7 @@ use super::envelope::SessionDirs;
 use super::events::{OutputFilter, SessionEvent, Subscribers, Subscription};
 use super::phase::{IllegalTransition, Phase};
 use super::state::{SessionState, oversize_placeholder};
-use super::turn::{Turn, TurnMsg};
+use super::turn::Turn;
 use crate::config::SessionSettings;
 use crate::domain::{Audience, ErrorCategory, Sender, SessionId, SessionKey};
 use crate::llm::ModelClient;
@@ -20,6 +20,7 @@ use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 /// Requests waiting for the actor; a full queue makes senders wait.
@@ -66,6 +67,19 @@ pub enum SessionError {
     Closed,
     #[error("the input is empty; type a message for the model")]
     EmptyInput,
+    #[error(
+        "the input was dropped because the turn was cancelled before it started; send it again"
+    )]
+    Cancelled,
+    #[error(
+        "the input is {bytes} bytes, over the {limit}-byte message limit, and could not be saved \
+         in {dir} to keep it whole; check that the folder is writable, or send a shorter message"
+    )]
+    Oversized {
+        bytes: usize,
+        limit: usize,
+        dir: PathBuf,
+    },
 }
 
 /// The cloneable front of a session.
@@ -183,7 +197,15 @@ impl SessionHandle {
 
 struct RunningTurn {
     cancel: CancellationToken,
-    messages: mpsc::UnboundedReceiver<TurnMsg>,
+    events: mpsc::UnboundedReceiver<SessionEvent>,
+    task: JoinHandle<SessionState>,
+}
+
+/// What a running turn reports: an event, then, once its events are all out, its end.
+enum TurnUpdate {
+    Event(SessionEvent),
+    /// The turn's task returned the state, or died (a bug) and must be recovered from.
+    Ended(Result<SessionState, tokio::task::JoinError>),
 }
 
 struct SessionActor {
@@ -193,14 +215,14 @@ struct SessionActor {
     dirs: Arc<SessionDirs>,
     system_prompt: Arc<str>,
     phase: Phase,
-    /// `None` while a turn owns the state.
+    /// `None` while a turn owns the state, or after the state was lost.
     state: Option<SessionState>,
     subscribers: Subscribers,
     queue: VecDeque<(UserInput, oneshot::Sender<Result<u64, SessionError>>)>,
     waiting_for_state: Vec<oneshot::Sender<SessionState>>,
     turn: Option<RunningTurn>,
-    /// False once closing: no more requests are read.
-    open: bool,
+    /// False once closing: new input is refused, the rest is still answered.
+    accepting: bool,
     /// Told when the actor has stopped and released its dependencies.
     closers: Vec<oneshot::Sender<()>>,
 }
@@ -221,7 +243,7 @@ impl SessionActor {
             queue: VecDeque::new(),
             waiting_for_state: Vec::new(),
             turn: None,
-            open: true,
+            accepting: true,
             closers: Vec::new(),
         };
         tokio::spawn(actor.run(rx));
@@ -233,18 +255,31 @@ impl SessionActor {
             tracing::error!(%err, "session could not become ready");
             return;
         }
-        loop {
-            if !self.open && self.turn.is_none() && self.queue.is_empty() {
-                break;
-            }
+        let mut handles_alive = true;
+        while self.accepting || self.turn.is_some() || !self.queue.is_empty() {
             tokio::select! {
-                request = requests.recv(), if self.open => match request {
+                request = requests.recv(), if handles_alive => match request {
                     Some(request) => self.handle(request),
                     // Every handle is gone: finish what was accepted, then stop.
-                    None => self.open = false,
+                    None => {
+                        handles_alive = false;
+                        self.accepting = false;
+                    }
                 },
-                message = next_turn_message(&mut self.turn) => self.on_turn_message(message),
+                update = next_turn_update(&mut self.turn) => match update {
+                    TurnUpdate::Event(event) => self.subscribers.publish(&event),
+                    TurnUpdate::Ended(ended) => {
+                        self.turn = None;
+                        match ended {
+                            Ok(state) => self.finish_turn(state),
+                            Err(err) => self.recover_after_crash(&err),
+                        }
+                    }
+                },
             }
+        }
+        for (_, reply) in self.queue.drain(..) {
+            let _ = reply.send(Err(SessionError::Closed));
         }
         let closers = std::mem::take(&mut self.closers);
         drop(self);
@@ -256,9 +291,12 @@ impl SessionActor {
 
     fn handle(&mut self, request: Request) {
         match request {
-            Request::Send { input, reply } => {
+            Request::Send { input, reply } if self.accepting => {
                 self.queue.push_back((input, reply));
                 self.start_next_turn();
+            }
+            Request::Send { reply, .. } => {
+                let _ = reply.send(Err(SessionError::Closed));
             }
             Request::Subscribe { filter, reply } => {
                 let _ = reply.send(self.subscribers.add(filter));
@@ -271,7 +309,7 @@ impl SessionActor {
             },
             Request::Close { reply } => {
                 self.closers.push(reply);
-                self.open = false;
+                self.accepting = false;
             }
             Request::Cancel => {
                 if let Some(turn) = &self.turn {
@@ -279,7 +317,7 @@ impl SessionActor {
                 }
                 // Inputs not yet journaled were never acknowledged; tell their senders.
                 for (_, reply) in self.queue.drain(..) {
-                    let _ = reply.send(Err(SessionError::Closed));
+                    let _ = reply.send(Err(SessionError::Cancelled));
                 }
             }
         }
@@ -287,60 +325,77 @@ impl SessionActor {
 
     /// Starts a turn for the oldest queued input if the session is idle.
     fn start_next_turn(&mut self) {
-        if self.phase != Phase::Ready {
-            return;
-        }
-        let Some((input, reply)) = self.queue.pop_front() else {
-            return;
-        };
-        let Some(mut state) = self.state.take() else {
-            return;
-        };
-        match self.accept(&mut state, input.clone()) {
-            Ok(seq) => {
-                let _ = reply.send(Ok(seq));
+        while self.phase == Phase::Ready && self.state.is_some() {
+            let Some((input, reply)) = self.queue.pop_front() else {
+                return;
+            };
+            if let Err(err) = self.set_phase(Phase::Processing) {
+                tracing::error!(%err, "could not start a turn");
+                let _ = reply.send(Err(err.into()));
+                return;
             }
-            Err(err) => {
-                self.state = Some(state);
-                let _ = reply.send(Err(err));
-                return self.start_next_turn();
+            let Some(mut state) = self.state.take() else {
+                return;
+            };
+            match self.accept(&mut state, input.clone()) {
+                Ok(seq) => {
+                    let _ = reply.send(Ok(seq));
+                    self.spawn_turn(state, input.audience);
+                    return;
+                }
+                Err(err) => {
+                    // Nothing was journaled: the input is refused, the session stays as it was.
+                    self.state = Some(state);
+                    let _ = reply.send(Err(err));
+                    if let Err(err) = self.set_phase(Phase::Ready) {
+                        tracing::error!(%err, "could not return to ready");
+                    }
+                }
             }
         }
-        if let Err(err) = self.set_phase(Phase::Processing) {
-            tracing::error!(%err, "could not start a turn");
-            self.state = Some(state);
-            return;
-        }
-        let (events, messages) = mpsc::unbounded_channel();
+    }
+
+    fn spawn_turn(&mut self, mut state: SessionState, audience: crate::domain::Audience) {
+        let (events, receiver) = mpsc::unbounded_channel();
         let cancel = CancellationToken::new();
-        self.turn = Some(RunningTurn {
-            cancel: cancel.clone(),
-            messages,
-        });
         let deps = self.deps.clone();
         let dirs = self.dirs.clone();
         let system_prompt = self.system_prompt.clone();
-        tokio::spawn(async move {
+        let token = cancel.clone();
+        let task = tokio::spawn(async move {
             let turn = Turn {
                 deps: &deps,
                 dirs: &dirs,
                 system_prompt: &system_prompt,
-                audience: input.audience,
-                cancel,
-                events: events.clone(),
+                audience,
+                cancel: token,
+                events,
             };
             turn.run(&mut state).await;
-            let _ = events.send(TurnMsg::Finished(Box::new(state)));
+            state
+        });
+        self.turn = Some(RunningTurn {
+            cancel,
+            events: receiver,
+            task,
         });
     }
 
-    /// Journals an input durably, then applies and announces it.
+    /// Journals an input durably, then applies and announces it. An input over the size
+    /// limit is kept whole as an artifact and replaced by a placeholder; if it cannot be kept,
+    /// it is refused rather than lost.
     fn accept(&mut self, state: &mut SessionState, input: UserInput) -> Result<u64, SessionError> {
         let limit = self.deps.settings.max_message_bytes;
         let text = if input.text.len() > limit {
             let name = format!("input-{}.txt", state.messages.len());
-            let saved = self.dirs.save_artifact(&name, &input.text);
-            oversize_placeholder(input.text.len(), limit, saved.as_deref())
+            let Some(saved) = self.dirs.save_artifact(&name, &input.text) else {
+                return Err(SessionError::Oversized {
+                    bytes: input.text.len(),
+                    limit,
+                    dir: self.dirs.artifact_dir.clone(),
+                });
+            };
+            oversize_placeholder(input.text.len(), limit, Some(&saved))
         } else {
             input.text
         };
@@ -360,22 +415,6 @@ impl SessionActor {
         Ok(record.seq)
     }
 
-    fn on_turn_message(&mut self, message: Option<TurnMsg>) {
-        match message {
-            Some(TurnMsg::Event(event)) => self.subscribers.publish(&event),
-            Some(TurnMsg::Finished(state)) => {
-                self.turn = None;
-                self.finish_turn(*state);
-            }
-            // The turn's task ended without handing its state back: it panicked. The journal
-            // is the truth, so rebuild from it.
-            None => {
-                self.turn = None;
-                self.recover_after_crash();
-            }
-        }
-    }
-
     fn finish_turn(&mut self, state: SessionState) {
         for reply in self.waiting_for_state.drain(..) {
             let _ = reply.send(state.clone());
@@ -387,32 +426,50 @@ impl SessionActor {
         self.start_next_turn();
     }
 
-    fn recover_after_crash(&mut self) {
-        tracing::error!(
-            "a turn task stopped unexpectedly; rebuilding the session from its journal"
-        );
-        let _ = self.set_phase(Phase::Recovering);
-        let id = self.id.clone();
-        let project_dir = self.project_dir.clone();
-        let state = match self.deps.store.load(&id) {
-            Ok(records) => {
-                let replay = SessionState::replay(id.clone(), project_dir, &records);
-                if let Err(err) = self.deps.store.append_batch(&id, &replay.repairs) {
-                    tracing::error!(%err, "could not repair the journal");
-                }
-                replay.state
-            }
+    /// The turn's task died, which is a bug. The journal is the truth: rebuild from it, end
+    /// the turn there, and go on. If the journal cannot be read either, the session stops.
+    fn recover_after_crash(&mut self, err: &tokio::task::JoinError) {
+        tracing::error!(%err, "a turn task stopped unexpectedly; rebuilding from the journal");
+        if let Err(err) = self.set_phase(Phase::Recovering) {
+            tracing::error!(%err, "could not enter recovery");
+        }
+        let message = "the turn stopped unexpectedly (a bug in tern); the session was restored \
+                       from its journal and can go on";
+        let records = match self.deps.store.load(&self.id) {
+            Ok(records) => records,
             Err(err) => {
-                tracing::error!(%err, "could not reload the journal");
-                SessionState::new(id, project_dir)
+                self.subscribers.publish(&SessionEvent::TurnFailed {
+                    category: ErrorCategory::Storage,
+                    message: format!(
+                        "the turn stopped unexpectedly and the session journal could not be \
+                         read back ({err}); the session has stopped. Open it again with \
+                         `tern run --session {}`",
+                        self.id
+                    ),
+                });
+                self.accepting = false;
+                return;
             }
         };
+        let mut replay = SessionState::replay(self.id.clone(), self.project_dir.clone(), &records);
+        for event in &mut replay.repairs {
+            if let JournalEvent::TurnFailed {
+                category,
+                message: text,
+            } = event
+            {
+                *category = ErrorCategory::Internal;
+                *text = message.to_owned();
+            }
+        }
+        if let Err(err) = self.deps.store.append_batch(&self.id, &replay.repairs) {
+            tracing::error!(%err, "could not repair the journal");
+        }
         self.subscribers.publish(&SessionEvent::TurnFailed {
             category: ErrorCategory::Internal,
-            message: "the turn stopped unexpectedly; the session was restored from its journal"
-                .to_owned(),
+            message: message.to_owned(),
         });
-        self.finish_turn(state);
+        self.finish_turn(replay.state);
     }
 
     fn set_phase(&mut self, to: Phase) -> Result<(), IllegalTransition> {
@@ -423,10 +480,14 @@ impl SessionActor {
     }
 }
 
-/// The next message of the running turn; pending forever when no turn runs.
-async fn next_turn_message(turn: &mut Option<RunningTurn>) -> Option<TurnMsg> {
-    match turn {
-        Some(turn) => turn.messages.recv().await,
-        None => std::future::pending().await,
+/// The next update of the running turn; pending forever when no turn runs.
+async fn next_turn_update(turn: &mut Option<RunningTurn>) -> TurnUpdate {
+    let Some(turn) = turn else {
+        return std::future::pending().await;
+    };
+    match turn.events.recv().await {
+        Some(event) => TurnUpdate::Event(event),
+        // Every event is out; the task has returned or died.
+        None => TurnUpdate::Ended((&mut turn.task).await),
     }
 }

@@ -6,9 +6,13 @@
 //! the history stays paired whatever happened.
 
 use crate::domain::{Audience, ToolCall, ToolResult};
-use crate::tools::{self, ApprovalMode, Decision, Tool, ToolContext, ToolEffect, ToolRegistry};
+use crate::tools::{
+    self, ApprovalMode, Decision, Tool, ToolContext, ToolEffect, ToolOutput, ToolRegistry,
+};
+use futures_util::FutureExt;
 use futures_util::future::join_all;
 use std::collections::BTreeMap;
+use std::panic::AssertUnwindSafe;
 use tokio_util::sync::CancellationToken;
 
 /// The outcome of one call.
@@ -17,6 +21,9 @@ pub struct CallOutcome {
     pub result: ToolResult,
     pub effects: Vec<ToolEffect>,
 }
+
+/// The result of a call that a cancel stopped before it began.
+const NOT_STARTED: &str = "not run: the turn was cancelled before this call started";
 
 /// What the batch will do with one call.
 enum Plan<'a> {
@@ -39,47 +46,42 @@ pub async fn run_batch(
     ctx: &mut ToolContext,
     cancel: &CancellationToken,
 ) -> Vec<CallOutcome> {
-    let mut outcomes: Vec<Option<CallOutcome>> = vec![None; calls.len()];
-    let mut i = 0;
-    while i < calls.len() {
+    let mut outcomes = Vec::with_capacity(calls.len());
+    while outcomes.len() < calls.len() {
+        let first = outcomes.len();
+        if cancel.is_cancelled() {
+            // Calls after a cancel never start, but each still gets its result.
+            outcomes.extend(calls[first..].iter().map(|call| CallOutcome {
+                result: ToolResult::error(&call.id, NOT_STARTED),
+                effects: Vec::new(),
+            }));
+            break;
+        }
         // Plan just before running, against the working directory as it is now: an earlier
         // call of this batch may have moved it. A run of read-only calls goes together
         // (none of them can move it); anything else goes alone.
-        let mut group = vec![plan(&calls[i], env, ctx)];
-        if is_concurrent(&group[0]) {
-            while i + group.len() < calls.len() {
-                let next = plan(&calls[i + group.len()], env, ctx);
-                if !is_concurrent(&next) {
-                    break;
-                }
-                group.push(next);
+        let mut group = vec![plan(&calls[first], env, ctx)];
+        while is_concurrent(&group[0]) && first + group.len() < calls.len() {
+            let next = plan(&calls[first + group.len()], env, ctx);
+            if !is_concurrent(&next) {
+                break;
             }
+            group.push(next);
         }
-        let end = i + group.len();
-        let runs = (i..end)
+        let runs = calls[first..]
+            .iter()
             .zip(&group)
-            .map(|(k, plan)| execute(&calls[k], plan, ctx, cancel));
-        let done = join_all(runs).await;
-        for (k, outcome) in (i..end).zip(done) {
+            .map(|(call, plan)| execute(call, plan, ctx, cancel));
+        for outcome in join_all(runs).await {
             for effect in &outcome.effects {
                 if let ToolEffect::SetWorkingDirectory(path) = effect {
                     ctx.cwd = path.clone();
                 }
             }
-            outcomes[k] = Some(outcome);
+            outcomes.push(outcome);
         }
-        i = end;
     }
     outcomes
-        .into_iter()
-        .zip(calls)
-        .map(|(outcome, call)| {
-            outcome.unwrap_or_else(|| CallOutcome {
-                result: ToolResult::error(&call.id, "not run"),
-                effects: Vec::new(),
-            })
-        })
-        .collect()
 }
 
 fn is_concurrent(plan: &Plan<'_>) -> bool {
@@ -135,9 +137,25 @@ async fn execute(
             effects: Vec::new(),
         },
         Plan::Run(tool) => {
-            let output = tool
-                .execute(call.input.clone(), ctx, cancel.child_token())
-                .await;
+            let run = tool.execute(call.input.clone(), ctx, cancel.child_token());
+            // A tool with a bug must not take the turn, or the results of its neighbours, down
+            // with it.
+            let output = match AssertUnwindSafe(run).catch_unwind().await {
+                Ok(output) => output,
+                Err(panic) => {
+                    let what = panic
+                        .downcast_ref::<&str>()
+                        .map(|s| (*s).to_owned())
+                        .or_else(|| panic.downcast_ref::<String>().cloned())
+                        .unwrap_or_else(|| "no message".to_owned());
+                    tracing::error!(tool = call.name, %what, "tool panicked");
+                    ToolOutput::error(format!(
+                        "the tool `{}` crashed ({what}); this is a bug in tern, not in your \
+                         call. Work around it with other tools",
+                        call.name
+                    ))
+                }
+            };
             CallOutcome {
                 result: ToolResult {
                     tool_use_id: call.id.clone(),

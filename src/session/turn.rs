@@ -6,7 +6,7 @@ use super::batch::{BatchEnv, run_batch};
 use super::envelope::SessionDirs;
 use super::events::SessionEvent;
 use super::state::{SessionState, oversize_placeholder};
-use crate::domain::{Audience, ContentBlock, ErrorCategory, ToolCall, Usage};
+use crate::domain::{Audience, ContentBlock, ErrorCategory, Message, Role, ToolCall, Usage};
 use crate::llm::{LlmError, StreamEvent, StreamObserver};
 use crate::prompt;
 use crate::store::JournalEvent;
@@ -15,25 +15,6 @@ use std::time::Duration;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
-/// How a turn ended.
-#[derive(Debug, Clone, PartialEq)]
-pub enum TurnEnd {
-    Completed {
-        text: String,
-    },
-    Failed {
-        category: ErrorCategory,
-        message: String,
-    },
-}
-
-/// What a turn task sends back to its actor, in order: events, then its state when done.
-#[derive(Debug)]
-pub enum TurnMsg {
-    Event(SessionEvent),
-    Finished(Box<SessionState>),
-}
-
 /// A running turn's view of the session: its dependencies and where its events go.
 pub struct Turn<'a> {
     pub deps: &'a SessionDeps,
@@ -41,16 +22,16 @@ pub struct Turn<'a> {
     pub system_prompt: &'a str,
     pub audience: Audience,
     pub cancel: CancellationToken,
-    pub events: UnboundedSender<TurnMsg>,
+    pub events: UnboundedSender<SessionEvent>,
 }
 
 impl Turn<'_> {
     /// Runs the turn to its end, journaling as it goes. The state always matches the journal:
     /// an event is applied only after it was appended.
-    pub async fn run(&self, state: &mut SessionState) -> TurnEnd {
+    pub async fn run(&self, state: &mut SessionState) {
         match self.rounds(state).await {
             // The last round journaled the turn's end with its reply.
-            Ok(text) => TurnEnd::Completed { text },
+            Ok(()) => {}
             Err(failure) => {
                 let (category, message) = (failure.category, failure.message);
                 self.emit(SessionEvent::TurnFailed {
@@ -64,18 +45,18 @@ impl Turn<'_> {
                 if let Err(err) = self.record(state, vec![event]) {
                     tracing::error!(%err, "could not journal the end of a turn");
                 }
-                TurnEnd::Failed { category, message }
             }
         }
     }
 
-    async fn rounds(&self, state: &mut SessionState) -> Result<String, LlmError> {
+    async fn rounds(&self, state: &mut SessionState) -> Result<(), LlmError> {
         let tools = prompt::tool_specs(&self.deps.tools, self.audience);
         let mut turn_usage = Usage::default();
         let mut ctx = ToolContext {
             project_dir: state.project_dir.clone(),
             cwd: state.cwd.clone(),
-            temp_dir: self.dirs.temp_dir.clone(),
+            temp_dir: self.dirs.prepare_temp_dir(),
+            readable_dirs: vec![self.dirs.artifact_dir.clone()],
             tool_timeout: self.deps.settings.tool_execution_timeout,
         };
         loop {
@@ -104,21 +85,15 @@ impl Turn<'_> {
                 usage: reply.usage,
             }];
 
-            let content = self.fit_content(state, reply.content);
-            let calls: Vec<ToolCall> = content
-                .iter()
-                .filter_map(|b| match b {
-                    ContentBlock::ToolUse(call) => Some(call.clone()),
-                    _ => None,
-                })
-                .collect();
-            let text: String = content
-                .iter()
-                .filter_map(|b| match b {
-                    ContentBlock::Text { text } => Some(text.as_str()),
-                    _ => None,
-                })
-                .collect();
+            // The whole text is what the turn answered, even when the history keeps only a
+            // placeholder for it.
+            let reply_message = Message {
+                role: Role::Assistant,
+                content: reply.content,
+            };
+            let text = reply_message.text();
+            let calls: Vec<ToolCall> = reply_message.tool_calls().cloned().collect();
+            let content = self.fit_content(state, reply_message.content);
             if !content.is_empty() {
                 events.push(JournalEvent::AssistantMessage {
                     model: reply.model,
@@ -132,10 +107,10 @@ impl Turn<'_> {
             self.record(state, events)?;
             if calls.is_empty() {
                 self.emit(SessionEvent::TurnCompleted {
-                    text: text.clone(),
+                    text,
                     usage: turn_usage,
                 });
-                return Ok(text);
+                return Ok(());
             }
 
             for call in &calls {
@@ -204,7 +179,7 @@ impl Turn<'_> {
 
     fn emit(&self, event: SessionEvent) {
         // The actor outlives its turns; a failed send means it is shutting down anyway.
-        let _ = self.events.send(TurnMsg::Event(event));
+        let _ = self.events.send(event);
     }
 
     /// Replaces oversized text blocks of an assistant message by placeholders.
@@ -235,12 +210,12 @@ impl Turn<'_> {
 
 /// Passes streamed model output on to the session's subscribers.
 struct Forward<'a> {
-    events: &'a UnboundedSender<TurnMsg>,
+    events: &'a UnboundedSender<SessionEvent>,
 }
 
 impl Forward<'_> {
     fn send(&self, event: SessionEvent) {
-        let _ = self.events.send(TurnMsg::Event(event));
+        let _ = self.events.send(event);
     }
 }
 

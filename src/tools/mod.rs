@@ -48,6 +48,9 @@ pub struct ToolContext {
     pub cwd: PathBuf,
     /// Exported as `TMPDIR` to child processes.
     pub temp_dir: PathBuf,
+    /// Folders outside the project that tools may read without approval: the session's own
+    /// artifacts (where oversized messages are kept), never anything of the user's.
+    pub readable_dirs: Vec<PathBuf>,
     /// Watchdog for a tool without progress; streamed output resets it (`[session]
     /// tool_execution`).
     pub tool_timeout: Duration,

@@ -141,6 +141,8 @@ pub fn access_need(ctx: &ToolContext, path: &Path, access: Access) -> ApprovalNe
             Access::Read => ApprovalNeed::None,
             Access::Write => ApprovalNeed::Edit,
         }
+    } else if access == Access::Read && ctx.readable_dirs.iter().any(|dir| is_inside(dir, path)) {
+        ApprovalNeed::None
     } else {
         // Name where the path really leads, so the person approving sees through symlinks.
         ApprovalNeed::OutsideProject(real_path(path).unwrap_or_else(|| path.to_path_buf()))
@@ -325,6 +327,7 @@ mod tests {
             project_dir: PathBuf::from("/p"),
             cwd: PathBuf::from("/p"),
             temp_dir: PathBuf::from("/p/tmp"),
+            readable_dirs: vec![PathBuf::from("/s/artifacts")],
             tool_timeout: std::time::Duration::ZERO,
         };
         let check = |input: Value, arg: PathArg, access: Access, expected: ApprovalNeed| {
@@ -354,6 +357,19 @@ mod tests {
             PathArg::Optional,
             Access::Write,
             ApprovalNeed::Edit,
+        );
+        // The session's own artifacts are readable, but not writable, without approval.
+        check(
+            json!({"path": "/s/artifacts/input-0.txt"}),
+            PathArg::Required,
+            Access::Read,
+            ApprovalNeed::None,
+        );
+        check(
+            json!({"path": "/s/artifacts/input-0.txt"}),
+            PathArg::Required,
+            Access::Write,
+            ApprovalNeed::OutsideProject(PathBuf::from("/s/artifacts/input-0.txt")),
         );
     }
 

@@ -42,6 +42,7 @@ impl Project {
             project_dir: dir.clone(),
             cwd: dir.clone(),
             temp_dir: base.join("tmp").join("p"),
+            readable_dirs: Vec::new(),
             tool_timeout: Duration::from_secs(20),
         };
         Self {
