@@ -109,7 +109,15 @@ pub fn session_deps(
 /// The project directory: where tern was started.
 pub fn project_dir() -> anyhow::Result<std::path::PathBuf> {
     let cwd = std::env::current_dir().context("the current directory is not accessible")?;
-    Ok(cwd.canonicalize().unwrap_or(cwd))
+    let cwd = cwd.canonicalize().unwrap_or(cwd);
+    if cwd.to_str().is_none() {
+        anyhow::bail!(
+            "the project folder {} has a name that is not valid UTF-8, which sessions cannot \
+             record; run tern from a folder whose path is valid UTF-8",
+            cwd.display()
+        );
+    }
+    Ok(cwd)
 }
 
 /// Sends tracing output to `<log_dir>/tern.log`; `TERN_LOG` sets the filter (default info).

@@ -10,6 +10,8 @@ use std::ffi::OsString;
 use std::fmt;
 use std::path::PathBuf;
 
+use super::providers::redact_url;
+
 /// The environment variables tern reads, plus any other variable a profile names as its
 /// `api_key_env`.
 #[derive(Clone, Default, PartialEq, Eq)]
@@ -106,13 +108,15 @@ impl Environment {
 impl fmt::Debug for Environment {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let set = |v: &Option<String>| if v.is_some() { "set" } else { "unset" };
+        // A base URL may carry a password or a key until loading refuses it.
+        let url = |v: &Option<String>| v.as_deref().map(redact_url);
         f.debug_struct("Environment")
             .field("tern_home", &self.tern_home)
             .field("anthropic_api_key", &set(&self.anthropic_api_key))
-            .field("anthropic_base_url", &self.anthropic_base_url)
+            .field("anthropic_base_url", &url(&self.anthropic_base_url))
             .field("openai_api_key", &set(&self.openai_api_key))
-            .field("openai_base_url", &self.openai_base_url)
-            .field("ollama_host", &self.ollama_host)
+            .field("openai_base_url", &url(&self.openai_base_url))
+            .field("ollama_host", &url(&self.ollama_host))
             .field("others", &self.others.len())
             .finish()
     }

@@ -18,7 +18,7 @@ use super::location::{Document, dotted};
 use super::paths::Paths;
 use super::providers::{
     DEFAULT_CONTEXT_WINDOW, DEFAULT_MAX_OUTPUT_TOKENS, KINDS, builtin_profiles, check_base_url,
-    env_default_profile,
+    env_default_profile, redact_url,
 };
 use super::raw::{RawConfig, RawMaintenance, RawModels, RawProvider, RawRetry, RawSession};
 use super::settings::{
@@ -328,8 +328,19 @@ impl Validator<'_> {
         };
         let base = builtin.filter(|b| b.kind == kind);
         let base_url = match &raw.base_url {
-            Some(url) => check_base_url(url)
-                .map_err(|problem| self.error(&key("base_url"), format!("\"{url}\" {problem}")))?,
+            // Shown redacted: a rejected URL may hold a password or a key.
+            Some(url) => check_base_url(url).map_err(|bad| {
+                self.error(
+                    &key("base_url"),
+                    format!(
+                        "\"{}\" {}",
+                        redact_url(url),
+                        bad.problem(Some(
+                            "an environment variable, named here with api_key_env = \"VARIABLE_NAME\""
+                        ))
+                    ),
+                )
+            })?,
             None => base.map_or_else(
                 || kind.default_base_url().to_owned(),
                 |b| b.base_url.clone(),
@@ -337,16 +348,15 @@ impl Validator<'_> {
         };
         let api_key_env = match &raw.api_key_env {
             Some(var) => {
-                let valid = !var.is_empty()
-                    && !var.starts_with(|c: char| c.is_ascii_digit())
-                    && var.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-                if !valid {
-                    // Never echo the value: people paste the key itself here.
+                if !is_env_var_name(var) {
+                    // Never echo the value: people paste the key itself here, and keys such as
+                    // `gsk_…` or `sk_…` would pass a looser check.
                     return Err(self.error(
                         &key("api_key_env"),
-                        "takes the name of an environment variable that holds the key \
-                         (like \"WORK_API_KEY\"), not the key itself; the value here is not a \
-                         variable name (letters, digits and `_` only)",
+                        "takes the name of an environment variable that holds the key, in \
+                         capitals, digits and `_` (like \"WORK_API_KEY\"). The value here is \
+                         not such a name and is not shown: this looks like a key itself; put \
+                         the key in an environment variable and give its name here",
                     ));
                 }
                 Some(var.clone())
@@ -568,6 +578,16 @@ impl Validator<'_> {
     }
 }
 
+/// Whether `name` is an environment variable name as shells and tern's docs write them:
+/// UPPER_SNAKE_CASE, `[A-Z_][A-Z0-9_]*`. Anything else is more likely a pasted key than a name.
+fn is_env_var_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_uppercase() || c == '_')
+        && chars.all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+}
+
 /// Rewrites serde's wording ("field", "u64", "struct RawSession") into the config file's
 /// terms, and adds a hint where a common mistake is likely.
 fn explain_toml_message(message: &str, key: &[String]) -> String {
@@ -612,5 +632,28 @@ fn explain_toml_message(message: &str, key: &[String]) -> String {
     ] {
         text = text.replace(serde_term, ours);
     }
+    // serde quotes a wrongly typed value (integer `123`); for the keys that take the name
+    // of a secret, or a URL that may hold one, the value stays out of the message.
+    let secret_key = matches!(
+        key,
+        [providers, _, field] if providers == "providers" && (field == "api_key_env" || field == "base_url")
+    );
+    if secret_key {
+        text = without_quoted_values(&text);
+    }
     text
+}
+
+/// `text` with every backtick-quoted part removed, and the space before it.
+fn without_quoted_values(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut parts = text.split('`');
+    while let Some(outside) = parts.next() {
+        out.push_str(outside);
+        // The part after an opening backtick is quoted; drop it (and an unclosed tail too).
+        if parts.next().is_some() && out.ends_with(' ') {
+            out.pop();
+        }
+    }
+    out
 }

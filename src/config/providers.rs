@@ -88,10 +88,15 @@ impl ProviderProfile {
 pub(crate) fn builtin_profiles(
     env: &Environment,
 ) -> Result<BTreeMap<String, ProviderProfile>, ConfigError> {
-    let from_env = |var: &str, value: &Option<String>, default: &str| match value {
-        Some(url) => check_base_url(url).map_err(|problem| ConfigError::InvalidEnv {
+    // The value is shown redacted: a rejected URL may hold a password or a key.
+    let from_env = |var: &str, value: &Option<String>, default: &str, key_var: &str| match value {
+        Some(url) => check_base_url(url).map_err(|bad| ConfigError::InvalidEnv {
             var: var.to_owned(),
-            problem: format!("is `{url}`, which {problem}"),
+            problem: format!(
+                "is `{}`, which {}",
+                redact_url(url),
+                bad.problem(Some(key_var))
+            ),
         }),
         None => Ok(default.to_owned()),
     };
@@ -102,6 +107,7 @@ pub(crate) fn builtin_profiles(
             "ANTHROPIC_BASE_URL",
             &env.anthropic_base_url,
             ProviderKind::Anthropic.default_base_url(),
+            "ANTHROPIC_API_KEY",
         )?,
         api_key_env: Some("ANTHROPIC_API_KEY".to_owned()),
         api_key: env.anthropic_api_key.clone(),
@@ -116,6 +122,7 @@ pub(crate) fn builtin_profiles(
             "OPENAI_BASE_URL",
             &env.openai_base_url,
             ProviderKind::OpenAi.default_base_url(),
+            "OPENAI_API_KEY",
         )?,
         api_key_env: Some("OPENAI_API_KEY".to_owned()),
         api_key: env.openai_api_key.clone(),
@@ -126,7 +133,7 @@ pub(crate) fn builtin_profiles(
     let ollama_url = match &env.ollama_host {
         Some(host) => ollama_base_url(host).map_err(|problem| ConfigError::InvalidEnv {
             var: "OLLAMA_HOST".to_owned(),
-            problem: format!("is `{host}`, which {problem}"),
+            problem: format!("is `{}`, which {problem}", redact_url(host)),
         })?,
         None => ProviderKind::Ollama.default_base_url().to_owned(),
     };
@@ -166,34 +173,99 @@ pub(crate) fn env_default_profile(
     }
 }
 
-/// Checks that `url` is an absolute http(s) URL with a host, and drops trailing slashes so
-/// endpoint paths can be appended. The error completes the sentence "the value …".
-pub(crate) fn check_base_url(url: &str) -> Result<String, String> {
+/// Why a base URL was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BadBaseUrl {
+    /// Not an absolute http(s) URL with a host.
+    NotHttp,
+    /// It carries a `user:password@` part.
+    Credentials,
+    /// It has a query string or a fragment.
+    Query,
+}
+
+impl BadBaseUrl {
+    /// Completes the sentence "the value …". `key_home` says where a key belongs instead of
+    /// the URL (`None` for a server that takes no key); the value itself is never included.
+    pub(crate) fn problem(self, key_home: Option<&str>) -> String {
+        let instead =
+            key_home.map_or_else(String::new, |home| format!(" and put the key in {home}"));
+        match self {
+            Self::NotHttp => "is not an http:// or https:// URL with a host \
+                              (like \"https://api.anthropic.com\" or \"http://127.0.0.1:8080/v1\")"
+                .to_owned(),
+            Self::Credentials => format!(
+                "contains a user name or password (`user:password@`), which would be shown by \
+                 `tern doctor` and in error messages; remove that part{instead}"
+            ),
+            Self::Query => {
+                let instead = key_home.map_or_else(String::new, |home| {
+                    format!("; a key goes in {home} instead")
+                });
+                format!(
+                    "has a query string or fragment (`?…` or `#…`), but tern appends the API's \
+                     paths to the base URL, so it must end with its path; remove that part{instead}"
+                )
+            }
+        }
+    }
+}
+
+/// Checks that `url` is an absolute http(s) URL with a host and nothing secret or in the way
+/// of the paths appended to it (no user info, query or fragment), and drops trailing slashes
+/// so endpoint paths can be appended.
+pub(crate) fn check_base_url(url: &str) -> Result<String, BadBaseUrl> {
     let url = url.trim().trim_end_matches('/');
-    let accepted = "is not an http:// or https:// URL with a host \
-                    (like \"https://api.anthropic.com\" or \"http://127.0.0.1:8080/v1\")";
     let lower = url.to_ascii_lowercase();
     let rest = if lower.starts_with("http://") {
         &url[7..]
     } else if lower.starts_with("https://") {
         &url[8..]
     } else {
-        return Err(accepted.to_owned());
+        return Err(BadBaseUrl::NotHttp);
     };
     let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    if authority.contains('@') {
+        return Err(BadBaseUrl::Credentials);
+    }
+    if rest.contains(['?', '#']) {
+        return Err(BadBaseUrl::Query);
+    }
     let host_ok = url_host(url).is_some_and(|h| !h.is_empty());
     if !host_ok || authority.starts_with(':') || url.chars().any(char::is_whitespace) {
-        return Err(accepted.to_owned());
+        return Err(BadBaseUrl::NotHttp);
     }
     Ok(url.to_owned())
+}
+
+/// `url` (or a bare `host:port`) with what may be secret replaced by `…`: the user info and
+/// any query or fragment. What remains says which server was meant.
+pub(crate) fn redact_url(url: &str) -> String {
+    let (scheme, rest) = match url.find("://") {
+        Some(at) => url.split_at(at + 3),
+        None => ("", url),
+    };
+    let (authority, tail) = rest.split_at(rest.find(['/', '?', '#']).unwrap_or(rest.len()));
+    let authority = match authority.rsplit_once('@') {
+        Some((_, host)) => format!("…@{host}"),
+        None => authority.to_owned(),
+    };
+    // `?` and `#` are ASCII, so the cut is on a character boundary.
+    let tail = match tail.find(['?', '#']) {
+        Some(at) => format!("{}…", &tail[..=at]),
+        None => tail.to_owned(),
+    };
+    format!("{scheme}{authority}{tail}")
 }
 
 /// Turns `OLLAMA_HOST` into a base URL the way Ollama's own client does: `host:port`, a bare
 /// host (port 11434), or a full URL; `0.0.0.0` (a common bind address) means this machine.
 fn ollama_base_url(host: &str) -> Result<String, String> {
     let host = host.trim();
+    // Ollama takes no key, so a credential in the host has nowhere else to go.
+    let checked = |url: &str| check_base_url(url).map_err(|bad| bad.problem(None));
     if host.contains("://") {
-        return check_base_url(host);
+        return checked(host);
     }
     let hostport = host.split('/').next().unwrap_or_default();
     let with_port = if hostport.is_empty() {
@@ -214,7 +286,7 @@ fn ollama_base_url(host: &str) -> Result<String, String> {
         }
     };
     let with_port = with_port.replacen("0.0.0.0", "127.0.0.1", 1);
-    check_base_url(&format!("http://{with_port}"))
+    checked(&format!("http://{with_port}"))
 }
 
 /// The host of an http(s) URL, without user info, port or IPv6 brackets.
@@ -270,7 +342,36 @@ mod tests {
             "https://a b",
             "http:///v1",
         ] {
-            assert!(check_base_url(bad).is_err(), "{bad}");
+            assert_eq!(check_base_url(bad), Err(BadBaseUrl::NotHttp), "{bad}");
+        }
+        for (bad, why) in [
+            ("https://u:p@x.com/v1", BadBaseUrl::Credentials),
+            ("http://@x.com", BadBaseUrl::Credentials),
+            ("https://x.com/v1?k=v", BadBaseUrl::Query),
+            ("https://x.com?", BadBaseUrl::Query),
+            ("https://x.com/v1#top", BadBaseUrl::Query),
+        ] {
+            assert_eq!(check_base_url(bad), Err(why), "{bad}");
+        }
+        assert_eq!(
+            check_base_url("https://x.com/@team/v1").as_deref(),
+            Ok("https://x.com/@team/v1")
+        );
+    }
+
+    #[test]
+    fn redacted_urls_keep_the_server_and_drop_secrets() {
+        for (url, shown) in [
+            ("https://api.x.com/v1", "https://api.x.com/v1"),
+            ("https://u:p@api.x.com/v1", "https://…@api.x.com/v1"),
+            ("https://a@b@api.x.com", "https://…@api.x.com"),
+            ("https://api.x.com/v1?key=s&x=y", "https://api.x.com/v1?…"),
+            ("https://api.x.com#s", "https://api.x.com#…"),
+            ("u:p@gpu-box:11434/x?t=s", "…@gpu-box:11434/x?…"),
+            ("https://x/@team", "https://x/@team"),
+            ("localhost:8080", "localhost:8080"),
+        ] {
+            assert_eq!(redact_url(url), shown, "{url}");
         }
     }
 

@@ -6,6 +6,7 @@
 
 use std::fmt::Write;
 
+use super::providers::redact_url;
 use super::settings::{Config, MaintenanceMode, ModelRef, ProviderProfile};
 use super::units::{format_duration, format_size};
 
@@ -108,7 +109,8 @@ impl Config {
 fn write_profile(out: &mut String, p: &ProviderProfile) -> std::fmt::Result {
     writeln!(out, "\n[providers.{}]", p.name)?;
     writeln!(out, "kind = {}", p.kind.as_str())?;
-    writeln!(out, "base_url = {}", p.base_url)?;
+    // Loading refuses URLs with secrets in them; profiles built in code are redacted here too.
+    writeln!(out, "base_url = {}", redact_url(&p.base_url))?;
     writeln!(out, "model = {}", p.default_model)?;
     writeln!(out, "context_window = {}", p.context_window)?;
     writeln!(out, "max_output_tokens = {}", p.max_output_tokens)?;

@@ -4,8 +4,10 @@
 //! Anthropic allows four `cache_control` breakpoints per request. The system prompt and the
 //! tool list take one each, because they are the stable prefix every request shares; the rest
 //! go to the latest message breakpoints the caller asked for, since a later breakpoint covers
-//! more of the history. The decoder follows Anthropic's versioning promise that new event,
-//! block and delta types may appear at any time: anything unknown is skipped.
+//! more of the history. Tool call ids are rewritten into the form Anthropic accepts
+//! ([`ToolIds`]), since a history may hold other providers' ids. The decoder follows
+//! Anthropic's versioning promise that new event, block and delta types may appear at any
+//! time: anything unknown is skipped.
 
 use super::decode::Decoded;
 use super::error::{classify_stream_error, not_json};
@@ -14,9 +16,9 @@ use super::http::{self, Endpoint};
 use super::sse::{SseHandler, SseWire};
 use super::{BoxFuture, ChatRequest, EventStream, LlmError, Provider, StopReason, StreamEvent};
 use crate::config::ProviderProfile;
-use crate::domain::{ContentBlock, Role, Usage};
+use crate::domain::{ContentBlock, ErrorCategory, Role, Usage};
 use serde_json::{Value, json};
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 
 /// The API version this encoder and decoder were written against.
 const API_VERSION: &str = "2023-06-01";
@@ -98,7 +100,10 @@ impl Provider for AnthropicProvider {
         Box::pin(async move {
             let builder = self.request(reqwest::Method::GET, &self.models)?;
             http::probe(&self.models, builder, |err| self.explain(err, "")).await?;
-            Ok(format!("{} answered and accepted the key", self.models.url))
+            Ok(format!(
+                "{} answered and accepted the key",
+                self.models.display
+            ))
         })
     }
 }
@@ -154,15 +159,16 @@ pub(crate) fn encode_request(request: &ChatRequest) -> Value {
             .sort_by_key(|(_, block)| !matches!(block, ContentBlock::ToolResult(_)));
     }
 
-    let mut encoded: Vec<Vec<Value>> = turns
-        .iter()
-        .map(|turn| {
-            turn.blocks
-                .iter()
-                .map(|(_, block)| encode_block(block))
-                .collect()
-        })
-        .collect();
+    let mut ids = ToolIds::default();
+    let mut encoded: Vec<Vec<Value>> = Vec::with_capacity(turns.len());
+    for (turn_index, turn) in turns.iter().enumerate() {
+        let blocks = turn
+            .blocks
+            .iter()
+            .map(|(_, block)| encode_block(block, turn_index, &mut ids))
+            .collect();
+        encoded.push(blocks);
+    }
     let requested: Vec<usize> = request
         .cache_breakpoints
         .iter()
@@ -230,7 +236,71 @@ fn cache_targets(
         .collect()
 }
 
-fn encode_block(block: &ContentBlock) -> Value {
+/// Rewrites tool call ids into what Anthropic accepts: only `[a-zA-Z0-9_-]`, and unique
+/// within the request. Other providers' ids (`functions.read:0`) break the first rule, and a
+/// history spanning several providers or sessions can repeat an id. Invalid characters become
+/// `_`; an id already handed out gets `_2`, `_3`, … in order of appearance. Each result takes
+/// the id of its own call: the call with that original id in the latest assistant turn (in
+/// order, when one turn repeats an id). The rewrite of an id depends only on what precedes
+/// it, so a growing history keeps its encoded prefix byte for byte and the prompt cache holds.
+#[derive(Debug, Default)]
+struct ToolIds {
+    /// Every id handed out so far.
+    used: HashSet<String>,
+    /// Original id → the turn of the latest calls with it and their rewritten ids, in order.
+    latest: HashMap<String, (usize, VecDeque<String>)>,
+}
+
+impl ToolIds {
+    /// The id for a call with `original` id, made in assistant turn `turn`.
+    fn call(&mut self, original: &str, turn: usize) -> String {
+        let base = valid_tool_id(original);
+        let mut id = base.clone();
+        let mut n = 2;
+        while self.used.contains(&id) {
+            id = format!("{base}_{n}");
+            n += 1;
+        }
+        self.used.insert(id.clone());
+        let entry = self
+            .latest
+            .entry(original.to_string())
+            .or_insert_with(|| (turn, VecDeque::new()));
+        if entry.0 != turn {
+            *entry = (turn, VecDeque::new());
+        }
+        entry.1.push_back(id.clone());
+        id
+    }
+
+    /// The id for a result answering `original`.
+    fn result(&mut self, original: &str) -> String {
+        match self.latest.get_mut(original) {
+            Some((_, ids)) if ids.len() > 1 => ids.pop_front().unwrap_or_default(),
+            Some((_, ids)) if !ids.is_empty() => ids[0].clone(),
+            // A result without a call; Anthropic will say so, in terms the user can find.
+            _ => valid_tool_id(original),
+        }
+    }
+}
+
+/// `id` with every character outside `[a-zA-Z0-9_-]` replaced by `_`.
+fn valid_tool_id(id: &str) -> String {
+    if id.is_empty() {
+        return "tool".to_string();
+    }
+    id.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+fn encode_block(block: &ContentBlock, turn: usize, ids: &mut ToolIds) -> Value {
     match block {
         ContentBlock::Text { text } => json!({"type": "text", "text": text}),
         ContentBlock::Thinking {
@@ -247,10 +317,12 @@ fn encode_block(block: &ContentBlock) -> Value {
             } else {
                 json!({})
             };
-            json!({"type": "tool_use", "id": call.id, "name": call.name, "input": input})
+            let id = ids.call(&call.id, turn);
+            json!({"type": "tool_use", "id": id, "name": call.name, "input": input})
         }
         ContentBlock::ToolResult(result) => {
-            let mut block = json!({"type": "tool_result", "tool_use_id": result.tool_use_id});
+            let id = ids.result(&result.tool_use_id);
+            let mut block = json!({"type": "tool_result", "tool_use_id": id});
             if !result.content.is_empty() {
                 block["content"] = json!(result.content);
             }
@@ -309,7 +381,15 @@ impl SseHandler for AnthropicEvents {
                 out.push(Ok(StreamEvent::ToolCallEnd { index }));
             }
             "message_delta" => {
-                if let Some(reason) = value.pointer("/delta/stop_reason").and_then(Value::as_str) {
+                let reason = value.pointer("/delta/stop_reason").and_then(Value::as_str);
+                if reason == Some("model_context_window_exceeded") {
+                    // The reply was cut short like at the output limit, but no larger limit
+                    // helps: the prompt left no room. It must not be kept as an answer.
+                    out.push(Ok(StreamEvent::Error(context_window_full())));
+                    self.stopped = true;
+                    return Ok(());
+                }
+                if let Some(reason) = reason {
                     self.stop_reason = Some(stop_reason(reason));
                 }
                 if let Some(usage) = value.get("usage").and_then(parse_usage) {
@@ -426,6 +506,15 @@ fn parse_usage(value: &Value) -> Option<Usage> {
         cache_creation_input_tokens: count("cache_creation_input_tokens"),
         cache_read_input_tokens: count("cache_read_input_tokens"),
     })
+}
+
+/// The error for a reply Anthropic stopped because the context window filled up.
+fn context_window_full() -> LlmError {
+    LlmError::new(
+        ErrorCategory::ContextOverflow,
+        "the reply was cut off because the context window is full; nothing partial was kept; \
+         compact the session or use a model with a larger window",
+    )
 }
 
 fn stop_reason(reason: &str) -> StopReason {

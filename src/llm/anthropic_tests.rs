@@ -406,3 +406,160 @@ async fn a_missing_key_names_the_variable_without_a_request() {
     assert_eq!(err.category, ErrorCategory::Auth);
     assert!(err.message.contains("ANTHROPIC_API_KEY"), "{err}");
 }
+
+#[test]
+fn whitespace_only_replies_are_not_sent_back() {
+    let messages = vec![
+        Message::user_text("hi"),
+        Message::assistant_text("\n\n"),
+        Message::user_text("still there?"),
+    ];
+    let body = encode_request(&request(messages, vec![]));
+    assert_eq!(
+        body["messages"],
+        json!([{"role": "user", "content": [
+            {"type": "text", "text": "hi"},
+            {"type": "text", "text": "still there?"},
+        ]}])
+    );
+}
+
+fn call_block(id: &str) -> ContentBlock {
+    ContentBlock::ToolUse(ToolCall {
+        id: id.into(),
+        name: "read".into(),
+        input: json!({}),
+    })
+}
+
+fn result_block(id: &str, output: &str) -> ContentBlock {
+    ContentBlock::ToolResult(ToolResult::ok(id, output))
+}
+
+/// The (call id, result id, result content) triples of an encoded request, in order.
+fn wire_ids(body: &Value) -> (Vec<String>, Vec<(String, String)>) {
+    let mut calls = Vec::new();
+    let mut results = Vec::new();
+    for message in body["messages"].as_array().into_iter().flatten() {
+        for block in message["content"].as_array().into_iter().flatten() {
+            match block["type"].as_str() {
+                Some("tool_use") => calls.push(block["id"].as_str().unwrap_or("?").to_string()),
+                Some("tool_result") => results.push((
+                    block["tool_use_id"].as_str().unwrap_or("?").to_string(),
+                    block["content"].as_str().unwrap_or("?").to_string(),
+                )),
+                _ => {}
+            }
+        }
+    }
+    (calls, results)
+}
+
+#[test]
+fn tool_ids_are_made_valid_and_unique_and_stay_paired() {
+    let messages = vec![
+        Message::user_text("go"),
+        assistant(vec![call_block("functions.read:0"), call_block("dup")]),
+        user(vec![
+            result_block("functions.read:0", "first"),
+            result_block("dup", "second"),
+        ]),
+        // Another provider's reply reusing both ids.
+        assistant(vec![call_block("dup"), call_block("functions.read:0")]),
+        user(vec![
+            result_block("functions.read:0", "fourth"),
+            result_block("dup", "third"),
+        ]),
+        // One turn repeating an id: results pair with calls in order.
+        assistant(vec![call_block("dup"), call_block("dup")]),
+        user(vec![
+            result_block("dup", "fifth"),
+            result_block("dup", "sixth"),
+        ]),
+    ];
+    let body = encode_request(&request(messages.clone(), vec![]));
+    let (calls, results) = wire_ids(&body);
+    assert_eq!(
+        calls,
+        [
+            "functions_read_0",
+            "dup",
+            "dup_2",
+            "functions_read_0_2",
+            "dup_3",
+            "dup_4"
+        ]
+    );
+    let paired: Vec<(&str, &str)> = results
+        .iter()
+        .map(|(id, content)| (id.as_str(), content.as_str()))
+        .collect();
+    assert_eq!(
+        paired,
+        [
+            ("functions_read_0", "first"),
+            ("dup", "second"),
+            ("functions_read_0_2", "fourth"),
+            ("dup_2", "third"),
+            ("dup_3", "fifth"),
+            ("dup_4", "sixth"),
+        ]
+    );
+    // The same history encodes the same, and a longer one keeps the shared prefix intact.
+    assert_eq!(encode_request(&request(messages.clone(), vec![])), body);
+    let mut longer = messages;
+    longer.push(assistant(vec![call_block("dup")]));
+    let longer_body = encode_request(&request(longer, vec![]));
+    let prefix = body["messages"].as_array().expect("messages");
+    assert_eq!(
+        &longer_body["messages"].as_array().expect("messages")[..prefix.len()],
+        prefix.as_slice()
+    );
+    assert_eq!(
+        wire_ids(&longer_body).0.last().map(String::as_str),
+        Some("dup_5")
+    );
+}
+
+#[test]
+fn a_full_context_window_fails_the_reply() {
+    let out = events(concat!(
+        "data: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n",
+        "data: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"The answer is\"}}\n\n",
+        "data: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"model_context_window_exceeded\"},\"usage\":{\"output_tokens\":3}}\n\n",
+        "data: {\"type\":\"message_stop\"}\n\n",
+    ));
+    match out.as_slice() {
+        [Ok(StreamEvent::TextDelta(_)), Ok(StreamEvent::Error(err))] => {
+            assert_eq!(err.category, ErrorCategory::ContextOverflow);
+            assert!(err.message.contains("context window is full"), "{err}");
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn redirects_are_reported_not_followed() {
+    let response = concat!(
+        "HTTP/1.1 307 Temporary Redirect\r\n",
+        "location: https://other.example/anthropic/v1/messages?session=s3cret\r\n",
+        "content-length: 0\r\nconnection: close\r\n\r\n",
+    );
+    let (base, server) = serve_once(response.as_bytes().to_vec()).await;
+    let provider = AnthropicProvider::new(&profile(&base));
+    let req = request(vec![Message::user_text("x")], vec![]);
+    let err = match provider.stream(&req).await {
+        Ok(_) => panic!("a redirect must fail"),
+        Err(err) => err,
+    };
+    server.await.expect("the server task");
+    assert_eq!(err.category, ErrorCategory::InvalidRequest, "{err}");
+    assert!(!err.is_retryable());
+    assert!(
+        err.message
+            .contains("base_url redirects to https://other.example/anthropic (HTTP 307)"),
+        "{err}"
+    );
+    assert!(err.message.contains("to that address"), "{err}");
+    assert!(!err.message.contains("s3cret"), "{err}");
+}

@@ -3,6 +3,10 @@
 //! assembles the reply, retries what retrying can fix, fails over to the fallback model when
 //! the primary keeps failing, and refuses to hand back a reply cut off at the output limit.
 //!
+//! One of those timeouts is retried once per model, not `max_attempts` times: each costs the
+//! whole timeout, and a model that outlasted it twice is likely to again, so the second one
+//! moves on to the fallback.
+//!
 //! Everything streamed is passed to a [`StreamObserver`] as it arrives, so the interface can
 //! show the reply growing. A retry or a failover means what was shown is void; the observer
 //! is told so before the next attempt starts.
@@ -114,9 +118,10 @@ impl ModelClient {
     /// Sends `request` and returns the complete reply. The request's `model` is replaced by
     /// the route's; its `max_output_tokens` is capped at the route's (zero means the route's).
     ///
-    /// Fails with category `ModelBehavior` when the reply was cut at the output limit (nothing
-    /// partial is returned), `Cancelled` promptly when `cancel` fires, and otherwise with the
-    /// last attempt's classified error.
+    /// Fails with category `ModelBehavior` when the reply was cut at the output limit and
+    /// `ContextOverflow` when it was cut because the context window filled up (nothing partial
+    /// is returned either way), `Cancelled` promptly when `cancel` fires, and otherwise with
+    /// the last attempt's classified error.
     pub async fn complete(
         &self,
         request: ChatRequest,
@@ -166,12 +171,25 @@ impl ModelClient {
             (asked, limit) => asked.min(limit),
         };
         let mut attempt = 1;
+        let mut watchdog_timeouts = 0;
         loop {
-            let error = match self.attempt(route, &request, observer, cancel).await {
+            let (error, by_watchdog) = match self.attempt(route, &request, observer, cancel).await {
                 Ok(reply) => return Ok(reply),
-                Err(error) if error.category == ErrorCategory::Cancelled => return Err(error),
-                Err(error) => error,
+                Err(failed) if failed.error.category == ErrorCategory::Cancelled => {
+                    return Err(failed.error);
+                }
+                Err(failed) => (failed.error, failed.by_watchdog),
             };
+            if by_watchdog {
+                watchdog_timeouts += 1;
+            }
+            // A model that outlasted one of our timeouts twice is likely to keep doing so, and
+            // each wait is long: stop here and let the fallback (if any) have a go.
+            if by_watchdog && watchdog_timeouts > 1 {
+                return Err(error.with_hint(&format!(
+                    "gave up after {attempt} attempts, {watchdog_timeouts} of them timed out"
+                )));
+            }
             match next_delay(attempt, &error, &self.policy, fastrand::f64()) {
                 RetryDecision::Retry(delay) => {
                     tracing::warn!(
@@ -212,21 +230,24 @@ impl ModelClient {
         request: &ChatRequest,
         observer: &mut dyn StreamObserver,
         cancel: &CancellationToken,
-    ) -> Result<ModelReply, LlmError> {
+    ) -> Result<ModelReply, Failed> {
         let policy = &self.policy;
         let provider = route.provider.name();
         let mut stream = tokio::select! {
             biased;
-            _ = cancel.cancelled() => return Err(cancelled()),
+            _ = cancel.cancelled() => return Err(cancelled().into()),
             opened = tokio::time::timeout(policy.prefill_timeout, route.provider.stream(request)) => {
                 match opened {
                     Ok(stream) => stream?,
-                    Err(_) => return Err(Watchdog::Prefill.error(policy, provider)),
+                    Err(_) => return Err(Watchdog::Prefill.failed(policy, provider)),
                 }
             }
         };
         let mut assembler = ReplyAssembler::new();
         let opened_at = Instant::now();
+        // When the last event arrived, counted from the first piece of the reply itself (text,
+        // thinking or a tool call): until then only the first-token timeout applies, however
+        // much bookkeeping (Anthropic's opening usage) arrives.
         let mut last_event: Option<Instant> = None;
         // When the current run of thinking-only output began; any text or tool call ends it.
         let mut thinking_since: Option<Instant> = None;
@@ -242,34 +263,46 @@ impl ModelClient {
             };
             let next = tokio::select! {
                 biased;
-                _ = cancel.cancelled() => return Err(cancelled()),
+                _ = cancel.cancelled() => return Err(cancelled().into()),
                 item = stream.next() => item,
-                _ = sleep_until(deadline) => return Err(watchdog.error(policy, provider)),
+                _ = sleep_until(deadline) => return Err(watchdog.failed(policy, provider)),
             };
             let event = match next {
                 Some(Ok(event)) => event,
-                Some(Err(error)) => return Err(error),
-                None => return Err(connection_cut("")),
+                Some(Err(error)) => return Err(error.into()),
+                None => return Err(connection_cut("").into()),
             };
             let now = Instant::now();
-            last_event = Some(now);
             match &event {
                 StreamEvent::ThinkingDelta(_) | StreamEvent::ThinkingSignature(_) => {
                     thinking_since.get_or_insert(now);
+                    last_event = Some(now);
                 }
                 StreamEvent::TextDelta(_)
                 | StreamEvent::ToolCallStart { .. }
                 | StreamEvent::ToolCallArgsDelta { .. }
-                | StreamEvent::ToolCallEnd { .. } => thinking_since = None,
+                | StreamEvent::ToolCallEnd { .. } => {
+                    thinking_since = None;
+                    last_event = Some(now);
+                }
+                _ if last_event.is_some() => last_event = Some(now),
                 _ => {}
             }
             observer.on_event(&event);
             match event {
                 StreamEvent::Stop(reason) => break reason,
-                StreamEvent::Error(error) => return Err(error),
+                StreamEvent::Error(error) => return Err(error.into()),
                 other => assembler.push(other),
             }
         };
+        if let StopReason::Other(reason) = &stop_reason {
+            tracing::debug!(
+                provider,
+                model = %route.model,
+                reason = %reason,
+                "the model stopped for a reason tern does not know; keeping the reply"
+            );
+        }
         if stop_reason == StopReason::MaxTokens {
             return Err(LlmError::new(
                 ErrorCategory::ModelBehavior,
@@ -278,7 +311,8 @@ impl ModelClient {
                      kept; raise max_output_tokens or ask for a shorter answer",
                     request.max_output_tokens
                 ),
-            ));
+            )
+            .into());
         }
         let assembled = assembler.finish();
         Ok(ModelReply {
@@ -292,6 +326,22 @@ impl ModelClient {
     }
 }
 
+/// Why an attempt failed, and whether one of the client's own timeouts ended it (as opposed
+/// to an error from the provider or the network).
+struct Failed {
+    error: LlmError,
+    by_watchdog: bool,
+}
+
+impl From<LlmError> for Failed {
+    fn from(error: LlmError) -> Self {
+        Self {
+            error,
+            by_watchdog: false,
+        }
+    }
+}
+
 /// Which timeout fired.
 #[derive(Debug, Clone, Copy)]
 enum Watchdog {
@@ -302,6 +352,13 @@ enum Watchdog {
 }
 
 impl Watchdog {
+    fn failed(self, policy: &RetryPolicy, provider: &str) -> Failed {
+        Failed {
+            error: self.error(policy, provider),
+            by_watchdog: true,
+        }
+    }
+
     fn error(self, policy: &RetryPolicy, provider: &str) -> LlmError {
         let message = match self {
             Self::Prefill => format!(

@@ -531,3 +531,68 @@ async fn thinking_followed_by_text_is_not_stopped() {
         .expect("a reply");
     assert_eq!(reply.content.len(), 3);
 }
+
+#[tokio::test]
+async fn opening_usage_does_not_end_the_first_token_wait() {
+    // Anthropic reports usage in `message_start`, before any of the reply.
+    let usage = StreamEvent::Usage(Usage {
+        input_tokens: 10,
+        ..Usage::default()
+    });
+    let (message, after) = timeout_of(Step::Stall(vec![usage])).await;
+    assert!(message.contains("first_token_timeout"), "{message}");
+    assert!(after >= MS * 300, "{after:?}");
+}
+
+#[tokio::test]
+async fn a_watchdog_timeout_is_retried_once_then_the_fallback_answers() {
+    let primary = Scripted::new(
+        "primary",
+        vec![Step::Hang, Step::Hang, text_reply("too late")],
+    );
+    let backup = Scripted::new("backup", vec![text_reply("from backup")]);
+    let client = ModelClient {
+        policy: RetryPolicy {
+            max_attempts: 3,
+            prefill_timeout: MS * 50,
+            ..policy()
+        },
+        ..client(&primary, Some(&backup))
+    };
+    let mut observer = Recorder::default();
+    let reply = run(&client, &mut observer).await.expect("a reply");
+    assert_eq!(reply.model, "backup-model");
+    assert_eq!((primary.calls(), backup.calls()), (2, 1));
+    assert_eq!(observer.retries.len(), 1);
+    assert_eq!(
+        observer.fallbacks,
+        vec![("backup-model".to_string(), ErrorCategory::Timeout)]
+    );
+}
+
+#[tokio::test]
+async fn a_second_watchdog_timeout_without_a_fallback_gives_up() {
+    let provider = Scripted::new(
+        "p",
+        vec![
+            Step::Stall(Vec::new()),
+            Step::Fail(error(ErrorCategory::Overloaded)),
+            Step::Stall(Vec::new()),
+            text_reply("never"),
+        ],
+    );
+    let client = ModelClient {
+        policy: RetryPolicy {
+            max_attempts: 5,
+            first_token_timeout: MS * 50,
+            ..policy()
+        },
+        ..client(&provider, None)
+    };
+    let err = run(&client, &mut Recorder::default())
+        .await
+        .expect_err("gives up");
+    assert_eq!(err.category, ErrorCategory::Timeout);
+    assert!(err.message.contains("2 of them timed out"), "{err}");
+    assert_eq!(provider.calls(), 3);
+}

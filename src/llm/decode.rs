@@ -8,6 +8,11 @@ use super::openai::OpenAiEvents;
 use super::sse::SseWire;
 use super::{LlmError, StreamEvent};
 
+/// The longest line (an SSE line or event payload, an NDJSON line) a decoder buffers. Real
+/// events are a few kilobytes at most; a peer that never ends its line is cut off here rather
+/// than filling memory.
+pub(crate) const MAX_LINE: usize = 8 * 1024 * 1024;
+
 /// A decoded item: an event, or the error that ends the stream.
 pub type Decoded = Result<StreamEvent, LlmError>;
 

@@ -6,8 +6,14 @@
 //! speak), and transport failures from the HTTP client ([`from_transport`]).
 
 use crate::domain::ErrorCategory;
+use serde_json::Value;
 use std::fmt;
 use std::time::Duration;
+
+/// The longest pause a `retry-after` header is read as. A larger value, even one too large to
+/// represent, becomes this: it is longer than any sensible `max_delay`, so the call stops and
+/// the user is told when to come back instead of the client waiting or panicking.
+const MAX_RETRY_AFTER: Duration = Duration::from_secs(24 * 60 * 60);
 
 /// A failed model call, classified so callers can decide whether to retry or fail over.
 #[derive(Debug, Clone, PartialEq)]
@@ -166,6 +172,10 @@ pub(crate) fn classify_status_at(
                 suffix(&said)
             ),
         ),
+        _ if mentions_unloadable_model(&said) => (
+            ErrorCategory::InvalidRequest,
+            unloadable_model_message(Some(status), &said),
+        ),
         _ => (
             ErrorCategory::Server,
             format!(
@@ -219,6 +229,10 @@ pub(crate) fn classify_stream_error(kind: &str, message: &str) -> LlmError {
         _ if mentions_overflow(said) => {
             (ErrorCategory::ContextOverflow, overflow_message(None, said))
         }
+        _ if mentions_unloadable_model(said) => (
+            ErrorCategory::InvalidRequest,
+            unloadable_model_message(None, said),
+        ),
         _ => (
             ErrorCategory::Server,
             format!("the provider reported an error mid-reply ({said})"),
@@ -227,11 +241,48 @@ pub(crate) fn classify_stream_error(kind: &str, message: &str) -> LlmError {
     LlmError::new(category, text)
 }
 
+/// Classifies an `error` value a provider sent under status 200, inside a stream or as the
+/// whole reply: Anthropic's and OpenAI's `{type, code, message}` objects, a proxy's
+/// (OpenRouter's) with an HTTP status as its numeric `code`, or a bare string.
+pub(crate) fn classify_error_value(error: &Value) -> LlmError {
+    let text = |key: &str| error.get(key).and_then(Value::as_str).unwrap_or_default();
+    let message = error.as_str().unwrap_or_else(|| text("message"));
+    let kind = match error.get("code").and_then(Value::as_u64) {
+        Some(429) => "rate_limit_error",
+        Some(503 | 529) => "overloaded_error",
+        Some(401 | 403) => "authentication_error",
+        Some(408) => "timeout_error",
+        Some(413) => "request_too_large",
+        Some(400..=499) => "invalid_request_error",
+        Some(_) => "api_error",
+        None if !text("code").is_empty() => text("code"),
+        None => text("type"),
+    };
+    classify_stream_error(kind, message)
+}
+
+/// The error a whole JSON reply carries, if it is an error reply: `{"error": …}` in any of the
+/// shapes [`classify_error_value`] reads, or vLLM's `{"object": "error", …}`.
+pub(crate) fn classify_json_reply(reply: &Value) -> Option<LlmError> {
+    match reply.get("error") {
+        Some(error) if !error.is_null() => Some(classify_error_value(error)),
+        _ if reply.get("object").and_then(Value::as_str) == Some("error") => {
+            Some(classify_error_value(reply))
+        }
+        _ => None,
+    }
+}
+
 /// Maps a transport failure of the HTTP client. `url` is the endpoint we tried and
 /// `base_url_hint` names where its base URL comes from, for the "is the server running?"
 /// advice.
 pub(crate) fn from_transport(err: &reqwest::Error, url: &str, base_url_hint: &str) -> LlmError {
-    let cause = root_cause(err);
+    let mut cause = root_cause(err);
+    // The innermost error is occasionally reqwest's own, whose text names the full URL, with
+    // any password or query in it.
+    if let Some(full) = err.url() {
+        cause = cause.replace(full.as_str(), &display_url(full.as_str()));
+    }
     if err.is_timeout() {
         LlmError::new(
             ErrorCategory::Timeout,
@@ -266,6 +317,18 @@ pub(crate) fn connection_cut(cause: &str) -> LlmError {
         message.push_str(&format!(" ({cause})"));
     }
     LlmError::new(ErrorCategory::Network, message)
+}
+
+/// The error for a stream line longer than [`super::decode::MAX_LINE`]: a peer that never ends
+/// its lines would otherwise grow our buffer without bound.
+pub(crate) fn line_too_long() -> LlmError {
+    LlmError::new(
+        ErrorCategory::Server,
+        format!(
+            "the provider sent a line over {} MiB without ending it; the reply was abandoned",
+            super::decode::MAX_LINE / (1024 * 1024)
+        ),
+    )
 }
 
 /// The error for a stream line that should have been JSON and was not.
@@ -358,6 +421,17 @@ fn suffix(said: &str) -> String {
     }
 }
 
+fn unloadable_model_message(status: Option<u16>, said: &str) -> String {
+    let inner = match status {
+        Some(status) => format!("HTTP {status}: {said}"),
+        None => said.to_string(),
+    };
+    format!(
+        "the server cannot load the model ({inner}); free memory on the server or choose a \
+         smaller model"
+    )
+}
+
 fn overflow_message(status: Option<u16>, said: &str) -> String {
     let inner = match (status, said.is_empty()) {
         (None, true) => String::new(),
@@ -383,6 +457,24 @@ fn mentions_overflow(message: &str) -> bool {
         "context window",
         "context length",
         "exceeds the available context",
+        // Anthropic: "input length and `max_tokens` exceed context limit: 199759 + 8192 >
+        // 200000".
+        "context limit",
+    ]
+    .iter()
+    .any(|phrase| lower.contains(phrase))
+}
+
+/// Whether a server's message says it cannot load or run the model at all (Ollama's "model
+/// requires more system memory", llama.cpp's "failed to load model"). Asking again gets the
+/// same answer, so these are not worth retrying even when they come as a 500.
+fn mentions_unloadable_model(message: &str) -> bool {
+    let lower = message.to_ascii_lowercase();
+    [
+        "requires more system memory",
+        "failed to load model",
+        "unable to load model",
+        "error loading model",
     ]
     .iter()
     .any(|phrase| lower.contains(phrase))
@@ -424,27 +516,81 @@ fn redact_secrets(message: &str) -> String {
 }
 
 /// The pause a 429/503 reply asks for: `retry-after-ms` (milliseconds, an Anthropic and OpenAI
-/// extension) wins over `retry-after` (seconds, or an HTTP date).
+/// extension) wins over `retry-after` (seconds, or an HTTP date). Pauses are capped at
+/// [`MAX_RETRY_AFTER`].
 fn retry_after(
     headers: &(impl ResponseHeaders + ?Sized),
     now: jiff::Timestamp,
 ) -> Option<Duration> {
-    if let Some(ms) = headers
+    if let Some(wait) = headers
         .header("retry-after-ms")
         .and_then(|v| v.trim().parse::<f64>().ok())
-        .filter(|ms| ms.is_finite() && *ms >= 0.0)
+        .and_then(|ms| capped_seconds(ms / 1000.0))
     {
-        return Some(Duration::from_secs_f64(ms / 1000.0));
+        return Some(wait);
     }
     let value = headers.header("retry-after")?.trim();
     if let Ok(seconds) = value.parse::<f64>() {
-        return (seconds.is_finite() && seconds >= 0.0).then(|| Duration::from_secs_f64(seconds));
+        return capped_seconds(seconds);
     }
-    let at = jiff::fmt::rfc2822::DateTimeParser::new()
-        .parse_timestamp(value)
-        .ok()?;
-    let wait = at.duration_since(now);
-    Some(Duration::try_from(wait).unwrap_or(Duration::ZERO))
+    let Some(at) = parse_http_date(value) else {
+        tracing::debug!(
+            value,
+            "ignoring a retry-after that is neither seconds nor a date"
+        );
+        return None;
+    };
+    let wait = Duration::try_from(at.duration_since(now)).unwrap_or(Duration::ZERO);
+    Some(wait.min(MAX_RETRY_AFTER))
+}
+
+/// A pause of `seconds`, capped at [`MAX_RETRY_AFTER`]; `None` for a negative or NaN value.
+fn capped_seconds(seconds: f64) -> Option<Duration> {
+    if seconds.is_nan() || seconds < 0.0 {
+        return None;
+    }
+    let wait = Duration::try_from_secs_f64(seconds).unwrap_or(MAX_RETRY_AFTER);
+    Some(wait.min(MAX_RETRY_AFTER))
+}
+
+/// Reads an HTTP date in any of the three forms HTTP allows: the preferred IMF-fixdate
+/// (`Sun, 06 Nov 1994 08:49:37 GMT`), and the obsolete RFC 850 (`Sunday, 06-Nov-94 08:49:37
+/// GMT`) and asctime (`Sun Nov  6 08:49:37 1994`) forms a recipient must still accept.
+fn parse_http_date(value: &str) -> Option<jiff::Timestamp> {
+    if let Ok(at) = jiff::fmt::rfc2822::DateTimeParser::new().parse_timestamp(value) {
+        return Some(at);
+    }
+    ["%A, %d-%b-%y %H:%M:%S GMT", "%a %b %e %H:%M:%S %Y"]
+        .iter()
+        .find_map(|format| {
+            let civil = jiff::civil::DateTime::strptime(format, value).ok()?;
+            jiff::tz::TimeZone::UTC.to_timestamp(civil).ok()
+        })
+}
+
+/// `url` without the parts that may carry secrets (a user name and password, the query) or
+/// say nothing useful (a fragment): the form every message and log line shows.
+pub(crate) fn display_url(url: &str) -> String {
+    let url = url.trim();
+    if let Ok(mut parsed) = reqwest::Url::parse(url) {
+        // Both fail only for URLs that cannot have credentials, which then have none.
+        let _ = parsed.set_username("");
+        let _ = parsed.set_password(None);
+        parsed.set_query(None);
+        parsed.set_fragment(None);
+        return parsed.to_string();
+    }
+    // Not a URL the client could use either; cut the same parts by hand.
+    let url = url.split(['?', '#']).next().unwrap_or_default();
+    let (scheme, rest) = match url.split_once("://") {
+        Some((scheme, rest)) => (format!("{scheme}://"), rest),
+        None => (String::new(), url),
+    };
+    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    let host = authority
+        .rsplit_once('@')
+        .map_or(authority, |(_, host)| host);
+    format!("{scheme}{host}{path}")
 }
 
 /// The innermost cause of an error: reqwest's own message is "error sending request for url
@@ -515,6 +661,108 @@ mod tests {
         let both = [("retry-after", "9"), ("retry-after-ms", "250")];
         let err = check(429, &both, "", ErrorCategory::RateLimit);
         assert_eq!(err.retry_after, Some(Duration::from_millis(250)));
+    }
+
+    #[test]
+    fn huge_retry_after_values_are_capped_instead_of_panicking() {
+        let day = Some(Duration::from_secs(24 * 60 * 60));
+        for value in ["99999999999999999999", "1e25", "inf", "86401"] {
+            let err = check(429, &[("retry-after", value)], "", ErrorCategory::RateLimit);
+            assert_eq!(err.retry_after, day, "{value}");
+        }
+        let err = check(
+            429,
+            &[("retry-after-ms", "1e25")],
+            "",
+            ErrorCategory::RateLimit,
+        );
+        assert_eq!(err.retry_after, day);
+        let err = check(429, &[("retry-after", "-5")], "", ErrorCategory::RateLimit);
+        assert_eq!(err.retry_after, None);
+        // An unusable retry-after-ms leaves the decision to retry-after.
+        let pair = [("retry-after-ms", "NaN"), ("retry-after", "2")];
+        let err = check(429, &pair, "", ErrorCategory::RateLimit);
+        assert_eq!(err.retry_after, Some(Duration::from_secs(2)));
+        let far = [("retry-after", "Fri, 01 Jan 2100 00:00:00 GMT")];
+        let err = check(429, &far, "", ErrorCategory::RateLimit);
+        assert_eq!(err.retry_after, day);
+    }
+
+    #[test]
+    fn retry_after_reads_the_obsolete_http_date_forms() {
+        // 1_700_000_000 is Tue, 14 Nov 2023 22:13:20 GMT.
+        let wait = |value: &str| {
+            check(429, &[("retry-after", value)], "", ErrorCategory::RateLimit).retry_after
+        };
+        assert_eq!(
+            wait("Tuesday, 14-Nov-23 22:13:50 GMT"),
+            Some(Duration::from_secs(30))
+        );
+        assert_eq!(
+            wait("Tue Nov 14 22:14:20 2023"),
+            Some(Duration::from_secs(60))
+        );
+        // A space-padded day; the date is past, so there is nothing to wait for.
+        assert_eq!(wait("Thu Nov  2 08:00:00 2023"), Some(Duration::ZERO));
+        assert_eq!(wait("next tuesday"), None);
+    }
+
+    #[test]
+    fn anthropic_context_limit_wording_is_an_overflow() {
+        let body = r#"{"type":"error","error":{"type":"invalid_request_error","message":"input length and `max_tokens` exceed context limit: 199759 + 8192 > 200000, decrease input length or `max_tokens` and try again"}}"#;
+        let err = check(400, &[], body, ErrorCategory::ContextOverflow);
+        assert!(err.message.contains("199759 + 8192 > 200000"), "{err}");
+    }
+
+    #[test]
+    fn a_model_the_server_cannot_load_is_not_retried() {
+        let body = r#"{"error":"model requires more system memory (12.3 GiB) than is available (8.0 GiB)"}"#;
+        let err = check(500, &[], body, ErrorCategory::InvalidRequest);
+        assert!(!err.is_retryable());
+        assert!(err.message.contains("requires more system memory"), "{err}");
+        let err = classify_stream_error("", "llama runner: failed to load model");
+        assert_eq!(err.category, ErrorCategory::InvalidRequest, "{err}");
+        assert!(err.message.contains("failed to load model"), "{err}");
+    }
+
+    #[test]
+    fn whole_json_replies_with_an_error_classify_by_their_code() {
+        let category = |body: &str| {
+            let value: Value = serde_json::from_str(body).expect("test JSON");
+            classify_json_reply(&value).map(|err| err.category)
+        };
+        assert_eq!(
+            category(r#"{"error":{"code":"context_length_exceeded","message":"too long"}}"#),
+            Some(ErrorCategory::ContextOverflow)
+        );
+        assert_eq!(
+            category(r#"{"error":{"code":429,"message":"slow down"}}"#),
+            Some(ErrorCategory::RateLimit)
+        );
+        assert_eq!(
+            category(r#"{"type":"error","error":{"type":"overloaded_error","message":"busy"}}"#),
+            Some(ErrorCategory::Overloaded)
+        );
+        assert_eq!(
+            category(r#"{"object":"error","message":"bad","type":"BadRequestError","code":400}"#),
+            Some(ErrorCategory::InvalidRequest)
+        );
+        assert_eq!(category(r#"{"id":"x","choices":[],"error":null}"#), None);
+    }
+
+    #[test]
+    fn displayed_urls_carry_no_credentials_or_query() {
+        let check = |url: &str, expected: &str| assert_eq!(display_url(url), expected, "{url}");
+        check(
+            "https://user:secret@example.com:8443/v1/messages?key=abc#x",
+            "https://example.com:8443/v1/messages",
+        );
+        check(
+            "http://127.0.0.1:11434/api/chat",
+            "http://127.0.0.1:11434/api/chat",
+        );
+        // Not parseable (a bad port), still cut by hand.
+        check("http://me:pw@host:99999/v1?token=t", "http://host:99999/v1");
     }
 
     #[test]

@@ -17,8 +17,10 @@ pub(crate) struct Turn<'a> {
 }
 
 /// Merges consecutive same-role messages, keeping only blocks for which `keep` is true and
-/// never an empty text block (every provider rejects or ignores those). A message left with
-/// no blocks disappears, so its neighbours may merge.
+/// never a text block that is empty or only whitespace (a reply of "\n\n"): Anthropic rejects
+/// those with a 400 on every later request, and the other providers gain nothing from them.
+/// A message left with no blocks disappears, so its neighbours may merge; tool calls and
+/// results are never dropped this way, so no call loses its result.
 pub(crate) fn merge_turns<'a>(
     messages: &'a [Message],
     keep: impl Fn(&ContentBlock) -> bool,
@@ -28,7 +30,7 @@ pub(crate) fn merge_turns<'a>(
         let blocks: Vec<(usize, &ContentBlock)> = message
             .content
             .iter()
-            .filter(|block| !matches!(block, ContentBlock::Text { text } if text.is_empty()))
+            .filter(|block| !matches!(block, ContentBlock::Text { text } if text.trim().is_empty()))
             .filter(|block| keep(block))
             .map(|block| (index, block))
             .collect();
@@ -118,5 +120,41 @@ mod tests {
         let turns = merge_turns(&messages, |b| !matches!(b, ContentBlock::Thinking { .. }));
         assert_eq!(turns.len(), 1);
         assert_eq!(turns[0].blocks.len(), 2);
+    }
+
+    #[test]
+    fn whitespace_only_text_is_dropped_but_tool_calls_stay() {
+        let call = ContentBlock::ToolUse(ToolCall {
+            id: "t1".into(),
+            name: "read".into(),
+            input: serde_json::json!({}),
+        });
+        let messages = vec![
+            Message::user_text("a"),
+            Message::assistant_text("\n\n"),
+            Message::user_text("b"),
+            Message {
+                role: Role::Assistant,
+                content: vec![ContentBlock::Text { text: " \t".into() }, call.clone()],
+            },
+            Message {
+                role: Role::User,
+                content: vec![ContentBlock::ToolResult(ToolResult::ok("t1", "done"))],
+            },
+        ];
+        let turns = merge_turns(&messages, |_| true);
+        let shape: Vec<(Role, Vec<usize>)> = turns
+            .iter()
+            .map(|t| (t.role, t.blocks.iter().map(|(i, _)| *i).collect()))
+            .collect();
+        assert_eq!(
+            shape,
+            vec![
+                (Role::User, vec![0, 2]),
+                (Role::Assistant, vec![3]),
+                (Role::User, vec![4]),
+            ]
+        );
+        assert_eq!(turns[1].blocks[0].1, &call);
     }
 }

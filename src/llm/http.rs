@@ -8,10 +8,18 @@
 //! this machine) get a second client that loads no certificates at all. There is no
 //! total request timeout because replies stream for minutes; the model client enforces the
 //! prefill, first-token and no-progress timeouts instead.
+//!
+//! Redirects are never followed: following one would send the key to whatever host the
+//! redirect names and turn the POST into a GET. A redirect is reported instead, with the
+//! address to configure. URLs in messages are shown without credentials or query
+//! ([`display_url`]), since messages reach the terminal, the log and the journal.
 
 use super::EventStream;
 use super::decode::{Decoded, WireDecoder};
-use super::error::{LlmError, classify_status, connection_cut, from_transport, root_cause};
+use super::error::{
+    LlmError, classify_json_reply, classify_status, connection_cut, display_url, from_transport,
+    root_cause,
+};
 use crate::config::ProviderProfile;
 use crate::domain::ErrorCategory;
 use futures_util::StreamExt;
@@ -60,6 +68,7 @@ fn build_client(
         // Long silent stretches (a model thinking) must not look like a dead connection to
         // middleboxes.
         .tcp_keepalive(Duration::from_secs(30))
+        .redirect(reqwest::redirect::Policy::none())
         .build()
         .map_err(|err| err.to_string())
 }
@@ -69,6 +78,11 @@ fn build_client(
 pub(crate) struct Endpoint {
     /// The full URL requested.
     pub url: String,
+    /// The URL as messages show it: without user name, password or query.
+    pub display: String,
+    /// The path appended to the base URL (`/v1/messages`), to turn a redirect target back
+    /// into a base URL.
+    path: String,
     /// Where its base URL is configured, for "could not reach" advice.
     base_url_hint: String,
 }
@@ -82,24 +96,63 @@ impl Endpoint {
     /// `path` on the profile's base URL, once any of `strip_suffixes` (parts of an endpoint
     /// path users paste along with the base) is dropped from it.
     pub fn new(profile: &ProviderProfile, strip_suffixes: &[&str], path: &str) -> Self {
+        let url = join_url(&profile.base_url, strip_suffixes, path);
         Self {
-            url: join_url(&profile.base_url, strip_suffixes, path),
+            display: display_url(&url),
+            url,
+            path: path.to_string(),
             base_url_hint: base_url_hint(&profile.name),
+        }
+    }
+
+    /// The error for a redirect reply, naming the address to configure instead: the base URL
+    /// that the target corresponds to when it ends in our endpoint path, else the target.
+    fn redirect_error(&self, response: &reqwest::Response) -> LlmError {
+        let status = response.status().as_u16();
+        let target = response
+            .headers()
+            .get(reqwest::header::LOCATION)
+            .and_then(|value| value.to_str().ok())
+            .and_then(|location| response.url().join(location.trim()).ok())
+            .map(|target| display_url(target.as_str()));
+        let message = match target {
+            Some(target) => {
+                let base = target
+                    .strip_suffix(&self.path)
+                    .filter(|base| !base.is_empty())
+                    .unwrap_or(&target);
+                format!(
+                    "base_url redirects to {base} (HTTP {status}); set {} to that address \
+                     (redirects are not followed, so the key never goes to another host)",
+                    self.base_url_hint
+                )
+            }
+            None => format!(
+                "{} answered with a redirect (HTTP {status}) without saying where to; check {}",
+                self.display, self.base_url_hint
+            ),
+        };
+        LlmError {
+            status: Some(status),
+            ..LlmError::new(ErrorCategory::InvalidRequest, message)
         }
     }
 }
 
 /// Sends a streaming request and decodes the reply body with `decoder`. `explain` adds the
-/// provider's advice to a failed send.
+/// provider's advice to a request that failed before streaming began.
 pub(crate) async fn open_stream<D: WireDecoder>(
     endpoint: &Endpoint,
     request: reqwest::RequestBuilder,
     decoder: D,
     explain: impl FnOnce(LlmError) -> LlmError,
 ) -> Result<EventStream, LlmError> {
-    let response = send(endpoint, request).await.map_err(explain)?;
-    expect_stream(endpoint, &response)?;
-    Ok(event_stream(response, decoder))
+    let opened = async {
+        let response = send(endpoint, request).await?;
+        stream_start(endpoint, response).await
+    };
+    let (head, response) = opened.await.map_err(explain)?;
+    Ok(event_stream(head, response, decoder))
 }
 
 /// Sends a probe and returns the response, within [`PROBE_TIMEOUT`]. `explain` adds the
@@ -123,10 +176,13 @@ async fn send(
     let response = request
         .send()
         .await
-        .map_err(|err| from_transport(&err, &endpoint.url, &endpoint.base_url_hint))?;
+        .map_err(|err| from_transport(&err, &endpoint.display, &endpoint.base_url_hint))?;
     let status = response.status();
     if status.is_success() {
         return Ok(response);
+    }
+    if status.is_redirection() {
+        return Err(endpoint.redirect_error(&response));
     }
     let headers = response.headers().clone();
     let body = read_error_body(response).await;
@@ -147,25 +203,113 @@ async fn read_error_body(mut response: reqwest::Response) -> String {
     String::from_utf8_lossy(&bytes).into_owned()
 }
 
-/// Rejects a success reply that is plainly not a stream of the expected kind: an HTML page
-/// means base_url points at a website or a login portal, and decoding it would only end in a
-/// confusing "connection closed" error.
-fn expect_stream(endpoint: &Endpoint, response: &reqwest::Response) -> Result<(), LlmError> {
+/// Checks that a success reply is a stream, and returns the bytes read while checking.
+///
+/// An HTML page means base_url points at a website or a login portal. A body labelled
+/// `application/json` is usually a single document: an error some servers send under status
+/// 200, or a whole non-streamed completion from an endpoint that ignores `stream`. Those are
+/// read (up to [`MAX_ERROR_BODY`]) and reported as what they are. The streaming formats come
+/// as `text/event-stream` and Ollama's `application/x-ndjson`, and pass untouched; a stream
+/// mislabelled as JSON is recognised by its second line (or its SSE framing) and decoded after
+/// all. Decoding either kind of document as a stream would only end in a confusing
+/// "connection closed" error and pointless retries.
+async fn stream_start(
+    endpoint: &Endpoint,
+    mut response: reqwest::Response,
+) -> Result<(Vec<u8>, reqwest::Response), LlmError> {
     let content_type = response
         .headers()
         .get(reqwest::header::CONTENT_TYPE)
         .and_then(|value| value.to_str().ok())
         .unwrap_or("");
-    if content_type.starts_with("text/html") {
+    let media_type = content_type
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase();
+    if media_type == "text/html" {
         return Err(LlmError::new(
             ErrorCategory::InvalidRequest,
             format!(
                 "{} answered with a web page, not a model stream; check {}",
-                endpoint.url, endpoint.base_url_hint
+                endpoint.display, endpoint.base_url_hint
             ),
         ));
     }
-    Ok(())
+    if media_type != "application/json" && !media_type.ends_with("+json") {
+        return Ok((Vec::new(), response));
+    }
+    let mut head = Vec::new();
+    loop {
+        let chunk = response
+            .chunk()
+            .await
+            .map_err(|err| connection_cut(&root_cause(&err)))?;
+        let ended = chunk.is_none();
+        if let Some(chunk) = chunk {
+            head.extend_from_slice(&chunk);
+        }
+        match json_start(&head, ended) {
+            JsonStart::NeedMore => {}
+            JsonStart::Stream => return Ok((head, response)),
+            JsonStart::Document(reply) => {
+                return Err(classify_json_reply(&reply).unwrap_or_else(|| {
+                    LlmError::new(
+                        ErrorCategory::InvalidRequest,
+                        format!(
+                            "the server at {} answered without streaming; check that {} points \
+                             at a streaming chat endpoint",
+                            endpoint.display, endpoint.base_url_hint
+                        ),
+                    )
+                }));
+            }
+        }
+    }
+}
+
+/// What the opening bytes of a body labelled JSON turned out to be.
+#[derive(Debug, PartialEq)]
+enum JsonStart {
+    /// Not known yet: the first document is incomplete, or may be the only one.
+    NeedMore,
+    /// A stream after all (SSE or NDJSON under the wrong label), or something the decoder
+    /// should judge: decode it, these bytes first.
+    Stream,
+    /// One whole JSON document and nothing else.
+    Document(serde_json::Value),
+}
+
+/// Decides what `head`, the start of a body labelled JSON, is; `ended` says the body ended
+/// there. Pure, so the cases can be tested without a server.
+fn json_start(head: &[u8], ended: bool) -> JsonStart {
+    let Some(start) = head.iter().position(|byte| !byte.is_ascii_whitespace()) else {
+        return if ended {
+            JsonStart::Stream
+        } else {
+            JsonStart::NeedMore
+        };
+    };
+    if head[start] != b'{' || head.len() > MAX_ERROR_BODY {
+        return JsonStart::Stream;
+    }
+    let mut documents =
+        serde_json::Deserializer::from_slice(&head[start..]).into_iter::<serde_json::Value>();
+    match documents.next() {
+        Some(Ok(document)) => {
+            let rest = &head[start + documents.byte_offset()..];
+            if rest.iter().any(|byte| !byte.is_ascii_whitespace()) {
+                JsonStart::Stream
+            } else if ended {
+                JsonStart::Document(document)
+            } else {
+                JsonStart::NeedMore
+            }
+        }
+        Some(Err(err)) if err.is_eof() && !ended => JsonStart::NeedMore,
+        _ => JsonStart::Stream,
+    }
 }
 
 type ByteStream = Pin<Box<dyn futures_util::Stream<Item = reqwest::Result<bytes::Bytes>> + Send>>;
@@ -210,11 +354,18 @@ impl<D: WireDecoder> Decoding<D> {
     }
 }
 
-/// Decodes a streamed response body with `decoder`. The stream ends after the body does, or
-/// right after the first error (a failed body or an undecodable line).
-fn event_stream<D: WireDecoder>(response: reqwest::Response, decoder: D) -> EventStream {
+/// Decodes `head` (bytes already read) and then the rest of a streamed response body with
+/// `decoder`. The stream ends after the body does, or right after the first error (a failed
+/// body or an undecodable line).
+fn event_stream<D: WireDecoder>(
+    head: Vec<u8>,
+    response: reqwest::Response,
+    decoder: D,
+) -> EventStream {
+    let head = (!head.is_empty()).then(|| Ok(bytes::Bytes::from(head)));
+    let body = futures_util::stream::iter(head).chain(response.bytes_stream());
     let state = Decoding {
-        body: Box::pin(response.bytes_stream()),
+        body: Box::pin(body),
         decoder,
         pending: VecDeque::new(),
         ended: false,
@@ -276,15 +427,23 @@ pub(crate) fn explain(
 }
 
 /// Joins a base URL and an endpoint path, tolerating a trailing `/` on the base and dropping
-/// the listed suffixes users often paste along with it (`/v1` on an Anthropic base URL).
+/// the listed suffixes users often paste along with it (`/v1` on an Anthropic base URL). A
+/// query on the base URL (some gateways take `?api-version=…`) stays at the end.
 fn join_url(base_url: &str, strip_suffixes: &[&str], path: &str) -> String {
-    let mut base = base_url.trim().trim_end_matches('/');
+    let (base, query) = match base_url.trim().split_once('?') {
+        Some((base, query)) => (base, Some(query)),
+        None => (base_url.trim(), None),
+    };
+    let mut base = base.trim_end_matches('/');
     for suffix in strip_suffixes {
         if let Some(stripped) = base.strip_suffix(suffix) {
             base = stripped.trim_end_matches('/');
         }
     }
-    format!("{base}{path}")
+    match query {
+        Some(query) => format!("{base}{path}?{query}"),
+        None => format!("{base}{path}"),
+    }
 }
 
 /// Where a profile's base URL is set, for "could not reach" advice: the built-in profiles
@@ -332,6 +491,70 @@ mod tests {
             "http://proxy:8080/anthropic",
             "http://proxy:8080/anthropic/v1/messages",
         );
+    }
+
+    #[test]
+    fn a_query_on_the_base_url_stays_at_the_end() {
+        assert_eq!(
+            join_url(
+                "https://gw.example/openai/v1/?api-version=2024",
+                &["/chat/completions"],
+                "/chat/completions"
+            ),
+            "https://gw.example/openai/v1/chat/completions?api-version=2024"
+        );
+    }
+
+    #[test]
+    fn json_bodies_are_told_apart_from_mislabelled_streams() {
+        let check = |head: &str, ended: bool, expected: JsonStart| {
+            assert_eq!(
+                json_start(head.as_bytes(), ended),
+                expected,
+                "{head:?} {ended}"
+            );
+        };
+        let error = r#"{"error":{"code":"context_length_exceeded"}}"#;
+        check(
+            error,
+            true,
+            JsonStart::Document(serde_json::json!({"error": {"code": "context_length_exceeded"}})),
+        );
+        // It may be the first line of an NDJSON stream until the body ends.
+        check(error, false, JsonStart::NeedMore);
+        check(&format!("{error}\n"), false, JsonStart::NeedMore);
+        check(r#"{"error":{"co"#, false, JsonStart::NeedMore);
+        check("  \n", false, JsonStart::NeedMore);
+        // A second document: NDJSON under the wrong label.
+        check("{\"a\":1}\n{\"b\"", false, JsonStart::Stream);
+        // SSE framing under the wrong label.
+        check("data: {}\n\n", false, JsonStart::Stream);
+        // Left to the decoder, which reports them as it would in a stream.
+        check(r#"{"error":"#, true, JsonStart::Stream);
+        check("{not json", false, JsonStart::Stream);
+        check("", true, JsonStart::Stream);
+        let huge = format!("{{\"a\":\"{}", "x".repeat(MAX_ERROR_BODY));
+        check(&huge, false, JsonStart::Stream);
+    }
+
+    #[test]
+    fn endpoints_display_without_credentials() {
+        let profile = ProviderProfile {
+            name: "anthropic".into(),
+            kind: crate::config::ProviderKind::Anthropic,
+            base_url: "https://me:hunter2@proxy.example/v1?token=abc".into(),
+            api_key_env: None,
+            api_key: None,
+            default_model: "m".into(),
+            context_window: 1000,
+            max_output_tokens: 100,
+        };
+        let endpoint = Endpoint::new(&profile, &["/v1"], "/v1/messages");
+        assert_eq!(
+            endpoint.url,
+            "https://me:hunter2@proxy.example/v1/messages?token=abc"
+        );
+        assert_eq!(endpoint.display, "https://proxy.example/v1/messages");
     }
 
     #[test]

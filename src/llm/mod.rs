@@ -15,6 +15,8 @@ mod history;
 mod http;
 mod ollama;
 mod openai;
+#[cfg(test)]
+mod replay_tests;
 mod retry;
 mod sse;
 #[cfg(test)]

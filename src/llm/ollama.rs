@@ -7,8 +7,8 @@
 //! decoder also reads `/api/generate` lines (`response` instead of `message`), which share
 //! the framing.
 
-use super::decode::{Decoded, WireDecoder};
-use super::error::{classify_stream_error, not_json};
+use super::decode::{Decoded, MAX_LINE, WireDecoder};
+use super::error::{classify_stream_error, line_too_long, not_json};
 use super::http::{self, Endpoint};
 use super::openai::{chat_messages, function_tool, tool_result_text};
 use super::{BoxFuture, ChatRequest, EventStream, LlmError, Provider, StopReason, StreamEvent};
@@ -101,7 +101,7 @@ impl Provider for OllamaProvider {
                 .ok()
                 .and_then(|v| v.get("version").and_then(Value::as_str).map(str::to_string))
                 .unwrap_or_else(|| "(unknown version)".to_string());
-            Ok(format!("ollama {version} at {}", self.version.url))
+            Ok(format!("ollama {version} at {}", self.version.display))
         })
     }
 }
@@ -162,7 +162,7 @@ pub(crate) struct OllamaDecoder {
     /// Makes generated call ids unique across replies: the history may hold many replies'
     /// calls, and another provider may later be sent that history.
     id_suffix: String,
-    /// The `done` line arrived; nothing after it counts.
+    /// The `done` line arrived, or a line was too long: nothing after it counts.
     done: bool,
 }
 
@@ -289,8 +289,16 @@ impl OllamaDecoder {
 impl WireDecoder for OllamaDecoder {
     fn feed(&mut self, chunk: &[u8], out: &mut Vec<Decoded>) {
         for &byte in chunk {
+            if self.done {
+                // After the `done` line (or a failure) nothing counts; don't even buffer it.
+                return;
+            }
             if byte == b'\n' {
                 self.end_line(out);
+            } else if self.line.len() >= MAX_LINE {
+                self.line = Vec::new();
+                self.done = true;
+                out.push(Err(line_too_long()));
             } else {
                 self.line.push(byte);
             }

@@ -177,3 +177,49 @@ async fn streams_over_http() {
         ]
     );
 }
+
+#[test]
+fn a_line_that_never_ends_is_cut_off_at_the_cap() {
+    let mib = vec![b'x'; 1024 * 1024];
+    let chunks = std::iter::repeat_n(mib.as_slice(), 9);
+    let out = decode::decode_chunks(decode::WireFormat::Ollama, chunks);
+    assert_eq!(out.len(), 1, "one error and nothing else");
+    let err = out[0].clone().expect_err("the cap is 8 MiB");
+    assert!(err.message.contains("a line over 8 MiB"), "{err}");
+}
+
+#[test]
+fn a_model_that_does_not_fit_in_memory_is_not_retried() {
+    let out = events(
+        "{\"error\":\"model requires more system memory (12.3 GiB) than is available (8.0 GiB)\"}\n",
+    );
+    match out.as_slice() {
+        [Ok(StreamEvent::Error(err))] => {
+            assert_eq!(err.category, ErrorCategory::InvalidRequest, "{err}");
+            assert!(err.message.contains("requires more system memory"), "{err}");
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn ndjson_labelled_json_is_still_decoded() {
+    let ndjson = "{\"message\":{\"role\":\"assistant\",\"content\":\"po\"},\"done\":false}\n{\"message\":{\"role\":\"assistant\",\"content\":\"ng\"},\"done\":false}\n{\"done\":true,\"done_reason\":\"stop\"}\n";
+    let (base, server) = serve_once(ok_stream("application/json", ndjson.as_bytes())).await;
+    let provider = OllamaProvider::new(&profile(&base));
+    let got: Vec<Decoded> = provider
+        .stream(&request(vec![Message::user_text("ping")]))
+        .await
+        .expect("a stream")
+        .collect()
+        .await;
+    server.await.expect("the server task");
+    assert_eq!(
+        got,
+        vec![
+            Ok(StreamEvent::TextDelta("po".into())),
+            Ok(StreamEvent::TextDelta("ng".into())),
+            Ok(StreamEvent::Stop(StopReason::EndTurn)),
+        ]
+    );
+}

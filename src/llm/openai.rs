@@ -5,9 +5,11 @@
 //! or `reasoning`, some send a tool call's `id` on every fragment and some never send an
 //! `index`, some report `finish_reason: stop` after a tool call, errors may arrive inside the
 //! stream. The decoder accepts all of these and keys tool calls by its own sequential index.
+//! A call is opened only once a fragment names it; arguments that arrive first are held, and
+//! dropped if no name ever follows, since a nameless call can be neither run nor answered.
 
 use super::decode::Decoded;
-use super::error::{classify_stream_error, not_json};
+use super::error::{classify_error_value, not_json};
 use super::history::{joined_text, merge_turns};
 use super::http::{self, Endpoint};
 use super::sse::{SseHandler, SseWire};
@@ -102,7 +104,7 @@ impl Provider for OpenAiProvider {
         Box::pin(async move {
             let builder = self.request(reqwest::Method::GET, &self.models)?;
             http::probe(&self.models, builder, |err| self.explain(err, "")).await?;
-            Ok(format!("{} answered", self.models.url))
+            Ok(format!("{} answered", self.models.display))
         })
     }
 }
@@ -229,6 +231,14 @@ struct OpenCall {
     open: bool,
 }
 
+/// Fragments of a call not yet named: a call can only be opened once its name is known.
+#[derive(Debug, Default)]
+struct UnnamedCall {
+    /// The id, if a fragment carried one.
+    id: String,
+    arguments: String,
+}
+
 /// Reads the Chat Completions chunk stream into [`StreamEvent`]s.
 #[derive(Debug, Default)]
 pub(crate) struct OpenAiEvents {
@@ -236,6 +246,12 @@ pub(crate) struct OpenAiEvents {
     calls: Vec<OpenCall>,
     /// The server's `index` of a call → its position in `calls`.
     by_wire_index: HashMap<u64, usize>,
+    /// Fragments for server indices that no fragment has named yet. A name arriving later
+    /// opens the call with them; when none does, they are dropped.
+    unnamed: HashMap<u64, UnnamedCall>,
+    /// Makes the ids made up for calls that came without one unique across replies, as the
+    /// Ollama decoder does; chosen when first needed.
+    id_suffix: String,
     finish: Option<StopReason>,
     /// `[DONE]` arrived; nothing after it counts.
     done: bool,
@@ -257,7 +273,7 @@ impl SseHandler for OpenAiEvents {
         let value: Value =
             serde_json::from_str(data).map_err(|_| not_json("a stream chunk", data))?;
         if let Some(error) = value.get("error").filter(|e| !e.is_null()) {
-            out.push(Ok(StreamEvent::Error(stream_error(error))));
+            out.push(Ok(StreamEvent::Error(classify_error_value(error))));
             return Ok(());
         }
         for choice in value
@@ -334,40 +350,74 @@ impl OpenAiEvents {
                 .and_then(Value::as_str)
                 .unwrap_or_default()
         };
+        let (name, arguments) = (field("name"), field("arguments"));
         let existing = self.by_wire_index.get(&wire_index).copied();
         // Some servers number every call 0 and tell them apart only by id.
         let restarted = existing.is_some_and(|slot| {
             !id.is_empty() && !self.calls[slot].id.is_empty() && self.calls[slot].id != id
         });
-        let slot = match existing {
-            Some(slot) if !restarted => slot,
-            _ => {
-                if let Some(old) = existing {
-                    self.close(old, out);
+        match existing {
+            Some(slot) if !restarted => {
+                if !arguments.is_empty() && self.calls[slot].open {
+                    out.push(Ok(StreamEvent::ToolCallArgsDelta {
+                        index: slot,
+                        json: arguments.to_string(),
+                    }));
                 }
-                let slot = self.calls.len();
-                let id = if id.is_empty() {
-                    format!("call_{slot}")
-                } else {
-                    id.to_string()
-                };
-                out.push(Ok(StreamEvent::ToolCallStart {
-                    index: slot,
-                    id: id.clone(),
-                    name: field("name").to_string(),
-                }));
-                self.calls.push(OpenCall { id, open: true });
-                self.by_wire_index.insert(wire_index, slot);
-                slot
+                return;
             }
+            Some(old) => {
+                self.close(old, out);
+                self.by_wire_index.remove(&wire_index);
+            }
+            None => {}
+        }
+        let held = self.unnamed.entry(wire_index).or_default();
+        if !id.is_empty() && !held.id.is_empty() && held.id != id {
+            tracing::debug!(
+                wire_index,
+                id = %held.id,
+                "dropping the arguments of a tool call that never got a name"
+            );
+            *held = UnnamedCall::default();
+        }
+        if held.id.is_empty() {
+            held.id = id.to_string();
+        }
+        held.arguments.push_str(arguments);
+        if name.is_empty() {
+            return;
+        }
+        let held = self.unnamed.remove(&wire_index).unwrap_or_default();
+        let slot = self.calls.len();
+        let id = if held.id.is_empty() {
+            self.generated_id(slot)
+        } else {
+            held.id
         };
-        let arguments = field("arguments");
-        if !arguments.is_empty() && self.calls[slot].open {
+        out.push(Ok(StreamEvent::ToolCallStart {
+            index: slot,
+            id: id.clone(),
+            name: name.to_string(),
+        }));
+        if !held.arguments.is_empty() {
             out.push(Ok(StreamEvent::ToolCallArgsDelta {
                 index: slot,
-                json: arguments.to_string(),
+                json: held.arguments,
             }));
         }
+        self.calls.push(OpenCall { id, open: true });
+        self.by_wire_index.insert(wire_index, slot);
+    }
+
+    /// An id for a call the server sent without one.
+    fn generated_id(&mut self, slot: usize) -> String {
+        if self.id_suffix.is_empty() {
+            self.id_suffix = std::iter::repeat_with(fastrand::alphanumeric)
+                .take(8)
+                .collect();
+        }
+        format!("call_{slot}_{}", self.id_suffix)
     }
 
     fn close(&mut self, slot: usize, out: &mut Vec<Decoded>) {
@@ -379,9 +429,19 @@ impl OpenAiEvents {
         }
     }
 
+    /// Closes every open call and drops fragments that never got a name: a call without a
+    /// name cannot be run, and the model would be told about a call it did not make.
     fn close_calls(&mut self, out: &mut Vec<Decoded>) {
         for slot in 0..self.calls.len() {
             self.close(slot, out);
+        }
+        for (wire_index, held) in self.unnamed.drain() {
+            tracing::debug!(
+                wire_index,
+                id = %held.id,
+                bytes = held.arguments.len(),
+                "dropping the arguments of a tool call that never got a name"
+            );
         }
     }
 
@@ -430,24 +490,6 @@ fn finish_reason(reason: &str) -> StopReason {
         "content_filter" => StopReason::Refusal,
         other => StopReason::Other(other.to_string()),
     }
-}
-
-/// Classifies an `error` object found in the stream: OpenAI's `{message, type, code}`, or a
-/// proxy's (OpenRouter's) with an HTTP status as its numeric `code`, or a bare string.
-fn stream_error(error: &Value) -> LlmError {
-    let text = |key: &str| error.get(key).and_then(Value::as_str).unwrap_or_default();
-    let message = error.as_str().unwrap_or_else(|| text("message"));
-    let kind = match error.get("code").and_then(Value::as_u64) {
-        Some(429) => "rate_limit_error",
-        Some(503 | 529) => "overloaded_error",
-        Some(401 | 403) => "authentication_error",
-        Some(408) => "timeout_error",
-        Some(400..=499) => "invalid_request_error",
-        Some(_) => "api_error",
-        None if !text("code").is_empty() => text("code"),
-        None => text("type"),
-    };
-    classify_stream_error(kind, message)
 }
 
 #[cfg(test)]

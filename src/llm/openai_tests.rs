@@ -367,3 +367,173 @@ async fn a_404_names_the_model() {
     assert!(err.message.contains("model name may be wrong"), "{err}");
     assert!(err.message.contains("`gpt-test`"), "{err}");
 }
+
+fn call_starts(out: &[Decoded]) -> Vec<(usize, String, String)> {
+    out.iter()
+        .filter_map(|item| match item {
+            Ok(StreamEvent::ToolCallStart { index, id, name }) => {
+                Some((*index, id.clone(), name.clone()))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn made_up_call_ids_differ_between_replies() {
+    let input = [
+        chunk(
+            json!({"tool_calls": [{"index": 0, "function": {"name": "read", "arguments": "{}"}}]}),
+            None,
+        ),
+        chunk(json!({}), Some("tool_calls")),
+    ]
+    .concat();
+    let first = call_starts(&events(&input));
+    let second = call_starts(&events(&input));
+    assert_eq!(first.len(), 1);
+    assert!(first[0].1.starts_with("call_0_"), "{first:?}");
+    assert_ne!(
+        first[0].1, second[0].1,
+        "ids must not repeat across replies"
+    );
+}
+
+#[test]
+fn argument_fragments_without_a_name_never_make_a_call() {
+    let fragment = |index: u64, function: Value| {
+        chunk(
+            json!({"tool_calls": [{"index": index, "function": function}]}),
+            None,
+        )
+    };
+    let input = [
+        // Index 1 is never named: dropped.
+        fragment(1, json!({"arguments": "{\"x\":"})),
+        // Index 0 gets its id and arguments before its name: held, then opened whole.
+        chunk(
+            json!({"tool_calls": [{"index": 0, "id": "c0", "function": {"arguments": "{\"a\""}}]}),
+            None,
+        ),
+        fragment(0, json!({"name": "read", "arguments": ":1}"})),
+        fragment(1, json!({"arguments": "2}"})),
+        chunk(json!({}), Some("tool_calls")),
+    ]
+    .concat();
+    assert_eq!(
+        events(&input),
+        vec![
+            Ok(StreamEvent::ToolCallStart {
+                index: 0,
+                id: "c0".into(),
+                name: "read".into()
+            }),
+            Ok(StreamEvent::ToolCallArgsDelta {
+                index: 0,
+                json: "{\"a\":1}".into()
+            }),
+            Ok(StreamEvent::ToolCallEnd { index: 0 }),
+            Ok(StreamEvent::Stop(StopReason::ToolUse)),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_json_error_under_status_200_is_classified_not_retried_as_a_cut() {
+    let body = r#"{"error":{"message":"This model's maximum context length is 8192 tokens","type":"invalid_request_error","code":"context_length_exceeded"}}"#;
+    let (base, server) = serve_once(ok_stream("application/json", body.as_bytes())).await;
+    let provider = OpenAiProvider::new(&profile(&base, None));
+    let err = match provider
+        .stream(&request(vec![Message::user_text("x")]))
+        .await
+    {
+        Ok(_) => panic!("an error document is not a stream"),
+        Err(err) => err,
+    };
+    server.await.expect("the server task");
+    assert_eq!(err.category, ErrorCategory::ContextOverflow, "{err}");
+    assert!(err.message.starts_with("local: "), "{err}");
+}
+
+#[tokio::test]
+async fn a_whole_completion_instead_of_a_stream_says_so() {
+    let body = json!({
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "hi"}, "finish_reason": "stop"}],
+    })
+    .to_string();
+    let (base, server) = serve_once(ok_stream(
+        "application/json; charset=utf-8",
+        body.as_bytes(),
+    ))
+    .await;
+    let provider = OpenAiProvider::new(&profile(&base, None));
+    let err = match provider
+        .stream(&request(vec![Message::user_text("x")]))
+        .await
+    {
+        Ok(_) => panic!("a whole completion is not a stream"),
+        Err(err) => err,
+    };
+    server.await.expect("the server task");
+    assert_eq!(err.category, ErrorCategory::InvalidRequest, "{err}");
+    assert!(!err.is_retryable());
+    assert!(err.message.contains("answered without streaming"), "{err}");
+    assert!(
+        err.message.contains("points at a streaming chat endpoint"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn a_stream_labelled_json_is_still_decoded() {
+    let sse = [
+        chunk(json!({"content": "pong"}), Some("stop")),
+        "data: [DONE]\n\n".into(),
+    ]
+    .concat();
+    let (base, server) = serve_once(ok_stream("application/json", sse.as_bytes())).await;
+    let provider = OpenAiProvider::new(&profile(&base, None));
+    let got: Vec<Decoded> = provider
+        .stream(&request(vec![Message::user_text("ping")]))
+        .await
+        .expect("a stream")
+        .collect()
+        .await;
+    server.await.expect("the server task");
+    assert_eq!(
+        got,
+        vec![
+            Ok(StreamEvent::TextDelta("pong".into())),
+            Ok(StreamEvent::Stop(StopReason::EndTurn)),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn credentials_and_query_in_base_url_stay_out_of_messages() {
+    let port = {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("a port");
+        listener.local_addr().expect("an address").port()
+    };
+    let base = format!("http://admin:hunter2@127.0.0.1:{port}/v1?key=topsecret");
+    let provider = OpenAiProvider::new(&profile(&base, None));
+    let err = match provider
+        .stream(&request(vec![Message::user_text("x")]))
+        .await
+    {
+        Ok(_) => panic!("nothing listens there"),
+        Err(err) => err,
+    };
+    assert!(
+        err.message
+            .contains(&format!("http://127.0.0.1:{port}/v1/chat/completions")),
+        "{err}"
+    );
+    for secret in ["admin", "hunter2", "topsecret"] {
+        assert!(!err.message.contains(secret), "{err}");
+    }
+}

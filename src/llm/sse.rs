@@ -8,11 +8,15 @@
 //! lines padded with trailing spaces are trimmed, and a stream that ends without the final
 //! blank line still delivers its last event.
 //!
+//! A line, and an event's joined data, may be at most [`MAX_LINE`] bytes; past that the
+//! decoder fails instead of buffering without bound.
+//!
 //! [`SseWire`] puts this framing under a wire format's [`SseHandler`], which only has to read
 //! the events; together they make the format's [`WireDecoder`].
 
 use super::LlmError;
-use super::decode::{Decoded, WireDecoder};
+use super::decode::{Decoded, MAX_LINE, WireDecoder};
+use super::error::line_too_long;
 
 /// One dispatched event.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,38 +40,58 @@ pub struct SseDecoder {
     data: String,
     /// Whether any `data` line was seen for the pending event (it may be empty).
     has_data: bool,
+    /// A line or an event grew past [`MAX_LINE`]; everything after is ignored.
+    failed: bool,
 }
 
 impl SseDecoder {
-    /// Feeds the next chunk and appends every event it completes to `out`.
-    pub fn feed(&mut self, chunk: &[u8], out: &mut Vec<SseEvent>) {
+    /// Feeds the next chunk and appends every event it completes to `out`. Fails, for good,
+    /// when a line or an event's data grows past [`MAX_LINE`].
+    pub fn feed(&mut self, chunk: &[u8], out: &mut Vec<SseEvent>) -> Result<(), LlmError> {
+        if self.failed {
+            return Ok(());
+        }
         for &byte in chunk {
             match byte {
                 b'\n' if self.after_cr => self.after_cr = false,
-                b'\n' => self.end_line(out),
+                b'\n' => self.end_line(out)?,
                 b'\r' => {
                     self.after_cr = true;
-                    self.end_line(out);
+                    self.end_line(out)?;
                 }
+                _ if self.line.len() >= MAX_LINE => return Err(self.fail()),
                 _ => {
                     self.after_cr = false;
                     self.line.push(byte);
                 }
             }
         }
+        Ok(())
     }
 
     /// Ends the stream: a last line without its terminator and a last event without its blank
     /// line are still delivered.
-    pub fn finish(&mut self, out: &mut Vec<SseEvent>) {
+    pub fn finish(&mut self, out: &mut Vec<SseEvent>) -> Result<(), LlmError> {
+        if self.failed {
+            return Ok(());
+        }
         if !self.line.is_empty() {
-            self.end_line(out);
+            self.end_line(out)?;
         }
         self.dispatch(out);
         self.after_cr = false;
+        Ok(())
     }
 
-    fn end_line(&mut self, out: &mut Vec<SseEvent>) {
+    /// Drops everything buffered and ignores the rest of the stream.
+    fn fail(&mut self) -> LlmError {
+        self.failed = true;
+        self.line = Vec::new();
+        self.data = String::new();
+        line_too_long()
+    }
+
+    fn end_line(&mut self, out: &mut Vec<SseEvent>) -> Result<(), LlmError> {
         let mut bytes = std::mem::take(&mut self.line);
         if !self.started {
             self.started = true;
@@ -77,11 +101,11 @@ impl SseDecoder {
         }
         if bytes.is_empty() {
             self.dispatch(out);
-            return;
+            return Ok(());
         }
         let line = String::from_utf8_lossy(&bytes);
         if line.starts_with(':') {
-            return;
+            return Ok(());
         }
         let (field, value) = match line.split_once(':') {
             Some((field, value)) => (field, value.strip_prefix(' ').unwrap_or(value)),
@@ -90,6 +114,9 @@ impl SseDecoder {
         match field {
             "event" => self.event = Some(value.to_string()),
             "data" => {
+                if self.data.len() + value.len() >= MAX_LINE {
+                    return Err(self.fail());
+                }
                 if self.has_data {
                     self.data.push('\n');
                 }
@@ -102,6 +129,7 @@ impl SseDecoder {
             // model reply cannot be resumed.
             _ => {}
         }
+        Ok(())
     }
 
     fn dispatch(&mut self, out: &mut Vec<SseEvent>) {
@@ -150,15 +178,21 @@ impl<H: SseHandler> SseWire<H> {
 impl<H: SseHandler> WireDecoder for SseWire<H> {
     fn feed(&mut self, chunk: &[u8], out: &mut Vec<Decoded>) {
         let mut events = Vec::new();
-        self.framing.feed(chunk, &mut events);
+        let framed = self.framing.feed(chunk, &mut events);
         self.dispatch(events, out);
+        if let Err(err) = framed {
+            out.push(Err(err));
+        }
     }
 
     fn finish(&mut self, out: &mut Vec<Decoded>) {
         let mut events = Vec::new();
-        self.framing.finish(&mut events);
+        let framed = self.framing.finish(&mut events);
         self.dispatch(events, out);
-        self.handler.end(out);
+        match framed {
+            Ok(()) => self.handler.end(out),
+            Err(err) => out.push(Err(err)),
+        }
     }
 }
 
@@ -180,9 +214,9 @@ mod tests {
             let mut decoder = SseDecoder::default();
             let mut out = Vec::new();
             for chunk in chunks {
-                decoder.feed(chunk, &mut out);
+                decoder.feed(chunk, &mut out).expect("a short line");
             }
-            decoder.finish(&mut out);
+            decoder.finish(&mut out).expect("a short line");
             out
         };
         assert_eq!(decode(&[input]), expected, "whole input");
@@ -258,5 +292,30 @@ mod tests {
     #[test]
     fn only_one_space_after_the_colon_is_removed() {
         check(b"data:  two\n\n", &[ev("message", " two")]);
+    }
+
+    #[test]
+    fn a_line_that_never_ends_is_cut_off_at_the_cap() {
+        let mut decoder = SseDecoder::default();
+        let mut out = Vec::new();
+        let mib = vec![b'x'; 1024 * 1024];
+        decoder.feed(b"data: ", &mut out).expect("a start");
+        let failed = (0..9).find_map(|_| decoder.feed(&mib, &mut out).err());
+        let err = failed.expect("the cap is 8 MiB");
+        assert!(err.message.contains("a line over 8 MiB"), "{err}");
+        assert!(decoder.line.capacity() == 0, "the buffer is released");
+        // Nothing after the failure is read.
+        decoder.feed(b"\n\ndata: x\n\n", &mut out).expect("ignored");
+        assert!(out.is_empty(), "{out:?}");
+    }
+
+    #[test]
+    fn an_event_of_many_short_lines_is_capped_too() {
+        let line = format!("data: {}\n", "y".repeat(1024 * 1024 - 1));
+        let mut decoder = SseDecoder::default();
+        let mut out = Vec::new();
+        let failed = (0..9).find_map(|_| decoder.feed(line.as_bytes(), &mut out).err());
+        assert!(failed.is_some(), "joined data over 8 MiB fails");
+        assert!(out.is_empty());
     }
 }

@@ -137,25 +137,7 @@ async fn execute(
             effects: Vec::new(),
         },
         Plan::Run(tool) => {
-            let run = tool.execute(call.input.clone(), ctx, cancel.child_token());
-            // A tool with a bug must not take the turn, or the results of its neighbours, down
-            // with it.
-            let output = match AssertUnwindSafe(run).catch_unwind().await {
-                Ok(output) => output,
-                Err(panic) => {
-                    let what = panic
-                        .downcast_ref::<&str>()
-                        .map(|s| (*s).to_owned())
-                        .or_else(|| panic.downcast_ref::<String>().cloned())
-                        .unwrap_or_else(|| "no message".to_owned());
-                    tracing::error!(tool = call.name, %what, "tool panicked");
-                    ToolOutput::error(format!(
-                        "the tool `{}` crashed ({what}); this is a bug in tern, not in your \
-                         call. Work around it with other tools",
-                        call.name
-                    ))
-                }
-            };
+            let output = guarded(*tool, call, ctx, cancel).await;
             CallOutcome {
                 result: ToolResult {
                     tool_use_id: call.id.clone(),
@@ -166,4 +148,49 @@ async fn execute(
             }
         }
     }
+}
+
+/// Runs one call with the guards every tool gets: a panic becomes an error result, and a tool
+/// that does not watch its own progress is stopped by a cancel or after `tool_timeout`
+/// (dropping its future; blocking work it started finishes on its own in the background).
+async fn guarded(
+    tool: &dyn Tool,
+    call: &ToolCall,
+    ctx: &ToolContext,
+    cancel: &CancellationToken,
+) -> ToolOutput {
+    let run = AssertUnwindSafe(tool.execute(call.input.clone(), ctx, cancel.child_token()))
+        .catch_unwind();
+    let finished = if tool.watches_its_own_progress() {
+        run.await
+    } else {
+        let limit = ctx.tool_timeout;
+        tokio::select! {
+            finished = run => finished,
+            () = cancel.cancelled() => {
+                return ToolOutput::error(format!("`{}` was stopped: the turn was cancelled", call.name));
+            }
+            () = tokio::time::sleep(limit), if !limit.is_zero() => {
+                return ToolOutput::error(format!(
+                    "`{}` was stopped after {} s without finishing (`tool_execution_timeout` in \
+                     [session]); try a narrower call",
+                    call.name,
+                    limit.as_secs()
+                ));
+            }
+        }
+    };
+    finished.unwrap_or_else(|panic| {
+        let what = panic
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_owned())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "no message".to_owned());
+        tracing::error!(tool = call.name, %what, "tool panicked");
+        ToolOutput::error(format!(
+            "the tool `{}` crashed ({what}); this is a bug in tern, not in your call. Work \
+             around it with other tools",
+            call.name
+        ))
+    })
 }

@@ -142,7 +142,14 @@ impl Turn<'_> {
                 effects.extend(outcome.effects);
             }
             let mut events = vec![JournalEvent::ToolResults { results }];
-            events.extend(effects.into_iter().map(|effect| match effect {
+            // The journal records paths as text; a path that is not UTF-8 cannot be kept in
+            // the recent files (the tool result already named it).
+            let effects = effects.into_iter().filter(|effect| match effect {
+                ToolEffect::Read(path)
+                | ToolEffect::Wrote(path)
+                | ToolEffect::SetWorkingDirectory(path) => path.to_str().is_some(),
+            });
+            events.extend(effects.map(|effect| match effect {
                 ToolEffect::Read(path) | ToolEffect::Wrote(path) => {
                     JournalEvent::FileTouched { path }
                 }

@@ -6,6 +6,12 @@
 //! `Arc<Store>` can be shared by every session actor. An append commits with immediate
 //! durability (an fsync) before it returns: about half a millisecond typically, several
 //! milliseconds on a busy disk, so async callers may prefer a blocking thread for it.
+//!
+//! After one I/O failure (a full disk, say) redb refuses every later operation on that handle,
+//! so the store closes the database, reopens the same file (redb recovers it to its last
+//! commit) and runs the operation once more. If that fails too, the caller gets
+//! [`StoreError::Unwritable`], and the next operation tries the reopen again, so freeing disk
+//! space is enough; tern need not restart.
 
 use super::error::{StoreError, from_open, from_redb};
 use super::event::{JournalEvent, JournalRecord};
@@ -13,10 +19,16 @@ use super::meta::SessionMeta;
 use super::schema::{self, Contents, JOURNAL, SESSIONS};
 use super::{clean, owner, probe, summary};
 use crate::domain::SessionId;
-use redb::{Database, Durability, ReadableDatabase, ReadableTable, WriteTransaction};
+use redb::backends::FileBackend;
+use redb::{
+    Database, DatabaseError, Durability, ReadableDatabase, ReadableTable, WriteTransaction,
+};
 use serde::Serialize;
+use std::cell::Cell;
+use std::fs::OpenOptions;
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
+use std::sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 /// Page cache of the open database. The journal is read once per resume; the OS page cache
 /// serves repeats, so redb's default (1 GiB) would only grow the process.
@@ -25,13 +37,42 @@ const CACHE_BYTES: usize = 32 * 1024 * 1024;
 /// Fewest characters of an id that `resolve` accepts as a prefix.
 pub const MIN_PREFIX_CHARS: usize = 4;
 
+/// Opens a database on a storage backend over the database file. Tests wrap the backend to
+/// make writes fail on demand.
+pub(super) type Connect = dyn Fn(FileBackend) -> Result<Database, DatabaseError> + Send + Sync;
+
 /// The session database: journal and session index in one redb file owned by this process.
 pub struct Store {
-    /// Always `Some` until `drop`, which takes it to close the file before recording the
-    /// clean-close marker.
-    db: Option<Database>,
+    /// The open database. Every operation holds the read lock while it uses it; replacing it
+    /// after an I/O failure takes the write lock, so no transaction outlives its handle.
+    db: RwLock<Handle>,
+    connect: Box<Connect>,
     path: PathBuf,
     owner_file: PathBuf,
+}
+
+/// The current database handle and how many times it has been reopened.
+struct Handle {
+    /// `None` while a reopen has failed (until the next operation retries it), and after
+    /// `drop` has closed the file.
+    db: Option<Database>,
+    /// Counts reopens, so that threads failing on the same handle reopen it only once.
+    generation: u64,
+}
+
+/// Whether an operation runs for the first time or again after an I/O failure, when the first
+/// run's commit may have reached the file even though it reported an error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Attempt {
+    First,
+    Retry,
+}
+
+/// What an operation does with the database, which decides how a lasting failure reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Access {
+    Read,
+    Write,
 }
 
 /// A record as written: like `JournalRecord` but borrowing the event, so appending does not
@@ -50,6 +91,11 @@ impl Store {
     /// [`StoreError::Corrupt`] and left byte-for-byte as it was; a database held by another
     /// process (or another `Store` here) fails at once with [`StoreError::Locked`].
     pub fn open(path: &Path) -> Result<Store, StoreError> {
+        Self::open_with(path, Box::new(connect_file))
+    }
+
+    /// `open`, with the storage backend chosen by `connect` for this and every later reopen.
+    pub(super) fn open_with(path: &Path, connect: Box<Connect>) -> Result<Store, StoreError> {
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             create_private_dir(parent).map_err(|source| StoreError::Io {
                 action: "create the folder of",
@@ -63,20 +109,18 @@ impl Store {
             path: path.to_owned(),
             source,
         })?;
-        let db = Database::builder()
-            .set_cache_size(CACHE_BYTES)
-            .create(path)
-            .map_err(|err| from_open(path, err))?;
+        let db = connect_path(path, &connect)?;
         if schema::inspect(&db, path)? == Contents::Empty {
             schema::initialize(&db, path)?;
         }
         let owner_file = owner::sidecar_path(path);
-        if let Err(err) = owner::write(&owner_file, &owner::LockOwner::current(now_ms())) {
-            // Only the message a second process would show is poorer without it.
-            tracing::warn!(path = %owner_file.display(), %err, "could not write the owner sidecar");
-        }
+        write_owner(&owner_file);
         Ok(Store {
-            db: Some(db),
+            db: RwLock::new(Handle {
+                db: Some(db),
+                generation: 0,
+            }),
+            connect,
             path: path.to_owned(),
             owner_file,
         })
@@ -89,14 +133,15 @@ impl Store {
 
     /// Adds a new session to the index. Fails with `SessionExists` if the id is taken.
     pub fn create_session(&self, meta: &SessionMeta) -> Result<(), StoreError> {
+        check_utf8(&meta.project_dir)?;
         let json = self.encode(meta)?;
-        self.write(|txn| {
+        self.write(|txn, attempt| {
             let mut sessions = txn.open_table(SESSIONS).map_err(|e| self.err(e))?;
-            let exists = sessions
-                .get(meta.id.as_str())
-                .map_err(|e| self.err(e))?
-                .is_some();
-            if exists {
+            if let Some(existing) = sessions.get(meta.id.as_str()).map_err(|e| self.err(e))? {
+                // A retry finding exactly its own entry: the failed first commit landed.
+                if attempt == Attempt::Retry && existing.value() == json.as_slice() {
+                    return Ok(());
+                }
                 return Err(StoreError::SessionExists {
                     id: meta.id.clone(),
                 });
@@ -130,8 +175,15 @@ impl Store {
         if events.is_empty() {
             return Ok(Vec::new());
         }
+        for event in events {
+            if let Some(path) = event.path() {
+                check_utf8(path)?;
+            }
+        }
         let at_ms = now_ms();
-        self.write(|txn| {
+        // The last seq the first attempt found, so a retry can tell whether its commit landed.
+        let first_base = Cell::new(None);
+        self.write(|txn, attempt| {
             let mut sessions = txn.open_table(SESSIONS).map_err(|e| self.err(e))?;
             let mut meta = match sessions.get(id.as_str()).map_err(|e| self.err(e))? {
                 Some(bytes) => self.decode_meta(id.as_str(), bytes.value())?,
@@ -146,6 +198,15 @@ impl Store {
                 .transpose()
                 .map_err(|e| self.err(e))?
                 .map_or(0, |(key, _)| key.value().1);
+            match (attempt, first_base.get()) {
+                (Attempt::First, _) => first_base.set(Some(seq)),
+                (Attempt::Retry, Some(base)) => {
+                    if let Some(records) = self.landed(&journal, id, base, seq, at_ms, events)? {
+                        return Ok(records);
+                    }
+                }
+                (Attempt::Retry, None) => {}
+            }
             let mut records = Vec::with_capacity(events.len());
             for event in events {
                 seq += 1;
@@ -174,59 +235,66 @@ impl Store {
     /// skipped with a warning rather than making the whole session unreadable; its seq is
     /// then missing from the result.
     pub fn load(&self, id: &SessionId) -> Result<Vec<JournalRecord>, StoreError> {
-        let txn = self.db().begin_read().map_err(|e| self.err(e))?;
-        let sessions = txn.open_table(SESSIONS).map_err(|e| self.err(e))?;
-        if sessions
-            .get(id.as_str())
-            .map_err(|e| self.err(e))?
-            .is_none()
-        {
-            return Err(unknown(id.as_str()));
-        }
-        let journal = txn.open_table(JOURNAL).map_err(|e| self.err(e))?;
-        let mut records = Vec::new();
-        for entry in journal
-            .range((id.as_str(), 0)..=(id.as_str(), u64::MAX))
-            .map_err(|e| self.err(e))?
-        {
-            let (key, value) = entry.map_err(|e| self.err(e))?;
-            let seq = key.value().1;
-            match serde_json::from_slice::<JournalRecord>(value.value()) {
-                Ok(record) => records.push(record),
-                Err(err) => tracing::warn!(
-                    session = %id,
-                    seq,
-                    %err,
-                    "skipping a journal record that cannot be decoded"
-                ),
+        self.run(Access::Read, |db, _| {
+            let txn = db.begin_read().map_err(|e| self.err(e))?;
+            let sessions = txn.open_table(SESSIONS).map_err(|e| self.err(e))?;
+            if sessions
+                .get(id.as_str())
+                .map_err(|e| self.err(e))?
+                .is_none()
+            {
+                return Err(unknown(id.as_str()));
             }
-        }
-        Ok(records)
+            let journal = txn.open_table(JOURNAL).map_err(|e| self.err(e))?;
+            let mut records = Vec::new();
+            for entry in journal
+                .range((id.as_str(), 0)..=(id.as_str(), u64::MAX))
+                .map_err(|e| self.err(e))?
+            {
+                let (key, value) = entry.map_err(|e| self.err(e))?;
+                let seq = key.value().1;
+                match serde_json::from_slice::<JournalRecord>(value.value()) {
+                    Ok(record) => records.push(record),
+                    Err(err) => tracing::warn!(
+                        session = %id,
+                        seq,
+                        %err,
+                        "skipping a journal record that cannot be decoded"
+                    ),
+                }
+            }
+            Ok(records)
+        })
     }
 
     /// The session's index entry, or `None` if no session has this id.
     pub fn meta(&self, id: &SessionId) -> Result<Option<SessionMeta>, StoreError> {
-        let txn = self.db().begin_read().map_err(|e| self.err(e))?;
-        let sessions = txn.open_table(SESSIONS).map_err(|e| self.err(e))?;
-        let found = sessions.get(id.as_str()).map_err(|e| self.err(e))?;
-        found
-            .map(|bytes| self.decode_meta(id.as_str(), bytes.value()))
-            .transpose()
+        self.run(Access::Read, |db, _| {
+            let txn = db.begin_read().map_err(|e| self.err(e))?;
+            let sessions = txn.open_table(SESSIONS).map_err(|e| self.err(e))?;
+            let found = sessions.get(id.as_str()).map_err(|e| self.err(e))?;
+            found
+                .map(|bytes| self.decode_meta(id.as_str(), bytes.value()))
+                .transpose()
+        })
     }
 
     /// Every session, most recently updated first. Entries that cannot be decoded are skipped
     /// with a warning.
     pub fn list(&self) -> Result<Vec<SessionMeta>, StoreError> {
-        let txn = self.db().begin_read().map_err(|e| self.err(e))?;
-        let sessions = txn.open_table(SESSIONS).map_err(|e| self.err(e))?;
-        let mut metas = Vec::new();
-        for entry in sessions.iter().map_err(|e| self.err(e))? {
-            let (key, value) = entry.map_err(|e| self.err(e))?;
-            match self.decode_meta(key.value(), value.value()) {
-                Ok(meta) => metas.push(meta),
-                Err(err) => tracing::warn!(%err, "skipping a session index entry"),
+        let mut metas = self.run(Access::Read, |db, _| {
+            let txn = db.begin_read().map_err(|e| self.err(e))?;
+            let sessions = txn.open_table(SESSIONS).map_err(|e| self.err(e))?;
+            let mut metas = Vec::new();
+            for entry in sessions.iter().map_err(|e| self.err(e))? {
+                let (key, value) = entry.map_err(|e| self.err(e))?;
+                match self.decode_meta(key.value(), value.value()) {
+                    Ok(meta) => metas.push(meta),
+                    Err(err) => tracing::warn!(%err, "skipping a session index entry"),
+                }
             }
-        }
+            Ok(metas)
+        })?;
         // Ties (same millisecond) fall back to the id, which for generated ids is creation order.
         metas.sort_by(|a, b| {
             b.updated_at_ms
@@ -253,25 +321,28 @@ impl Store {
     /// [`MIN_PREFIX_CHARS`] characters.
     pub fn resolve(&self, id_or_prefix: &str) -> Result<SessionMeta, StoreError> {
         let wanted = id_or_prefix.trim();
-        let txn = self.db().begin_read().map_err(|e| self.err(e))?;
-        let sessions = txn.open_table(SESSIONS).map_err(|e| self.err(e))?;
-        if let Some(bytes) = sessions.get(wanted).map_err(|e| self.err(e))? {
-            return self.decode_meta(wanted, bytes.value());
-        }
-        if wanted.chars().count() < MIN_PREFIX_CHARS {
-            return Err(StoreError::PrefixTooShort {
-                prefix: wanted.to_owned(),
-                min: MIN_PREFIX_CHARS,
-            });
-        }
-        let mut matches = Vec::new();
-        for entry in sessions.range(wanted..).map_err(|e| self.err(e))? {
-            let (key, value) = entry.map_err(|e| self.err(e))?;
-            if !key.value().starts_with(wanted) {
-                break;
+        let matches = self.run(Access::Read, |db, _| {
+            let txn = db.begin_read().map_err(|e| self.err(e))?;
+            let sessions = txn.open_table(SESSIONS).map_err(|e| self.err(e))?;
+            if let Some(bytes) = sessions.get(wanted).map_err(|e| self.err(e))? {
+                return Ok(vec![(wanted.to_owned(), bytes.value().to_vec())]);
             }
-            matches.push((key.value().to_owned(), value.value().to_vec()));
-        }
+            if wanted.chars().count() < MIN_PREFIX_CHARS {
+                return Err(StoreError::PrefixTooShort {
+                    prefix: wanted.to_owned(),
+                    min: MIN_PREFIX_CHARS,
+                });
+            }
+            let mut matches = Vec::new();
+            for entry in sessions.range(wanted..).map_err(|e| self.err(e))? {
+                let (key, value) = entry.map_err(|e| self.err(e))?;
+                if !key.value().starts_with(wanted) {
+                    break;
+                }
+                matches.push((key.value().to_owned(), value.value().to_vec()));
+            }
+            Ok(matches)
+        })?;
         match matches.as_slice() {
             [] => Err(unknown(wanted)),
             [(key, value)] => self.decode_meta(key, value),
@@ -286,24 +357,133 @@ impl Store {
     }
 
     /// Runs `body` in a write transaction committed with immediate durability; an error from
-    /// `body` aborts it, so nothing partial is stored.
+    /// `body` aborts it, so nothing partial is stored. After an I/O failure `body` runs again
+    /// on the reopened database, told that it is a retry.
     fn write<T>(
         &self,
-        body: impl FnOnce(&WriteTransaction) -> Result<T, StoreError>,
+        body: impl Fn(&WriteTransaction, Attempt) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
-        let mut txn = self.db().begin_write().map_err(|e| self.err(e))?;
-        txn.set_durability(Durability::Immediate)
-            .map_err(|e| self.err(e))?;
-        let out = body(&txn)?;
-        txn.commit().map_err(|e| self.err(e))?;
-        Ok(out)
+        self.run(Access::Write, |db, attempt| {
+            let mut txn = db.begin_write().map_err(|e| self.err(e))?;
+            txn.set_durability(Durability::Immediate)
+                .map_err(|e| self.err(e))?;
+            let out = body(&txn, attempt)?;
+            txn.commit().map_err(|e| self.err(e))?;
+            Ok(out)
+        })
     }
 
-    fn db(&self) -> &Database {
-        // `db` is only taken by `drop`, after which no method can run.
-        self.db
-            .as_ref()
-            .expect("the database stays open until the store is dropped")
+    /// Runs `op` on the database. If it fails with an I/O error (redb then refuses the handle
+    /// for good), or the database is closed after such a failure, reopens the file and runs
+    /// `op` once more. A write that still fails becomes [`StoreError::Unwritable`].
+    fn run<T>(
+        &self,
+        access: Access,
+        op: impl Fn(&Database, Attempt) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let (generation, attempt) = {
+            let handle = self.handle();
+            match &handle.db {
+                Some(db) => match op(db, Attempt::First) {
+                    Err(err) if is_io_failure(&err) => {
+                        tracing::warn!(path = %self.path.display(), %err, "reopening the session database after an I/O failure");
+                        (handle.generation, Attempt::Retry)
+                    }
+                    other => return other,
+                },
+                // An earlier reopen failed: this operation has not run yet.
+                None => (handle.generation, Attempt::First),
+            }
+        };
+        self.reopen(generation)
+            .map_err(|err| self.lasting(access, err))?;
+        let handle = self.handle();
+        let Some(db) = &handle.db else {
+            // Another thread's reopen failed after ours succeeded.
+            return Err(self.lasting(access, self.io_failed_error()));
+        };
+        op(db, attempt).map_err(|err| self.lasting(access, err))
+    }
+
+    /// Closes the failed database and opens the file again, unless another thread already
+    /// did since `seen`. redb recovers the file to its last commit on the way.
+    fn reopen(&self, seen: u64) -> Result<(), StoreError> {
+        let mut handle = self.handle_mut();
+        if handle.generation != seen && handle.db.is_some() {
+            return Ok(());
+        }
+        handle.generation += 1;
+        // Closing releases the file's lock, which the same process then takes again.
+        if let Some(old) = handle.db.take()
+            && let Err(err) = old.close()
+        {
+            tracing::debug!(path = %self.path.display(), %err, "closing the failed session database");
+        }
+        handle.db = Some(connect_path(&self.path, &self.connect)?);
+        // The sidecar still names this process, but a holder that slipped in while the file
+        // was closed may have replaced or removed it.
+        write_owner(&self.owner_file);
+        tracing::info!(path = %self.path.display(), "reopened the session database");
+        Ok(())
+    }
+
+    /// The error for an operation that failed again after the reopen. For a write, an I/O
+    /// failure becomes the message that says what to do about it.
+    fn lasting(&self, access: Access, err: StoreError) -> StoreError {
+        match (access, err) {
+            (Access::Write, StoreError::Io { source, .. }) => StoreError::Unwritable {
+                path: self.path.clone(),
+                cause: source.to_string(),
+            },
+            (_, other) => other,
+        }
+    }
+
+    fn io_failed_error(&self) -> StoreError {
+        StoreError::Unwritable {
+            path: self.path.clone(),
+            cause: "it could not be reopened after an earlier failure".to_owned(),
+        }
+    }
+
+    /// On a retry, the records of the first attempt if its commit landed after all (a failed
+    /// fsync can report an error for a commit already in the file), so that they are not
+    /// appended twice. `base` is the last seq the first attempt found, `last` the current one.
+    fn landed(
+        &self,
+        journal: &impl ReadableTable<(&'static str, u64), &'static [u8]>,
+        id: &SessionId,
+        base: u64,
+        last: u64,
+        at_ms: i64,
+        events: &[JournalEvent],
+    ) -> Result<Option<Vec<JournalRecord>>, StoreError> {
+        if base.checked_add(events.len() as u64) != Some(last) {
+            return Ok(None);
+        }
+        let mut records = Vec::with_capacity(events.len());
+        for (seq, event) in (base + 1..).zip(events) {
+            let expected = self.encode(&RecordRef { seq, at_ms, event })?;
+            let stored = journal.get((id.as_str(), seq)).map_err(|e| self.err(e))?;
+            if stored.is_none_or(|bytes| bytes.value() != expected.as_slice()) {
+                return Ok(None);
+            }
+            records.push(JournalRecord {
+                seq,
+                at_ms,
+                event: event.clone(),
+            });
+        }
+        Ok(Some(records))
+    }
+
+    fn handle(&self) -> RwLockReadGuard<'_, Handle> {
+        // A panic cannot leave the handle half-replaced: the swap is a single assignment.
+        self.db.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn handle_mut(&self) -> RwLockWriteGuard<'_, Handle> {
+        self.db.write().unwrap_or_else(PoisonError::into_inner)
     }
 
     fn err(&self, err: impl Into<redb::Error>) -> StoreError {
@@ -328,7 +508,8 @@ impl Drop for Store {
         // The sidecar goes while the lock is still held, so it can never be the next holder's.
         // The marker is recorded only after a clean close, from the file as the close left it.
         owner::remove_own(&self.owner_file);
-        let closed = self.db.take().map(Database::close);
+        let handle = self.db.get_mut().unwrap_or_else(PoisonError::into_inner);
+        let closed = handle.db.take().map(Database::close);
         match closed {
             Some(Ok(())) => clean::record(&self.path),
             Some(Err(err)) => {
@@ -342,6 +523,52 @@ impl Drop for Store {
 impl std::fmt::Debug for Store {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Store").field("path", &self.path).finish()
+    }
+}
+
+/// Opens the database file on a [`FileBackend`] through `connect`.
+fn connect_path(path: &Path, connect: &Connect) -> Result<Database, StoreError> {
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path)
+        .map_err(|source| StoreError::Io {
+            action: "open",
+            path: path.to_owned(),
+            source,
+        })?;
+    let backend = FileBackend::new(file).map_err(|err| from_open(path, err))?;
+    connect(backend).map_err(|err| from_open(path, err))
+}
+
+/// How the store opens the database outside tests.
+fn connect_file(backend: FileBackend) -> Result<Database, DatabaseError> {
+    Database::builder()
+        .set_cache_size(CACHE_BYTES)
+        .create_with_backend(backend)
+}
+
+/// Names this process in the owner sidecar. Best effort: only the message a second process
+/// would show is poorer without it.
+fn write_owner(owner_file: &Path) {
+    if let Err(err) = owner::write(owner_file, &owner::LockOwner::current(now_ms())) {
+        tracing::warn!(path = %owner_file.display(), %err, "could not write the owner sidecar");
+    }
+}
+
+/// True for the failures after which redb refuses the handle: I/O errors, and the
+/// `PreviousIo` they leave behind.
+fn is_io_failure(err: &StoreError) -> bool {
+    matches!(err, StoreError::Io { .. } | StoreError::Unwritable { .. })
+}
+
+/// Refuses a path the journal cannot hold: it stores paths as JSON strings.
+fn check_utf8(path: &Path) -> Result<(), StoreError> {
+    match path.to_str() {
+        Some(_) => Ok(()),
+        None => Err(StoreError::NonUtf8Path {
+            path: path.to_owned(),
+        }),
     }
 }
 

@@ -31,15 +31,19 @@ pub enum StoreError {
     )]
     Corrupt { path: PathBuf, detail: String },
 
-    /// The database was written by a newer tern whose storage format this build cannot read.
+    /// The database was written by a newer tern whose storage format this build cannot read:
+    /// either tern's own tables or the storage engine's file format.
     #[error(
-        "the session database {} uses storage format {found}, but this tern reads format \
-         {supported} at most. It was left untouched. Upgrade tern, or set TERN_HOME to use a \
-         separate data folder",
+        "the session database {} was written by a newer version of tern (its {format} is \
+         {found}; this tern reads {supported} at most); upgrade tern to open it; the file was \
+         left untouched. To keep using this version meanwhile, set TERN_HOME to use a separate \
+         data folder",
         path.display()
     )]
     UnsupportedFormat {
         path: PathBuf,
+        /// Which format is newer: "table format" (tern's) or "file format" (redb's).
+        format: &'static str,
         found: u64,
         supported: u64,
     },
@@ -87,6 +91,23 @@ pub enum StoreError {
     )]
     SessionExists { id: SessionId },
 
+    /// Writing failed, and failed again after the database was reopened: usually a full disk.
+    /// Everything committed before stays; the next operation tries again.
+    #[error(
+        "the session database could not be written ({cause}); free disk space, then try again \
+         — nothing already acknowledged was lost. The database is {}",
+        path.display()
+    )]
+    Unwritable { path: PathBuf, cause: String },
+
+    /// A path in an event or session entry is not valid UTF-8; nothing was stored.
+    #[error(
+        "the path {} is not valid UTF-8 and cannot be recorded in the session journal; nothing \
+         was stored. Rename it, or use a folder whose path is valid UTF-8",
+        path.display()
+    )]
+    NonUtf8Path { path: PathBuf },
+
     /// Any other failure of the storage engine.
     #[error(
         "the session database failed unexpectedly: {0}. Retry; if it keeps failing, run \
@@ -106,6 +127,12 @@ pub(super) fn from_redb(path: &Path, err: impl Into<redb::Error>) -> StoreError 
             action: "read or write",
             path: path.to_owned(),
             source,
+        },
+        // An earlier write failed and redb refuses this handle from now on; the store reopens
+        // the database and tries again before anyone sees this.
+        redb::Error::PreviousIo => StoreError::Unwritable {
+            path: path.to_owned(),
+            cause: "an earlier write to it failed".to_owned(),
         },
         redb::Error::DatabaseAlreadyOpen | redb::Error::LockProtocolMismatch => {
             StoreError::Locked {
@@ -217,6 +244,18 @@ mod tests {
         assert!(
             text.contains("`mv '/data/my dir/tern.redb' '/data/my dir/tern.redb.bak'`"),
             "{text}"
+        );
+    }
+
+    #[test]
+    fn previous_io_is_unwritable_and_says_to_free_disk_space() {
+        let err = from_redb(Path::new("/x/tern.redb"), redb::StorageError::PreviousIo);
+        assert!(matches!(err, StoreError::Unwritable { .. }), "{err:?}");
+        assert_eq!(
+            err.to_string(),
+            "the session database could not be written (an earlier write to it failed); free \
+             disk space, then try again — nothing already acknowledged was lost. The database \
+             is /x/tern.redb"
         );
     }
 

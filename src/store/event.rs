@@ -3,7 +3,7 @@
 
 use crate::domain::{Audience, ContentBlock, ErrorCategory, Message, Sender, ToolResult, Usage};
 use serde::{Deserialize, Serialize};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// One journaled fact about a session. New variants may be added; old ones never change
 /// shape, so old journals keep replaying.
@@ -51,6 +51,16 @@ pub enum JournalEvent {
     Message {
         message: Message,
     },
+}
+
+impl JournalEvent {
+    /// The path the event records, if it records one.
+    pub(super) fn path(&self) -> Option<&Path> {
+        match self {
+            Self::WorkingDirectoryChanged { path } | Self::FileTouched { path } => Some(path),
+            _ => None,
+        }
+    }
 }
 
 /// A journal event with its position and time, as read back from the store.

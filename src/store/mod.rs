@@ -4,7 +4,9 @@
 //! One process owns `<data>/tern.redb`. Every append is committed with immediate durability
 //! before it returns, so an input the caller acknowledges after `append` survives a crash. A
 //! file that is damaged or not a tern database is refused and left untouched; a database held
-//! by another process is reported with that process named (see `owner`).
+//! by another process is reported with that process named (see `owner`). After an I/O failure
+//! the store reopens the database and retries once, so a full disk stops writes only until
+//! space is freed (see `db`).
 
 mod clean;
 mod db;
@@ -13,6 +15,8 @@ mod event;
 mod meta;
 mod owner;
 mod probe;
+#[cfg(test)]
+mod reopen_tests;
 mod schema;
 mod summary;
 #[cfg(test)]

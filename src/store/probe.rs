@@ -26,6 +26,13 @@ use std::sync::{Mutex, MutexGuard};
 /// The first bytes of every redb file.
 const REDB_MAGIC: [u8; 9] = [b'r', b'e', b'd', b'b', 0x1A, 0x0A, 0xA9, 0x0D, 0x0A];
 
+/// The redb file format this build reads and writes.
+const REDB_FILE_FORMAT: u8 = 3;
+
+/// Where redb records the file format of each of its two commit slots: the first byte of each
+/// 128-byte slot, which follow the 64-byte file header.
+const REDB_FORMAT_OFFSETS: [usize; 2] = [64, 192];
+
 /// Page cache for the probe: it reads each page once, so a large cache would only cost memory.
 const PROBE_CACHE_BYTES: usize = 4 * 1024 * 1024;
 
@@ -49,7 +56,7 @@ pub(super) fn verify(path: &Path, thorough: bool) -> Result<(), StoreError> {
     if len == 0 {
         return Ok(());
     }
-    check_magic(path, len)?;
+    check_header(path, len)?;
 
     let file = OpenOptions::new()
         .read(true)
@@ -82,12 +89,17 @@ pub(super) fn verify(path: &Path, thorough: bool) -> Result<(), StoreError> {
     Ok(())
 }
 
-/// Refuses a file that does not start like a redb database, reading only its first bytes.
-fn check_magic(path: &Path, len: u64) -> Result<(), StoreError> {
-    let mut head = Vec::with_capacity(REDB_MAGIC.len());
+/// Refuses a file that does not start like a redb database, or that a newer redb wrote,
+/// reading only its first bytes.
+///
+/// redb itself reports a newer file format as corruption, which would tell the user to move
+/// a healthy database aside; reading the format first turns it into advice to upgrade.
+fn check_header(path: &Path, len: u64) -> Result<(), StoreError> {
+    let header_len = REDB_FORMAT_OFFSETS[1] + 1;
+    let mut head = Vec::with_capacity(header_len);
     File::open(path)
         .and_then(|file| {
-            file.take(REDB_MAGIC.len() as u64)
+            file.take(header_len as u64)
                 .read_to_end(&mut head)
                 .map(drop)
         })
@@ -96,18 +108,31 @@ fn check_magic(path: &Path, len: u64) -> Result<(), StoreError> {
             path: path.to_owned(),
             source,
         })?;
-    if head == REDB_MAGIC {
-        return Ok(());
+    if !head.starts_with(&REDB_MAGIC) {
+        let detail = if len < REDB_MAGIC.len() as u64 {
+            format!("it is only {len} bytes long")
+        } else {
+            "it does not start with a redb database header".to_owned()
+        };
+        return Err(StoreError::Corrupt {
+            path: path.to_owned(),
+            detail,
+        });
     }
-    let detail = if len < REDB_MAGIC.len() as u64 {
-        format!("it is only {len} bytes long")
-    } else {
-        "it does not start with a redb database header".to_owned()
-    };
-    Err(StoreError::Corrupt {
-        path: path.to_owned(),
-        detail,
-    })
+    // Slots cut off by a truncation are left to redb, which reports the file as damaged.
+    let newest = REDB_FORMAT_OFFSETS
+        .iter()
+        .filter_map(|&offset| head.get(offset).copied())
+        .max();
+    match newest {
+        Some(found) if found > REDB_FILE_FORMAT => Err(StoreError::UnsupportedFormat {
+            path: path.to_owned(),
+            format: "file format",
+            found: found.into(),
+            supported: REDB_FILE_FORMAT.into(),
+        }),
+        _ => Ok(()),
+    }
 }
 
 /// A storage backend that reads a real file and keeps every write in memory.

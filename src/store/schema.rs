@@ -61,6 +61,7 @@ pub(super) fn inspect(db: &Database, path: &Path) -> Result<Contents, StoreError
     match format {
         Some(found) if found > FORMAT_VERSION => Err(StoreError::UnsupportedFormat {
             path: path.to_owned(),
+            format: "table format",
             found,
             supported: FORMAT_VERSION,
         }),

@@ -9,11 +9,13 @@
 use super::args::{ArgError, Args};
 use super::output::cap_head_tail;
 use super::paths::{self, Access, PathArg};
-use super::{ApprovalNeed, Tool, ToolContext, ToolEffect, ToolFuture, ToolOutput};
+use super::regular_file::{self, FileError};
+use super::{
+    ApprovalNeed, Tool, ToolContext, ToolEffect, ToolFuture, ToolOutput, run_blocking_change,
+};
 use crate::domain::Audience;
 use serde_json::{Value, json};
 use similar::TextDiff;
-use std::io;
 use std::path::PathBuf;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
@@ -67,7 +69,7 @@ impl Tool for FileEdit {
         &'a self,
         input: Value,
         ctx: &'a ToolContext,
-        _cancel: CancellationToken,
+        cancel: CancellationToken,
     ) -> ToolFuture<'a> {
         Box::pin(async move {
             let request = match parse(self.name(), &input, ctx) {
@@ -75,11 +77,11 @@ impl Tool for FileEdit {
                 Err(err) => return err.into(),
             };
             let path = request.path.clone();
-            // Like file_write, an edit is short and is finished rather than torn on cancel.
-            match tokio::task::spawn_blocking(move || edit(&request)).await {
-                Ok(output) if output.is_error => output,
-                Ok(output) => output.with_effect(ToolEffect::Wrote(path)),
-                Err(err) => ToolOutput::error(format!("The edit stopped unexpectedly: {err}")),
+            let output = run_blocking_change(&cancel, move |token| edit(&request, token)).await;
+            if output.is_error {
+                output
+            } else {
+                output.with_effect(ToolEffect::Wrote(path))
             }
         })
     }
@@ -120,20 +122,22 @@ fn parse(tool: &'static str, input: &Value, ctx: &ToolContext) -> Result<Request
     })
 }
 
-fn edit(request: &Request) -> ToolOutput {
+fn edit(request: &Request, cancel: &CancellationToken) -> ToolOutput {
     let shown = &request.shown;
-    let before = match std::fs::read(&request.path) {
+    let before = match regular_file::open_for_reading(&request.path)
+        .and_then(|(mut file, meta)| regular_file::read_all(&mut file, meta.len(), cancel))
+    {
         Ok(bytes) => bytes,
-        Err(err) if err.kind() == io::ErrorKind::NotFound => {
+        Err(FileError::NotFound) => {
             return ToolOutput::error(format!(
                 "{} To create a new file use file_write.",
                 paths::not_found_message(&request.path, shown)
             ));
         }
-        Err(err) if request.path.is_dir() => {
-            return ToolOutput::error(format!("{shown} is a directory, not a file ({err})."));
+        Err(FileError::Directory) => {
+            return ToolOutput::error(format!("{shown} is a directory, not a file."));
         }
-        Err(err) => return ToolOutput::error(format!("Cannot read {shown}: {err}")),
+        Err(err) => return ToolOutput::error(read_failure_message(shown, &err)),
     };
 
     let (mut old, mut new) = (request.old.clone(), request.new.clone());
@@ -164,8 +168,8 @@ fn edit(request: &Request) -> ToolOutput {
     }
 
     let after = replace_at(&before, &found, old.len(), new.as_bytes());
-    if let Err(err) = std::fs::write(&request.path, &after) {
-        return ToolOutput::error(format!("Cannot write {shown}: {err}"));
+    if let Err(err) = regular_file::replace(&request.path, &after, cancel) {
+        return ToolOutput::error(write_failure_message(shown, &err));
     }
     let count = found.len();
     let occurrences = if count == 1 {
@@ -178,6 +182,28 @@ fn edit(request: &Request) -> ToolOutput {
         "Edited {shown}: replaced {count} {occurrences}.\n{}",
         cap_head_tail(&diff, MAX_DIFF_BYTES)
     ))
+}
+
+/// Why the file could not be read for an edit.
+fn read_failure_message(shown: &str, err: &FileError) -> String {
+    match err {
+        FileError::NotRegular(kind) => {
+            format!("{shown} is {kind}, not a regular file; file_edit edits regular files only.")
+        }
+        FileError::Cancelled => format!("Cancelled before {shown} was edited; it is untouched."),
+        err => format!("Cannot read {shown}: {err}."),
+    }
+}
+
+/// Why the edited content could not be written, and that the file is as it was.
+fn write_failure_message(shown: &str, err: &FileError) -> String {
+    match err {
+        FileError::NotRegular(kind) => {
+            format!("{shown} is {kind}, not a regular file; file_edit edits regular files only.")
+        }
+        FileError::Cancelled => format!("Cancelled before {shown} was edited; it is untouched."),
+        err => format!("Cannot write {shown}: {err}. The original is untouched."),
+    }
 }
 
 /// Start offsets of the non-overlapping occurrences of `needle`.

@@ -8,12 +8,13 @@
 use super::args::{ArgError, Args};
 use super::output::{group_digits, human_bytes};
 use super::paths::{self, Access, PathArg};
+use super::regular_file::{self, FileError};
 use super::{ApprovalNeed, Tool, ToolContext, ToolEffect, ToolFuture, ToolOutput, run_blocking};
 use crate::domain::Audience;
 use serde_json::{Value, json};
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use tokio_util::sync::CancellationToken;
 
 /// Lines shown when the call gives no `limit`.
@@ -107,41 +108,39 @@ fn parse(tool: &'static str, input: &Value, ctx: &ToolContext) -> Result<Request
 
 fn read(request: &Request, cancel: &CancellationToken) -> ToolOutput {
     let shown = &request.shown;
-    let metadata = match std::fs::metadata(&request.path) {
-        Ok(metadata) => metadata,
-        Err(err) if err.kind() == io::ErrorKind::NotFound => {
+    let (file, metadata) = match regular_file::open_for_reading(&request.path) {
+        Ok(opened) => opened,
+        Err(FileError::NotFound) => {
             return ToolOutput::error(paths::not_found_message(&request.path, shown));
         }
-        Err(err) => return ToolOutput::error(format!("Cannot read {shown}: {err}")),
+        Err(FileError::Directory) => {
+            return ToolOutput::error(format!(
+                "{shown} is a directory, not a file. Use glob to list its files (for example \
+                 pattern \"*\" with path \"{shown}\")."
+            ));
+        }
+        Err(FileError::NotRegular(kind)) => {
+            return ToolOutput::error(format!(
+                "{shown} is {kind}, not a regular file; file_read reads regular files only."
+            ));
+        }
+        Err(err) => return ToolOutput::error(format!("Cannot read {shown}: {err}.")),
     };
-    if metadata.is_dir() {
-        return ToolOutput::error(format!(
-            "{shown} is a directory, not a file. Use glob to list its files (for example \
-             pattern \"*\" with path \"{shown}\")."
-        ));
-    }
     let effect = ToolEffect::Read(request.path.clone());
-    match show_lines(
-        &request.path,
-        metadata.len(),
-        request.offset,
-        request.limit,
-        cancel,
-    ) {
+    match show_lines(file, metadata.len(), request.offset, request.limit, cancel) {
         Ok(text) => ToolOutput::ok(text).with_effect(effect),
         Err(err) => ToolOutput::error(format!("Cannot read {shown}: {err}")),
     }
 }
 
-/// Formats lines `offset..offset+limit` of the file at `path`.
+/// Formats lines `offset..offset+limit` of `file`.
 fn show_lines(
-    path: &Path,
+    mut file: File,
     size: u64,
     offset: u64,
     limit: u64,
     cancel: &CancellationToken,
 ) -> io::Result<String> {
-    let mut file = File::open(path)?;
     let mut sniff = Vec::with_capacity(BINARY_SNIFF_BYTES);
     (&mut file)
         .take(BINARY_SNIFF_BYTES as u64)
@@ -160,7 +159,7 @@ fn show_lines(
         if number.is_multiple_of(4096) && cancel.is_cancelled() {
             return Err(io::Error::other("cancelled"));
         }
-        match next_line(&mut reader, &mut line, 0)? {
+        match next_line(&mut reader, &mut line, 0, cancel)? {
             Some(_) => number += 1,
             None => break,
         }
@@ -175,8 +174,10 @@ fn show_lines(
     let mut out = String::new();
     let mut notes = Notes::default();
     let mut last_shown = None;
-    while number < offset - 1 + limit {
-        let Some(total_len) = next_line(&mut reader, &mut line, MAX_LINE_BYTES)? else {
+    // Saturating: `limit` comes from the model and may be as large as u64 allows.
+    let end = (offset - 1).saturating_add(limit);
+    while number < end {
+        let Some(total_len) = next_line(&mut reader, &mut line, MAX_LINE_BYTES, cancel)? else {
             break;
         };
         number += 1;
@@ -276,15 +277,20 @@ fn format_line(number: u64, raw: &[u8], total_len: u64, notes: &mut Notes) -> St
 
 /// Reads the next line (with its `\n`, if any) into `line`, keeping at most `keep` bytes of it,
 /// and returns its full length; `None` at the end of the file. Memory stays bounded whatever
-/// the line's length.
+/// the line's length, and a cancel is noticed between buffers, even inside one huge line.
 fn next_line(
     reader: &mut impl BufRead,
     line: &mut Vec<u8>,
     keep: usize,
+    cancel: &CancellationToken,
 ) -> io::Result<Option<u64>> {
     line.clear();
     let mut total: u64 = 0;
     loop {
+        // Checked only once a line outgrows a buffer, so ordinary lines cost nothing extra.
+        if total > 0 && cancel.is_cancelled() {
+            return Err(io::Error::other("cancelled"));
+        }
         let buf = match reader.fill_buf() {
             Ok(buf) => buf,
             Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
@@ -315,7 +321,8 @@ mod tests {
         let mut reader = BufReader::with_capacity(4, text);
         let mut line = Vec::new();
         let mut out = Vec::new();
-        while let Some(total) = next_line(&mut reader, &mut line, keep).unwrap() {
+        let cancel = CancellationToken::new();
+        while let Some(total) = next_line(&mut reader, &mut line, keep, &cancel).unwrap() {
             out.push((line.clone(), total));
         }
         out

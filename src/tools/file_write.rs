@@ -1,16 +1,18 @@
 //! `file_write`: creates a file or replaces its whole content, creating parent directories.
 //!
-//! The file is written in place rather than through a temporary file and a rename, so an
-//! existing file keeps its permissions, owner and hard links, and a symlink keeps pointing
-//! where it did (the project check already followed it).
+//! The content goes through a temporary file renamed over the target (see `regular_file`), so
+//! a full disk or a crash never leaves a truncated file; an existing file keeps its
+//! permissions, and a symlink keeps pointing where it did, at the updated file.
 
 use super::args::{ArgError, Args};
 use super::output::group_digits;
 use super::paths::{self, Access, PathArg};
-use super::{ApprovalNeed, Tool, ToolContext, ToolEffect, ToolFuture, ToolOutput};
+use super::regular_file::{self, FileError};
+use super::{
+    ApprovalNeed, Tool, ToolContext, ToolEffect, ToolFuture, ToolOutput, run_blocking_change,
+};
 use crate::domain::Audience;
 use serde_json::{Value, json};
-use std::io;
 use std::path::PathBuf;
 use tokio_util::sync::CancellationToken;
 
@@ -57,7 +59,7 @@ impl Tool for FileWrite {
         &'a self,
         input: Value,
         ctx: &'a ToolContext,
-        _cancel: CancellationToken,
+        cancel: CancellationToken,
     ) -> ToolFuture<'a> {
         Box::pin(async move {
             let (path, content) = match parse(self.name(), &input, ctx) {
@@ -65,19 +67,39 @@ impl Tool for FileWrite {
                 Err(err) => return err.into(),
             };
             let shown = paths::display(&ctx.cwd, &path);
-            // A write is not abandoned half-way on cancel: it is short, and a torn file is
-            // worse than a finished one.
-            let target = path.clone();
-            let written =
-                tokio::task::spawn_blocking(move || write(&target, content.as_bytes())).await;
-            match written {
-                Ok(Ok(outcome)) => {
-                    ToolOutput::ok(outcome.describe(&shown)).with_effect(ToolEffect::Wrote(path))
+            run_blocking_change(&cancel, move |token| {
+                match regular_file::replace(&path, content.as_bytes(), token) {
+                    Ok(replaced) => {
+                        let written = Written {
+                            created: replaced.created,
+                            bytes: content.len(),
+                            lines: line_count(content.as_bytes()),
+                        };
+                        ToolOutput::ok(written.describe(&shown))
+                            .with_effect(ToolEffect::Wrote(path))
+                    }
+                    Err(err) => ToolOutput::error(failure_message(&shown, &err)),
                 }
-                Ok(Err(err)) => ToolOutput::error(format!("Cannot write {shown}: {err}")),
-                Err(err) => ToolOutput::error(format!("Cannot write {shown}: {err}")),
-            }
+            })
+            .await
         })
+    }
+}
+
+/// Why a write failed, and that the file is as it was.
+fn failure_message(shown: &str, err: &FileError) -> String {
+    match err {
+        FileError::Directory => {
+            format!("Cannot write {shown}: it is a directory; give the path of a file inside it.")
+        }
+        FileError::NotRegular(kind) => {
+            format!("{shown} is {kind}, not a regular file; file_write writes regular files only.")
+        }
+        FileError::Cancelled => format!("Cancelled before {shown} was written; it is untouched."),
+        err => format!(
+            "Cannot write {shown}: {err}. {shown} is untouched: its original content, if it had \
+             any, is intact."
+        ),
     }
 }
 
@@ -110,24 +132,6 @@ impl Written {
             group_digits(self.lines as u64)
         )
     }
-}
-
-fn write(path: &std::path::Path, content: &[u8]) -> io::Result<Written> {
-    if path.is_dir() {
-        return Err(io::Error::other(
-            "it is a directory; give the path of a file inside it",
-        ));
-    }
-    let created = !path.exists();
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent)?;
-    }
-    std::fs::write(path, content)?;
-    Ok(Written {
-        created,
-        bytes: content.len(),
-        lines: line_count(content),
-    })
 }
 
 /// Lines as an editor counts them: a final line without `\n` still counts.

@@ -7,7 +7,8 @@
 //!
 //! Each built-in tool lives in its own file; the pieces they share are argument checking
 //! ([`args`]), path resolution and the project boundary ([`paths`]), output capping
-//! ([`output`]), and the ignore-respecting file walk behind `glob` and `grep` (`walk`).
+//! ([`output`]), opening and atomically replacing regular files (`regular_file`), and the
+//! ignore-respecting file walk behind `glob` and `grep` (`walk`).
 
 pub mod args;
 pub mod file_edit;
@@ -19,6 +20,7 @@ pub mod output;
 pub mod paths;
 pub mod policy;
 pub mod registry;
+mod regular_file;
 pub mod set_working_directory;
 pub mod shell_execute;
 mod walk;
@@ -118,6 +120,13 @@ pub trait Tool: Send + Sync {
     /// True when calls have no side effects, so several may run concurrently in one batch.
     fn is_read_only(&self) -> bool;
 
+    /// True when the tool enforces `ToolContext::tool_timeout` itself as an inactivity
+    /// watchdog (each streamed item resets it). Every other tool gets `tool_timeout` as a
+    /// hard limit from the batch that runs it.
+    fn watches_its_own_progress(&self) -> bool {
+        false
+    }
+
     /// What approval this particular call needs, given its arguments.
     fn approval_need(&self, input: &serde_json::Value, ctx: &ToolContext) -> ApprovalNeed;
 
@@ -132,13 +141,14 @@ pub trait Tool: Send + Sync {
 }
 
 /// Runs blocking file-system work (reads, walks) off the async threads. Returns as soon as
-/// `cancel` fires; the work itself is handed a clone of the token and is expected to stop at
-/// its next check.
+/// `cancel` fires; the work itself is handed a token that fires on cancel and also when this
+/// future is dropped (a caller's time limit), and is expected to stop at its next check.
 pub(crate) async fn run_blocking<F>(cancel: &CancellationToken, work: F) -> ToolOutput
 where
     F: FnOnce(&CancellationToken) -> ToolOutput + Send + 'static,
 {
-    let token = cancel.clone();
+    let token = cancel.child_token();
+    let _stop_when_dropped = token.clone().drop_guard();
     let task = tokio::task::spawn_blocking(move || work(&token));
     tokio::select! {
         _ = cancel.cancelled() => ToolOutput::error("Cancelled before the tool finished."),
@@ -146,4 +156,19 @@ where
             ToolOutput::error(format!("The tool stopped unexpectedly: {err}"))
         }),
     }
+}
+
+/// Runs blocking work that changes files off the async threads and waits for its answer even
+/// after a cancel, so the answer says truthfully whether the change happened. The work's token
+/// fires on cancel and when this future is dropped; the work must check it before its point of
+/// no return and stop there, which also keeps a dropped call from changing a file afterwards.
+pub(crate) async fn run_blocking_change<F>(cancel: &CancellationToken, work: F) -> ToolOutput
+where
+    F: FnOnce(&CancellationToken) -> ToolOutput + Send + 'static,
+{
+    let token = cancel.child_token();
+    let _stop_when_dropped = token.clone().drop_guard();
+    tokio::task::spawn_blocking(move || work(&token))
+        .await
+        .unwrap_or_else(|err| ToolOutput::error(format!("The tool stopped unexpectedly: {err}")))
 }

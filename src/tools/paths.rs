@@ -1,11 +1,11 @@
 //! Paths given by the model: resolving them against the working directory, normalising them,
 //! and deciding whether they stay inside the project.
 //!
-//! The check works on the path the tool will actually open. `..` is removed lexically first,
-//! and the tool then uses that normalised path, so the only indirection left for the operating
-//! system to follow is symlinks; those are resolved by canonicalising the longest existing
-//! ancestor (and following dangling links by hand), so a link inside the project that points
-//! elsewhere counts as elsewhere.
+//! The check works on the path the tool will actually open. `..` in the model's path is removed
+//! lexically first, and the tool then uses that normalised path, so the only indirection left
+//! for the operating system to follow is symlinks; [`real_path`] follows those the way the
+//! kernel does (a `..` inside a link's target included), so a link inside the project that
+//! points elsewhere counts as elsewhere. The writing tools write to that same resolved path.
 
 use super::args::Args;
 use super::{ApprovalNeed, ToolContext};
@@ -69,59 +69,64 @@ pub fn normalize(path: &Path) -> PathBuf {
     out
 }
 
-/// Where `path` (absolute and normalised) really points: symlinks in the existing part are
-/// resolved by canonicalising it, dangling links are followed by hand, and the part that does
-/// not exist yet is appended. `None` for a symlink loop.
+/// Where `path` really leads, resolved the way the kernel resolves it: component by component
+/// from the root, following every symlink where it stands and applying a `..` (in a link's
+/// target) to the directory reached so far, never lexically. Components that do not exist yet
+/// are appended as they are. `None` for a symlink loop or a link that cannot be read.
+///
+/// Following links by hand rather than canonicalising the longest existing ancestor matters
+/// for dangling links: in `l -> s/../x` with `s -> /elsewhere/a/b`, the `..` applies to
+/// `/elsewhere/a/b`, so writing through `l` creates `/elsewhere/a/x`.
 pub fn real_path(path: &Path) -> Option<PathBuf> {
-    let mut current = normalize(path);
-    for _ in 0..MAX_LINK_HOPS {
-        match hop(&current) {
-            Hop::Real(real) => return Some(real),
-            Hop::Relink(next) => current = next,
-        }
-    }
-    None
-}
-
-/// One step of [`real_path`]: what the existing part of a path leads to.
-enum Hop {
-    /// The existing part canonicalised, with the rest appended: the answer.
-    Real(PathBuf),
-    /// The existing part ends in a dangling link; the path through its target, to try next.
-    Relink(PathBuf),
-}
-
-fn hop(path: &Path) -> Hop {
-    let mut existing = path.to_path_buf();
-    // The names below the existing part, deepest first.
-    let mut tail: Vec<OsString> = Vec::new();
-    let base = loop {
-        if let Ok(canonical) = fs::canonicalize(&existing) {
-            break canonical;
-        }
-        // Canonicalising fails on a dangling link; follow it ourselves, since writing through
-        // it would create its target.
-        if let Ok(target) = fs::read_link(&existing) {
-            let parent = existing.parent().unwrap_or(Path::new("/"));
-            return Hop::Relink(with_tail(normalize(&parent.join(target)), &tail));
-        }
-        match existing.file_name() {
-            Some(name) => tail.push(name.to_os_string()),
-            None => break existing,
-        }
-        if !existing.pop() {
-            break existing;
-        }
+    let start = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        std::env::current_dir().ok()?.join(path)
     };
-    Hop::Real(with_tail(base, &tail))
+    let mut resolved = PathBuf::from("/");
+    // The components still to walk, the next one last.
+    let mut pending: Vec<OsString> = Vec::new();
+    push_components(&mut pending, &start);
+    let mut hops = 0;
+    while let Some(name) = pending.pop() {
+        if name == ".." {
+            resolved.pop();
+            continue;
+        }
+        let candidate = resolved.join(&name);
+        // Every component is looked at, even below one that does not exist: a `..` may climb
+        // back to existing ground, where links must be followed again.
+        match fs::symlink_metadata(&candidate) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                hops += 1;
+                if hops > MAX_LINK_HOPS {
+                    return None;
+                }
+                let target = fs::read_link(&candidate).ok()?;
+                if target.has_root() {
+                    resolved = PathBuf::from("/");
+                }
+                // A relative target resolves against the link's directory, `resolved` now.
+                push_components(&mut pending, &target);
+            }
+            _ => resolved = candidate,
+        }
+    }
+    Some(resolved)
 }
 
-/// `base` with the names of `tail` (deepest first) appended.
-fn with_tail(mut base: PathBuf, tail: &[OsString]) -> PathBuf {
-    for name in tail.iter().rev() {
-        base.push(name);
+/// Pushes the names and `..`s of `path` onto `pending` so that its first component is popped
+/// first. The root and `.` are dropped: the caller handles the root, and `.` changes nothing.
+fn push_components(pending: &mut Vec<OsString>, path: &Path) {
+    let start = pending.len();
+    for component in path.components() {
+        match component {
+            Component::Normal(name) => pending.push(name.to_os_string()),
+            Component::ParentDir => pending.push(OsString::from("..")),
+            Component::Prefix(_) | Component::RootDir | Component::CurDir => {}
+        }
     }
-    base
+    pending[start..].reverse();
 }
 
 /// True when `path` (absolute and normalised) is the project directory or inside it, after
@@ -135,18 +140,71 @@ pub fn is_inside(project_dir: &Path, path: &Path) -> bool {
 }
 
 /// The approval a call needs to read or change `path` (absolute and normalised).
+///
+/// A write into the repository's own git directory (`.git/hooks/*`, `.git/config`, …) needs
+/// the approval of a command, not of an edit: git runs hooks and commands named in its config
+/// later, on the user's behalf, and changes there never show up in `git status` for the user
+/// to review. Hooks kept in tracked files (`.husky/`, a `core.hooksPath` in the worktree) are
+/// ordinary edits, visible in the diff like any other change to code that runs.
 pub fn access_need(ctx: &ToolContext, path: &Path, access: Access) -> ApprovalNeed {
-    if is_inside(&ctx.project_dir, path) {
-        match access {
+    let project = real_path(&ctx.project_dir).unwrap_or_else(|| normalize(&ctx.project_dir));
+    let real = real_path(path);
+    match &real {
+        Some(real) if real.starts_with(&project) => match access {
             Access::Read => ApprovalNeed::None,
+            Access::Write if is_git_internal(&project, real) => ApprovalNeed::Exec,
             Access::Write => ApprovalNeed::Edit,
+        },
+        _ if access == Access::Read && ctx.readable_dirs.iter().any(|dir| is_inside(dir, path)) => {
+            ApprovalNeed::None
         }
-    } else if access == Access::Read && ctx.readable_dirs.iter().any(|dir| is_inside(dir, path)) {
-        ApprovalNeed::None
-    } else {
         // Name where the path really leads, so the person approving sees through symlinks.
-        ApprovalNeed::OutsideProject(real_path(path).unwrap_or_else(|| path.to_path_buf()))
+        _ => ApprovalNeed::OutsideProject(real.unwrap_or_else(|| path.to_path_buf())),
     }
+}
+
+/// True when `real` (a resolved path inside the resolved `project`) lies in a git directory:
+/// below a `.git` component, or below the directory that a `.git` file between the project
+/// and `real` names (`gitdir: …`, as in worktrees and submodules), or that directory's
+/// `commondir`.
+fn is_git_internal(project: &Path, real: &Path) -> bool {
+    let Ok(inside) = real.strip_prefix(project) else {
+        return false;
+    };
+    // Ignoring case: on a case-insensitive file system `.GIT/hooks` is the same directory.
+    if inside
+        .components()
+        .any(|c| c.as_os_str().to_string_lossy().eq_ignore_ascii_case(".git"))
+    {
+        return true;
+    }
+    real.ancestors()
+        .skip(1)
+        .take_while(|dir| dir.starts_with(project))
+        .flat_map(linked_git_dirs)
+        .any(|git_dir| real.starts_with(git_dir))
+}
+
+/// The git directories a `.git` file in `dir` points to (its `gitdir`, and that one's
+/// `commondir`), resolved. Empty when `dir/.git` is not such a file.
+fn linked_git_dirs(dir: &Path) -> Vec<PathBuf> {
+    let dot_git = dir.join(".git");
+    let is_file = fs::symlink_metadata(&dot_git).is_ok_and(|meta| meta.is_file());
+    let Some(text) = is_file.then(|| fs::read_to_string(&dot_git).ok()).flatten() else {
+        return Vec::new();
+    };
+    let Some(git_dir) = text
+        .lines()
+        .find_map(|line| line.strip_prefix("gitdir:"))
+        .map(|rest| dir.join(rest.trim()))
+        .and_then(|git_dir| real_path(&git_dir))
+    else {
+        return Vec::new();
+    };
+    let common = fs::read_to_string(git_dir.join("commondir"))
+        .ok()
+        .and_then(|rest| real_path(&git_dir.join(rest.trim())));
+    std::iter::once(git_dir).chain(common).collect()
 }
 
 /// The approval for a path argument that may be absent (then the working directory is meant).
@@ -371,6 +429,36 @@ mod tests {
             Access::Write,
             ApprovalNeed::OutsideProject(PathBuf::from("/s/artifacts/input-0.txt")),
         );
+    }
+
+    #[test]
+    fn real_path_resolves_links_the_way_the_kernel_does() {
+        let temp = tempfile::tempdir().unwrap();
+        let root = temp.path().canonicalize().unwrap();
+        let link = |target: &str, at: &str| std::os::unix::fs::symlink(target, root.join(at));
+        fs::create_dir_all(root.join("out/a/b")).unwrap();
+        fs::create_dir(root.join("p")).unwrap();
+        link("../out/a/b", "p/s").unwrap();
+        link("s/../pwned", "p/l").unwrap();
+        link("missing/../s", "p/back").unwrap();
+        link("loop2", "p/loop1").unwrap();
+        link("loop1", "p/loop2").unwrap();
+        std::os::unix::fs::symlink(root.join("out"), root.join("p/abs")).unwrap();
+        let check = |input: &str, expected: Option<&str>| {
+            assert_eq!(
+                real_path(&root.join(input)),
+                expected.map(|e| root.join(e)),
+                "{input}"
+            );
+        };
+        // `..` in a link's target applies to where the link before it led.
+        check("p/l", Some("out/a/pwned"));
+        check("p/s/new/file.rs", Some("out/a/b/new/file.rs"));
+        // A missing component does not stop links after a `..` from being followed.
+        check("p/back/x", Some("out/a/b/x"));
+        check("p/loop1", None);
+        check("p/plain/new.txt", Some("p/plain/new.txt"));
+        check("p/abs/a/../new", Some("out/new"));
     }
 
     #[test]

@@ -23,7 +23,8 @@ pub enum ApprovalNeed {
     None,
     /// Creates or changes files inside the project.
     Edit,
-    /// Runs a command on the host.
+    /// Runs a command on the host, or changes files under `.git`, which git runs as
+    /// commands later (hooks, and commands named in its config).
     Exec,
     /// Reads or writes a path outside the project directory.
     OutsideProject(std::path::PathBuf),
@@ -69,9 +70,11 @@ pub fn decide(mode: ApprovalMode, need: &ApprovalNeed) -> Decision {
                 .to_string(),
         ),
         (mode, ApprovalNeed::Exec) => Decision::Refuse(format!(
-            "Refused: running a command needs approval, and this session runs with --approve \
-             {mode}, which does not allow commands. Ask the user to rerun with --approve all, \
-             or do without running commands (the file and search tools still work)."
+            "Refused: running a command needs approval, and so does changing files under .git \
+             (git runs its hooks and the commands named in its config on the user's behalf). \
+             This session runs with --approve {mode}, which does not allow commands. Ask the \
+             user to rerun with --approve all, or do without (the file and search tools still \
+             work outside .git)."
         )),
         (mode, ApprovalNeed::OutsideProject(path)) => Decision::Refuse(format!(
             "Refused: {} is outside the project directory, and this session runs with \
@@ -119,6 +122,7 @@ mod tests {
         };
         assert!(reason.contains("--approve edits"), "{reason}");
         assert!(reason.contains("--approve all"), "{reason}");
+        assert!(reason.contains("git runs its hooks"), "{reason}");
         let outside = ApprovalNeed::OutsideProject(PathBuf::from("/etc/passwd"));
         let Decision::Refuse(reason) = decide(ApprovalMode::Never, &outside) else {
             panic!("outside access must be refused under never");

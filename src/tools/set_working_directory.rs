@@ -64,6 +64,14 @@ impl Tool for SetWorkingDirectory {
             };
             let shown = path.display();
             match tokio::fs::canonicalize(&path).await {
+                // The session records the working directory as text, which must stay exact.
+                Ok(canonical) if canonical.to_str().is_none() => ToolOutput::error(format!(
+                    "{shown} leads to {}, whose name is not valid UTF-8 (the invalid bytes \
+                     are shown as \u{FFFD}). The working directory is recorded as text, so it \
+                     must be valid UTF-8: choose another directory, or ask the user to rename \
+                     this one.",
+                    canonical.display()
+                )),
                 Ok(canonical) if canonical.is_dir() => ToolOutput::ok(format!(
                     "The working directory is now {}.",
                     canonical.display()

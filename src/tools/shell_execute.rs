@@ -7,6 +7,9 @@
 //! so a new process group) without a controlling terminal: a password prompt fails at once
 //! instead of fighting the TUI for the keyboard, and a timeout or cancel can stop the command
 //! together with everything it started.
+//!
+//! The command inherits tern's environment minus its secrets (see [`is_secret_name`]): the
+//! model reads whatever a command prints, and `env` would otherwise print tern's API keys.
 
 use super::args::{ArgError, Args};
 use super::output::{OutputCap, human_bytes};
@@ -50,8 +53,9 @@ impl Tool for ShellExecute {
          so interactive programs and password prompts fail; pass flags that avoid prompts. \
          Long output keeps only its first and last 15 KB: redirect to a file and search it \
          when you need everything. The command is stopped after a period without any output, \
-         and after `timeout_secs` (at most 600) when given. Use file_read, grep and glob rather \
-         than cat, grep and find."
+         and after `timeout_secs` (at most 600) when given. Secrets are not passed: \
+         environment variables whose names contain KEY, TOKEN, SECRET or PASSWORD are removed. \
+         Use file_read, grep and glob rather than cat, grep and find."
     }
 
     fn input_schema(&self) -> Value {
@@ -73,6 +77,10 @@ impl Tool for ShellExecute {
 
     fn is_read_only(&self) -> bool {
         false
+    }
+
+    fn watches_its_own_progress(&self) -> bool {
+        true
     }
 
     fn approval_need(&self, _input: &Value, _ctx: &ToolContext) -> ApprovalNeed {
@@ -166,6 +174,11 @@ async fn run(
         .stdout(Stdio::from(stdout))
         .stderr(Stdio::from(stderr))
         .kill_on_drop(true);
+    for (name, _) in std::env::vars_os() {
+        if is_secret_name(&name.to_string_lossy()) {
+            command.env_remove(&name);
+        }
+    }
     // SAFETY: the closure runs in the forked child before exec and only calls setsid, which is
     // async-signal-safe and touches no memory of the parent.
     unsafe {
@@ -279,6 +292,27 @@ async fn run(
         is_error,
         effects: Vec::new(),
     })
+}
+
+/// Names of variables that look like secrets but are not, and that programs read.
+const NOT_SECRETS: &[&str] = &[
+    // zsh's wait for the rest of a key sequence.
+    "KEYTIMEOUT",
+    // Hugging Face tokenizers' threading switch, read by Python tooling.
+    "TOKENIZERS_PARALLELISM",
+    // The path of the GNOME keyring's control socket, like SSH_AUTH_SOCK for the SSH agent.
+    "GNOME_KEYRING_CONTROL",
+];
+
+/// True for an environment variable that must not reach a command: one whose name contains
+/// KEY, TOKEN, SECRET or PASSWORD in any case (API keys, access tokens, database passwords),
+/// unless it is one of [`NOT_SECRETS`].
+pub fn is_secret_name(name: &str) -> bool {
+    let upper = name.to_ascii_uppercase();
+    ["KEY", "TOKEN", "SECRET", "PASSWORD"]
+        .iter()
+        .any(|word| upper.contains(word))
+        && !NOT_SECRETS.contains(&upper.as_str())
 }
 
 /// `bash` when it is on `PATH`, `sh` otherwise.
@@ -431,6 +465,31 @@ mod tests {
     fn empty_command_is_refused() {
         assert!(parse("shell_execute", &json!({"command": "  "})).is_err());
         assert!(parse("shell_execute", &json!({"command": 3})).is_err());
+    }
+
+    #[test]
+    fn secret_names_are_recognised_in_any_case() {
+        for name in [
+            "ANTHROPIC_API_KEY",
+            "OPENAI_API_KEY",
+            "GITHUB_TOKEN",
+            "aws_secret_access_key",
+            "PGPASSWORD",
+            "Db_Password",
+            "CARGO_REGISTRY_TOKEN",
+        ] {
+            assert!(is_secret_name(name), "{name}");
+        }
+        for name in [
+            "PATH",
+            "HOME",
+            "SSH_AUTH_SOCK",
+            "GPG_TTY",
+            "TOKENIZERS_PARALLELISM",
+            "keytimeout",
+        ] {
+            assert!(!is_secret_name(name), "{name}");
+        }
     }
 
     #[test]

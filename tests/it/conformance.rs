@@ -510,3 +510,44 @@ fn recorded_success_headers_ask_for_no_pause() {
         assert_eq!(err.retry_after, None, "{file}");
     }
 }
+
+#[test]
+fn openrouter_in_stream_errors_classify_by_their_numeric_code() {
+    // OpenRouter reports an upstream failure after the 200 as a chunk whose `code` is an HTTP
+    // status.
+    let check = |chunk: &str, category: ErrorCategory| {
+        let summary = decode_everywhere(WireFormat::OpenAi, chunk.as_bytes());
+        assert_eq!(summary.stream_errors, vec![category], "{chunk}");
+    };
+    check(
+        "data: {\"error\":{\"code\":429,\"message\":\"Rate limit exceeded: free-models-per-min\"}}\n\n",
+        ErrorCategory::RateLimit,
+    );
+    check(
+        ": OPENROUTER PROCESSING\n\ndata: {\"id\":\"gen-1\",\"error\":{\"code\":502,\"message\":\"Provider returned error\"}}\n\n",
+        ErrorCategory::Server,
+    );
+    check(
+        "data: {\"error\":{\"code\":\"context_length_exceeded\",\"message\":\"too long\"}}\n\n",
+        ErrorCategory::ContextOverflow,
+    );
+}
+
+#[test]
+fn anthropic_context_limit_errors_are_overflows() {
+    let body = r#"{"type":"error","error":{"type":"invalid_request_error","message":"input length and `max_tokens` exceed context limit: 199759 + 8192 > 200000, decrease input length or `max_tokens` and try again"}}"#;
+    let err = classify_status(400, &Vec::new(), body);
+    assert_eq!(err.category, ErrorCategory::ContextOverflow, "{err}");
+}
+
+#[test]
+fn anthropic_context_window_stop_fails_the_stream() {
+    let body = concat!(
+        "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":9}}}\n\n",
+        "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"model_context_window_exceeded\"}}\n\n",
+        "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
+    );
+    let summary = decode_everywhere(WireFormat::Anthropic, body.as_bytes());
+    assert_eq!(summary.stream_errors, vec![ErrorCategory::ContextOverflow]);
+    assert_eq!(summary.stop, None);
+}

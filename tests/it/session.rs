@@ -883,3 +883,49 @@ async fn a_tool_that_panics_gives_an_error_result_and_the_turn_goes_on() {
         "the neighbour's result is kept: {results:?}"
     );
 }
+
+/// A tool that never finishes, for the batch's watchdog.
+struct HangingTool;
+
+impl tern::tools::Tool for HangingTool {
+    fn name(&self) -> &'static str {
+        "hang"
+    }
+    fn description(&self) -> &'static str {
+        "Never returns."
+    }
+    fn input_schema(&self) -> Value {
+        json!({"type": "object", "properties": {}})
+    }
+    fn min_audience(&self) -> tern::domain::Audience {
+        tern::domain::Audience::Public
+    }
+    fn is_read_only(&self) -> bool {
+        true
+    }
+    fn approval_need(&self, _: &Value, _: &tern::tools::ToolContext) -> tern::tools::ApprovalNeed {
+        tern::tools::ApprovalNeed::None
+    }
+    fn execute<'a>(
+        &'a self,
+        _: Value,
+        _: &'a tern::tools::ToolContext,
+        _: tokio_util::sync::CancellationToken,
+    ) -> tern::tools::ToolFuture<'a> {
+        Box::pin(std::future::pending())
+    }
+}
+
+#[tokio::test]
+async fn a_tool_that_never_finishes_is_stopped_by_the_tool_timeout() {
+    let mut world = World::anthropic();
+    world.tools.register(Arc::new(HangingTool));
+    world.settings.tool_execution_timeout = Duration::from_millis(200);
+    world.mock.push(Reply::tool_call("hang", json!({})));
+    world.mock.push(Reply::text("moving on"));
+    let handle = world.create();
+    let events = turn(&handle, "wait").await;
+    assert_eq!(completed(&events).as_deref(), Some("moving on"));
+    let results = tool_result_texts(&world.mock.model_requests()[1].body);
+    assert!(results[0].contains("tool_execution_timeout"), "{results:?}");
+}

@@ -640,3 +640,99 @@ fn a_fresh_database_is_private_to_the_user() {
     assert_eq!(mode(&db.path), 0o600);
     assert_eq!(mode(db.path.parent().expect("parent")), 0o700);
 }
+
+/// The first byte of each of redb's two commit slots: the file format version that wrote it.
+const REDB_VERSION_OFFSETS: [usize; 2] = [64, 192];
+
+#[test]
+fn a_database_in_a_newer_redb_file_format_is_refused_as_unsupported_not_damaged() {
+    let db = Db::new();
+    {
+        let store = db.open();
+        store
+            .create_session(&meta("s-future", "/p", 1))
+            .expect("create");
+    }
+    let mut bytes = std::fs::read(&db.path).expect("read");
+    for offset in REDB_VERSION_OFFSETS {
+        assert_eq!(
+            bytes[offset], 3,
+            "redb 4.6 writes file format 3 at {offset}"
+        );
+        bytes[offset] = 4;
+    }
+    std::fs::write(&db.path, &bytes).expect("write patched");
+
+    let err = Store::open(&db.path).expect_err("a newer format must be refused");
+    assert!(
+        matches!(err, StoreError::UnsupportedFormat { found: 4, .. }),
+        "expected UnsupportedFormat, got {err:?}"
+    );
+    let message = err.to_string();
+    for part in [
+        "written by a newer version of tern",
+        "upgrade tern to open it",
+        "the file was left untouched",
+    ] {
+        assert!(message.contains(part), "message {message:?} lacks {part:?}");
+    }
+    assert!(!message.contains("damaged"), "{message}");
+    assert!(
+        std::fs::read(&db.path).expect("read after") == bytes,
+        "the file's bytes changed"
+    );
+}
+
+/// A path that is not valid UTF-8, as Linux file names may be.
+fn non_utf8_path() -> PathBuf {
+    use std::os::unix::ffi::OsStrExt;
+    PathBuf::from(std::ffi::OsStr::from_bytes(b"/work/caf\xE9/notes.txt"))
+}
+
+#[track_caller]
+fn check_non_utf8_refused(err: StoreError) {
+    assert!(
+        matches!(&err, StoreError::NonUtf8Path { path } if *path == non_utf8_path()),
+        "expected NonUtf8Path, got {err:?}"
+    );
+    let message = err.to_string();
+    assert!(
+        message.contains(
+            "the path /work/caf\u{FFFD}/notes.txt is not valid UTF-8 and cannot be recorded"
+        ),
+        "{message}"
+    );
+}
+
+#[test]
+fn a_non_utf8_path_is_refused_up_front_and_nothing_is_stored() {
+    let db = Db::new();
+    let store = db.open();
+    store
+        .create_session(&meta("s-bytes", "/p", 1))
+        .expect("create");
+    for event in [
+        JournalEvent::FileTouched {
+            path: non_utf8_path(),
+        },
+        JournalEvent::WorkingDirectoryChanged {
+            path: non_utf8_path(),
+        },
+    ] {
+        check_non_utf8_refused(
+            store
+                .append_batch(&id("s-bytes"), &[input("before"), event])
+                .expect_err("refused"),
+        );
+    }
+    assert_eq!(store.load(&id("s-bytes")).expect("load"), []);
+    // The store is still usable afterwards.
+    store
+        .append(&id("s-bytes"), &input("after"))
+        .expect("append");
+
+    let mut bad = meta("s-bad-dir", "/p", 1);
+    bad.project_dir = non_utf8_path();
+    check_non_utf8_refused(store.create_session(&bad).expect_err("refused"));
+    assert_eq!(store.meta(&id("s-bad-dir")).expect("meta"), None);
+}

@@ -4,6 +4,7 @@
 
 use pretty_assertions::assert_eq;
 use serde_json::Value;
+use std::ffi::OsStr;
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
@@ -100,6 +101,50 @@ async fn call_with(
     let registry = ToolRegistry::builtin();
     let tool = registry.get(tool).expect("a built-in tool");
     tool.execute(input, ctx, cancel).await
+}
+
+/// Set in a child process started by [`run_in_child`].
+const CHILD_ENV: &str = "TERN_TOOLS_TEST_CHILD";
+/// Marks the start and end of what a child reports, in its output.
+const CHILD_MARK: &str = "<<<child>>>";
+
+/// Runs the ignored test `tools::{name}` of this binary in a child process, after the shell
+/// snippet `setup` and with `env` added, for settings a test cannot make in its own process
+/// without disturbing the tests running beside it (its environment, resource limits). Returns
+/// what the child passed to [`child_report`].
+fn run_in_child(name: &str, setup: &str, env: &[(&str, &OsStr)]) -> String {
+    let exe = std::env::current_exe().expect("the test binary");
+    let output = Command::new("sh")
+        .arg("-c")
+        .arg(format!("{setup}\nexec \"$0\" \"$@\""))
+        .arg(exe)
+        .args(["--exact", &format!("tools::{name}"), "--ignored"])
+        .args(["--nocapture", "--test-threads=1"])
+        .env(CHILD_ENV, "1")
+        .envs(env.iter().copied())
+        .output()
+        .expect("running the child");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success() && stdout.contains("1 passed"),
+        "the child failed: {stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report = stdout
+        .split(CHILD_MARK)
+        .nth(1)
+        .unwrap_or_else(|| panic!("no report from the child: {stdout}"));
+    report.to_string()
+}
+
+/// True in a child started by [`run_in_child`]; a child-only test does nothing elsewhere.
+fn in_child() -> bool {
+    std::env::var_os(CHILD_ENV).is_some()
+}
+
+/// Hands `text` to the parent of a child started by [`run_in_child`].
+fn child_report(text: &str) {
+    println!("{CHILD_MARK}{text}{CHILD_MARK}");
 }
 
 /// The call succeeded and returned exactly `expected`.

@@ -1,8 +1,9 @@
 //! shell_execute against real child processes: exit codes, output capture and caps, the
 //! environment, the inactivity and hard time limits, cancel, and killing the whole group.
 
-use super::{Project, call_with, check_error};
+use super::{Project, call_with, check_error, child_report, in_child, run_in_child};
 use serde_json::json;
+use std::ffi::OsStr;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use tern::tools::ApprovalNeed;
@@ -209,4 +210,52 @@ async fn shell_refuses_a_missing_working_directory() {
         p.need("shell_execute", json!({"command": "ls"})),
         ApprovalNeed::Exec
     );
+}
+
+#[test]
+fn shell_commands_do_not_see_secrets_from_the_environment() {
+    let set: &[(&str, &str)] = &[
+        ("ANTHROPIC_API_KEY", "sk-ant-test-0001"),
+        ("OPENAI_API_KEY", "sk-openai-test-0002"),
+        ("MY_SERVICE_TOKEN", "token-test-0003"),
+        ("db_password", "password-test-0004"),
+        ("Aws_Secret_Access_Key", "secret-test-0005"),
+        ("TOKENIZERS_PARALLELISM", "false"),
+        ("TERN_HARMLESS", "kept"),
+    ];
+    let env: Vec<(&str, &OsStr)> = set
+        .iter()
+        .map(|(name, value)| (*name, OsStr::new(*value)))
+        .collect();
+    let shown = run_in_child("shell::child_prints_its_environment", "", &env);
+    for (name, value) in &set[..5] {
+        assert!(
+            !shown.contains(value),
+            "{name} reached the command: {shown}"
+        );
+        assert!(!shown.contains(&format!("{name}=")), "{name}: {shown}");
+    }
+    for kept in [
+        "TOKENIZERS_PARALLELISM=false",
+        "TERN_HARMLESS=kept",
+        "PATH=",
+    ] {
+        assert!(shown.contains(kept), "{kept} missing: {shown}");
+    }
+    if let Some(home) = std::env::var_os("HOME") {
+        let home = format!("HOME={}", home.to_string_lossy());
+        assert!(shown.contains(&home), "{home} missing: {shown}");
+    }
+}
+
+#[tokio::test]
+#[ignore = "run in a child process by shell_commands_do_not_see_secrets_from_the_environment"]
+async fn child_prints_its_environment() {
+    if !in_child() {
+        return;
+    }
+    let p = Project::new();
+    let out = p.call("shell_execute", json!({"command": "env"})).await;
+    assert!(!out.is_error, "{}", out.content);
+    child_report(&out.content);
 }
