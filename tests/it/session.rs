@@ -825,15 +825,18 @@ async fn a_context_overflow_is_reported_as_such_without_retrying() {
     assert_eq!(world.mock.model_requests().len(), 1);
 }
 
-/// A tool with a bug: it panics when called.
-struct PanickingTool;
+/// A tool whose behaviour the test gives: one that panics, one that never finishes.
+struct TestTool {
+    name: &'static str,
+    run: fn() -> tern::tools::ToolFuture<'static>,
+}
 
-impl tern::tools::Tool for PanickingTool {
+impl tern::tools::Tool for TestTool {
     fn name(&self) -> &'static str {
-        "explode"
+        self.name
     }
     fn description(&self) -> &'static str {
-        "Panics."
+        "A tool for tests."
     }
     fn input_schema(&self) -> Value {
         json!({"type": "object", "properties": {}})
@@ -853,14 +856,17 @@ impl tern::tools::Tool for PanickingTool {
         _: &'a tern::tools::ToolContext,
         _: tokio_util::sync::CancellationToken,
     ) -> tern::tools::ToolFuture<'a> {
-        Box::pin(async { panic!("a bug in a tool") })
+        (self.run)()
     }
 }
 
 #[tokio::test]
 async fn a_tool_that_panics_gives_an_error_result_and_the_turn_goes_on() {
     let mut world = World::anthropic();
-    world.tools.register(Arc::new(PanickingTool));
+    world.tools.register(Arc::new(TestTool {
+        name: "explode",
+        run: || Box::pin(async { panic!("a bug in a tool") }),
+    }));
     world.home.write_file("a.txt", "AAA\n");
     world.mock.push(Reply::tool_calls([
         ("explode", json!({})),
@@ -884,42 +890,13 @@ async fn a_tool_that_panics_gives_an_error_result_and_the_turn_goes_on() {
     );
 }
 
-/// A tool that never finishes, for the batch's watchdog.
-struct HangingTool;
-
-impl tern::tools::Tool for HangingTool {
-    fn name(&self) -> &'static str {
-        "hang"
-    }
-    fn description(&self) -> &'static str {
-        "Never returns."
-    }
-    fn input_schema(&self) -> Value {
-        json!({"type": "object", "properties": {}})
-    }
-    fn min_audience(&self) -> tern::domain::Audience {
-        tern::domain::Audience::Public
-    }
-    fn is_read_only(&self) -> bool {
-        true
-    }
-    fn approval_need(&self, _: &Value, _: &tern::tools::ToolContext) -> tern::tools::ApprovalNeed {
-        tern::tools::ApprovalNeed::None
-    }
-    fn execute<'a>(
-        &'a self,
-        _: Value,
-        _: &'a tern::tools::ToolContext,
-        _: tokio_util::sync::CancellationToken,
-    ) -> tern::tools::ToolFuture<'a> {
-        Box::pin(std::future::pending())
-    }
-}
-
 #[tokio::test]
 async fn a_tool_that_never_finishes_is_stopped_by_the_tool_timeout() {
     let mut world = World::anthropic();
-    world.tools.register(Arc::new(HangingTool));
+    world.tools.register(Arc::new(TestTool {
+        name: "hang",
+        run: || Box::pin(std::future::pending()),
+    }));
     world.settings.tool_execution_timeout = Duration::from_millis(200);
     world.mock.push(Reply::tool_call("hang", json!({})));
     world.mock.push(Reply::text("moving on"));
