@@ -14,7 +14,7 @@ use crate::config::SessionSettings;
 use crate::domain::{Audience, ErrorCategory, Sender, SessionId, SessionKey};
 use crate::llm::ModelClient;
 use crate::prompt;
-use crate::store::{JournalEvent, SessionMeta, Store, StoreError};
+use crate::store::{JournalEvent, SessionMeta, Store, StoreError, title_from_input};
 use crate::tools::{ApprovalMode, ToolRegistry};
 use std::collections::VecDeque;
 use std::path::PathBuf;
@@ -404,15 +404,26 @@ impl SessionActor {
             audience: input.audience,
             text,
         };
-        let record = self.deps.store.append(&state.id, &event)?;
-        state.apply(&event);
-        if let JournalEvent::InputAccepted { text, .. } = event {
-            self.subscribers.publish(&SessionEvent::InputAccepted {
-                seq: record.seq,
-                text,
-            });
+        // The first input names the session, in the same commit.
+        let mut events = vec![event];
+        if state.title.is_none()
+            && let JournalEvent::InputAccepted { text, .. } = &events[0]
+        {
+            let title = title_from_input(text);
+            if !title.is_empty() {
+                events.push(JournalEvent::TitleChanged { title });
+            }
         }
-        Ok(record.seq)
+        let records = self.deps.store.append_batch(&state.id, &events)?;
+        let seq = records.first().map_or(0, |record| record.seq);
+        for event in &events {
+            state.apply(event);
+        }
+        if let Some(JournalEvent::InputAccepted { text, .. }) = events.into_iter().next() {
+            self.subscribers
+                .publish(&SessionEvent::InputAccepted { seq, text });
+        }
+        Ok(seq)
     }
 
     fn finish_turn(&mut self, state: SessionState) {

@@ -27,3 +27,4 @@ pub use error::StoreError;
 pub use event::{JournalEvent, JournalRecord};
 pub use meta::SessionMeta;
 pub use owner::LockOwner;
+pub use summary::title_from_input;

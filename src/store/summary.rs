@@ -35,7 +35,7 @@ pub(super) fn apply(meta: &mut SessionMeta, event: &JournalEvent, at_ms: i64) {
 
 /// A title from an input's text: its first non-blank line, cut near 60 characters, at a word
 /// boundary when one is close.
-pub(super) fn title_from_input(text: &str) -> String {
+pub fn title_from_input(text: &str) -> String {
     let line = text
         .lines()
         .map(str::trim)

@@ -626,3 +626,19 @@ fn a_retried_reply_leaves_only_the_complete_answer_on_stdout() {
         stderr(&output)
     );
 }
+
+#[test]
+fn a_provider_without_its_key_names_the_variable_to_set() {
+    let home = TernHome::new();
+    let output = home
+        .tern()
+        .args(["run", "--provider", "anthropic", "hi"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains("ANTHROPIC_API_KEY"),
+        "{}",
+        stderr(&output)
+    );
+}

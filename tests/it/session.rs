@@ -205,10 +205,11 @@ async fn streams_text_and_journals_the_turn() {
             JournalEvent::AssistantMessage { .. } => "assistant",
             JournalEvent::Usage { .. } => "usage",
             JournalEvent::TurnCompleted => "completed",
+            JournalEvent::TitleChanged { .. } => "title",
             _ => "other",
         })
         .collect();
-    assert_eq!(kinds, ["input", "usage", "assistant", "completed"]);
+    assert_eq!(kinds, ["input", "title", "usage", "assistant", "completed"]);
     let request = &world.mock.model_requests()[0];
     assert_eq!(request.model(), Some("primary-model"));
     assert_eq!(request.body["messages"][0]["role"], "user");
@@ -678,8 +679,8 @@ async fn inputs_sent_during_a_turn_wait_for_their_own_turn() {
         }
     }
     assert_eq!(completed_turns, ["first", "second"]);
-    // The second input was journaled after the whole first turn: usage, reply, end.
-    assert_eq!((one, two), (1, 5));
+    // The second input was journaled after the whole first turn: title, usage, reply, end.
+    assert_eq!((one, two), (1, 6));
     let state = handle.state().await.unwrap();
     let texts: Vec<String> = state.messages.iter().map(|m| m.text()).collect();
     assert_eq!(texts, ["one", "first", "two", "second"]);
