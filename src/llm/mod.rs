@@ -18,6 +18,7 @@ mod openai;
 #[cfg(test)]
 mod replay_tests;
 mod retry;
+mod retry_after;
 mod sse;
 #[cfg(test)]
 mod test_server;

@@ -1,0 +1,184 @@
+//! The session through its public handle: a real redb store in a temp dir, the mock provider
+//! on 127.0.0.1, real tools on a real project directory.
+
+use crate::support::{MockProvider, Reply, TernHome};
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::time::Duration;
+use tern::config::{ProviderKind, ProviderProfile, RetrySettings, SessionSettings};
+use tern::domain::{ContentBlock, ErrorCategory, Role, SessionId};
+use tern::llm::{self, ModelClient, ModelRoute, RetryPolicy};
+use tern::session::{
+    OutputFilter, SessionDeps, SessionError, SessionEvent, SessionHandle, SessionState, UserInput,
+};
+use tern::store::{JournalEvent, Store};
+use tern::tools::{ApprovalMode, ToolRegistry};
+
+/// A session world: an isolated home, a mock provider and a store.
+struct World {
+    home: TernHome,
+    mock: MockProvider,
+    store: Arc<Store>,
+    kind: ProviderKind,
+    approval: ApprovalMode,
+    settings: SessionSettings,
+    fallback: Option<&'static str>,
+    tools: ToolRegistry,
+}
+
+impl World {
+    fn new(kind: ProviderKind) -> Self {
+        let home = TernHome::new();
+        let store = Arc::new(Store::open(&home.home().join("data/tern.redb")).expect("open store"));
+        Self {
+            home,
+            mock: MockProvider::start_blocking(),
+            store,
+            kind,
+            approval: ApprovalMode::Never,
+            settings: SessionSettings::default(),
+            fallback: None,
+            tools: ToolRegistry::builtin(),
+        }
+    }
+
+    fn anthropic() -> Self {
+        Self::new(ProviderKind::Anthropic)
+    }
+
+    fn profile(&self) -> ProviderProfile {
+        ProviderProfile {
+            name: "mock".into(),
+            kind: self.kind,
+            base_url: self.mock.base_url(),
+            api_key_env: Some("MOCK_KEY".into()),
+            api_key: Some("test-key".into()),
+            default_model: "primary-model".into(),
+            context_window: 100_000,
+            max_output_tokens: 1000,
+        }
+    }
+
+    fn deps(&self) -> Arc<SessionDeps> {
+        let profile = self.profile();
+        let route = |model: &str| ModelRoute {
+            provider: llm::provider_for(&profile),
+            model: model.to_owned(),
+            max_output_tokens: 1000,
+        };
+        let retry = RetrySettings {
+            max_attempts: 3,
+            base_delay: Duration::from_millis(1),
+            max_delay: Duration::from_millis(200),
+        };
+        let policy = RetryPolicy::new(&retry, &self.settings);
+        Arc::new(SessionDeps {
+            store: self.store.clone(),
+            client: ModelClient::new(route("primary-model"), self.fallback.map(route), policy),
+            tools: self.tools.clone(),
+            settings: self.settings.clone(),
+            approval: self.approval,
+            data_dir: self.home.home().join("data"),
+        })
+    }
+
+    fn create(&self) -> SessionHandle {
+        let project = self.home.project().canonicalize().expect("project dir");
+        SessionHandle::create(self.deps(), project).expect("create session")
+    }
+
+    fn resume(&self, id: &SessionId) -> SessionHandle {
+        let meta = self
+            .store
+            .meta(id)
+            .expect("read meta")
+            .expect("session exists");
+        SessionHandle::resume(self.deps(), &meta).expect("resume session")
+    }
+}
+
+/// Sends `text` and collects every event until the turn ends.
+async fn turn(handle: &SessionHandle, text: &str) -> Vec<SessionEvent> {
+    let mut events = handle
+        .subscribe(OutputFilter::ALL)
+        .await
+        .expect("subscribe");
+    handle.send(UserInput::local(text)).await.expect("send");
+    let mut seen = Vec::new();
+    let collect = async {
+        while let Some(event) = events.recv().await {
+            let end = matches!(
+                event,
+                SessionEvent::TurnCompleted { .. } | SessionEvent::TurnFailed { .. }
+            );
+            seen.push(event);
+            if end {
+                break;
+            }
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(30), collect)
+        .await
+        .expect("turn ended in time");
+    handle.state().await.expect("session idle");
+    seen
+}
+
+fn streamed_text(events: &[SessionEvent]) -> String {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            SessionEvent::TextDelta { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn failure(events: &[SessionEvent]) -> Option<(ErrorCategory, String)> {
+    events.iter().find_map(|e| match e {
+        SessionEvent::TurnFailed { category, message } => Some((*category, message.clone())),
+        _ => None,
+    })
+}
+
+fn completed(events: &[SessionEvent]) -> Option<String> {
+    events.iter().find_map(|e| match e {
+        SessionEvent::TurnCompleted { text, .. } => Some(text.clone()),
+        _ => None,
+    })
+}
+
+fn journal(world: &World, id: &SessionId) -> Vec<JournalEvent> {
+    world
+        .store
+        .load(id)
+        .expect("load journal")
+        .into_iter()
+        .map(|r| r.event)
+        .collect()
+}
+
+/// The text of every tool result the request carries, in order (Anthropic shape).
+fn tool_result_texts(request: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    for message in request["messages"].as_array().into_iter().flatten() {
+        for block in message["content"].as_array().into_iter().flatten() {
+            if block["type"] == "tool_result" {
+                let content = &block["content"];
+                let text = match content {
+                    Value::String(s) => s.clone(),
+                    Value::Array(parts) => {
+                        parts.iter().filter_map(|p| p["text"].as_str()).collect()
+                    }
+                    _ => String::new(),
+                };
+                out.push(text);
+            }
+        }
+    }
+    out
+}
+
+mod errors;
+mod lifecycle;
+mod turns;
