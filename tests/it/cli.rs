@@ -642,3 +642,61 @@ fn a_provider_without_its_key_names_the_variable_to_set() {
         stderr(&output)
     );
 }
+
+#[test]
+fn a_configured_fallback_profile_answers_when_the_primary_keeps_failing() {
+    let cli = Cli::new();
+    cli.home.write_config(&format!(
+        r#"
+[models]
+provider = "main"
+fallback = "backup/backup-model"
+
+[providers.main]
+kind = "anthropic"
+base_url = "{url}"
+api_key_env = "MAIN_KEY"
+model = "main-model"
+
+[providers.backup]
+kind = "openai"
+base_url = "{url}/v1"
+model = "backup-model"
+
+[retry]
+max_attempts = 2
+base_delay_ms = 1
+"#,
+        url = cli.mock.base_url()
+    ));
+    let overloaded =
+        r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#;
+    cli.mock
+        .push_for_model("main-model", Reply::error(529, overloaded));
+    cli.mock
+        .push_for_model("main-model", Reply::error(529, overloaded));
+    cli.mock
+        .push_for_model("backup-model", Reply::text("from the backup"));
+    let output = cli
+        .tern(&["run", "hi"])
+        .env("MAIN_KEY", "k")
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(stdout(&output), "from the backup\n");
+    assert!(
+        stderr(&output).contains("fallback model backup-model"),
+        "{}",
+        stderr(&output)
+    );
+    let paths: Vec<String> = cli
+        .mock
+        .model_requests()
+        .iter()
+        .map(|r| r.path.clone())
+        .collect();
+    assert_eq!(
+        paths,
+        ["/v1/messages", "/v1/messages", "/v1/chat/completions"]
+    );
+}
