@@ -7,6 +7,7 @@
 
 use super::envelope::SessionDirs;
 use super::events::{OutputFilter, SessionEvent, Subscribers, Subscription};
+use super::log::SessionLog;
 use super::phase::{IllegalTransition, Phase};
 use super::state::{SessionState, oversize_placeholder};
 use super::turn::Turn;
@@ -218,6 +219,8 @@ struct SessionActor {
     /// `None` while a turn owns the state, or after the state was lost.
     state: Option<SessionState>,
     subscribers: Subscribers,
+    /// `logs/session.log` in the session's folder.
+    log: SessionLog,
     queue: VecDeque<(UserInput, oneshot::Sender<Result<u64, SessionError>>)>,
     waiting_for_state: Vec<oneshot::Sender<SessionState>>,
     turn: Option<RunningTurn>,
@@ -231,10 +234,12 @@ impl SessionActor {
     fn spawn(deps: Arc<SessionDeps>, key: SessionKey, state: SessionState) -> SessionHandle {
         let (tx, rx) = mpsc::channel(REQUEST_QUEUE);
         let id = state.id.clone();
+        let dirs = Arc::new(SessionDirs::new(&deps.data_dir, &id, &key));
         let actor = SessionActor {
             id: id.clone(),
             project_dir: state.project_dir.clone(),
-            dirs: Arc::new(SessionDirs::new(&deps.data_dir, &id, &key)),
+            log: SessionLog::new(&dirs.log_dir),
+            dirs,
             system_prompt: prompt::system_prompt(&state.project_dir).into(),
             deps,
             phase: Phase::Recovering,
@@ -267,7 +272,7 @@ impl SessionActor {
                     }
                 },
                 update = next_turn_update(&mut self.turn) => match update {
-                    TurnUpdate::Event(event) => self.subscribers.publish(&event),
+                    TurnUpdate::Event(event) => self.publish(&event),
                     TurnUpdate::Ended(ended) => {
                         self.turn = None;
                         match ended {
@@ -420,8 +425,7 @@ impl SessionActor {
             state.apply(event);
         }
         if let Some(JournalEvent::InputAccepted { text, .. }) = events.into_iter().next() {
-            self.subscribers
-                .publish(&SessionEvent::InputAccepted { seq, text });
+            self.publish(&SessionEvent::InputAccepted { seq, text });
         }
         Ok(seq)
     }
@@ -449,7 +453,7 @@ impl SessionActor {
         let records = match self.deps.store.load(&self.id) {
             Ok(records) => records,
             Err(err) => {
-                self.subscribers.publish(&SessionEvent::TurnFailed {
+                self.publish(&SessionEvent::TurnFailed {
                     category: ErrorCategory::Storage,
                     message: format!(
                         "the turn stopped unexpectedly and the session journal could not be \
@@ -476,17 +480,22 @@ impl SessionActor {
         if let Err(err) = self.deps.store.append_batch(&self.id, &replay.repairs) {
             tracing::error!(%err, "could not repair the journal");
         }
-        self.subscribers.publish(&SessionEvent::TurnFailed {
+        self.publish(&SessionEvent::TurnFailed {
             category: ErrorCategory::Internal,
             message: message.to_owned(),
         });
         self.finish_turn(replay.state);
     }
 
+    /// Tells the subscribers and the session log.
+    fn publish(&mut self, event: &SessionEvent) {
+        self.log.record(event);
+        self.subscribers.publish(event);
+    }
+
     fn set_phase(&mut self, to: Phase) -> Result<(), IllegalTransition> {
         self.phase = self.phase.become_(to)?;
-        self.subscribers
-            .publish(&SessionEvent::PhaseChanged { phase: to });
+        self.publish(&SessionEvent::PhaseChanged { phase: to });
         Ok(())
     }
 }

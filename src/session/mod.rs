@@ -9,6 +9,7 @@ mod actor;
 mod batch;
 mod envelope;
 mod events;
+mod log;
 pub mod phase;
 pub mod state;
 mod turn;

@@ -278,3 +278,36 @@ async fn a_tool_that_never_finishes_is_stopped_by_the_tool_timeout() {
     let results = tool_result_texts(&world.mock.model_requests()[1].body);
     assert!(results[0].contains("tool_execution_timeout"), "{results:?}");
 }
+
+#[tokio::test]
+async fn the_session_log_records_the_turn_with_arguments_redacted() {
+    let mut world = World::anthropic();
+    world.approval = ApprovalMode::Edits;
+    let secret = "top secret content that must not reach the log ".repeat(3);
+    world.mock.push(Reply::tool_call(
+        "file_write",
+        json!({"path": "notes.txt", "content": secret}),
+    ));
+    world.mock.push(Reply::text("Written."));
+    let handle = world.create();
+    turn(&handle, "write it").await;
+
+    let log = world
+        .home
+        .home()
+        .join("data/sessions")
+        .join(handle.id().as_str())
+        .join("logs/session.log");
+    let text = std::fs::read_to_string(&log).expect("the session log exists");
+    for expected in [
+        "input #1 accepted",
+        "tool call file_write",
+        "\"path\":\"notes.txt\"",
+        "tool result file_write",
+        "turn completed",
+    ] {
+        assert!(text.contains(expected), "missing {expected:?} in\n{text}");
+    }
+    assert!(!text.contains("top secret"), "{text}");
+    assert_eq!(world.home.read_file("notes.txt"), secret);
+}
