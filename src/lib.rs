@@ -5,6 +5,7 @@
 
 pub mod cli;
 pub mod config;
+pub mod context;
 pub mod domain;
 pub mod llm;
 pub mod prompt;

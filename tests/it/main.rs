@@ -7,6 +7,7 @@ mod support;
 mod cli;
 mod config;
 mod conformance;
+mod context;
 mod mock;
 mod session;
 mod store;

@@ -1,0 +1,585 @@
+//! The git half of the `[working-context]` block: where the worktree is, which branch and
+//! commit it is on, how it stands against its upstream, and how many files are staged,
+//! modified or untracked.
+//!
+//! This is the only file that talks to git2, so the rest of tern sees plain data. The model is
+//! told counts and never the names of changed files: names can leak more than the model needs,
+//! and a long list would churn the prompt on every turn. Reading git can stall (a network
+//! filesystem, a huge worktree, a lock held elsewhere), so [`working_git`] runs the read on a
+//! blocking thread and gives up when its budget passes: the turn goes on with a one-line
+//! reason instead of waiting.
+
+use std::collections::BTreeSet;
+use std::ffi::OsStr;
+use std::fmt;
+use std::num::NonZeroUsize;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use git2::{ErrorCode, Repository, Status, StatusOptions};
+
+use super::status_split::{self, TrackedCounts};
+
+/// How long a turn waits for the git working context before going on without it.
+pub const GIT_BUDGET: Duration = Duration::from_secs(2);
+
+/// Commit subjects longer than this many characters are cut, so one verbose commit cannot
+/// crowd the working context.
+const SUBJECT_MAX_CHARS: usize = 80;
+
+/// At most this many threads count the status; more mostly adds copies of the index.
+const MAX_STATUS_THREADS: usize = 4;
+
+const STATUS_STEP: &str = "reading the status";
+
+/// The state of a git worktree at one moment, as plain data.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GitSnapshot {
+    /// The top of the working tree (a linked worktree reports its own directory).
+    pub worktree: PathBuf,
+    /// The repository's shared git directory, the same for every worktree of it.
+    pub common_dir: PathBuf,
+    /// The checked-out branch, or detached.
+    pub branch: Branch,
+    /// The commit HEAD resolves to, or unborn.
+    pub head: Head,
+    /// The branch's upstream, only when the branch tracks one and has commits.
+    pub upstream: Option<Upstream>,
+    /// How many paths are staged, modified, untracked or conflicted.
+    pub counts: StatusCounts,
+}
+
+/// What HEAD names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Branch {
+    /// A branch, by its short name (`main`, `feature/x`).
+    Named(String),
+    /// HEAD points straight at a commit.
+    Detached,
+}
+
+/// The commit HEAD resolves to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Head {
+    /// A commit: its abbreviated id and the first line of its message.
+    Commit { short_id: String, subject: String },
+    /// The branch has no commits yet: a fresh repository, an orphan branch, or a HEAD naming
+    /// a branch that does not exist.
+    Unborn,
+}
+
+/// The remote-tracking branch the current branch follows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Upstream {
+    /// Its short name, such as `origin/main`.
+    pub name: String,
+    /// Commits on each side, or `None` when the upstream branch no longer exists (what git
+    /// calls `gone`).
+    pub ahead_behind: Option<AheadBehind>,
+}
+
+/// How far a branch and its upstream have diverged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AheadBehind {
+    /// Commits on the branch that the upstream lacks.
+    pub ahead: usize,
+    /// Commits on the upstream that the branch lacks.
+    pub behind: usize,
+}
+
+/// Path counts as `git status` groups them. A path both staged and modified again since
+/// counts in both; an untracked directory counts once, as `git status` shows it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StatusCounts {
+    pub staged: usize,
+    pub modified: usize,
+    pub untracked: usize,
+    /// Paths with unresolved merge conflicts; these count nowhere else.
+    pub conflicted: usize,
+}
+
+/// Why there is no snapshot of a directory.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GitUnavailable {
+    /// Neither the directory nor any parent holds a git repository.
+    #[error("not a git repository")]
+    NotARepository,
+    /// The repository has no working tree to describe.
+    #[error("bare repository, no working tree")]
+    BareRepository,
+    /// git2 failed at one step; `message` is its own explanation.
+    #[error("{step}: {message}")]
+    Git { step: &'static str, message: String },
+}
+
+/// The git working context for one turn: a snapshot, or why there is none.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GitContext {
+    Repo(GitSnapshot),
+    Unavailable { reason: String },
+}
+
+impl GitContext {
+    /// The `git:` line of the `[working-context]` block.
+    pub fn render(&self) -> String {
+        match self {
+            GitContext::Repo(snapshot) => snapshot.render(),
+            GitContext::Unavailable { reason } => format!("git: unavailable: {reason}"),
+        }
+    }
+}
+
+impl GitSnapshot {
+    /// The `git:` line of the `[working-context]` block, one line with a fixed field order:
+    ///
+    /// `git: worktree /p, common_dir /p/.git, branch main, head 1a2b3c4 Fix the build,
+    /// upstream origin/main (ahead 1, behind 2), staged 1, modified 2, untracked 3`
+    ///
+    /// The upstream appears only when there is one, and the conflicted count only when it is
+    /// not zero.
+    pub fn render(&self) -> String {
+        let mut line = format!(
+            "git: worktree {}, common_dir {}, branch {}, head {}",
+            self.worktree.display(),
+            self.common_dir.display(),
+            self.branch,
+            self.head,
+        );
+        if let Some(upstream) = &self.upstream {
+            line.push_str(&format!(", upstream {upstream}"));
+        }
+        let c = &self.counts;
+        line.push_str(&format!(
+            ", staged {}, modified {}, untracked {}",
+            c.staged, c.modified, c.untracked
+        ));
+        if c.conflicted > 0 {
+            line.push_str(&format!(", conflicted {}", c.conflicted));
+        }
+        line
+    }
+}
+
+impl fmt::Display for Branch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Branch::Named(name) => f.write_str(name),
+            Branch::Detached => f.write_str("(detached)"),
+        }
+    }
+}
+
+impl fmt::Display for Head {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Head::Commit { short_id, subject } if subject.is_empty() => f.write_str(short_id),
+            Head::Commit { short_id, subject } => write!(f, "{short_id} {subject}"),
+            Head::Unborn => f.write_str("(unborn, no commits yet)"),
+        }
+    }
+}
+
+impl fmt::Display for Upstream {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.ahead_behind {
+            Some(AheadBehind { ahead, behind }) => {
+                write!(f, "{} (ahead {ahead}, behind {behind})", self.name)
+            }
+            None => write!(f, "{} (gone)", self.name),
+        }
+    }
+}
+
+/// Reads the git working context on a blocking thread, giving up after `budget`.
+///
+/// Never fails: a directory outside git, a broken repository or a slow read all become
+/// [`GitContext::Unavailable`] with a reason, and the turn goes on.
+pub async fn working_git(dir: &Path, budget: Duration) -> GitContext {
+    working_git_with(dir, budget, snapshot).await
+}
+
+/// [`working_git`] with the read itself supplied by the caller, so the budget can be shown to
+/// hold against a read that does not return.
+///
+/// A read that overruns is abandoned, not stopped: its thread finishes in the background and
+/// its result is dropped.
+pub async fn working_git_with<F>(dir: &Path, budget: Duration, read: F) -> GitContext
+where
+    F: FnOnce(&Path) -> Result<GitSnapshot, GitUnavailable> + Send + 'static,
+{
+    let dir = dir.to_path_buf();
+    let task = tokio::task::spawn_blocking(move || read(&dir));
+    match tokio::time::timeout(budget, task).await {
+        Ok(Ok(Ok(snapshot))) => GitContext::Repo(snapshot),
+        Ok(Ok(Err(unavailable))) => GitContext::Unavailable {
+            reason: unavailable.to_string(),
+        },
+        Ok(Err(join_error)) => GitContext::Unavailable {
+            reason: if join_error.is_panic() {
+                "reading git panicked".to_owned()
+            } else {
+                "reading git was cancelled".to_owned()
+            },
+        },
+        Err(_elapsed) => GitContext::Unavailable {
+            reason: format!("timed out after {}", describe_budget(budget)),
+        },
+    }
+}
+
+/// `2 s` for whole seconds, `250 ms` otherwise.
+fn describe_budget(budget: Duration) -> String {
+    if budget.subsec_nanos() == 0 && budget.as_secs() > 0 {
+        format!("{} s", budget.as_secs())
+    } else {
+        format!("{} ms", budget.as_millis())
+    }
+}
+
+/// Reads the git working context of `dir` (or of the repository above it). Blocks, and counts
+/// the status on up to four threads; a big worktree takes about as long as `git status`.
+pub fn snapshot(dir: &Path) -> Result<GitSnapshot, GitUnavailable> {
+    let repo = open(dir)?;
+    let worktree = repo
+        .workdir()
+        .map(without_trailing_separator)
+        .ok_or(GitUnavailable::BareRepository)?;
+    let common_dir = without_trailing_separator(repo.commondir());
+    let parts = status_threads();
+
+    std::thread::scope(|scope| {
+        // The helpers open their own handles and load the index while this thread reads HEAD
+        // and plans the split; each then counts the part it is sent, or stops if sent none.
+        let helpers: Vec<_> = (1..parts)
+            .map(|_| {
+                let (send, receive) = mpsc::channel();
+                (
+                    send,
+                    scope.spawn(move || count_part_when_sent(dir, receive)),
+                )
+            })
+            .collect();
+
+        let (branch, head_oid, head) = read_head(&repo)?;
+        let upstream = match (&branch, head_oid) {
+            (Branch::Named(name), Some(oid)) => read_upstream(&repo, name, oid)?,
+            _ => None,
+        };
+        let split = plan_split(&repo, &worktree, parts)?;
+        let counts = count_status(&repo, split, helpers)?;
+
+        Ok(GitSnapshot {
+            worktree,
+            common_dir,
+            branch,
+            head,
+            upstream,
+            counts,
+        })
+    })
+}
+
+fn open(dir: &Path) -> Result<Repository, GitUnavailable> {
+    Repository::discover(dir).map_err(|e| match e.code() {
+        ErrorCode::NotFound => GitUnavailable::NotARepository,
+        _ => failed("opening the repository", &e),
+    })
+}
+
+/// The branch, the commit id and the described commit that HEAD leads to.
+fn read_head(repo: &Repository) -> Result<(Branch, Option<git2::Oid>, Head), GitUnavailable> {
+    const STEP: &str = "reading HEAD";
+    match repo.head() {
+        Ok(reference) => {
+            let branch = match reference.name_bytes() {
+                b"HEAD" => Branch::Detached,
+                name => Branch::Named(short_ref_name(&String::from_utf8_lossy(name))),
+            };
+            let commit = reference.peel_to_commit().map_err(|e| failed(STEP, &e))?;
+            let short_id = match commit.as_object().short_id() {
+                Ok(buf) => String::from_utf8_lossy(&buf).into_owned(),
+                Err(_) => commit.id().to_string()[..7].to_owned(),
+            };
+            let subject = commit
+                .summary_bytes()
+                .map(|bytes| one_line(&String::from_utf8_lossy(bytes), SUBJECT_MAX_CHARS))
+                .unwrap_or_default();
+            Ok((
+                branch,
+                Some(commit.id()),
+                Head::Commit { short_id, subject },
+            ))
+        }
+        Err(e) if e.code() == ErrorCode::UnbornBranch => {
+            // HEAD names a branch with no commits; the branch name is still worth telling.
+            let head = repo.find_reference("HEAD").map_err(|e| failed(STEP, &e))?;
+            let target = head
+                .symbolic_target_bytes()
+                .map(|t| short_ref_name(&String::from_utf8_lossy(t)))
+                .unwrap_or_default();
+            Ok((Branch::Named(target), None, Head::Unborn))
+        }
+        Err(e) => Err(failed(STEP, &e)),
+    }
+}
+
+/// The upstream of branch `name` at commit `local`, when one is configured.
+fn read_upstream(
+    repo: &Repository,
+    name: &str,
+    local: git2::Oid,
+) -> Result<Option<Upstream>, GitUnavailable> {
+    const STEP: &str = "reading the upstream";
+    let upstream_ref = match repo.branch_upstream_name(&format!("refs/heads/{name}")) {
+        Ok(buf) => String::from_utf8_lossy(&buf).into_owned(),
+        Err(e) if e.code() == ErrorCode::NotFound => return Ok(None),
+        Err(e) => return Err(failed(STEP, &e)),
+    };
+    let ahead_behind = match repo.find_reference(&upstream_ref) {
+        Ok(reference) => {
+            let target = reference
+                .resolve()
+                .ok()
+                .and_then(|r| r.target())
+                .ok_or_else(|| GitUnavailable::Git {
+                    step: STEP,
+                    message: format!("{upstream_ref} does not point at a commit"),
+                })?;
+            let (ahead, behind) = repo
+                .graph_ahead_behind(local, target)
+                .map_err(|e| failed(STEP, &e))?;
+            Some(AheadBehind { ahead, behind })
+        }
+        Err(e) if e.code() == ErrorCode::NotFound => None,
+        Err(e) => return Err(failed(STEP, &e)),
+    };
+    Ok(Some(Upstream {
+        name: short_ref_name(&upstream_ref),
+        ahead_behind,
+    }))
+}
+
+/// Threads that count the status: one per core, up to [`MAX_STATUS_THREADS`].
+fn status_threads() -> usize {
+    std::thread::available_parallelism()
+        .map_or(1, NonZeroUsize::get)
+        .min(MAX_STATUS_THREADS)
+}
+
+/// Path lists for counting the status in `parts` pieces, or none to count it in one go. See
+/// [`status_split`] for why and how.
+fn plan_split(
+    repo: &Repository,
+    worktree: &Path,
+    parts: usize,
+) -> Result<Vec<Vec<Vec<u8>>>, GitUnavailable> {
+    if parts < 2 {
+        return Ok(Vec::new());
+    }
+    // Without the top-level listing an untracked name could fall outside every part.
+    let Some(mut names) = list_dir(worktree) else {
+        return Ok(Vec::new());
+    };
+    let index = repo.index().map_err(|e| failed(STATUS_STEP, &e))?;
+    let mut tracked = TrackedCounts::default();
+    for entry in index.iter() {
+        tracked.add(&entry.path);
+    }
+    let head_tree = repo.head().and_then(|head| head.peel_to_tree()).ok();
+    if let Some(tree) = &head_tree {
+        names.extend(tree.iter().map(|entry| entry.name_bytes().to_vec()));
+    }
+    let children = |name: &[u8]| -> Option<BTreeSet<Vec<u8>>> {
+        let path = worktree.join(OsStr::from_bytes(name));
+        let mut listed = match std::fs::symlink_metadata(&path) {
+            Ok(meta) if meta.is_dir() => list_dir(&path)?,
+            // A file or symlink where the index has a directory is itself a change.
+            Ok(_) => return None,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => BTreeSet::new(),
+            Err(_) => return None,
+        };
+        if let Some(entry) = head_tree
+            .as_ref()
+            .and_then(|tree| tree.get_name_bytes(name))
+        {
+            // HEAD holding a file here means the name itself can be reported.
+            let subtree = entry.to_object(repo).ok()?.into_tree().ok()?;
+            listed.extend(subtree.iter().map(|entry| entry.name_bytes().to_vec()));
+        }
+        Some(listed)
+    };
+    Ok(status_split::split(tracked, names, children, parts))
+}
+
+/// The names in `dir` other than `.git`, or `None` if it cannot be read in full.
+fn list_dir(dir: &Path) -> Option<BTreeSet<Vec<u8>>> {
+    let mut names = BTreeSet::new();
+    for entry in std::fs::read_dir(dir).ok()? {
+        let name = entry.ok()?.file_name();
+        if name != ".git" {
+            names.insert(name.as_bytes().to_vec());
+        }
+    }
+    Some(names)
+}
+
+type Helper<'scope> = std::thread::ScopedJoinHandle<'scope, Result<StatusCounts, GitUnavailable>>;
+
+/// Counts the status on this thread and the helpers: the first path list here, one list to
+/// each helper; helpers left without a list stop. No lists at all counts the whole worktree
+/// here.
+fn count_status<'scope>(
+    repo: &Repository,
+    split: Vec<Vec<Vec<u8>>>,
+    helpers: Vec<(mpsc::Sender<Vec<Vec<u8>>>, Helper<'scope>)>,
+) -> Result<StatusCounts, GitUnavailable> {
+    let mut lists = split.into_iter();
+    let own = lists.next().unwrap_or_default();
+    let mut running = Vec::new();
+    for (send, helper) in helpers {
+        if let Some(list) = lists.next() {
+            // A helper that cannot take its list has already failed; joining it reports why.
+            let _ = send.send(list);
+            running.push(helper);
+        }
+    }
+    let mut counts = count_part(repo, &own)?;
+    for helper in running {
+        let part = match helper.join() {
+            Ok(part) => part?,
+            Err(panic) => std::panic::resume_unwind(panic),
+        };
+        counts.staged += part.staged;
+        counts.modified += part.modified;
+        counts.untracked += part.untracked;
+        counts.conflicted += part.conflicted;
+    }
+    Ok(counts)
+}
+
+/// A helper thread's work: open the repository, load its index, then count the part it is
+/// sent.
+fn count_part_when_sent(
+    dir: &Path,
+    part: mpsc::Receiver<Vec<Vec<u8>>>,
+) -> Result<StatusCounts, GitUnavailable> {
+    let repo = open(dir)?;
+    repo.index().map_err(|e| failed(STATUS_STEP, &e))?;
+    match part.recv() {
+        Ok(paths) => count_part(&repo, &paths),
+        Err(mpsc::RecvError) => Ok(StatusCounts::default()),
+    }
+}
+
+/// Counts changed paths under `paths` (the whole worktree when empty) the way plain
+/// `git status` groups them, doing no more work than the counts need: ignored files are
+/// skipped, an untracked directory is reported as one entry without walking into it, and
+/// renames are not looked for (a rename counts as a deletion and an addition).
+fn count_part(repo: &Repository, paths: &[Vec<u8>]) -> Result<StatusCounts, GitUnavailable> {
+    let mut options = StatusOptions::new();
+    options
+        .include_untracked(true)
+        .recurse_untracked_dirs(false)
+        .include_ignored(false)
+        .include_unmodified(false)
+        .renames_head_to_index(false)
+        .renames_index_to_workdir(false);
+    if !paths.is_empty() {
+        // Literal paths, each covering everything below it, rather than patterns.
+        options.disable_pathspec_match(true);
+        for path in paths {
+            options.pathspec(path.as_slice());
+        }
+    }
+    let statuses = repo
+        .statuses(Some(&mut options))
+        .map_err(|e| failed(STATUS_STEP, &e))?;
+
+    let staged = Status::INDEX_NEW
+        | Status::INDEX_MODIFIED
+        | Status::INDEX_DELETED
+        | Status::INDEX_RENAMED
+        | Status::INDEX_TYPECHANGE;
+    let modified =
+        Status::WT_MODIFIED | Status::WT_DELETED | Status::WT_RENAMED | Status::WT_TYPECHANGE;
+    let mut counts = StatusCounts::default();
+    for entry in statuses.iter() {
+        let status = entry.status();
+        if status.contains(Status::CONFLICTED) {
+            counts.conflicted += 1;
+            continue;
+        }
+        if status.intersects(staged) {
+            counts.staged += 1;
+        }
+        if status.intersects(modified) {
+            counts.modified += 1;
+        }
+        if status.contains(Status::WT_NEW) {
+            counts.untracked += 1;
+        }
+    }
+    Ok(counts)
+}
+
+fn failed(step: &'static str, error: &git2::Error) -> GitUnavailable {
+    GitUnavailable::Git {
+        step,
+        message: error.message().to_owned(),
+    }
+}
+
+/// `refs/heads/main` → `main`, `refs/remotes/origin/main` → `origin/main`; anything else is
+/// kept whole.
+fn short_ref_name(name: &str) -> String {
+    ["refs/heads/", "refs/remotes/"]
+        .iter()
+        .find_map(|prefix| name.strip_prefix(prefix))
+        .unwrap_or(name)
+        .to_owned()
+}
+
+/// libgit2 reports directories with a trailing `/`; the context shows them without.
+fn without_trailing_separator(path: &Path) -> PathBuf {
+    path.components().collect()
+}
+
+/// Control characters become spaces and the text is cut to `max` characters, so a commit
+/// message can neither break the line nor run on.
+fn one_line(text: &str, max: usize) -> String {
+    let clean: String = text
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    let clean = clean.trim();
+    match clean.char_indices().nth(max) {
+        Some((cut, _)) => format!("{}…", clean[..cut].trim_end()),
+        None => clean.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn budget_wording() {
+        for (budget, expected) in [
+            (Duration::from_secs(2), "2 s"),
+            (Duration::from_millis(1500), "1500 ms"),
+            (Duration::from_millis(1), "1 ms"),
+            (Duration::ZERO, "0 ms"),
+        ] {
+            assert_eq!(describe_budget(budget), expected);
+        }
+    }
+
+    #[test]
+    fn subjects_stay_on_one_line() {
+        assert_eq!(one_line("  Fix\tthe\u{7}build  ", 80), "Fix the build");
+        assert_eq!(one_line("abcdef", 3), "abc…");
+        assert_eq!(one_line("abc", 3), "abc");
+    }
+}
