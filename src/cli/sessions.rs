@@ -157,8 +157,16 @@ fn transcript(meta: &SessionMeta, records: &[JournalRecord]) -> String {
             JournalEvent::Message { message } => {
                 out.push_str(&format!("\n{}\n", message.text().trim_end()));
             }
-            JournalEvent::Usage { .. }
-            | JournalEvent::TurnCompleted
+            JournalEvent::Usage { model, usage } => {
+                out.push_str(&format!(
+                    "  · {model}: input {} (cache read {}, cache write {}), output {}\n",
+                    usage.input_tokens,
+                    usage.cache_read_input_tokens,
+                    usage.cache_creation_input_tokens,
+                    usage.output_tokens
+                ));
+            }
+            JournalEvent::TurnCompleted
             | JournalEvent::TitleChanged { .. }
             | JournalEvent::WorkingDirectoryChanged { .. }
             | JournalEvent::FileTouched { .. } => {}

@@ -41,6 +41,7 @@ fn request(messages: Vec<Message>, breakpoints: Vec<usize>) -> ChatRequest {
         ],
         max_output_tokens: 1024,
         cache_breakpoints: breakpoints,
+        cache_key: None,
     }
 }
 

@@ -145,6 +145,7 @@ fn request() -> ChatRequest {
         tools: Vec::new(),
         max_output_tokens: 0,
         cache_breakpoints: Vec::new(),
+        cache_key: None,
     }
 }
 

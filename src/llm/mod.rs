@@ -68,6 +68,9 @@ pub struct ChatRequest {
     /// Indices into `messages` whose last block carries a prompt-cache breakpoint (Anthropic
     /// `cache_control`). The system prompt and the tool list always get one.
     pub cache_breakpoints: Vec<usize>,
+    /// Requests with the same key share a prompt cache (OpenAI `prompt_cache_key`); the
+    /// session id, so one session's turns land on the same cache.
+    pub cache_key: Option<String>,
 }
 
 /// Why the model stopped.

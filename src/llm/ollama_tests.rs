@@ -32,6 +32,7 @@ fn request(messages: Vec<Message>) -> ChatRequest {
         }],
         max_output_tokens: 300,
         cache_breakpoints: Vec::new(),
+        cache_key: None,
     }
 }
 

@@ -110,7 +110,8 @@ impl Provider for OpenAiProvider {
 }
 
 /// The JSON body of a streamed Chat Completions request. `official_api` selects OpenAI's own
-/// name for the output limit.
+/// name for the output limit and its `prompt_cache_key`, which compatible servers may not
+/// accept.
 pub(crate) fn encode_request(request: &ChatRequest, official_api: bool) -> Value {
     let tool_message = |result: &ToolResult| {
         json!({
@@ -151,6 +152,9 @@ pub(crate) fn encode_request(request: &ChatRequest, official_api: bool) -> Value
         "stream_options": {"include_usage": true},
     });
     body[limit_field] = json!(request.max_output_tokens);
+    if official_api && let Some(key) = &request.cache_key {
+        body["prompt_cache_key"] = json!(key);
+    }
     if !request.tools.is_empty() {
         body["tools"] = Value::Array(request.tools.iter().map(function_tool).collect());
     }

@@ -32,6 +32,7 @@ fn request(messages: Vec<Message>) -> ChatRequest {
         }],
         max_output_tokens: 512,
         cache_breakpoints: vec![0],
+        cache_key: None,
     }
 }
 
@@ -84,6 +85,22 @@ fn history_becomes_chat_messages() {
     assert_eq!(
         body["tools"],
         json!([{"type": "function", "function": {"name": "read", "description": "read a file", "parameters": {"type": "object"}}}])
+    );
+}
+
+#[test]
+fn only_openai_itself_gets_the_prompt_cache_key() {
+    let mut keyed = request(vec![Message::user_text("x")]);
+    keyed.cache_key = Some("session-1".into());
+    assert_eq!(
+        encode_request(&keyed, true)["prompt_cache_key"],
+        json!("session-1")
+    );
+    // Compatible servers (vLLM, llama.cpp) may reject fields they do not know.
+    assert_eq!(encode_request(&keyed, false).get("prompt_cache_key"), None);
+    assert_eq!(
+        encode_request(&request(vec![]), true).get("prompt_cache_key"),
+        None
     );
 }
 

@@ -65,6 +65,7 @@ async fn complete_against(
         tools: Vec::new(),
         max_output_tokens: 0,
         cache_breakpoints: Vec::new(),
+        cache_key: None,
     };
     let result = client
         .complete(request, &mut (), &CancellationToken::new())

@@ -51,6 +51,7 @@ pub fn build_request(
     tools: Vec<ToolSpec>,
     model: &str,
     max_output_tokens: u32,
+    cache_key: &str,
 ) -> ChatRequest {
     let messages = pair_tool_calls(messages);
     let cache_breakpoints = messages
@@ -71,6 +72,7 @@ pub fn build_request(
         tools,
         max_output_tokens,
         cache_breakpoints,
+        cache_key: Some(cache_key.to_owned()),
     }
 }
 
@@ -87,15 +89,29 @@ mod tests {
             Message::assistant_text("d"),
             Message::user_text("e"),
         ];
-        let request = build_request("s".into(), &messages, vec![], "m", 10);
+        let request = build_request("s".into(), &messages, vec![], "m", 10, "k");
         assert_eq!(request.cache_breakpoints, vec![2, 4]);
     }
 
     #[test]
     fn the_same_state_gives_the_same_request() {
         let messages = vec![Message::user_text("a")];
-        let one = build_request(system_prompt(Path::new("/p")), &messages, vec![], "m", 10);
-        let two = build_request(system_prompt(Path::new("/p")), &messages, vec![], "m", 10);
+        let one = build_request(
+            system_prompt(Path::new("/p")),
+            &messages,
+            vec![],
+            "m",
+            10,
+            "k",
+        );
+        let two = build_request(
+            system_prompt(Path::new("/p")),
+            &messages,
+            vec![],
+            "m",
+            10,
+            "k",
+        );
         assert_eq!(one, two);
     }
 }

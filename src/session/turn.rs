@@ -66,6 +66,7 @@ impl Turn<'_> {
                 tools.clone(),
                 &self.deps.client.primary.model,
                 self.deps.client.primary.max_output_tokens,
+                state.id.as_str(),
             );
             let mut observer = Forward {
                 events: &self.events,

@@ -207,7 +207,8 @@ fn sessions_list_and_show() {
     cli.home.write_file("a.txt", "AAA\n");
     cli.mock
         .push(Reply::tool_call("file_read", json!({"path": "a.txt"})));
-    cli.mock.push(Reply::text("It says AAA."));
+    cli.mock
+        .push(Reply::text("It says AAA.").usage(120, 9, 100, 20));
     cli.mock.push(Reply::text("Second session."));
     assert!(cli.run(&["run", "read a.txt please"]).status.success());
     assert!(cli.run(&["run", "another one"]).status.success());
@@ -230,7 +231,12 @@ fn sessions_list_and_show() {
     let show = cli.run(&["sessions", "show", &id[..13]]);
     assert!(show.status.success(), "{}", stderr(&show));
     let transcript = stdout(&show);
-    for expected in ["read a.txt please", "▸ file_read a.txt", "It says AAA."] {
+    for expected in [
+        "read a.txt please",
+        "▸ file_read a.txt",
+        "It says AAA.",
+        "input 120 (cache read 100, cache write 20), output 9",
+    ] {
         assert!(
             transcript.contains(expected),
             "missing {expected:?} in\n{transcript}"
