@@ -9,6 +9,7 @@ mod history;
 
 pub use history::pair_tool_calls;
 
+use crate::context::ProjectInstructions;
 use crate::domain::{Audience, Message, Role};
 use crate::llm::{ChatRequest, ToolSpec};
 use crate::tools::ToolRegistry;
@@ -17,9 +18,10 @@ use std::path::Path;
 const SOUL: &str = include_str!("../../assets/SOUL.md");
 const AGENTS_CORE: &str = include_str!("../../assets/AGENTS.md");
 
-/// The system prompt: persona, operating rules, and where the project lives.
-pub fn system_prompt(project_dir: &Path) -> String {
-    format!(
+/// The system prompt: persona, operating rules, where the project lives, and the project's
+/// own instructions when it has them.
+pub fn system_prompt(project_dir: &Path, instructions: Option<&ProjectInstructions>) -> String {
+    let mut prompt = format!(
         "{}\n{}\n# Project\n\nThe project directory is {}. Relative paths resolve against the \
          current working directory, which starts there.\n",
         SOUL.trim_end(),
@@ -27,7 +29,22 @@ pub fn system_prompt(project_dir: &Path) -> String {
             .trim_end()
             .replace("# How you work", "\n# How you work"),
         project_dir.display()
-    )
+    );
+    if let Some(found) = instructions {
+        prompt.push_str(&format!(
+            "\n# Project instructions (from {})\n\n{}\n",
+            found.file.display(),
+            found.text.trim_end()
+        ));
+        if let Some(size) = found.cut_from {
+            prompt.push_str(&format!(
+                "\n[the file is {size} bytes; only its first {} are shown here. Read the rest with \
+                 file_read when it matters]\n",
+                found.text.len()
+            ));
+        }
+    }
+    prompt
 }
 
 /// The schemas of the tools `audience` may call, in the registry's stable order.
@@ -94,10 +111,28 @@ mod tests {
     }
 
     #[test]
+    fn cut_instructions_say_how_much_is_shown() {
+        let found = ProjectInstructions {
+            file: "AGENTS.md".into(),
+            text: "rules".into(),
+            cut_from: Some(40_000),
+        };
+        let prompt = system_prompt(Path::new("/p"), Some(&found));
+        assert!(
+            prompt.contains("# Project instructions (from AGENTS.md)\n\nrules\n"),
+            "{prompt}"
+        );
+        assert!(
+            prompt.contains("the file is 40000 bytes; only its first 5 are shown"),
+            "{prompt}"
+        );
+    }
+
+    #[test]
     fn the_same_state_gives_the_same_request() {
         let messages = vec![Message::user_text("a")];
         let one = build_request(
-            system_prompt(Path::new("/p")),
+            system_prompt(Path::new("/p"), None),
             &messages,
             vec![],
             "m",
@@ -105,7 +140,7 @@ mod tests {
             "k",
         );
         let two = build_request(
-            system_prompt(Path::new("/p")),
+            system_prompt(Path::new("/p"), None),
             &messages,
             vec![],
             "m",

@@ -12,6 +12,7 @@ use super::phase::{IllegalTransition, Phase};
 use super::state::{SessionState, oversize_placeholder};
 use super::turn::Turn;
 use crate::config::SessionSettings;
+use crate::context;
 use crate::domain::{Audience, ErrorCategory, Sender, SessionId, SessionKey};
 use crate::llm::ModelClient;
 use crate::prompt;
@@ -240,7 +241,11 @@ impl SessionActor {
             project_dir: state.project_dir.clone(),
             log: SessionLog::new(&dirs.log_dir),
             dirs,
-            system_prompt: prompt::system_prompt(&state.project_dir).into(),
+            system_prompt: prompt::system_prompt(
+                &state.project_dir,
+                context::project_instructions(&state.project_dir).as_ref(),
+            )
+            .into(),
             deps,
             phase: Phase::Recovering,
             state: Some(state),

@@ -311,3 +311,23 @@ async fn the_session_log_records_the_turn_with_arguments_redacted() {
     assert!(!text.contains("top secret"), "{text}");
     assert_eq!(world.home.read_file("notes.txt"), secret);
 }
+
+#[tokio::test]
+async fn the_project_instruction_file_reaches_the_model() {
+    let world = World::anthropic();
+    world
+        .home
+        .write_file("CLAUDE.md", "Always answer in haiku.\n");
+    world.home.write_file("CONTEXT.md", "not this one");
+    world.mock.push(Reply::text("ok"));
+    let handle = world.create();
+    turn(&handle, "hi").await;
+
+    let system = world.mock.model_requests()[0].body["system"].to_string();
+    assert!(
+        system.contains("Project instructions (from CLAUDE.md)"),
+        "{system}"
+    );
+    assert!(system.contains("Always answer in haiku."), "{system}");
+    assert!(!system.contains("not this one"), "{system}");
+}
