@@ -3,9 +3,8 @@
 use super::*;
 use crate::config::ProviderKind;
 use crate::domain::{ContentBlock, ErrorCategory, Message, Role, ToolCall, ToolResult};
-use crate::llm::test_server::{ok_stream, serve_once};
+use crate::llm::test_server::{collect_stream, ok_stream, serve_once};
 use crate::llm::{ToolSpec, decode};
-use futures_util::StreamExt;
 
 fn profile(base_url: &str) -> ProviderProfile {
     ProviderProfile {
@@ -160,12 +159,8 @@ async fn streams_over_http() {
     let ndjson = "{\"message\":{\"role\":\"assistant\",\"content\":\"pong\"},\"done\":false}\n{\"message\":{\"role\":\"assistant\",\"content\":\"\"},\"done\":true,\"done_reason\":\"stop\"}\n";
     let (base, server) = serve_once(ok_stream("application/x-ndjson", ndjson.as_bytes())).await;
     let provider = OllamaProvider::new(&profile(&format!("{base}/")));
-    let got: Vec<Decoded> = provider
-        .stream(&request(vec![Message::user_text("ping")]))
-        .await
-        .expect("a stream")
-        .collect()
-        .await;
+    let got: Vec<Decoded> =
+        collect_stream(&provider, &request(vec![Message::user_text("ping")])).await;
     let recorded = server.await.expect("the server task");
     assert_eq!(recorded.request_line, "POST /api/chat HTTP/1.1");
     assert_eq!(recorded.header("authorization"), None);
@@ -208,12 +203,8 @@ async fn ndjson_labelled_json_is_still_decoded() {
     let ndjson = "{\"message\":{\"role\":\"assistant\",\"content\":\"po\"},\"done\":false}\n{\"message\":{\"role\":\"assistant\",\"content\":\"ng\"},\"done\":false}\n{\"done\":true,\"done_reason\":\"stop\"}\n";
     let (base, server) = serve_once(ok_stream("application/json", ndjson.as_bytes())).await;
     let provider = OllamaProvider::new(&profile(&base));
-    let got: Vec<Decoded> = provider
-        .stream(&request(vec![Message::user_text("ping")]))
-        .await
-        .expect("a stream")
-        .collect()
-        .await;
+    let got: Vec<Decoded> =
+        collect_stream(&provider, &request(vec![Message::user_text("ping")])).await;
     server.await.expect("the server task");
     assert_eq!(
         got,

@@ -3,7 +3,7 @@
 use super::*;
 use crate::config::ProviderKind;
 use crate::domain::{ContentBlock, ErrorCategory, Message, Role, ToolCall, ToolResult};
-use crate::llm::test_server::{error_reply, ok_stream, serve_once};
+use crate::llm::test_server::{collect_stream, error_reply, ok_stream, serve_once};
 use crate::llm::{ToolSpec, decode};
 use futures_util::StreamExt;
 
@@ -260,12 +260,8 @@ async fn streams_over_http_with_a_bearer_key() {
     .concat();
     let (base, server) = serve_once(ok_stream("text/event-stream", sse.as_bytes())).await;
     let provider = OpenAiProvider::new(&profile(&format!("{base}/v1"), Some("sk-test")));
-    let got: Vec<Decoded> = provider
-        .stream(&request(vec![Message::user_text("ping")]))
-        .await
-        .expect("a stream")
-        .collect()
-        .await;
+    let got: Vec<Decoded> =
+        collect_stream(&provider, &request(vec![Message::user_text("ping")])).await;
     let recorded = server.await.expect("the server task");
     assert_eq!(recorded.request_line, "POST /v1/chat/completions HTTP/1.1");
     assert_eq!(recorded.header("authorization"), Some("Bearer sk-test"));
@@ -324,12 +320,8 @@ async fn a_body_cut_mid_stream_is_a_network_error() {
     response.extend_from_slice(sse.as_bytes());
     let (base, server) = serve_once(response).await;
     let provider = OpenAiProvider::new(&profile(&base, None));
-    let got: Vec<Decoded> = provider
-        .stream(&request(vec![Message::user_text("x")]))
-        .await
-        .expect("a stream")
-        .collect()
-        .await;
+    let got: Vec<Decoded> =
+        collect_stream(&provider, &request(vec![Message::user_text("x")])).await;
     server.await.expect("the server task");
     assert_eq!(got[0], Ok(StreamEvent::TextDelta("half".into())));
     let err = got.last().cloned().expect("an item").expect_err("the cut");
@@ -512,12 +504,8 @@ async fn a_stream_labelled_json_is_still_decoded() {
     .concat();
     let (base, server) = serve_once(ok_stream("application/json", sse.as_bytes())).await;
     let provider = OpenAiProvider::new(&profile(&base, None));
-    let got: Vec<Decoded> = provider
-        .stream(&request(vec![Message::user_text("ping")]))
-        .await
-        .expect("a stream")
-        .collect()
-        .await;
+    let got: Vec<Decoded> =
+        collect_stream(&provider, &request(vec![Message::user_text("ping")])).await;
     server.await.expect("the server task");
     assert_eq!(
         got,

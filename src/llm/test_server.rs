@@ -108,3 +108,17 @@ pub(crate) fn error_reply(status: u16, headers: &[(&str, &str)], body: &str) -> 
     head.push_str(body);
     head.into_bytes()
 }
+
+/// Everything `provider` streams for `request`, which must open a stream.
+pub(crate) async fn collect_stream(
+    provider: &dyn super::Provider,
+    request: &super::ChatRequest,
+) -> Vec<super::decode::Decoded> {
+    use futures_util::StreamExt;
+    provider
+        .stream(request)
+        .await
+        .expect("a stream")
+        .collect()
+        .await
+}

@@ -71,8 +71,8 @@ fn as_millis<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error
     s.serialize_u64(d.as_millis() as u64)
 }
 
-/// Which kinds of event a subscriber wants. Lifecycle events (input accepted, phase changes,
-/// turn end, retries) always arrive.
+/// Which kinds of event a subscriber wants. Lifecycle events (input accepted, turn end,
+/// retries, fallback) always arrive; phase changes come with `PROCESSING_STATE`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct OutputFilter(u8);
 
@@ -103,8 +103,8 @@ impl OutputFilter {
                 self.contains(Self::TOOL_CALLS)
             }
             SessionEvent::Usage { .. } => self.contains(Self::USAGE),
+            SessionEvent::PhaseChanged { .. } => self.contains(Self::PROCESSING_STATE),
             SessionEvent::InputAccepted { .. }
-            | SessionEvent::PhaseChanged { .. }
             | SessionEvent::Retry { .. }
             | SessionEvent::Fallback { .. }
             | SessionEvent::TurnCompleted { .. }
