@@ -169,7 +169,10 @@ fn transcript(meta: &SessionMeta, records: &[JournalRecord]) -> String {
             JournalEvent::TurnCompleted
             | JournalEvent::TitleChanged { .. }
             | JournalEvent::WorkingDirectoryChanged { .. }
-            | JournalEvent::FileTouched { .. } => {}
+            | JournalEvent::FileTouched { .. }
+            | JournalEvent::SystemPromptSet { .. }
+            | JournalEvent::StaticContextSet { .. }
+            | JournalEvent::NudgeAdded { .. } => {}
         }
     }
     out

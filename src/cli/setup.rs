@@ -103,6 +103,7 @@ pub fn session_deps(
         settings: loaded.config.session.clone(),
         approval,
         data_dir: loaded.paths.data_dir.clone(),
+        identity_dir: loaded.paths.config_dir.join(crate::context::IDENTITY_DIR),
     })
 }
 

@@ -20,6 +20,7 @@ use std::time::Duration;
 
 use git2::{ErrorCode, Repository, Status, StatusOptions};
 
+use super::in_flight;
 use super::status_split::{self, TrackedCounts};
 
 /// How long a turn waits for the git working context before going on without it.
@@ -204,13 +205,27 @@ pub async fn working_git(dir: &Path, budget: Duration) -> GitContext {
 /// hold against a read that does not return.
 ///
 /// A read that overruns is abandoned, not stopped: its thread finishes in the background and
-/// its result is dropped.
+/// its result is dropped. Until it has finished, the same directory is not read again.
 pub async fn working_git_with<F>(dir: &Path, budget: Duration, read: F) -> GitContext
 where
     F: FnOnce(&Path) -> Result<GitSnapshot, GitUnavailable> + Send + 'static,
 {
+    let ticket = match in_flight::begin(dir, budget) {
+        Ok(ticket) => ticket,
+        Err(running) => {
+            return GitContext::Unavailable {
+                reason: format!(
+                    "skipped: an earlier read of this repository is still running after {} s",
+                    running.as_secs()
+                ),
+            };
+        }
+    };
     let dir = dir.to_path_buf();
-    let task = tokio::task::spawn_blocking(move || read(&dir));
+    let task = tokio::task::spawn_blocking(move || {
+        let _ticket = ticket;
+        read(&dir)
+    });
     match tokio::time::timeout(budget, task).await {
         Ok(Ok(Ok(snapshot))) => GitContext::Repo(snapshot),
         Ok(Ok(Err(unavailable))) => GitContext::Unavailable {

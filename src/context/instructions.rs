@@ -3,62 +3,29 @@
 //! them for other tools. Capped, with a note when cut, so a huge file cannot crowd out the
 //! conversation.
 
-use std::path::{Path, PathBuf};
+use super::capped::{PromptFile, read_prompt_file};
+use std::path::Path;
 
 /// Where instructions are looked for, in order; the first that exists wins.
 pub const INSTRUCTION_FILES: [&str; 4] =
     [".tern/AGENTS.md", "CLAUDE.md", "AGENTS.md", "CONTEXT.md"];
 
-/// The most of an instruction file that goes into the prompt.
-pub const MAX_INSTRUCTION_BYTES: usize = 32 * 1024;
-
-/// A project instruction file as it goes into the prompt.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ProjectInstructions {
-    /// The file, relative to the project directory.
-    pub file: PathBuf,
-    pub text: String,
-    /// The file's size when it was cut to [`MAX_INSTRUCTION_BYTES`].
-    pub cut_from: Option<usize>,
-}
+/// A project instruction file as it goes into the prompt; `file` is relative to the project
+/// directory.
+pub type ProjectInstructions = PromptFile;
 
 /// Reads the project's instruction file, if there is one. An unreadable or empty file is
-/// skipped (and logged) rather than failing the session.
+/// skipped (and logged) in favour of the next.
 pub fn project_instructions(project_dir: &Path) -> Option<ProjectInstructions> {
-    for name in INSTRUCTION_FILES {
-        let path = project_dir.join(name);
-        if !path.is_file() {
-            continue;
-        }
-        let bytes = match std::fs::read(&path) {
-            Ok(bytes) => bytes,
-            Err(err) => {
-                tracing::warn!(%err, file = %path.display(), "instruction file unreadable");
-                continue;
-            }
-        };
-        let size = bytes.len();
-        let kept = &bytes[..size.min(MAX_INSTRUCTION_BYTES)];
-        let mut text = String::from_utf8_lossy(kept).into_owned();
-        // A cut may split a character; the lossy decoding marks it, drop the mark.
-        if size > MAX_INSTRUCTION_BYTES {
-            text = text.trim_end_matches('\u{fffd}').to_owned();
-        }
-        if text.trim().is_empty() {
-            continue;
-        }
-        return Some(ProjectInstructions {
-            file: PathBuf::from(name),
-            text,
-            cut_from: (size > MAX_INSTRUCTION_BYTES).then_some(size),
-        });
-    }
-    None
+    INSTRUCTION_FILES
+        .iter()
+        .find_map(|name| read_prompt_file(&project_dir.join(name), Path::new(name)))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::PathBuf;
 
     fn project(files: &[(&str, &str)]) -> tempfile::TempDir {
         let dir = tempfile::tempdir().unwrap();
@@ -89,14 +56,5 @@ mod tests {
         let dir = project(&[("CLAUDE.md", "  \n"), ("CONTEXT.md", "context")]);
         assert_eq!(project_instructions(dir.path()).unwrap().text, "context");
         assert_eq!(project_instructions(project(&[]).path()), None);
-    }
-
-    #[test]
-    fn a_large_file_is_cut_and_says_so() {
-        let dir = project(&[("AGENTS.md", &"é".repeat(MAX_INSTRUCTION_BYTES))]);
-        let found = project_instructions(dir.path()).unwrap();
-        assert!(found.text.len() <= MAX_INSTRUCTION_BYTES);
-        assert!(!found.text.contains('\u{fffd}'));
-        assert_eq!(found.cut_from, Some(2 * MAX_INSTRUCTION_BYTES));
     }
 }

@@ -1,16 +1,20 @@
 //! The inputs a prompt is built from that live outside the session itself: identity and
-//! project instruction files, git working context, recent files. This module does the IO that
-//! gathers them and hands plain data to the prompt layer, which stays pure. So far: the
-//! project's instruction file and the git working context.
+//! project instruction files, the time, the shell, and the git working context. This module
+//! does the IO that gathers them and hands plain data to the prompt layer, which stays pure.
 
+mod capped;
 pub mod git;
+mod identity;
+mod in_flight;
 mod instructions;
 mod status_split;
+mod working;
 
+pub use capped::{MAX_PROMPT_FILE_BYTES, PromptFile, read_prompt_file};
 pub use git::{
     AheadBehind, Branch, GIT_BUDGET, GitContext, GitSnapshot, GitUnavailable, Head, StatusCounts,
     Upstream, snapshot, working_git, working_git_with,
 };
-pub use instructions::{
-    INSTRUCTION_FILES, MAX_INSTRUCTION_BYTES, ProjectInstructions, project_instructions,
-};
+pub use identity::{IDENTITY_DIR, IdentityFiles};
+pub use instructions::{INSTRUCTION_FILES, ProjectInstructions, project_instructions};
+pub use working::{CurrentTime, DurableContext, ShellInfo, WorkingContext};

@@ -1,10 +1,11 @@
 //! The Anthropic Messages API: request encoding (with prompt-cache breakpoints) and the
 //! decoder of its server-sent event stream.
 //!
-//! Anthropic allows four `cache_control` breakpoints per request. The system prompt and the
-//! tool list take one each, because they are the stable prefix every request shares; the rest
-//! go to the latest message breakpoints the caller asked for, since a later breakpoint covers
-//! more of the history. Tool call ids are rewritten into the form Anthropic accepts
+//! Anthropic allows four `cache_control` breakpoints per request. The prefix is cached in
+//! the order tools, system, messages, so each system block (the persisted system prompt, then
+//! the static context) takes one and covers the tools too; without a system prompt the tool
+//! list takes one. The rest go to the latest message breakpoints the caller asked for, since a
+//! later breakpoint covers more of the history. Tool call ids are rewritten into the form Anthropic accepts
 //! ([`ToolIds`]), since a history may hold other providers' ids. The decoder follows
 //! Anthropic's versioning promise that new event, block and delta types may appear at any
 //! time: anything unknown is skipped.
@@ -96,6 +97,10 @@ impl Provider for AnthropicProvider {
         })
     }
 
+    fn wire_body(&self, request: &ChatRequest) -> Value {
+        encode_request(request)
+    }
+
     fn probe(&self) -> BoxFuture<'_, Result<String, LlmError>> {
         Box::pin(async move {
             let builder = self.request(reqwest::Method::GET, &self.models)?;
@@ -117,13 +122,24 @@ pub(crate) fn encode_request(request: &ChatRequest) -> Value {
         "stream": true,
     });
     let mut breakpoints_left = MAX_CACHE_BREAKPOINTS;
-    if !request.system.is_empty() {
-        body["system"] = json!([{
-            "type": "text",
-            "text": request.system,
-            "cache_control": ephemeral(),
-        }]);
-        breakpoints_left -= 1;
+    // The first and the last system block take a breakpoint (the persisted system prompt
+    // and the static context); blocks between them ride on the last one's.
+    let blocks: Vec<&str> = request.system_blocks().collect();
+    let system: Vec<Value> = blocks
+        .iter()
+        .enumerate()
+        .map(|(i, text)| {
+            let mut block = json!({"type": "text", "text": text});
+            if i == 0 || i + 1 == blocks.len() {
+                block["cache_control"] = ephemeral();
+                breakpoints_left -= 1;
+            }
+            block
+        })
+        .collect();
+    let system_cached = !system.is_empty();
+    if system_cached {
+        body["system"] = Value::Array(system);
     }
     if !request.tools.is_empty() {
         let mut tools: Vec<Value> = request
@@ -137,11 +153,11 @@ pub(crate) fn encode_request(request: &ChatRequest) -> Value {
                 })
             })
             .collect();
-        if let Some(last) = tools.last_mut() {
+        if !system_cached && let Some(last) = tools.last_mut() {
             last["cache_control"] = ephemeral();
+            breakpoints_left -= 1;
         }
         body["tools"] = Value::Array(tools);
-        breakpoints_left -= 1;
     }
 
     // A thinking block is only accepted back with the signature that proves it unedited;

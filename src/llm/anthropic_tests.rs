@@ -25,7 +25,7 @@ fn profile(base_url: &str) -> ProviderProfile {
 fn request(messages: Vec<Message>, breakpoints: Vec<usize>) -> ChatRequest {
     ChatRequest {
         model: "claude-test".into(),
-        system: "be brief".into(),
+        system: vec!["be brief".into()],
         messages,
         tools: vec![
             ToolSpec {
@@ -87,17 +87,42 @@ fn cache_marks(body: &Value) -> Vec<String> {
 }
 
 #[test]
-fn system_and_last_tool_carry_cache_control() {
+fn each_system_block_carries_cache_control_and_covers_the_tools() {
+    let mut tiers = request(vec![Message::user_text("hi")], vec![]);
+    tiers.system = vec!["tier a".into(), String::new(), "tier b".into()];
+    let body = encode_request(&tiers);
+    assert_eq!(
+        body["system"],
+        json!([
+            {"type": "text", "text": "tier a", "cache_control": {"type": "ephemeral"}},
+            {"type": "text", "text": "tier b", "cache_control": {"type": "ephemeral"}},
+        ])
+    );
+    // Tools come before the system prompt in the cached prefix.
+    assert!(
+        body["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|t| t.get("cache_control").is_none())
+    );
+    let mut no_system = request(vec![Message::user_text("hi")], vec![]);
+    no_system.system.clear();
+    let body = encode_request(&no_system);
+    assert_eq!(
+        body["tools"][1]["cache_control"],
+        json!({"type": "ephemeral"})
+    );
+}
+
+#[test]
+fn system_carries_cache_control() {
     let body = encode_request(&request(vec![Message::user_text("hi")], vec![]));
     assert_eq!(
         body["system"],
         json!([{"type": "text", "text": "be brief", "cache_control": {"type": "ephemeral"}}])
     );
-    assert_eq!(body["tools"][0].get("cache_control"), None);
-    assert_eq!(
-        body["tools"][1]["cache_control"],
-        json!({"type": "ephemeral"})
-    );
+    assert_eq!(body["tools"][1].get("cache_control"), None);
     assert_eq!(body["tools"][1]["input_schema"], json!({"type": "object"}));
     assert_eq!(body["stream"], json!(true));
     assert_eq!(body["max_tokens"], json!(1024));
@@ -209,16 +234,29 @@ fn at_most_four_breakpoints_keeping_the_latest() {
             }
         })
         .collect();
+    // One system block leaves three for the history.
     let body = encode_request(&request(messages.clone(), vec![1, 3, 5, 0]));
+    assert_eq!(
+        cache_marks(&body),
+        vec![
+            "messages[1].content[0]",
+            "messages[3].content[0]",
+            "messages[5].content[0]"
+        ]
+    );
+    // Tier A and tier B take one each, leaving two.
+    let mut tiers = request(messages.clone(), vec![1, 3, 5, 0]);
+    tiers.system = vec!["tier a".into(), "tier b".into()];
+    let body = encode_request(&tiers);
     assert_eq!(
         cache_marks(&body),
         vec!["messages[3].content[0]", "messages[5].content[0]"]
     );
-    // Without tools, one more message breakpoint fits.
-    let mut no_tools = request(messages, vec![1, 3, 5, 0]);
-    no_tools.tools.clear();
-    let body = encode_request(&no_tools);
-    assert_eq!(body.get("tools"), None);
+    // Without a system prompt the tool list takes one instead.
+    let mut no_system = request(messages, vec![1, 3, 5, 0]);
+    no_system.system.clear();
+    let body = encode_request(&no_system);
+    assert_eq!(body.get("system"), None);
     assert_eq!(cache_marks(&body).len(), 3);
 }
 

@@ -53,6 +53,10 @@ impl Provider for Scripted {
         &self.name
     }
 
+    fn wire_body(&self, request: &ChatRequest) -> serde_json::Value {
+        serde_json::json!({"model": request.model})
+    }
+
     fn stream<'a>(
         &'a self,
         request: &'a ChatRequest,
@@ -140,7 +144,7 @@ fn client(primary: &Arc<Scripted>, fallback: Option<&Arc<Scripted>>) -> ModelCli
 fn request() -> ChatRequest {
     ChatRequest {
         model: "ignored".into(),
-        system: String::new(),
+        system: Vec::new(),
         messages: vec![Message::user_text("hi")],
         tools: Vec::new(),
         max_output_tokens: 0,

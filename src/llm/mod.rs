@@ -59,14 +59,17 @@ pub struct ToolSpec {
 #[derive(Debug, Clone, PartialEq)]
 pub struct ChatRequest {
     pub model: String,
-    /// The system prompt (tier A and B of the layered prompt).
-    pub system: String,
+    /// The system prompt as blocks in order: the persisted system prompt, then the static
+    /// context. Each non-empty block ends a cacheable prefix (Anthropic gives each its own
+    /// `cache_control`); formats with one system message join them with a blank line.
+    pub system: Vec<String>,
     /// History in order; consecutive messages of the same role are merged by the encoders.
     pub messages: Vec<Message>,
     pub tools: Vec<ToolSpec>,
     pub max_output_tokens: u32,
     /// Indices into `messages` whose last block carries a prompt-cache breakpoint (Anthropic
-    /// `cache_control`). The system prompt and the tool list always get one.
+    /// `cache_control`). Each system block gets one as well (the tool list instead, when
+    /// there is no system prompt).
     pub cache_breakpoints: Vec<usize>,
     /// Requests with the same key share a prompt cache (OpenAI `prompt_cache_key`); the
     /// session id, so one session's turns land on the same cache.
@@ -134,4 +137,23 @@ pub trait Provider: Send + Sync {
     /// A cheap request that proves the endpoint answers and the key is accepted (for
     /// `tern doctor`). Returns a short description of what answered.
     fn probe(&self) -> BoxFuture<'_, Result<String, LlmError>>;
+
+    /// The JSON body [`Provider::stream`] would send for `request`, for showing a user
+    /// exactly what the model receives.
+    fn wire_body(&self, request: &ChatRequest) -> serde_json::Value;
+}
+
+impl ChatRequest {
+    /// The system blocks that are not empty, in order.
+    pub fn system_blocks(&self) -> impl Iterator<Item = &str> {
+        self.system
+            .iter()
+            .map(String::as_str)
+            .filter(|block| !block.is_empty())
+    }
+
+    /// The system prompt as one text, for formats that take a single system message.
+    pub fn joined_system(&self) -> String {
+        self.system_blocks().collect::<Vec<_>>().join("\n\n")
+    }
 }

@@ -91,6 +91,10 @@ impl Provider for OllamaProvider {
         })
     }
 
+    fn wire_body(&self, request: &ChatRequest) -> Value {
+        encode_request(request, self.context_window)
+    }
+
     fn probe(&self) -> BoxFuture<'_, Result<String, LlmError>> {
         Box::pin(async move {
             let builder = self.request(reqwest::Method::GET, &self.version)?;

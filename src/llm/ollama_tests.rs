@@ -22,7 +22,7 @@ fn profile(base_url: &str) -> ProviderProfile {
 fn request(messages: Vec<Message>) -> ChatRequest {
     ChatRequest {
         model: "llama3.2".into(),
-        system: "be brief".into(),
+        system: vec!["be brief".into()],
         messages,
         tools: vec![ToolSpec {
             name: "get_weather".into(),

@@ -100,6 +100,10 @@ impl Provider for OpenAiProvider {
         })
     }
 
+    fn wire_body(&self, request: &ChatRequest) -> Value {
+        encode_request(request, self.official_api)
+    }
+
     fn probe(&self) -> BoxFuture<'_, Result<String, LlmError>> {
         Box::pin(async move {
             let builder = self.request(reqwest::Method::GET, &self.models)?;
@@ -184,8 +188,9 @@ pub(crate) fn chat_messages(
     assistant_message: impl Fn(String, Vec<&ToolCall>) -> Value,
 ) -> Vec<Value> {
     let mut messages = Vec::new();
-    if !request.system.is_empty() {
-        messages.push(json!({"role": "system", "content": request.system}));
+    let system = request.joined_system();
+    if !system.is_empty() {
+        messages.push(json!({"role": "system", "content": system}));
     }
     let turns = merge_turns(&request.messages, |block| {
         !matches!(block, ContentBlock::Thinking { .. })

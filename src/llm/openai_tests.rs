@@ -23,7 +23,7 @@ fn profile(base_url: &str, key: Option<&str>) -> ProviderProfile {
 fn request(messages: Vec<Message>) -> ChatRequest {
     ChatRequest {
         model: "gpt-test".into(),
-        system: "be brief".into(),
+        system: vec!["be brief".into()],
         messages,
         tools: vec![ToolSpec {
             name: "read".into(),
@@ -541,4 +541,18 @@ async fn credentials_and_query_in_base_url_stay_out_of_messages() {
     for secret in ["admin", "hunter2", "topsecret"] {
         assert!(!err.message.contains(secret), "{err}");
     }
+}
+
+#[test]
+fn system_blocks_join_into_one_system_message() {
+    let mut tiers = request(vec![Message::user_text("hi")]);
+    tiers.system = vec!["tier a".into(), String::new(), "tier b".into()];
+    let body = encode_request(&tiers, true);
+    assert_eq!(
+        body["messages"][0],
+        json!({"role": "system", "content": "tier a\n\ntier b"})
+    );
+    tiers.system.clear();
+    let body = encode_request(&tiers, true);
+    assert_eq!(body["messages"][0]["role"], json!("user"));
 }

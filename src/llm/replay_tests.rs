@@ -60,7 +60,7 @@ async fn complete_against(
     let client = ModelClient::new(route, None, RetryPolicy::default());
     let request = ChatRequest {
         model: String::new(),
-        system: "be brief".into(),
+        system: vec!["be brief".into()],
         messages: vec![Message::user_text("What is the weather?")],
         tools: Vec::new(),
         max_output_tokens: 0,

@@ -1,51 +1,30 @@
-//! Pure functions from session state to a provider request: the system prompt, the tool
-//! list the audience may see, the history made safe to send, and cache breakpoints.
+//! Pure functions from session state to a provider request, in the layers of the prompt:
+//! tier A, the persisted system prompt ([`system`]); tier B, the static context
+//! ([`static_context`]); tier C, the history, sent verbatim (with every tool call paired,
+//! [`pair_tool_calls`]); tier D, the per-turn nudge ([`nudge`]). Stable material comes first
+//! so a provider can reuse the cached prefix; the request puts cache breakpoints at the end
+//! of tier A, tier B and the stable history ([`build_request`]).
 //!
-//! Nothing here does IO; the session gathers the inputs and this module arranges them, so
-//! the same state always yields byte-identical requests (the provider's prompt cache depends
-//! on it).
+//! Nothing here does IO: `context/` gathers the inputs and the session journals the results,
+//! so the same inputs always yield byte-identical requests.
 
 mod history;
+mod inspect;
+mod nudge;
+mod request;
+mod static_context;
+mod system;
 
 pub use history::pair_tool_calls;
+pub use inspect::describe_request;
+pub use nudge::{NUDGE_OPENING, NudgeSources, TurnNotes, nudge};
+pub use request::{RequestFrame, build_request};
+pub use static_context::{IndexEntry, MEMORY_OFF, SessionPaths, StaticSources, static_context};
+pub use system::{SystemSources, agents_core, system_prompt};
 
-use crate::context::ProjectInstructions;
-use crate::domain::{Audience, Message, Role};
-use crate::llm::{ChatRequest, ToolSpec};
+use crate::domain::Audience;
+use crate::llm::ToolSpec;
 use crate::tools::ToolRegistry;
-use std::path::Path;
-
-const SOUL: &str = include_str!("../../assets/SOUL.md");
-const AGENTS_CORE: &str = include_str!("../../assets/AGENTS.md");
-
-/// The system prompt: persona, operating rules, where the project lives, and the project's
-/// own instructions when it has them.
-pub fn system_prompt(project_dir: &Path, instructions: Option<&ProjectInstructions>) -> String {
-    let mut prompt = format!(
-        "{}\n{}\n# Project\n\nThe project directory is {}. Relative paths resolve against the \
-         current working directory, which starts there.\n",
-        SOUL.trim_end(),
-        AGENTS_CORE
-            .trim_end()
-            .replace("# How you work", "\n# How you work"),
-        project_dir.display()
-    );
-    if let Some(found) = instructions {
-        prompt.push_str(&format!(
-            "\n# Project instructions (from {})\n\n{}\n",
-            found.file.display(),
-            found.text.trim_end()
-        ));
-        if let Some(size) = found.cut_from {
-            prompt.push_str(&format!(
-                "\n[the file is {size} bytes; only its first {} are shown here. Read the rest with \
-                 file_read when it matters]\n",
-                found.text.len()
-            ));
-        }
-    }
-    prompt
-}
 
 /// The schemas of the tools `audience` may call, in the registry's stable order.
 pub fn tool_specs(registry: &ToolRegistry, audience: Audience) -> Vec<ToolSpec> {
@@ -60,93 +39,14 @@ pub fn tool_specs(registry: &ToolRegistry, audience: Audience) -> Vec<ToolSpec> 
         .collect()
 }
 
-/// Assembles one model call. Cache breakpoints go on the last two user messages, so that the
-/// next request finds this one's prefix in the cache.
-pub fn build_request(
-    system: String,
-    messages: &[Message],
-    tools: Vec<ToolSpec>,
-    model: &str,
-    max_output_tokens: u32,
-    cache_key: &str,
-) -> ChatRequest {
-    let messages = pair_tool_calls(messages);
-    let cache_breakpoints = messages
-        .iter()
-        .enumerate()
-        .rev()
-        .filter(|(_, m)| m.role == Role::User)
-        .map(|(i, _)| i)
-        .take(2)
-        .collect::<Vec<_>>()
+/// The one-line-per-tool index of the tools `audience` may call, for tier B.
+pub fn tool_index(registry: &ToolRegistry, audience: Audience) -> Vec<IndexEntry> {
+    registry
+        .visible(audience)
         .into_iter()
-        .rev()
-        .collect();
-    ChatRequest {
-        model: model.to_owned(),
-        system,
-        messages,
-        tools,
-        max_output_tokens,
-        cache_breakpoints,
-        cache_key: Some(cache_key.to_owned()),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn breakpoints_sit_on_the_last_two_user_messages() {
-        let messages = vec![
-            Message::user_text("a"),
-            Message::assistant_text("b"),
-            Message::user_text("c"),
-            Message::assistant_text("d"),
-            Message::user_text("e"),
-        ];
-        let request = build_request("s".into(), &messages, vec![], "m", 10, "k");
-        assert_eq!(request.cache_breakpoints, vec![2, 4]);
-    }
-
-    #[test]
-    fn cut_instructions_say_how_much_is_shown() {
-        let found = ProjectInstructions {
-            file: "AGENTS.md".into(),
-            text: "rules".into(),
-            cut_from: Some(40_000),
-        };
-        let prompt = system_prompt(Path::new("/p"), Some(&found));
-        assert!(
-            prompt.contains("# Project instructions (from AGENTS.md)\n\nrules\n"),
-            "{prompt}"
-        );
-        assert!(
-            prompt.contains("the file is 40000 bytes; only its first 5 are shown"),
-            "{prompt}"
-        );
-    }
-
-    #[test]
-    fn the_same_state_gives_the_same_request() {
-        let messages = vec![Message::user_text("a")];
-        let one = build_request(
-            system_prompt(Path::new("/p"), None),
-            &messages,
-            vec![],
-            "m",
-            10,
-            "k",
-        );
-        let two = build_request(
-            system_prompt(Path::new("/p"), None),
-            &messages,
-            vec![],
-            "m",
-            10,
-            "k",
-        );
-        assert_eq!(one, two);
-    }
+        .map(|tool| IndexEntry {
+            name: tool.name().to_owned(),
+            summary: tool.summary().to_owned(),
+        })
+        .collect()
 }

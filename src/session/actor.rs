@@ -12,10 +12,8 @@ use super::phase::{IllegalTransition, Phase};
 use super::state::{SessionState, oversize_placeholder};
 use super::turn::Turn;
 use crate::config::SessionSettings;
-use crate::context;
 use crate::domain::{Audience, ErrorCategory, Sender, SessionId, SessionKey};
 use crate::llm::ModelClient;
-use crate::prompt;
 use crate::store::{JournalEvent, SessionMeta, Store, StoreError, title_from_input};
 use crate::tools::{ApprovalMode, ToolRegistry};
 use std::collections::VecDeque;
@@ -37,6 +35,8 @@ pub struct SessionDeps {
     pub approval: ApprovalMode,
     /// Where session folders live (`<data>/sessions/<id>/`).
     pub data_dir: PathBuf,
+    /// The user's identity files (`<config>/identity/`): SOUL.md, AGENTS.md, TOOLING.md.
+    pub identity_dir: PathBuf,
 }
 
 /// Input for the session, from any front end.
@@ -215,7 +215,6 @@ struct SessionActor {
     project_dir: PathBuf,
     deps: Arc<SessionDeps>,
     dirs: Arc<SessionDirs>,
-    system_prompt: Arc<str>,
     phase: Phase,
     /// `None` while a turn owns the state, or after the state was lost.
     state: Option<SessionState>,
@@ -241,11 +240,6 @@ impl SessionActor {
             project_dir: state.project_dir.clone(),
             log: SessionLog::new(&dirs.log_dir),
             dirs,
-            system_prompt: prompt::system_prompt(
-                &state.project_dir,
-                context::project_instructions(&state.project_dir).as_ref(),
-            )
-            .into(),
             deps,
             phase: Phase::Recovering,
             state: Some(state),
@@ -370,13 +364,11 @@ impl SessionActor {
         let cancel = CancellationToken::new();
         let deps = self.deps.clone();
         let dirs = self.dirs.clone();
-        let system_prompt = self.system_prompt.clone();
         let token = cancel.clone();
         let task = tokio::spawn(async move {
             let turn = Turn {
                 deps: &deps,
                 dirs: &dirs,
-                system_prompt: &system_prompt,
                 audience,
                 cancel: token,
                 events,

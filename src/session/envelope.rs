@@ -6,6 +6,9 @@ use std::fs::DirBuilder;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
+/// The session log's file name inside `logs/`.
+pub const LOG_FILE: &str = "session.log";
+
 /// The folders that belong to one session.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SessionDirs {
@@ -14,6 +17,10 @@ pub struct SessionDirs {
     /// Files the session produced or set aside (oversized messages).
     pub artifact_dir: PathBuf,
     pub log_dir: PathBuf,
+    /// `logs/session.log`: one line per event, tool arguments redacted.
+    pub log_path: PathBuf,
+    /// Where extra git worktrees of the session go.
+    pub worktree_dir: PathBuf,
     /// `/tmp/tern-<uid>/<key>/p`, private to the session.
     pub temp_dir: PathBuf,
     /// `/tmp/tern-<uid>`: must be this user's own, closed to everyone else.
@@ -27,9 +34,12 @@ impl SessionDirs {
         let uid = unsafe { libc::getuid() };
         let key = key.as_str().replace(['/', '\\'], "_");
         let temp_root = std::env::temp_dir().join(format!("tern-{uid}"));
+        let log_dir = session_dir.join("logs");
         Self {
             artifact_dir: session_dir.join("artifacts"),
-            log_dir: session_dir.join("logs"),
+            log_path: log_dir.join(LOG_FILE),
+            log_dir,
+            worktree_dir: session_dir.join("worktrees"),
             session_dir,
             temp_dir: temp_root.join(key).join("p"),
             temp_root,

@@ -40,7 +40,7 @@ impl SessionLog {
                 OpenOptions::new()
                     .create(true)
                     .append(true)
-                    .open(dir.join("session.log"))
+                    .open(dir.join(super::envelope::LOG_FILE))
             });
             if let Err(err) = &opened {
                 tracing::warn!(%err, dir = %dir.display(), "session log unavailable");

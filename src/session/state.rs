@@ -4,9 +4,11 @@
 //! folds a whole journal, then reports the repairs the journal needs so that every tool call
 //! stays paired with a result even when the process died in the middle of a batch.
 
-use crate::domain::{ContentBlock, ErrorCategory, Message, Role, SessionId, ToolResult, Usage};
+use crate::domain::{
+    Audience, ContentBlock, ErrorCategory, Message, Role, SessionId, ToolResult, Usage,
+};
 use crate::store::{JournalEvent, JournalRecord};
-use std::collections::{HashSet, VecDeque};
+use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
 
 /// How many recently read or written files the working context remembers.
@@ -35,6 +37,10 @@ pub struct SessionState {
     pub turns: u64,
     /// Whether the journal's last turn has not ended yet.
     pub turn_open: bool,
+    /// Tier A of the prompt, per audience, as last journaled.
+    pub system_prompts: BTreeMap<Audience, String>,
+    /// Tier B of the prompt, per audience; cleared by a compaction so it is rendered again.
+    pub static_contexts: BTreeMap<Audience, String>,
 }
 
 impl SessionState {
@@ -50,6 +56,8 @@ impl SessionState {
             title: None,
             turns: 0,
             turn_open: false,
+            system_prompts: BTreeMap::new(),
+            static_contexts: BTreeMap::new(),
         }
     }
 
@@ -89,7 +97,32 @@ impl SessionState {
             JournalEvent::WorkingDirectoryChanged { path } => self.cwd = path.clone(),
             JournalEvent::FileTouched { path } => self.touch_file(path),
             JournalEvent::Message { message } => self.messages.push(message.clone()),
+            JournalEvent::SystemPromptSet { audience, text } => {
+                self.system_prompts.insert(*audience, text.clone());
+            }
+            JournalEvent::StaticContextSet { audience, text } => {
+                self.static_contexts.insert(*audience, text.clone());
+            }
+            JournalEvent::NudgeAdded { text } => {
+                let nudge = Message::user_text(text.clone());
+                match self.latest_input_index() {
+                    Some(at) => self.messages.insert(at, nudge),
+                    None => self.messages.push(nudge),
+                }
+            }
         }
+    }
+
+    /// Where the latest user message is, when the history ends with one (a person's or an
+    /// automation's text, not tool results).
+    fn latest_input_index(&self) -> Option<usize> {
+        let last = self.messages.last()?;
+        let is_input = last.role == Role::User
+            && last
+                .content
+                .iter()
+                .all(|block| matches!(block, ContentBlock::Text { .. }));
+        is_input.then(|| self.messages.len() - 1)
     }
 
     /// Moves `path` to the front of the recent files.
@@ -283,6 +316,30 @@ mod tests {
         assert_eq!(state.recent_files.len(), RECENT_FILES);
         assert_eq!(state.recent_files[0], PathBuf::from("f5"));
         assert_eq!(state.recent_files[1], PathBuf::from("f11"));
+    }
+
+    #[test]
+    fn the_nudge_goes_before_the_latest_input_and_tiers_per_audience() {
+        let state = replay(vec![
+            JournalEvent::SystemPromptSet {
+                audience: Audience::Personal,
+                text: "a".into(),
+            },
+            JournalEvent::StaticContextSet {
+                audience: Audience::Public,
+                text: "b".into(),
+            },
+            input("hi"),
+            JournalEvent::NudgeAdded {
+                text: "[system: now]".into(),
+            },
+        ])
+        .state;
+        let texts: Vec<_> = state.messages.iter().map(Message::text).collect();
+        assert_eq!(texts, ["[system: now]", "hi"]);
+        assert_eq!(state.system_prompts[&Audience::Personal], "a");
+        assert_eq!(state.static_contexts[&Audience::Public], "b");
+        assert!(!state.system_prompts.contains_key(&Audience::Public));
     }
 
     #[test]

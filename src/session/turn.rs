@@ -5,7 +5,9 @@ use super::actor::SessionDeps;
 use super::batch::{BatchEnv, run_batch};
 use super::envelope::SessionDirs;
 use super::events::SessionEvent;
+use super::layers;
 use super::state::{SessionState, oversize_placeholder};
+use crate::context::CurrentTime;
 use crate::domain::{Audience, ContentBlock, ErrorCategory, Message, Role, ToolCall, Usage};
 use crate::llm::{LlmError, StreamEvent, StreamObserver};
 use crate::prompt;
@@ -19,7 +21,6 @@ use tokio_util::sync::CancellationToken;
 pub struct Turn<'a> {
     pub deps: &'a SessionDeps,
     pub dirs: &'a SessionDirs,
-    pub system_prompt: &'a str,
     pub audience: Audience,
     pub cancel: CancellationToken,
     pub events: UnboundedSender<SessionEvent>,
@@ -52,22 +53,21 @@ impl Turn<'_> {
     async fn rounds(&self, state: &mut SessionState) -> Result<(), LlmError> {
         let tools = prompt::tool_specs(&self.deps.tools, self.audience);
         let mut turn_usage = Usage::default();
+        let temp_dir = self.dirs.prepare_temp_dir();
+        let time = CurrentTime::now();
+        let setup =
+            layers::prepare_turn(self.deps, self.dirs, &temp_dir, state, self.audience, time).await;
+        self.record(state, setup)?;
         let mut ctx = ToolContext {
             project_dir: state.project_dir.clone(),
             cwd: state.cwd.clone(),
-            temp_dir: self.dirs.prepare_temp_dir(),
+            temp_dir,
             readable_dirs: vec![self.dirs.artifact_dir.clone()],
             tool_timeout: self.deps.settings.tool_execution_timeout,
         };
         loop {
-            let request = prompt::build_request(
-                self.system_prompt.to_owned(),
-                &state.messages,
-                tools.clone(),
-                &self.deps.client.primary.model,
-                self.deps.client.primary.max_output_tokens,
-                state.id.as_str(),
-            );
+            let route = &self.deps.client.primary;
+            let request = layers::request(state, self.audience, tools.clone(), route);
             let mut observer = Forward {
                 events: &self.events,
             };

@@ -51,6 +51,23 @@ pub enum JournalEvent {
     Message {
         message: Message,
     },
+    /// Tier A of the prompt for an audience: the persisted system prompt. Journaled when
+    /// first built and again only when one of its sources changed.
+    SystemPromptSet {
+        audience: Audience,
+        text: String,
+    },
+    /// Tier B of the prompt for an audience: the static context, rendered on the first model
+    /// call and again after a compaction.
+    StaticContextSet {
+        audience: Audience,
+        text: String,
+    },
+    /// Tier D: the turn's `[system: …]` note, placed just before the latest user message and
+    /// kept in the history as it was sent, so later requests share it as cached prefix.
+    NudgeAdded {
+        text: String,
+    },
 }
 
 impl JournalEvent {

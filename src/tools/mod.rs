@@ -111,6 +111,12 @@ pub trait Tool: Send + Sync {
     /// One paragraph for the model: what it does and when to use it.
     fn description(&self) -> &'static str;
 
+    /// One line for the tool index in the prompt; the description's first sentence unless
+    /// the tool says otherwise.
+    fn summary(&self) -> &'static str {
+        first_sentence(self.description())
+    }
+
     /// The JSON schema of its arguments.
     fn input_schema(&self) -> serde_json::Value;
 
@@ -138,6 +144,11 @@ pub trait Tool: Send + Sync {
         ctx: &'a ToolContext,
         cancel: CancellationToken,
     ) -> ToolFuture<'a>;
+}
+
+/// `text` up to the end of its first sentence (a period followed by a space), or all of it.
+fn first_sentence(text: &'static str) -> &'static str {
+    text.find(". ").map_or(text, |end| &text[..=end])
 }
 
 /// Runs blocking file-system work (reads, walks) off the async threads. Returns as soon as

@@ -19,6 +19,7 @@ use serde_json::{Value, json};
 use std::io;
 use std::os::fd::OwnedFd;
 use std::os::unix::process::ExitStatusExt;
+use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 use tokio::io::AsyncReadExt;
@@ -317,9 +318,23 @@ pub fn is_secret_name(name: &str) -> bool {
 
 /// `bash` when it is on `PATH`, `sh` otherwise.
 fn shell() -> &'static str {
-    let has_bash = std::env::var_os("PATH")
-        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join("bash").is_file()));
-    if has_bash { "bash" } else { "sh" }
+    shell_program().0
+}
+
+/// The shell commands run in (`bash` when it is on `PATH`, `sh` otherwise) and where `PATH`
+/// finds it, for telling the model which grammar its commands are read in.
+pub fn shell_program() -> (&'static str, Option<PathBuf>) {
+    let find = |name: &str| {
+        std::env::var_os("PATH").and_then(|path| {
+            std::env::split_paths(&path)
+                .map(|dir| dir.join(name))
+                .find(|candidate| candidate.is_file())
+        })
+    };
+    match find("bash") {
+        Some(path) => ("bash", Some(path)),
+        None => ("sh", find("sh")),
+    }
 }
 
 /// SIGTERM to the whole group, SIGKILL after a grace period, and the leader's exit status.

@@ -61,7 +61,8 @@ fn run_prints_the_streamed_answer() {
     assert_eq!(stdout(&output), "Hello from the model.\n");
     let request = &cli.mock.model_requests()[0];
     assert_eq!(request.header("x-api-key"), Some("test-key"));
-    assert_eq!(request.body["messages"][0]["content"][0]["text"], "hi");
+    assert_eq!(request.texts(), ["hi"]);
+    assert_eq!(request.nudges().len(), 1);
 }
 
 #[test]
@@ -75,10 +76,7 @@ fn run_reads_the_prompt_from_stdin() {
         .unwrap();
     assert!(output.status.success(), "{}", stderr(&output));
     let request = &cli.mock.model_requests()[0];
-    assert_eq!(
-        request.body["messages"][0]["content"][0]["text"],
-        "prompt from a pipe\n"
-    );
+    assert_eq!(request.texts()[0], "prompt from a pipe\n");
 }
 
 #[test]
@@ -172,15 +170,8 @@ fn continue_picks_up_the_latest_session_of_the_project() {
     );
 
     let request = &cli.mock.model_requests()[1];
-    let texts: Vec<String> = request.body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
-        .filter_map(|b| b["text"].as_str().map(str::to_owned))
-        .collect();
     assert_eq!(
-        texts,
+        request.texts(),
         [
             "my name is Ada",
             "Nice to meet you, Ada.",

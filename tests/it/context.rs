@@ -562,11 +562,15 @@ async fn a_read_that_overruns_its_budget_is_abandoned() {
     // budget; the context must come back without it.
     let (release, released) = mpsc::channel::<()>();
     let (finished, read_finished) = mpsc::channel::<()>();
-    let context = working_git_with(Path::new("/"), Duration::from_millis(1), move |_| {
-        let _ = released.recv();
-        let _ = finished.send(());
-        Err(GitUnavailable::NotARepository)
-    })
+    let context = working_git_with(
+        Path::new("/stand-in/overrun"),
+        Duration::from_millis(1),
+        move |_| {
+            let _ = released.recv();
+            let _ = finished.send(());
+            Err(GitUnavailable::NotARepository)
+        },
+    )
     .await;
     assert_eq!(
         context,
@@ -586,7 +590,7 @@ async fn a_read_that_overruns_its_budget_is_abandoned() {
 #[tokio::test]
 async fn a_zero_budget_does_not_wait_for_the_read() {
     let (release, released) = mpsc::channel::<()>();
-    let context = working_git_with(Path::new("/"), Duration::ZERO, move |_| {
+    let context = working_git_with(Path::new("/stand-in/zero"), Duration::ZERO, move |_| {
         let _ = released.recv();
         Err(GitUnavailable::NotARepository)
     })
@@ -597,11 +601,56 @@ async fn a_zero_budget_does_not_wait_for_the_read() {
 
 #[tokio::test]
 async fn a_read_that_panics_degrades_to_a_reason() {
-    let context = working_git_with(Path::new("/"), Duration::from_secs(30), |_| {
-        panic!("stand-in read failing")
-    })
+    let context = working_git_with(
+        Path::new("/stand-in/panic"),
+        Duration::from_secs(30),
+        |_| panic!("stand-in read failing"),
+    )
     .await;
     assert_eq!(context.render(), "git: unavailable: reading git panicked");
+}
+
+#[tokio::test]
+async fn a_repository_whose_read_overran_is_not_read_again_until_it_ends() {
+    let dir = Path::new("/stand-in/piling-up");
+    let (release, released) = mpsc::channel::<()>();
+    let (finished, read_finished) = mpsc::channel::<()>();
+    let first = working_git_with(dir, Duration::from_millis(1), move |_| {
+        let _ = released.recv();
+        let _ = finished.send(());
+        Err(GitUnavailable::NotARepository)
+    })
+    .await;
+    assert_eq!(first.render(), "git: unavailable: timed out after 1 ms");
+    // The abandoned read still runs: the next turn does not start another thread.
+    let second = working_git_with(dir, Duration::from_millis(1), |_| {
+        panic!("a second read must not start while the first is still running")
+    })
+    .await;
+    let GitContext::Unavailable { reason } = &second else {
+        panic!("{second:?}")
+    };
+    assert!(
+        reason.starts_with("skipped: an earlier read of this repository is still running"),
+        "{reason}"
+    );
+    release.send(()).expect("releasing the read");
+    read_finished
+        .recv()
+        .expect("the read finishes once released");
+    // Once it has ended (its thread drops the ticket right after), reads resume.
+    let mut third = second;
+    for _ in 0..1000 {
+        third = working_git_with(dir, Duration::from_secs(30), |_| {
+            Err(GitUnavailable::NotARepository)
+        })
+        .await;
+        if third.render() == "git: unavailable: not a git repository" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    assert_eq!(third.render(), "git: unavailable: not a git repository");
 }
 
 fn check_render(snapshot: GitSnapshot, expected: &str) {

@@ -96,8 +96,7 @@ async fn a_stream_cut_mid_reply_is_retried_and_nothing_partial_is_kept() {
     });
     assert_eq!(retry, Some(ErrorCategory::Network));
     let state = handle.state().await.unwrap();
-    assert_eq!(state.messages.len(), 2);
-    assert_eq!(state.messages[1].text(), "complete answer");
+    assert_eq!(conversation(&state), ["hi", "complete answer"]);
 }
 
 #[tokio::test]

@@ -33,7 +33,8 @@ async fn a_reopened_session_continues_with_its_whole_history() {
 
     let handle = world.resume(&id);
     let before: SessionState = handle.state().await.unwrap();
-    assert_eq!(before.messages.len(), 4);
+    // The turn's note, the input, the call, its result and the answer.
+    assert_eq!(before.messages.len(), 5);
     let events = turn(&handle, "what did I ask?").await;
     assert_eq!(
         completed(&events).as_deref(),
@@ -45,7 +46,8 @@ async fn a_reopened_session_continues_with_its_whole_history() {
     assert_eq!(messages.len(), 5, "{messages:#?}");
     assert_eq!(request.tool_use_ids(), request.tool_result_ids());
     assert_eq!(request.tool_use_ids().len(), 1);
-    assert_eq!(messages[4]["content"][0]["text"], "what did I ask?");
+    assert_eq!(request.texts().last().unwrap(), "what did I ask?");
+    assert_eq!(request.nudges().len(), 2);
 }
 
 #[tokio::test]
@@ -125,11 +127,11 @@ async fn inputs_sent_during_a_turn_wait_for_their_own_turn() {
         }
     }
     assert_eq!(completed_turns, ["first", "second"]);
-    // The second input was journaled after the whole first turn: title, usage, reply, end.
-    assert_eq!((one, two), (1, 6));
+    // The second input was journaled after the whole first turn: title, tier A, tier B,
+    // nudge, usage, reply, end.
+    assert_eq!((one, two), (1, 9));
     let state = handle.state().await.unwrap();
-    let texts: Vec<String> = state.messages.iter().map(|m| m.text()).collect();
-    assert_eq!(texts, ["one", "first", "two", "second"]);
+    assert_eq!(conversation(&state), ["one", "first", "two", "second"]);
 }
 
 #[tokio::test]

@@ -79,6 +79,7 @@ impl World {
             settings: self.settings.clone(),
             approval: self.approval,
             data_dir: self.home.home().join("data"),
+            identity_dir: self.home.home().join("identity"),
         })
     }
 
@@ -146,6 +147,16 @@ fn completed(events: &[SessionEvent]) -> Option<String> {
         SessionEvent::TurnCompleted { text, .. } => Some(text.clone()),
         _ => None,
     })
+}
+
+/// The texts of the history's messages, without tern's per-turn `[system: …]` notes.
+fn conversation(state: &SessionState) -> Vec<String> {
+    state
+        .messages
+        .iter()
+        .map(|m| m.text())
+        .filter(|text| !text.starts_with(tern::prompt::NUDGE_OPENING))
+        .collect()
 }
 
 fn journal(world: &World, id: &SessionId) -> Vec<JournalEvent> {

@@ -29,10 +29,25 @@ async fn streams_text_and_journals_the_turn() {
             JournalEvent::Usage { .. } => "usage",
             JournalEvent::TurnCompleted => "completed",
             JournalEvent::TitleChanged { .. } => "title",
+            JournalEvent::SystemPromptSet { .. } => "tier a",
+            JournalEvent::StaticContextSet { .. } => "tier b",
+            JournalEvent::NudgeAdded { .. } => "nudge",
             _ => "other",
         })
         .collect();
-    assert_eq!(kinds, ["input", "title", "usage", "assistant", "completed"]);
+    assert_eq!(
+        kinds,
+        [
+            "input",
+            "title",
+            "tier a",
+            "tier b",
+            "nudge",
+            "usage",
+            "assistant",
+            "completed"
+        ]
+    );
     let request = &world.mock.model_requests()[0];
     assert_eq!(request.model(), Some("primary-model"));
     assert_eq!(request.body["messages"][0]["role"], "user");
@@ -154,10 +169,7 @@ async fn an_oversized_input_is_replaced_by_a_placeholder_and_saved() {
     turn(&handle, &big).await;
 
     let request = &world.mock.model_requests()[0];
-    let sent = request.body["messages"][0]["content"][0]["text"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned();
+    let sent = request.texts().concat();
     assert!(
         sent.contains("200.0 KiB") && sent.contains("128 KiB"),
         "{sent}"

@@ -60,6 +60,38 @@ impl RecordedRequest {
         self.body.get("model").and_then(Value::as_str)
     }
 
+    /// The text of every message in order (Anthropic text blocks, the string content of the
+    /// chat formats), leaving out tern's per-turn `[system: …]` notes.
+    pub fn texts(&self) -> Vec<String> {
+        let mut texts = Vec::new();
+        for message in array(&self.body, "messages") {
+            if message["role"] == "system" {
+                continue;
+            }
+            if let Some(text) = message["content"].as_str() {
+                texts.push(without_nudge(text).to_owned());
+            }
+            let blocks = array(message, "content").filter(|block| block["type"] == "text");
+            texts.extend(blocks.filter_map(|block| string(block, "text")));
+        }
+        texts.retain(|text| !text.is_empty() && !text.starts_with(NUDGE_OPENING));
+        texts
+    }
+
+    /// tern's per-turn `[system: …]` notes in the request, in order.
+    pub fn nudges(&self) -> Vec<String> {
+        let mut nudges = Vec::new();
+        for message in array(&self.body, "messages") {
+            if let Some(text) = message["content"].as_str() {
+                nudges.extend(nudge_of(text).map(str::to_owned));
+            }
+            let blocks = array(message, "content").filter(|block| block["type"] == "text");
+            let texts = blocks.filter_map(|block| block["text"].as_str());
+            nudges.extend(texts.filter_map(nudge_of).map(str::to_owned));
+        }
+        nudges
+    }
+
     /// Ids of the tool calls in the request's history (Anthropic `tool_use` blocks, OpenAI
     /// assistant `tool_calls`), in order.
     pub fn tool_use_ids(&self) -> Vec<String> {
@@ -87,6 +119,35 @@ impl RecordedRequest {
             ids.extend(blocks.filter_map(|block| string(block, "tool_use_id")));
         }
         ids
+    }
+}
+
+/// How every per-turn note tern sends begins.
+pub const NUDGE_OPENING: &str = "[system: turn context from tern, not written by the person]";
+
+/// The nudge at the start of `text`. The chat formats join a nudge and the message after it
+/// with a blank line; a nudge's own layers begin with `[`, so the first blank line not
+/// followed by `[` ends it (test inputs never begin with `[`).
+fn nudge_of(text: &str) -> Option<&str> {
+    if !text.starts_with(NUDGE_OPENING) {
+        return None;
+    }
+    let mut at = 0;
+    while let Some(found) = text[at..].find("\n\n") {
+        let end = at + found;
+        if !text[end + 2..].starts_with('[') {
+            return Some(&text[..end]);
+        }
+        at = end + 2;
+    }
+    Some(text)
+}
+
+/// `text` without a leading nudge.
+fn without_nudge(text: &str) -> &str {
+    match nudge_of(text) {
+        Some(nudge) => text[nudge.len()..].trim_start_matches('\n'),
+        None => text,
     }
 }
 

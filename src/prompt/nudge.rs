@@ -1,0 +1,305 @@
+//! Tier D, the per-turn nudge: a `[system: …]` block in a user-role message just before the
+//! latest user message, holding what is true now (the time, the working context, running
+//! jobs) and notes for this turn only. It is saved into the history as sent, so on later
+//! turns it is part of the cached prefix like any other message.
+
+use super::static_context::IndexEntry;
+use crate::context::{CurrentTime, WorkingContext};
+use crate::domain::Audience;
+
+/// The first line of every nudge; the operating rules tell the model what it means.
+pub const NUDGE_OPENING: &str = "[system: turn context from tern, not written by the person]";
+
+/// The layers of the nudge that come from features beyond the working context. Each is
+/// omitted when empty.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TurnNotes {
+    /// Memories recalled for this input.
+    pub memory_recall: Option<String>,
+    /// A skill that looks relevant to this input.
+    pub skill_hint: Option<String>,
+    pub subagents: Vec<IndexEntry>,
+    /// One line per background job still running.
+    pub background_jobs: Vec<String>,
+    /// The body of a skill the person invoked with a slash command.
+    pub skill_content: Option<String>,
+    /// Extra instructions set for this session only.
+    pub overlay: Option<String>,
+    /// Said when the turn resumes after tern restarted in its middle.
+    pub restart_notice: Option<String>,
+    /// Said when a person's message ended an automated turn.
+    pub interrupted_automation: Option<String>,
+}
+
+/// What the nudge is built from.
+#[derive(Debug, Clone, Copy)]
+pub struct NudgeSources<'a> {
+    pub time: &'a CurrentTime,
+    /// `None` for the Public audience, which is not told about the machine.
+    pub working: Option<&'a WorkingContext>,
+    pub notes: &'a TurnNotes,
+}
+
+/// The nudge text for `audience`, or `None` when every layer is empty. Public gets the time
+/// and the turn's notices only.
+pub fn nudge(audience: Audience, sources: NudgeSources<'_>) -> Option<String> {
+    let full = audience != Audience::Public;
+    let notes = sources.notes;
+    let mut layers: Vec<(&'static str, String)> = Vec::new();
+    push_text(&mut layers, "memory-recall", &notes.memory_recall, full);
+    push_text(&mut layers, "skill-hint", &notes.skill_hint, full);
+    if full && !notes.subagents.is_empty() {
+        let list = notes
+            .subagents
+            .iter()
+            .map(|agent| format!("- {}: {}", agent.name, agent.summary))
+            .collect::<Vec<_>>()
+            .join("\n");
+        layers.push(("available-subagents", list));
+    }
+    layers.push(("current-time", current_time(sources.time)));
+    if full && let Some(working) = sources.working {
+        layers.push(("working-context", working_context(working)));
+    }
+    if full && !notes.background_jobs.is_empty() {
+        let jobs = notes
+            .background_jobs
+            .iter()
+            .map(|job| format!("- {job}"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        layers.push(("active-background-jobs", jobs));
+    }
+    push_text(&mut layers, "skill", &notes.skill_content, full);
+    push_text(&mut layers, "session-overlay", &notes.overlay, true);
+    push_text(&mut layers, "restart-notice", &notes.restart_notice, true);
+    let interrupted = &notes.interrupted_automation;
+    push_text(&mut layers, "interrupted-automation", interrupted, true);
+    if layers.is_empty() {
+        return None;
+    }
+    let mut out = String::from(NUDGE_OPENING);
+    for (name, body) in layers {
+        out.push_str(&format!("\n\n[{name}]\n{body}"));
+    }
+    Some(out)
+}
+
+/// Adds a free-text layer when the audience may see it and it is not blank.
+fn push_text(
+    layers: &mut Vec<(&'static str, String)>,
+    name: &'static str,
+    text: &Option<String>,
+    allowed: bool,
+) {
+    if let Some(text) = text.as_deref().map(str::trim).filter(|t| !t.is_empty())
+        && allowed
+    {
+        layers.push((name, text.to_owned()));
+    }
+}
+
+/// UTC, local time, weekday and time zone, to the second.
+fn current_time(time: &CurrentTime) -> String {
+    let local = &time.local;
+    let zone = local
+        .time_zone()
+        .iana_name()
+        .map_or_else(|| local.strftime("UTC%:z").to_string(), str::to_owned);
+    format!(
+        "utc: {}\nlocal: {}\nweekday: {}\ntimezone: {zone}",
+        local.timestamp().strftime("%Y-%m-%dT%H:%M:%SZ"),
+        local.strftime("%Y-%m-%dT%H:%M:%S%:z"),
+        local.strftime("%A"),
+    )
+}
+
+/// Shell (when given), directories, recent files and the git line.
+fn working_context(working: &WorkingContext) -> String {
+    let mut lines = Vec::new();
+    if let Some(shell) = &working.shell {
+        lines.push(format!(
+            "shell: {}, {} ({} grammar)",
+            shell.platform,
+            shell.executable.display(),
+            shell.grammar
+        ));
+    }
+    lines.push(format!("project_dir: {}", working.project_dir.display()));
+    if working.cwd != working.project_dir {
+        lines.push(format!("cwd: {}", working.cwd.display()));
+    }
+    if !working.recent_files.is_empty() {
+        let files = working
+            .recent_files
+            .iter()
+            .map(|path| working.display_path(path))
+            .collect::<Vec<_>>()
+            .join(", ");
+        lines.push(format!("recent_files: {files}"));
+    }
+    lines.push(working.git.render());
+    lines.join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::context::{DurableContext, GitContext, ShellInfo};
+
+    fn time() -> CurrentTime {
+        let at: jiff::Timestamp = "2026-11-29T21:47:30Z".parse().unwrap();
+        CurrentTime::at(at, jiff::tz::TimeZone::get("Europe/Berlin").unwrap())
+    }
+
+    fn working(shell: bool) -> WorkingContext {
+        WorkingContext::with_git(
+            DurableContext {
+                project_dir: "/p".into(),
+                cwd: "/p".into(),
+                recent_files: vec!["/p/src/a.rs".into(), "/etc/hosts".into()],
+            },
+            shell.then(|| ShellInfo {
+                platform: "linux x86_64".into(),
+                executable: "/usr/bin/bash".into(),
+                grammar: "bash".into(),
+            }),
+            GitContext::Unavailable {
+                reason: "not a git repository".into(),
+            },
+        )
+    }
+
+    fn render(audience: Audience, working: Option<&WorkingContext>, notes: &TurnNotes) -> String {
+        nudge(
+            audience,
+            NudgeSources {
+                time: &time(),
+                working,
+                notes,
+            },
+        )
+        .expect("the time is always there")
+    }
+
+    #[test]
+    fn time_is_given_in_utc_and_local_with_weekday_and_zone() {
+        let text = render(Audience::Public, None, &TurnNotes::default());
+        assert_eq!(
+            text,
+            "[system: turn context from tern, not written by the person]\n\n\
+             [current-time]\nutc: 2026-11-29T21:47:30Z\nlocal: 2026-11-29T22:47:30+01:00\n\
+             weekday: Sunday\ntimezone: Europe/Berlin"
+        );
+    }
+
+    #[test]
+    fn a_zone_without_a_name_is_shown_as_its_offset() {
+        let at: jiff::Timestamp = "2026-11-29T21:47:30Z".parse().unwrap();
+        let zone = jiff::tz::TimeZone::fixed(jiff::tz::offset(-5));
+        let time = CurrentTime::at(at, zone);
+        let text = nudge(
+            Audience::Team,
+            NudgeSources {
+                time: &time,
+                working: None,
+                notes: &TurnNotes::default(),
+            },
+        )
+        .unwrap();
+        assert!(
+            text.contains("local: 2026-11-29T16:47:30-05:00\n"),
+            "{text}"
+        );
+        assert!(text.ends_with("timezone: UTC-05:00"), "{text}");
+    }
+
+    #[test]
+    fn the_shell_is_for_personal_only_and_paths_are_relative() {
+        let text = render(
+            Audience::Personal,
+            Some(&working(true)),
+            &TurnNotes::default(),
+        );
+        assert!(
+            text.ends_with(
+                "[working-context]\nshell: linux x86_64, /usr/bin/bash (bash grammar)\n\
+                 project_dir: /p\nrecent_files: src/a.rs, /etc/hosts\n\
+                 git: unavailable: not a git repository"
+            ),
+            "{text}"
+        );
+        let team = render(Audience::Team, Some(&working(false)), &TurnNotes::default());
+        assert!(!team.contains("shell:"), "{team}");
+    }
+
+    #[test]
+    fn layers_keep_their_order_and_empty_ones_are_omitted() {
+        let notes = TurnNotes {
+            memory_recall: Some("likes tabs".into()),
+            skill_hint: Some("  ".into()),
+            subagents: vec![IndexEntry {
+                name: "reviewer".into(),
+                summary: "reviews diffs".into(),
+            }],
+            background_jobs: vec!["job 3: cargo test (2m)".into()],
+            skill_content: Some("deploy steps".into()),
+            overlay: Some("be terse".into()),
+            restart_notice: Some("tern restarted".into()),
+            interrupted_automation: Some("the reminder turn was stopped".into()),
+        };
+        let text = render(Audience::Team, Some(&working(false)), &notes);
+        let order = [
+            "[memory-recall]\nlikes tabs",
+            "[available-subagents]\n- reviewer: reviews diffs",
+            "[current-time]",
+            "[working-context]",
+            "[active-background-jobs]\n- job 3: cargo test (2m)",
+            "[skill]\ndeploy steps",
+            "[session-overlay]\nbe terse",
+            "[restart-notice]\ntern restarted",
+            "[interrupted-automation]\nthe reminder turn was stopped",
+        ];
+        let positions: Vec<usize> = order
+            .iter()
+            .map(|part| {
+                text.find(part)
+                    .unwrap_or_else(|| panic!("{part} in {text}"))
+            })
+            .collect();
+        assert!(positions.is_sorted(), "{text}");
+        assert!(
+            !text.contains("[skill-hint]"),
+            "blank layers are left out: {text}"
+        );
+    }
+
+    #[test]
+    fn public_is_told_nothing_about_the_machine_or_the_team() {
+        let notes = TurnNotes {
+            memory_recall: Some("m".into()),
+            skill_hint: Some("h".into()),
+            subagents: vec![IndexEntry {
+                name: "a".into(),
+                summary: "b".into(),
+            }],
+            background_jobs: vec!["j".into()],
+            skill_content: Some("s".into()),
+            overlay: Some("be kind".into()),
+            restart_notice: None,
+            interrupted_automation: None,
+        };
+        let text = render(Audience::Public, Some(&working(true)), &notes);
+        for absent in [
+            "[memory-recall]",
+            "[skill-hint]",
+            "[available-subagents]",
+            "[working-context]",
+            "[active-background-jobs]",
+            "[skill]",
+        ] {
+            assert!(!text.contains(absent), "{absent} in {text}");
+        }
+        assert!(text.ends_with("[session-overlay]\nbe kind"), "{text}");
+    }
+}

@@ -1,0 +1,141 @@
+//! The prompt's layers for a turn: the IO half. Before a turn's first model call, tier A is
+//! rebuilt from its files and journaled only if it changed, tier B is rendered if this
+//! audience has none yet, and the nudge is gathered fresh (time, git under its budget). The
+//! `prompt` module turns the journaled layers into each request.
+
+use super::actor::{SessionDeps, UserInput};
+use super::envelope::SessionDirs;
+use super::state::SessionState;
+use crate::context::{
+    CurrentTime, DurableContext, GIT_BUDGET, IdentityFiles, WorkingContext, project_instructions,
+};
+use crate::domain::Audience;
+use crate::llm::{ChatRequest, ModelRoute, ToolSpec};
+use crate::prompt::{self, NudgeSources, RequestFrame, StaticSources, SystemSources, TurnNotes};
+use crate::store::JournalEvent;
+use std::path::Path;
+
+/// The journal events that set up a turn's prompt, in order: tier A when its sources
+/// changed, tier B when `audience` has none yet, and the turn's nudge.
+pub async fn prepare_turn(
+    deps: &SessionDeps,
+    dirs: &SessionDirs,
+    temp_dir: &Path,
+    state: &SessionState,
+    audience: Audience,
+    time: CurrentTime,
+) -> Vec<JournalEvent> {
+    let mut events = Vec::new();
+    let identity = IdentityFiles::load(&deps.identity_dir);
+    let instructions = match audience {
+        Audience::Public => None,
+        Audience::Team | Audience::Personal => project_instructions(&state.project_dir),
+    };
+    let system = prompt::system_prompt(
+        audience,
+        SystemSources {
+            identity: &identity,
+            instructions: instructions.as_ref(),
+        },
+    );
+    if state.system_prompts.get(&audience) != Some(&system) {
+        events.push(JournalEvent::SystemPromptSet {
+            audience,
+            text: system,
+        });
+    }
+    if !state.static_contexts.contains_key(&audience) {
+        let tools = prompt::tool_index(&deps.tools, audience);
+        let paths = prompt::SessionPaths {
+            session_dir: dirs.session_dir.clone(),
+            temp_dir: temp_dir.to_path_buf(),
+            artifact_dir: dirs.artifact_dir.clone(),
+            worktree_dir: dirs.worktree_dir.clone(),
+            log_path: dirs.log_path.clone(),
+        };
+        let text = prompt::static_context(
+            audience,
+            StaticSources {
+                session_id: state.id.as_str(),
+                tools: &tools,
+                skills: &[],
+                memory: prompt::MEMORY_OFF,
+                paths: &paths,
+            },
+        );
+        events.push(JournalEvent::StaticContextSet { audience, text });
+    }
+    let working = match audience {
+        Audience::Public => None,
+        Audience::Team | Audience::Personal => {
+            let durable = DurableContext {
+                project_dir: state.project_dir.clone(),
+                cwd: state.cwd.clone(),
+                recent_files: state.recent_files.iter().cloned().collect(),
+            };
+            let with_shell = audience == Audience::Personal;
+            Some(WorkingContext::gather(durable, with_shell, GIT_BUDGET).await)
+        }
+    };
+    let nudge = prompt::nudge(
+        audience,
+        NudgeSources {
+            time: &time,
+            working: working.as_ref(),
+            notes: &TurnNotes::default(),
+        },
+    );
+    if let Some(text) = nudge {
+        events.push(JournalEvent::NudgeAdded { text });
+    }
+    events
+}
+
+/// The request for the next model call of a turn answered for `audience`.
+pub fn request(
+    state: &SessionState,
+    audience: Audience,
+    tools: Vec<ToolSpec>,
+    route: &ModelRoute,
+) -> ChatRequest {
+    let tier = |layers: &std::collections::BTreeMap<Audience, String>| {
+        layers.get(&audience).cloned().unwrap_or_default()
+    };
+    let system = vec![tier(&state.system_prompts), tier(&state.static_contexts)];
+    let frame = RequestFrame {
+        model: &route.model,
+        max_output_tokens: route.max_output_tokens,
+        cache_key: state.id.as_str(),
+    };
+    prompt::build_request(system, &state.messages, tools, &frame)
+}
+
+/// The request a turn for `input` would send first, and where its nudge sits in the
+/// request's messages. Nothing is journaled: this is what `--print-prompt` shows.
+pub async fn preview(
+    deps: &SessionDeps,
+    dirs: &SessionDirs,
+    mut state: SessionState,
+    input: UserInput,
+    time: CurrentTime,
+) -> (ChatRequest, Option<usize>) {
+    let audience = input.audience;
+    state.apply(&JournalEvent::InputAccepted {
+        sender: input.sender,
+        audience,
+        text: input.text,
+    });
+    let temp_dir = dirs.prepare_temp_dir();
+    for event in prepare_turn(deps, dirs, &temp_dir, &state, audience, time).await {
+        state.apply(&event);
+    }
+    let tools = prompt::tool_specs(&deps.tools, audience);
+    let request = request(&state, audience, tools, &deps.client.primary);
+    // The nudge, when there is one, sits right before the latest user message.
+    let nudge_at = request.messages.len().checked_sub(2).filter(|&i| {
+        request.messages[i]
+            .text()
+            .starts_with(prompt::NUDGE_OPENING)
+    });
+    (request, nudge_at)
+}
