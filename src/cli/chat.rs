@@ -12,7 +12,7 @@ use tokio::signal::unix::{SignalKind, signal};
 
 pub async fn run(args: ModelArgs) -> anyhow::Result<Outcome> {
     let loaded = setup::load()?;
-    let client = setup::model_client(&loaded.config, &args)?;
+    let client = setup::model_client(&loaded.config, &args, setup::KeyCheck::Required)?;
     let store = setup::open_store(&loaded.paths)?;
     let model = client.primary.model.to_owned();
     // A person is present, but asking is not built into the line mode: edits are allowed,

@@ -4,6 +4,7 @@
 
 mod chat;
 mod doctor;
+mod prompt;
 mod render;
 mod run;
 mod sessions;
@@ -33,6 +34,15 @@ enum Command {
     Sessions(sessions::SessionsCommand),
     /// Show resolved paths and configuration, and check that each provider answers.
     Doctor,
+    /// Look inside tern: the prompt the model would see next.
+    #[command(subcommand)]
+    Debug(DebugCommand),
+}
+
+#[derive(Debug, Subcommand)]
+enum DebugCommand {
+    /// Print the request the next turn would send, each layer labelled; nothing is sent.
+    Prompt(prompt::PromptArgs),
 }
 
 /// How a command ended, for the process exit code.
@@ -66,6 +76,7 @@ pub fn main() -> ExitCode {
             Some(Command::Run(args)) => run::run(args).await,
             Some(Command::Sessions(command)) => sessions::run(command).await,
             Some(Command::Doctor) => doctor::run().await,
+            Some(Command::Debug(DebugCommand::Prompt(args))) => prompt::run(args).await,
             None => chat::run(cli.model).await,
         }
     });

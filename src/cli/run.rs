@@ -1,8 +1,9 @@
 //! `tern run`: one turn without the interactive interface, for scripts and pipelines.
 
 use super::Outcome;
+use super::prompt::{self, PromptFormat};
 use super::render::{OutputFormat, Renderer, TurnEnd};
-use super::setup::{self, ModelArgs};
+use super::setup::{self, KeyCheck, ModelArgs, Which};
 use crate::domain::ErrorCategory;
 use crate::session::{OutputFilter, SessionHandle, UserInput};
 use crate::tools::ApprovalMode;
@@ -27,6 +28,10 @@ pub struct RunArgs {
     /// How to print: text, json (one result object), stream-json (one event per line).
     #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
     output_format: OutputFormat,
+    /// Print the request the turn would send to the model, layer by layer, and stop: nothing
+    /// is sent or saved. With --output-format json, the provider's request body.
+    #[arg(long)]
+    print_prompt: bool,
     /// What tools may do without asking: never (refuse writes and commands), edits (allow
     /// file changes inside the project), all.
     #[arg(long, value_enum, default_value_t = Approve::Never)]
@@ -53,44 +58,34 @@ impl From<Approve> for ApprovalMode {
 }
 
 pub async fn run(args: RunArgs) -> anyhow::Result<Outcome> {
+    if args.print_prompt {
+        let format = match args.output_format {
+            OutputFormat::Text => PromptFormat::Text,
+            OutputFormat::Json | OutputFormat::StreamJson => PromptFormat::Json,
+        };
+        let which = Which {
+            r#continue: args.r#continue,
+            session: args.session,
+        };
+        return prompt::print(args.prompt, which, format, &args.model).await;
+    }
     let prompt = read_prompt(args.prompt.as_deref())?;
     let loaded = setup::load()?;
-    let client = setup::model_client(&loaded.config, &args.model)?;
+    let client = setup::model_client(&loaded.config, &args.model, KeyCheck::Required)?;
     let store = setup::open_store(&loaded.paths)?;
     let model = client.primary.model.to_owned();
     let deps = setup::session_deps(&loaded, store.clone(), client, args.approve.into());
 
-    let here = setup::project_dir()?;
-    let (handle, project_dir, resumed) = if let Some(id) = &args.session {
-        let meta = store.resolve(id)?;
-        if !meta.project_dir.is_dir() {
-            bail!(
-                "session {} belongs to {}, which no longer exists; recreate that folder to \
-                 continue it, or start a new session here with `tern run \"…\"`",
-                meta.id,
-                meta.project_dir.display()
-            );
+    let which = Which {
+        r#continue: args.r#continue,
+        session: args.session.clone(),
+    };
+    let (handle, project_dir, resumed) = match which.find(&store)? {
+        Some(meta) => (SessionHandle::resume(deps, &meta)?, meta.project_dir, true),
+        None => {
+            let here = setup::project_dir()?;
+            (SessionHandle::create(deps, here.clone())?, here, false)
         }
-        if meta.project_dir != here {
-            eprintln!(
-                "tern: continuing session {} of {} (you are in {}); its tools work there",
-                meta.id.short(),
-                meta.project_dir.display(),
-                here.display()
-            );
-        }
-        (SessionHandle::resume(deps, &meta)?, meta.project_dir, true)
-    } else if args.r#continue {
-        let Some(meta) = store.latest_for_project(&here)? else {
-            bail!(
-                "there is no earlier session for {} to continue; start one with `tern run \"…\"` \
-                 (or pick another with `tern sessions list` and `--session ID`)",
-                here.display()
-            );
-        };
-        (SessionHandle::resume(deps, &meta)?, here, true)
-    } else {
-        (SessionHandle::create(deps, here.clone())?, here, false)
     };
 
     // Listen for Ctrl-C before the turn can start, so an early one cancels it too.

@@ -3,7 +3,7 @@
 use super::Outcome;
 use super::render::{clip, print_out, summarize_input};
 use super::setup;
-use crate::domain::ContentBlock;
+use crate::domain::{ContentBlock, Usage};
 use crate::store::{JournalEvent, JournalRecord, SessionMeta};
 
 #[derive(Debug, clap::Subcommand)]
@@ -122,6 +122,8 @@ fn transcript(meta: &SessionMeta, records: &[JournalRecord]) -> String {
     if !meta.title.is_empty() {
         out.push_str(&format!("title   {}\n", meta.title));
     }
+    // Usage of the model calls since the last turn ended, for the turn's total.
+    let mut turn = (0, Usage::default());
     for record in records {
         match &record.event {
             JournalEvent::InputAccepted { sender, text, .. } => {
@@ -153,11 +155,25 @@ fn transcript(meta: &SessionMeta, records: &[JournalRecord]) -> String {
             }
             JournalEvent::TurnFailed { category, message } => {
                 out.push_str(&format!("  (turn failed, {category}: {message})\n"));
+                out.push_str(&turn_total(&std::mem::take(&mut turn)));
+            }
+            JournalEvent::TurnCompleted => out.push_str(&turn_total(&std::mem::take(&mut turn))),
+            JournalEvent::SystemPromptSet { audience, text } => {
+                out.push_str(&format!(
+                    "  · system prompt for the {} audience set ({} bytes)\n",
+                    serde_json::to_value(audience)
+                        .ok()
+                        .and_then(|v| v.as_str().map(str::to_owned))
+                        .unwrap_or_default(),
+                    text.len()
+                ));
             }
             JournalEvent::Message { message } => {
                 out.push_str(&format!("\n{}\n", message.text().trim_end()));
             }
             JournalEvent::Usage { model, usage } => {
+                turn.0 += 1;
+                turn.1.add(usage);
                 out.push_str(&format!(
                     "  · {model}: input {} (cache read {}, cache write {}), output {}\n",
                     usage.input_tokens,
@@ -166,16 +182,36 @@ fn transcript(meta: &SessionMeta, records: &[JournalRecord]) -> String {
                     usage.output_tokens
                 ));
             }
-            JournalEvent::TurnCompleted
-            | JournalEvent::TitleChanged { .. }
+            JournalEvent::TitleChanged { .. }
             | JournalEvent::WorkingDirectoryChanged { .. }
             | JournalEvent::FileTouched { .. }
-            | JournalEvent::SystemPromptSet { .. }
             | JournalEvent::StaticContextSet { .. }
             | JournalEvent::NudgeAdded { .. } => {}
         }
     }
     out
+}
+
+/// The line that sums up a turn of several model calls: its tokens and how much of its
+/// prompt the provider's cache served. Empty for a turn of one call, whose line says it all.
+fn turn_total((calls, usage): &(usize, Usage)) -> String {
+    if *calls < 2 {
+        return String::new();
+    }
+    let prompt = usage.context_tokens();
+    let reused = if prompt == 0 {
+        0.0
+    } else {
+        usage.cache_read_input_tokens as f64 * 100.0 / prompt as f64
+    };
+    format!(
+        "  = turn, {calls} calls: input {} (cache read {}, cache write {}), output {}; \
+         {reused:.0}% of the prompt came from the cache\n",
+        usage.input_tokens,
+        usage.cache_read_input_tokens,
+        usage.cache_creation_input_tokens,
+        usage.output_tokens
+    )
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 use crate::config::{self, Config, Environment, ModelRef, Paths};
 use crate::llm::{self, ModelClient, ModelRoute, RetryPolicy};
 use crate::session::SessionDeps;
-use crate::store::Store;
+use crate::store::{SessionMeta, Store};
 use crate::tools::{ApprovalMode, ToolRegistry};
 use anyhow::Context;
 use std::path::Path;
@@ -40,8 +40,21 @@ pub fn open_store(paths: &Paths) -> anyhow::Result<Arc<Store>> {
     Ok(Arc::new(Store::open(&paths.db_file)?))
 }
 
+/// Whether building a model client insists on the provider's key being set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyCheck {
+    /// The client will call the model.
+    Required,
+    /// The client only names the model (showing a prompt); no call is made.
+    NotNeeded,
+}
+
 /// Builds the model client: the chosen profile and model, and the configured fallback.
-pub fn model_client(config: &Config, args: &ModelArgs) -> anyhow::Result<ModelClient> {
+pub fn model_client(
+    config: &Config,
+    args: &ModelArgs,
+    keys: KeyCheck,
+) -> anyhow::Result<ModelClient> {
     let profile = match &args.provider {
         Some(name) => config.provider(name)?,
         None => match (&config.models.default, &args.model) {
@@ -55,7 +68,9 @@ pub fn model_client(config: &Config, args: &ModelArgs) -> anyhow::Result<ModelCl
             _ => config.default_provider()?,
         },
     };
-    profile.require_key()?;
+    if keys == KeyCheck::Required {
+        profile.require_key()?;
+    }
     let model = match (&args.model, &config.models.default) {
         (Some(model), _) => model.clone(),
         (None, Some(default)) if args.provider.is_none() => default.model.clone(),
@@ -105,6 +120,54 @@ pub fn session_deps(
         data_dir: loaded.paths.data_dir.clone(),
         identity_dir: loaded.paths.config_dir.join(crate::context::IDENTITY_DIR),
     })
+}
+
+/// Which stored session a command continues, from `--continue` and `--session`.
+#[derive(Debug, Clone, Default)]
+pub struct Which {
+    pub r#continue: bool,
+    pub session: Option<String>,
+}
+
+impl Which {
+    /// The stored session to continue, or `None` for a new one. `--session` may name a
+    /// session of another project (its tools work there, and the user is told); `--continue`
+    /// takes the latest of this directory's.
+    pub fn find(&self, store: &Store) -> anyhow::Result<Option<SessionMeta>> {
+        if let Some(id) = &self.session {
+            let meta = store.resolve(id)?;
+            if !meta.project_dir.is_dir() {
+                anyhow::bail!(
+                    "session {} belongs to {}, which no longer exists; recreate that folder to \
+                     continue it, or start a new session here with `tern run \"…\"`",
+                    meta.id,
+                    meta.project_dir.display()
+                );
+            }
+            let here = project_dir()?;
+            if meta.project_dir != here {
+                eprintln!(
+                    "tern: continuing session {} of {} (you are in {}); its tools work there",
+                    meta.id.short(),
+                    meta.project_dir.display(),
+                    here.display()
+                );
+            }
+            return Ok(Some(meta));
+        }
+        if !self.r#continue {
+            return Ok(None);
+        }
+        let here = project_dir()?;
+        match store.latest_for_project(&here)? {
+            Some(meta) => Ok(Some(meta)),
+            None => anyhow::bail!(
+                "there is no earlier session for {} to continue; start one with `tern run \"…\"` \
+                 (or pick another with `tern sessions list` and `--session ID`)",
+                here.display()
+            ),
+        }
+    }
 }
 
 /// The project directory: where tern was started.

@@ -66,6 +66,15 @@ impl SessionDirs {
         fallback
     }
 
+    /// The temp dir [`Self::prepare_temp_dir`] would return, without creating anything.
+    pub fn planned_temp_dir(&self) -> PathBuf {
+        if owned_and_closed(&self.temp_root) || !self.temp_root.exists() {
+            self.temp_dir.clone()
+        } else {
+            self.session_dir.join("tmp")
+        }
+    }
+
     /// Saves `text` as an artifact and returns its path, or `None` when it cannot be saved.
     pub fn save_artifact(&self, name: &str, text: &str) -> Option<PathBuf> {
         std::fs::create_dir_all(&self.artifact_dir).ok()?;

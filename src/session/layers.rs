@@ -125,7 +125,7 @@ pub async fn preview(
         audience,
         text: input.text,
     });
-    let temp_dir = dirs.prepare_temp_dir();
+    let temp_dir = dirs.planned_temp_dir();
     for event in prepare_turn(deps, dirs, &temp_dir, &state, audience, time).await {
         state.apply(&event);
     }

@@ -31,6 +31,10 @@ impl Tool for FileEdit {
         "file_edit"
     }
 
+    fn summary(&self) -> &'static str {
+        "Replace exact text in a file (one unique match, or every one); returns the diff."
+    }
+
     fn description(&self) -> &'static str {
         "Replace `old_string` with `new_string` in a file, matching exactly (whitespace and \
          indentation included; do not include the line numbers file_read shows). \

@@ -36,6 +36,10 @@ impl Tool for FileRead {
         "file_read"
     }
 
+    fn summary(&self) -> &'static str {
+        "Read a text file with line numbers, whole or a range of lines."
+    }
+
     fn description(&self) -> &'static str {
         "Read a text file. Lines are numbered like `cat -n` (line number, tab, text); the \
          numbers are not part of the file. By default shows up to 2000 lines from the start; \

@@ -24,6 +24,10 @@ impl Tool for FileWrite {
         "file_write"
     }
 
+    fn summary(&self) -> &'static str {
+        "Create a file, or replace a whole file's content."
+    }
+
     fn description(&self) -> &'static str {
         "Create a file, or replace the whole content of an existing one, with `content`. \
          Missing parent directories are created. To change part of an existing file prefer \

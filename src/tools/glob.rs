@@ -29,6 +29,10 @@ impl Tool for Glob {
         "glob"
     }
 
+    fn summary(&self) -> &'static str {
+        "Find files by glob pattern (`**/*.rs`), newest first, skipping ignored files."
+    }
+
     fn description(&self) -> &'static str {
         "Find files by glob pattern, such as `**/*.rs` or `src/**/test_*.py`, matched against \
          paths relative to the search root (`*` stays within one directory, `**` crosses \

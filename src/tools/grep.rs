@@ -38,6 +38,10 @@ impl Tool for Grep {
         "grep"
     }
 
+    fn summary(&self) -> &'static str {
+        "Search file contents by regular expression, skipping ignored files."
+    }
+
     fn description(&self) -> &'static str {
         "Search file contents with a regular expression (Rust regex syntax, like ripgrep). \
          Searches the working directory, or `path` (a directory or one file), skipping hidden \

@@ -20,6 +20,10 @@ impl Tool for SetWorkingDirectory {
         "set_working_directory"
     }
 
+    fn summary(&self) -> &'static str {
+        "Change the directory later tools and commands start in."
+    }
+
     fn description(&self) -> &'static str {
         "Change the working directory used to resolve relative paths in every tool and to run \
          shell commands (a `cd` inside shell_execute lasts only for that command). The \

@@ -48,6 +48,10 @@ impl Tool for ShellExecute {
         "shell_execute"
     }
 
+    fn summary(&self) -> &'static str {
+        "Run a shell command in the working directory; returns exit code and output."
+    }
+
     fn description(&self) -> &'static str {
         "Run a shell command with `bash -c` in the working directory and return its exit code \
          and output (stdout and stderr interleaved). stdin is empty and there is no terminal, \

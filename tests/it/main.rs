@@ -9,6 +9,7 @@ mod config;
 mod conformance;
 mod context;
 mod mock;
+mod prompt;
 mod session;
 mod store;
 mod tools;

@@ -100,11 +100,16 @@ impl World {
 
 /// Sends `text` and collects every event until the turn ends.
 async fn turn(handle: &SessionHandle, text: &str) -> Vec<SessionEvent> {
+    turn_with(handle, UserInput::local(text)).await
+}
+
+/// Sends `input` and collects every event until the turn ends.
+async fn turn_with(handle: &SessionHandle, input: UserInput) -> Vec<SessionEvent> {
     let mut events = handle
         .subscribe(OutputFilter::ALL)
         .await
         .expect("subscribe");
-    handle.send(UserInput::local(text)).await.expect("send");
+    handle.send(input).await.expect("send");
     let mut seen = Vec::new();
     let collect = async {
         while let Some(event) = events.recv().await {
@@ -191,5 +196,7 @@ fn tool_result_texts(request: &Value) -> Vec<String> {
 }
 
 mod errors;
+mod layers;
 mod lifecycle;
+mod prefix;
 mod turns;

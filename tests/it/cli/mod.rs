@@ -227,6 +227,9 @@ fn sessions_list_and_show() {
         "▸ file_read a.txt",
         "It says AAA.",
         "input 120 (cache read 100, cache write 20), output 9",
+        "· system prompt for the personal audience set (",
+        "= turn, 2 calls: input ",
+        "% of the prompt came from the cache",
     ] {
         assert!(
             transcript.contains(expected),
@@ -697,3 +700,5 @@ base_delay_ms = 1
         ["/v1/messages", "/v1/messages", "/v1/chat/completions"]
     );
 }
+
+mod print_prompt;

@@ -1,0 +1,108 @@
+//! `tern run --print-prompt` and `tern debug prompt`: the request the next turn would send,
+//! shown layer by layer (or as the provider's JSON body), so a user can see exactly what the
+//! model sees. Nothing is sent and nothing is saved.
+
+use super::Outcome;
+use super::setup::{self, KeyCheck, ModelArgs, Which};
+use crate::context::CurrentTime;
+use crate::domain::{SessionId, SessionKey};
+use crate::prompt::describe_request;
+use crate::session::{SessionDirs, SessionState, UserInput, preview};
+use crate::tools::ApprovalMode;
+
+/// What stands in for the message when none is given.
+const PLACEHOLDER: &str = "(your next message)";
+
+/// Show the request the next turn would send to the model, without sending or saving it.
+#[derive(Debug, clap::Args)]
+pub struct PromptArgs {
+    /// The message the turn would answer; a placeholder when omitted.
+    prompt: Option<String>,
+    /// Show the next turn of the most recent session of this project directory.
+    #[arg(short, long, conflicts_with = "session")]
+    r#continue: bool,
+    /// Show the next turn of the session with this id (a unique prefix is enough).
+    #[arg(long, value_name = "ID")]
+    session: Option<String>,
+    /// text: each layer labelled; json: the provider's request body as sent.
+    #[arg(long, value_enum, default_value_t = PromptFormat::Text)]
+    format: PromptFormat,
+    #[command(flatten)]
+    model: ModelArgs,
+}
+
+/// How the request is printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum PromptFormat {
+    #[default]
+    Text,
+    Json,
+}
+
+/// `tern debug prompt`.
+pub async fn run(args: PromptArgs) -> anyhow::Result<Outcome> {
+    let which = Which {
+        r#continue: args.r#continue,
+        session: args.session,
+    };
+    print(args.prompt, which, args.format, &args.model).await
+}
+
+/// Prints the request a turn for `prompt` would send first in the session `which` names (a
+/// new one when it names none).
+pub async fn print(
+    prompt: Option<String>,
+    which: Which,
+    format: PromptFormat,
+    model: &ModelArgs,
+) -> anyhow::Result<Outcome> {
+    let loaded = setup::load()?;
+    let client = setup::model_client(&loaded.config, model, KeyCheck::NotNeeded)?;
+    let store = setup::open_store(&loaded.paths)?;
+    let provider = client.primary.provider.clone();
+    let (state, key, heading) = match which.find(&store)? {
+        Some(meta) => {
+            let records = store.load(&meta.id)?;
+            let state = SessionState::replay(meta.id.clone(), meta.project_dir, &records).state;
+            let heading = format!("next turn of session {}", meta.id);
+            (state, meta.key, heading)
+        }
+        None => {
+            let id = SessionId::generate();
+            let key = SessionKey::cli(&id);
+            let state = SessionState::new(id, setup::project_dir()?);
+            (
+                state,
+                key,
+                "first turn of a new session (not saved)".to_owned(),
+            )
+        }
+    };
+    let deps = setup::session_deps(&loaded, store, client, ApprovalMode::Never);
+    let dirs = SessionDirs::new(&deps.data_dir, &state.id, &key);
+    let text = prompt.unwrap_or_else(|| PLACEHOLDER.to_owned());
+    let (request, nudge_at) = preview(
+        &deps,
+        &dirs,
+        state,
+        UserInput::local(text),
+        CurrentTime::now(),
+    )
+    .await;
+    match format {
+        PromptFormat::Text => {
+            println!(
+                "The request tern would send for the {heading}, to {} ({}).",
+                request.model,
+                provider.name()
+            );
+            println!("Nothing was sent or saved.\n");
+            print!("{}", describe_request(&request, nudge_at));
+        }
+        PromptFormat::Json => {
+            let body = provider.wire_body(&request);
+            println!("{}", serde_json::to_string_pretty(&body)?);
+        }
+    }
+    Ok(Outcome::Success)
+}
