@@ -509,7 +509,7 @@ fn criterion_group(c: &mut Criterion, inputs: &Inputs, provider: &dyn Provider) 
     let mut group = c.benchmark_group("prompt");
     group
         .warm_up_time(Duration::from_secs(2))
-        .measurement_time(Duration::from_secs(6))
+        .measurement_time(Duration::from_secs(8))
         .sample_size(60);
     group.bench_function("assemble_500", |b| b.iter(|| black_box(inputs.assemble())));
     group.bench_function("assemble_and_encode_anthropic_500", |b| {
@@ -521,34 +521,6 @@ fn criterion_group(c: &mut Criterion, inputs: &Inputs, provider: &dyn Provider) 
     group.bench_function("render_layers", |b| {
         b.iter(|| black_box(inputs.render_layers()))
     });
-
-    {
-        let request = inputs.assemble();
-        let body = provider.wire_body(&request);
-        group.bench_function("x_wire_body_only", |b| {
-            b.iter(|| black_box(provider.wire_body(black_box(&request))))
-        });
-        group.bench_function("x_to_vec_only", |b| {
-            b.iter(|| black_box(serde_json::to_vec(black_box(&body)).unwrap()))
-        });
-        group.bench_function("x_to_vec_messages_direct", |b| {
-            b.iter(|| black_box(serde_json::to_vec(black_box(&request.messages)).unwrap()))
-        });
-        group.bench_function("x_history_clone", |b| {
-            b.iter(|| black_box(inputs.history.clone()))
-        });
-        group.bench_function("x_pair_tool_calls", |b| {
-            b.iter(|| black_box(prompt::pair_tool_calls(&inputs.history)))
-        });
-        group.bench_function("x_value_drop", |b| {
-            b.iter_batched(|| body.clone(), drop, criterion::BatchSize::LargeInput)
-        });
-        group.bench_function("x_value_clone", |b| b.iter(|| black_box(body.clone())));
-        let blob = serde_json::to_vec(&body).unwrap();
-        group.bench_function("x_memcpy_body", |b| {
-            b.iter(|| black_box(black_box(&blob).clone()))
-        });
-    }
     group.finish();
 }
 

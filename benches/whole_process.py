@@ -26,6 +26,21 @@ MOCK = os.path.join(ROOT, "target", "release", "examples", "mock_provider")
 GNU_TIME = "/usr/bin/time"
 
 
+def make_project(project):
+    """A small git repository with one commit and one modified file, like a real checkout:
+    each turn reads its git state for the prompt."""
+    os.makedirs(os.path.join(project, "src"))
+    for i in range(20):
+        with open(os.path.join(project, "src", f"mod{i}.rs"), "w") as f:
+            f.write(f"pub fn f{i}() -> u32 {{ {i} }}\n")
+    git_env = dict(os.environ, GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL=os.devnull)
+    ident = ["-c", "user.name=bench", "-c", "user.email=bench@example.com"]
+    for argv in (["init", "-q", "-b", "main"], ["add", "."], ident + ["commit", "-q", "-m", "start"]):
+        subprocess.run(["git"] + argv, cwd=project, env=git_env, check=True)
+    with open(os.path.join(project, "src", "mod0.rs"), "a") as f:
+        f.write("// changed\n")
+
+
 def run(argv, env, cwd):
     """Runs argv once, failing loudly; returns its stderr."""
     proc = subprocess.run(argv, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -67,7 +82,7 @@ def main():
         base_url = mock.stdout.readline().strip()
         with tempfile.TemporaryDirectory(prefix="tern-bench-") as home:
             project = os.path.join(home, "project")
-            os.makedirs(project)
+            make_project(project)
             env = {
                 "PATH": os.environ.get("PATH", ""),
                 "HOME": home,

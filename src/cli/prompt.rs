@@ -5,7 +5,7 @@
 use super::Outcome;
 use super::setup::{self, KeyCheck, ModelArgs, Which};
 use crate::context::CurrentTime;
-use crate::domain::{SessionId, SessionKey};
+use crate::domain::{Audience, SessionId, SessionKey};
 use crate::prompt::describe_request;
 use crate::session::{SessionDirs, SessionState, UserInput, preview};
 use crate::tools::ApprovalMode;
@@ -27,8 +27,29 @@ pub struct PromptArgs {
     /// text: each layer labelled; json: the provider's request body as sent.
     #[arg(long, value_enum, default_value_t = PromptFormat::Text)]
     format: PromptFormat,
+    /// Whom the turn answers: public (a thin prompt, no tools that touch this machine), team,
+    /// or personal (you, at this terminal).
+    #[arg(long, value_enum, default_value_t = AudienceArg::Personal)]
+    audience: AudienceArg,
     #[command(flatten)]
     model: ModelArgs,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum AudienceArg {
+    Public,
+    Team,
+    Personal,
+}
+
+impl From<AudienceArg> for Audience {
+    fn from(value: AudienceArg) -> Self {
+        match value {
+            AudienceArg::Public => Audience::Public,
+            AudienceArg::Team => Audience::Team,
+            AudienceArg::Personal => Audience::Personal,
+        }
+    }
 }
 
 /// How the request is printed.
@@ -45,7 +66,18 @@ pub async fn run(args: PromptArgs) -> anyhow::Result<Outcome> {
         r#continue: args.r#continue,
         session: args.session,
     };
-    print(args.prompt, which, args.format, &args.model).await
+    let shown = Shown {
+        format: args.format,
+        audience: args.audience.into(),
+    };
+    print(args.prompt, which, shown, &args.model).await
+}
+
+/// How the request is shown, and for whom it is assembled.
+#[derive(Debug, Clone, Copy)]
+pub struct Shown {
+    pub format: PromptFormat,
+    pub audience: Audience,
 }
 
 /// Prints the request a turn for `prompt` would send first in the session `which` names (a
@@ -53,7 +85,7 @@ pub async fn run(args: PromptArgs) -> anyhow::Result<Outcome> {
 pub async fn print(
     prompt: Option<String>,
     which: Which,
-    format: PromptFormat,
+    shown: Shown,
     model: &ModelArgs,
 ) -> anyhow::Result<Outcome> {
     let loaded = setup::load()?;
@@ -80,16 +112,10 @@ pub async fn print(
     };
     let deps = setup::session_deps(&loaded, store, client, ApprovalMode::Never);
     let dirs = SessionDirs::new(&deps.data_dir, &state.id, &key);
-    let text = prompt.unwrap_or_else(|| PLACEHOLDER.to_owned());
-    let (request, nudge_at) = preview(
-        &deps,
-        &dirs,
-        state,
-        UserInput::local(text),
-        CurrentTime::now(),
-    )
-    .await;
-    match format {
+    let mut input = UserInput::local(prompt.unwrap_or_else(|| PLACEHOLDER.to_owned()));
+    input.audience = shown.audience;
+    let (request, nudge_at) = preview(&deps, &dirs, state, input, CurrentTime::now()).await;
+    match shown.format {
         PromptFormat::Text => {
             println!(
                 "The request tern would send for the {heading}, to {} ({}).",

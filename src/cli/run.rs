@@ -4,7 +4,7 @@ use super::Outcome;
 use super::prompt::{self, PromptFormat};
 use super::render::{OutputFormat, Renderer, TurnEnd};
 use super::setup::{self, KeyCheck, ModelArgs, Which};
-use crate::domain::ErrorCategory;
+use crate::domain::{Audience, ErrorCategory};
 use crate::session::{OutputFilter, SessionHandle, UserInput};
 use crate::tools::ApprovalMode;
 use anyhow::{Context, bail};
@@ -67,7 +67,11 @@ pub async fn run(args: RunArgs) -> anyhow::Result<Outcome> {
             r#continue: args.r#continue,
             session: args.session,
         };
-        return prompt::print(args.prompt, which, format, &args.model).await;
+        let shown = prompt::Shown {
+            format,
+            audience: Audience::Personal,
+        };
+        return prompt::print(args.prompt, which, shown, &args.model).await;
     }
     let prompt = read_prompt(args.prompt.as_deref())?;
     let loaded = setup::load()?;

@@ -33,6 +33,10 @@ const SUBJECT_MAX_CHARS: usize = 80;
 /// At most this many threads count the status; more mostly adds copies of the index.
 const MAX_STATUS_THREADS: usize = 4;
 
+/// An index smaller than this (a few thousand files) is counted on one thread: opening the
+/// repository again on each helper costs more than the split saves.
+const SPLIT_MIN_INDEX_BYTES: u64 = 512 * 1024;
+
 const STATUS_STEP: &str = "reading the status";
 
 /// The state of a git worktree at one moment, as plain data.
@@ -256,13 +260,19 @@ fn describe_budget(budget: Duration) -> String {
 /// Reads the git working context of `dir` (or of the repository above it). Blocks, and counts
 /// the status on up to four threads; a big worktree takes about as long as `git status`.
 pub fn snapshot(dir: &Path) -> Result<GitSnapshot, GitUnavailable> {
+    snapshot_on(dir, None)
+}
+
+/// [`snapshot`] counting the status on `threads` threads (at least one) instead of choosing
+/// by the index's size and the cores, so the split can be checked on any repository.
+pub fn snapshot_on(dir: &Path, threads: Option<usize>) -> Result<GitSnapshot, GitUnavailable> {
     let repo = open(dir)?;
     let worktree = repo
         .workdir()
         .map(without_trailing_separator)
         .ok_or(GitUnavailable::BareRepository)?;
     let common_dir = without_trailing_separator(repo.commondir());
-    let parts = status_threads();
+    let parts = threads.map_or_else(|| status_threads(&repo), |n| n.max(1));
 
     std::thread::scope(|scope| {
         // The helpers open their own handles and load the index while this thread reads HEAD
@@ -376,8 +386,14 @@ fn read_upstream(
     }))
 }
 
-/// Threads that count the status: one per core, up to [`MAX_STATUS_THREADS`].
-fn status_threads() -> usize {
+/// Threads that count the status: one for a small index, else one per core, up to
+/// [`MAX_STATUS_THREADS`].
+fn status_threads(repo: &Repository) -> usize {
+    // A linked worktree keeps its own index in its own git dir, which `path` names.
+    let index_bytes = std::fs::metadata(repo.path().join("index")).map_or(0, |m| m.len());
+    if index_bytes < SPLIT_MIN_INDEX_BYTES {
+        return 1;
+    }
     std::thread::available_parallelism()
         .map_or(1, NonZeroUsize::get)
         .min(MAX_STATUS_THREADS)

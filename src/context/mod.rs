@@ -13,7 +13,7 @@ mod working;
 pub use capped::{MAX_PROMPT_FILE_BYTES, PromptFile, read_prompt_file};
 pub use git::{
     AheadBehind, Branch, GIT_BUDGET, GitContext, GitSnapshot, GitUnavailable, Head, StatusCounts,
-    Upstream, snapshot, working_git, working_git_with,
+    Upstream, snapshot, snapshot_on, working_git, working_git_with,
 };
 pub use identity::{IDENTITY_DIR, IdentityFiles};
 pub use instructions::{INSTRUCTION_FILES, ProjectInstructions, project_instructions};

@@ -8,7 +8,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 use tern::context::{
     AheadBehind, Branch, GitContext, GitSnapshot, GitUnavailable, Head, StatusCounts, Upstream,
-    snapshot, working_git, working_git_with,
+    snapshot, snapshot_on, working_git, working_git_with,
 };
 
 /// A temp dir holding git repositories for one test.
@@ -397,6 +397,11 @@ fn counts_agree_with_git_status_in_a_repository_dominated_by_one_directory() {
     let expected = porcelain_counts(&dir);
     assert!(expected.staged >= 4 && expected.modified >= 10 && expected.untracked >= 5);
     assert_eq!(read(&dir).counts, expected);
+    // A repository this small is counted on one thread; force the split to check it too.
+    for threads in [2, 3, 4] {
+        let split = snapshot_on(&dir, Some(threads)).expect("a snapshot");
+        assert_eq!(split.counts, expected, "{threads} threads");
+    }
 }
 
 #[test]

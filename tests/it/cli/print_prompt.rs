@@ -103,6 +103,19 @@ fn print_prompt_as_json_is_the_providers_request_body() {
 }
 
 #[test]
+fn debug_prompt_shows_the_thin_stack_for_the_public() {
+    let cli = Cli::new();
+    cli.home.write_file("CLAUDE.md", "Use tabs.");
+    let output = cli.run(&["debug", "prompt", "--audience", "public", "hello"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = stdout(&output);
+    assert!(text.contains("━━ tools: 0 "), "{text}");
+    assert!(!text.contains("Use tabs."), "{text}");
+    assert!(!text.contains("[working-context]"), "{text}");
+    assert!(text.contains("[current-time]"), "{text}");
+}
+
+#[test]
 fn print_prompt_needs_no_key() {
     let cli = Cli::new();
     cli.home.write_config(&format!(
