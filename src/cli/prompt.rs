@@ -16,7 +16,8 @@ const PLACEHOLDER: &str = "(your next message)";
 /// Show the request the next turn would send to the model, without sending or saving it.
 #[derive(Debug, clap::Args)]
 pub struct PromptArgs {
-    /// The message the turn would answer; a placeholder when omitted.
+    /// The message the turn would answer (`-` reads it from standard input); a placeholder
+    /// when omitted.
     prompt: Option<String>,
     /// Show the next turn of the most recent session of this project directory.
     #[arg(short, long, conflicts_with = "session")]
@@ -112,7 +113,12 @@ pub async fn print(
     };
     let deps = setup::session_deps(&loaded, store, client, ApprovalMode::Never);
     let dirs = SessionDirs::new(&deps.data_dir, &state.id, &key);
-    let mut input = UserInput::local(prompt.unwrap_or_else(|| PLACEHOLDER.to_owned()));
+    let text = match prompt.as_deref() {
+        Some("-") => super::run::read_prompt(Some("-"))?,
+        Some(text) => text.to_owned(),
+        None => PLACEHOLDER.to_owned(),
+    };
+    let mut input = UserInput::local(text);
     input.audience = shown.audience;
     let (request, nudge_at) = preview(&deps, &dirs, state, input, CurrentTime::now()).await;
     match shown.format {

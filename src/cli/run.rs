@@ -131,7 +131,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<Outcome> {
 }
 
 /// The prompt from the argument, or from standard input when there is none.
-fn read_prompt(arg: Option<&str>) -> anyhow::Result<String> {
+pub(super) fn read_prompt(arg: Option<&str>) -> anyhow::Result<String> {
     let prompt = match arg {
         Some("-") | None => {
             let stdin = std::io::stdin();

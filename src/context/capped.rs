@@ -2,6 +2,7 @@
 //! the conversation, and never fatal, since a missing or unreadable file only means that
 //! layer is left out.
 
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 /// The most of one instruction or identity file that goes into the prompt.
@@ -23,17 +24,24 @@ pub fn read_prompt_file(path: &Path, shown_as: &Path) -> Option<PromptFile> {
     if !path.is_file() {
         return None;
     }
-    let bytes = match std::fs::read(path) {
-        Ok(bytes) => bytes,
+    // Only the part that can be shown is read, however large the file.
+    let read = std::fs::File::open(path).and_then(|file| {
+        let size = file.metadata()?.len();
+        let mut kept = Vec::new();
+        file.take(MAX_PROMPT_FILE_BYTES as u64)
+            .read_to_end(&mut kept)?;
+        Ok((size, kept))
+    });
+    let (size, kept) = match read {
+        Ok(read) => read,
         Err(err) => {
             tracing::warn!(%err, file = %path.display(), "prompt file unreadable");
             return None;
         }
     };
-    let size = bytes.len();
+    let size = usize::try_from(size).unwrap_or(usize::MAX);
     let cut = size > MAX_PROMPT_FILE_BYTES;
-    let kept = &bytes[..size.min(MAX_PROMPT_FILE_BYTES)];
-    let mut text = String::from_utf8_lossy(kept).into_owned();
+    let mut text = String::from_utf8_lossy(&kept).into_owned();
     // A cut may split a character; the lossy decoding marks it, drop the mark.
     if cut {
         text = text.trim_end_matches('\u{fffd}').to_owned();

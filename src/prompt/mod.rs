@@ -17,7 +17,7 @@ mod system;
 
 pub use history::pair_tool_calls;
 pub use inspect::describe_request;
-pub use nudge::{NUDGE_OPENING, NudgeSources, TurnNotes, nudge};
+pub use nudge::{NUDGE_OPENING, NudgeSources, TurnNotes, history_for, nudge, quote_lookalikes};
 pub use request::{RequestFrame, build_request};
 pub use static_context::{IndexEntry, MEMORY_OFF, SessionPaths, StaticSources, static_context};
 pub use system::{SystemSources, agents_core, system_prompt};

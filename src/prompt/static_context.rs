@@ -61,7 +61,7 @@ pub fn static_context(audience: Audience, sources: StaticSources<'_>) -> String 
         (
             "session_dir",
             &paths.session_dir,
-            "this session's own folder; keep files that belong to the session here",
+            "this session's own folder; the tools read anything in it without asking",
         ),
         (
             "temp_dir",

@@ -3,7 +3,7 @@
 //! it is journaled once and rebuilt only when one of them does; every request of a session
 //! starts with the same bytes.
 
-use crate::context::{IdentityFiles, ProjectInstructions, PromptFile};
+use crate::context::{IdentityFiles, MAX_PROMPT_FILE_BYTES, ProjectInstructions, PromptFile};
 use crate::domain::Audience;
 
 /// The default persona, replaced by the user's `identity/SOUL.md`.
@@ -25,12 +25,13 @@ pub struct SystemSources<'a> {
 /// Tier A for `audience`. Public gets the persona and the public rules only; Team and
 /// Personal get the whole stack.
 pub fn system_prompt(audience: Audience, sources: SystemSources<'_>) -> String {
-    let soul = sources
-        .identity
-        .soul
-        .as_ref()
-        .map_or(DEFAULT_SOUL, |file| file.text.as_str());
-    let mut prompt = format!("{}\n\n{}\n", soul.trim(), agents_core(audience).trim());
+    let soul = sources.identity.soul.as_ref();
+    let persona = soul.map_or(DEFAULT_SOUL, |file| file.text.as_str());
+    let mut prompt = format!("{}\n", persona.trim());
+    if let Some(file) = soul {
+        push_cut_note(&mut prompt, file, false);
+    }
+    prompt.push_str(&format!("\n{}\n", agents_core(audience).trim()));
     if audience == Audience::Public {
         return prompt;
     }
@@ -73,6 +74,11 @@ fn push_file(prompt: &mut String, title: &str, file: &PromptFile, in_project: bo
         file.file.display(),
         file.text.trim_end()
     ));
+    push_cut_note(prompt, file, in_project);
+}
+
+/// Says so when `file` was cut to the size limit.
+fn push_cut_note(prompt: &mut String, file: &PromptFile, in_project: bool) {
     if let Some(size) = file.cut_from {
         let rest = if in_project {
             ". Read the rest with file_read when it matters"
@@ -80,9 +86,9 @@ fn push_file(prompt: &mut String, title: &str, file: &PromptFile, in_project: bo
             ""
         };
         prompt.push_str(&format!(
-            "\n[{} is {size} bytes; only its first {} are shown here{rest}]\n",
+            "\n[{} is {size} bytes; only its first {} KiB are shown here{rest}]\n",
             file.file.display(),
-            file.text.len()
+            MAX_PROMPT_FILE_BYTES / 1024
         ));
     }
 }
@@ -197,8 +203,8 @@ mod tests {
         );
         assert!(
             prompt.contains(
-                "[AGENTS.md is 40000 bytes; only its first 5 are shown here. Read the rest with \
-                 file_read when it matters]"
+                "[AGENTS.md is 40000 bytes; only its first 32 KiB are shown here. Read the rest \
+                 with file_read when it matters]"
             ),
             "{prompt}"
         );

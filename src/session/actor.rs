@@ -14,6 +14,7 @@ use super::turn::Turn;
 use crate::config::SessionSettings;
 use crate::domain::{Audience, ErrorCategory, Sender, SessionId, SessionKey};
 use crate::llm::ModelClient;
+use crate::prompt;
 use crate::store::{JournalEvent, SessionMeta, Store, StoreError, title_from_input};
 use crate::tools::{ApprovalMode, ToolRegistry};
 use std::collections::VecDeque;
@@ -388,6 +389,11 @@ impl SessionActor {
     /// it is refused rather than lost.
     fn accept(&mut self, state: &mut SessionState, input: UserInput) -> Result<u64, SessionError> {
         let limit = self.deps.settings.max_message_bytes;
+        // No input may pass itself off as tern's own note to the model.
+        let input = UserInput {
+            text: prompt::quote_lookalikes(&input.text).into_owned(),
+            ..input
+        };
         let text = if input.text.len() > limit {
             let name = format!("input-{}.txt", state.messages.len());
             let Some(saved) = self.dirs.save_artifact(&name, &input.text) else {

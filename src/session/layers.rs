@@ -107,7 +107,8 @@ pub fn request(
         max_output_tokens: route.max_output_tokens,
         cache_key: state.id.as_str(),
     };
-    prompt::build_request(system, &state.messages, tools, &frame)
+    let history = prompt::history_for(audience, &state.messages);
+    prompt::build_request(system, &history, tools, &frame)
 }
 
 /// The request a turn for `input` would send first, and where its nudge sits in the
@@ -123,7 +124,7 @@ pub async fn preview(
     state.apply(&JournalEvent::InputAccepted {
         sender: input.sender,
         audience,
-        text: input.text,
+        text: prompt::quote_lookalikes(&input.text).into_owned(),
     });
     let temp_dir = dirs.planned_temp_dir();
     for event in prepare_turn(deps, dirs, &temp_dir, &state, audience, time).await {

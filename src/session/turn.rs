@@ -61,8 +61,10 @@ impl Turn<'_> {
         let mut ctx = ToolContext {
             project_dir: state.project_dir.clone(),
             cwd: state.cwd.clone(),
-            temp_dir,
-            readable_dirs: vec![self.dirs.artifact_dir.clone()],
+            temp_dir: temp_dir.clone(),
+            // The session's own folder (artifacts, logs) and its scratch space, as tier B
+            // tells the model.
+            readable_dirs: vec![self.dirs.session_dir.clone(), temp_dir],
             tool_timeout: self.deps.settings.tool_execution_timeout,
         };
         loop {
