@@ -68,8 +68,10 @@ fn input_event() -> JournalEvent {
             id: "local".into(),
             name: "dev".into(),
             automated: false,
+            trusted: true,
         },
         audience: Audience::Personal,
+        kind: tern::domain::InputKind::Person,
         text: prose(),
     }
 }

@@ -20,7 +20,8 @@ pub async fn run(args: ModelArgs) -> anyhow::Result<Outcome> {
     let deps = setup::session_deps(&loaded, store, client, ApprovalMode::Edits);
     let handle = SessionHandle::create(deps, setup::project_dir()?)?;
     print_out(&format!(
-        "tern · {model} · session {} · /exit or Ctrl-D to leave\n",
+        "tern · {model} · session {} · /compact to shrink the history · /exit or Ctrl-D to \
+         leave\n",
         handle.id().short()
     ))?;
 
@@ -41,6 +42,12 @@ pub async fn run(args: ModelArgs) -> anyhow::Result<Outcome> {
         }
         if matches!(text, "/exit" | "/quit") {
             break;
+        }
+        if text == "/compact" {
+            let mut events = handle.subscribe(OutputFilter::ALL).await?;
+            let mut renderer = Renderer::new(OutputFormat::Text);
+            super::run::compact(&handle, &mut events, &mut renderer).await?;
+            continue;
         }
         let mut events = handle.subscribe(OutputFilter::ALL).await?;
         handle.send(UserInput::local(text)).await?;

@@ -1,7 +1,7 @@
 //! Rendering session events for a terminal or a program: plain text, one JSON result, or a
 //! stream of JSON lines.
 
-use crate::domain::{ErrorCategory, SessionId, Usage};
+use crate::domain::{ErrorCategory, SessionId, TurnStop, Usage};
 use crate::session::SessionEvent;
 use serde_json::json;
 use std::io::{IsTerminal, Write};
@@ -85,12 +85,16 @@ impl Renderer {
             OutputFormat::Json => {}
         }
         match event {
-            SessionEvent::TurnCompleted { text, .. } => {
-                self.json_result(Some(text), None, "");
+            SessionEvent::TurnCompleted { text, stop, .. } => {
+                self.json_result(Some(text), None, "", *stop);
                 Some(TurnEnd::Completed)
             }
-            SessionEvent::TurnFailed { category, message } => {
-                self.json_result(None, Some(*category), message);
+            SessionEvent::TurnFailed {
+                category,
+                message,
+                stop,
+            } => {
+                self.json_result(None, Some(*category), message, *stop);
                 Some(TurnEnd::Failed(*category))
             }
             _ => None,
@@ -153,9 +157,28 @@ impl Renderer {
                 self.commit(&mut out);
                 self.end_line(&mut out);
             }
-            SessionEvent::TurnFailed { category, message } => {
+            SessionEvent::TurnFailed { message, stop, .. } => {
                 self.void_partial(&mut out);
-                eprintln!("tern: the turn failed ({category}): {message}");
+                eprintln!("tern: the turn failed ({stop}): {message}");
+            }
+            SessionEvent::Compacted {
+                messages_before,
+                messages_after,
+                tokens_before,
+                tokens_after,
+                notes,
+                ..
+            } => {
+                let notes = if *notes {
+                    "with notes"
+                } else {
+                    "without notes"
+                };
+                eprintln!(
+                    "tern: compacted the conversation to fit the context window: {messages_before} \
+                     → {messages_after} messages, about {tokens_before} → {tokens_after} tokens \
+                     ({notes})"
+                );
             }
             _ => {}
         }
@@ -190,7 +213,13 @@ impl Renderer {
         }
     }
 
-    fn json_result(&self, text: Option<&str>, category: Option<ErrorCategory>, message: &str) {
+    fn json_result(
+        &self,
+        text: Option<&str>,
+        category: Option<ErrorCategory>,
+        message: &str,
+        stop: TurnStop,
+    ) {
         if self.format != OutputFormat::Json {
             return;
         }
@@ -202,6 +231,7 @@ impl Renderer {
             "tool_calls": self.tool_calls,
             "usage": self.usage,
             "duration_ms": self.started.elapsed().as_millis() as u64,
+            "stop": stop,
         });
         if let Some(category) = category {
             value["category"] = json!(category);

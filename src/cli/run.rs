@@ -5,7 +5,7 @@ use super::prompt::{self, PromptFormat};
 use super::render::{OutputFormat, Renderer, TurnEnd};
 use super::setup::{self, KeyCheck, ModelArgs, Which};
 use crate::domain::{Audience, ErrorCategory};
-use crate::session::{OutputFilter, SessionHandle, UserInput};
+use crate::session::{OutputFilter, SessionHandle, Subscription, UserInput};
 use crate::tools::ApprovalMode;
 use anyhow::{Context, bail};
 use std::io::{IsTerminal, Read};
@@ -32,6 +32,10 @@ pub struct RunArgs {
     /// is sent or saved. With --output-format json, the provider's request body.
     #[arg(long)]
     print_prompt: bool,
+    /// Compact the session's history first (with --continue or --session): old tool output
+    /// cleared, the oldest messages cut and summarised. Without a prompt, only that.
+    #[arg(long)]
+    compact: bool,
     /// What tools may do without asking: never (refuse writes and commands), edits (allow
     /// file changes inside the project), all.
     #[arg(long, value_enum, default_value_t = Approve::Never)]
@@ -73,7 +77,16 @@ pub async fn run(args: RunArgs) -> anyhow::Result<Outcome> {
         };
         return prompt::print(args.prompt, which, shown, &args.model).await;
     }
-    let prompt = read_prompt(args.prompt.as_deref())?;
+    if args.compact && !args.r#continue && args.session.is_none() {
+        bail!(
+            "--compact works on an existing session: add --continue (the latest of this \
+             folder) or --session ID"
+        );
+    }
+    let prompt = match (&args.prompt, args.compact) {
+        (None, true) => None,
+        _ => Some(read_prompt(args.prompt.as_deref())?),
+    };
     let loaded = setup::load()?;
     let client = setup::model_client(&loaded.config, &args.model, KeyCheck::Required)?;
     let store = setup::open_store(&loaded.paths)?;
@@ -97,6 +110,13 @@ pub async fn run(args: RunArgs) -> anyhow::Result<Outcome> {
     let mut renderer = Renderer::new(args.output_format);
     renderer.session(handle.id(), resumed, &model, &project_dir);
     let mut events = handle.subscribe(OutputFilter::ALL).await?;
+    if args.compact {
+        compact(&handle, &mut events, &mut renderer).await?;
+    }
+    let Some(prompt) = prompt else {
+        handle.state().await?;
+        return Ok(Outcome::Success);
+    };
     handle.send(UserInput::local(prompt)).await?;
 
     let mut interrupted = false;
@@ -128,6 +148,24 @@ pub async fn run(args: RunArgs) -> anyhow::Result<Outcome> {
         TurnEnd::Failed(ErrorCategory::Cancelled) if interrupted => Outcome::Interrupted,
         TurnEnd::Failed(_) => Outcome::TurnFailed,
     })
+}
+
+/// Compacts the session now and shows what happened (`--compact`, `/compact`).
+pub(super) async fn compact(
+    handle: &SessionHandle,
+    events: &mut Subscription,
+    renderer: &mut Renderer,
+) -> anyhow::Result<()> {
+    let changed = handle.compact().await?;
+    // Once the session is idle, every event of the compaction has been published.
+    handle.state().await?;
+    while let Ok(event) = events.try_recv() {
+        renderer.event(&event);
+    }
+    if !changed {
+        eprintln!("tern: nothing to compact: the conversation is already short");
+    }
+    Ok(())
 }
 
 /// The prompt from the argument, or from standard input when there is none.

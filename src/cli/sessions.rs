@@ -3,7 +3,7 @@
 use super::Outcome;
 use super::render::{clip, print_out, summarize_input};
 use super::setup;
-use crate::domain::{ContentBlock, Usage};
+use crate::domain::{ContentBlock, TurnStop, Usage};
 use crate::store::{JournalEvent, JournalRecord, SessionMeta};
 
 #[derive(Debug, clap::Subcommand)]
@@ -153,11 +153,34 @@ fn transcript(meta: &SessionMeta, records: &[JournalRecord]) -> String {
                     out.push_str(&format!("  {mark} {}\n", clip(first, 100)));
                 }
             }
-            JournalEvent::TurnFailed { category, message } => {
-                out.push_str(&format!("  (turn failed, {category}: {message})\n"));
+            event @ JournalEvent::TurnFailed { message, .. } => {
+                let stop = event.turn_stop().unwrap_or_default();
+                out.push_str(&format!("  (turn failed, {stop}: {message})\n"));
                 out.push_str(&turn_total(&std::mem::take(&mut turn)));
             }
-            JournalEvent::TurnCompleted => out.push_str(&turn_total(&std::mem::take(&mut turn))),
+            JournalEvent::TurnCompleted { stop } => {
+                if *stop != TurnStop::Completed {
+                    out.push_str(&format!("  (turn ended: {stop})\n"));
+                }
+                out.push_str(&turn_total(&std::mem::take(&mut turn)));
+            }
+            JournalEvent::Compacted {
+                messages,
+                dropped,
+                results_cleared,
+                notes,
+            } => {
+                let notes = if notes.is_some() {
+                    "with notes"
+                } else {
+                    "without notes"
+                };
+                out.push_str(&format!(
+                    "\n  ~ compacted: {results_cleared} old tool results cleared, {dropped} \
+                     messages cut ({notes}), {} left\n",
+                    messages.len()
+                ));
+            }
             JournalEvent::SystemPromptSet { audience, text } => {
                 out.push_str(&format!(
                     "  · system prompt for the {} audience set ({} bytes)\n",
@@ -186,6 +209,7 @@ fn transcript(meta: &SessionMeta, records: &[JournalRecord]) -> String {
             | JournalEvent::WorkingDirectoryChanged { .. }
             | JournalEvent::FileTouched { .. }
             | JournalEvent::StaticContextSet { .. }
+            | JournalEvent::MemoryCheckpoint { .. }
             | JournalEvent::NudgeAdded { .. } => {}
         }
     }

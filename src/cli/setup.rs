@@ -80,6 +80,7 @@ pub fn model_client(
         provider: llm::provider_for(profile),
         model,
         max_output_tokens: profile.max_output_tokens,
+        context_window: profile.context_window,
     };
     let fallback = match &config.models.fallback {
         Some(reference) => {
@@ -90,6 +91,7 @@ pub fn model_client(
                     provider: llm::provider_for(fallback_profile),
                     model,
                     max_output_tokens: fallback_profile.max_output_tokens,
+                    context_window: fallback_profile.context_window,
                 }),
                 (false, Err(err)) => {
                     tracing::warn!(%err, "fallback model unavailable");
@@ -111,6 +113,7 @@ pub fn session_deps(
     client: ModelClient,
     approval: ApprovalMode,
 ) -> Arc<SessionDeps> {
+    let notes_client = notes_client(&loaded.config, &client);
     Arc::new(SessionDeps {
         store,
         client,
@@ -119,7 +122,36 @@ pub fn session_deps(
         approval,
         data_dir: loaded.paths.data_dir.clone(),
         identity_dir: loaded.paths.config_dir.join(crate::context::IDENTITY_DIR),
+        notes_client,
     })
+}
+
+/// The client for compaction notes: `[models] compaction` when set and usable (failing over
+/// to the conversation's fallback), else none, and the conversation model writes them.
+fn notes_client(config: &Config, main: &ModelClient) -> Option<ModelClient> {
+    let reference = config.models.compaction.as_ref()?;
+    let usable = config
+        .resolve_model(reference)
+        .and_then(|(profile, model)| profile.require_key().map(|()| (profile, model)));
+    match usable {
+        Ok((profile, model)) => {
+            let route = ModelRoute {
+                provider: llm::provider_for(profile),
+                model,
+                max_output_tokens: profile.max_output_tokens,
+                context_window: profile.context_window,
+            };
+            Some(ModelClient::new(
+                route,
+                main.fallback.clone(),
+                main.policy.clone(),
+            ))
+        }
+        Err(err) => {
+            tracing::warn!(%err, "the compaction model is unavailable; the conversation model writes the notes");
+            None
+        }
+    }
 }
 
 /// Which stored session a command continues, from `--continue` and `--session`.

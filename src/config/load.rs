@@ -173,6 +173,20 @@ impl Validator<'_> {
                 true,
             )?,
             compaction_threshold: threshold,
+            keep_recent_tool_results: self.count(
+                &["session", "keep_recent_tool_results"],
+                raw.keep_recent_tool_results,
+                d.keep_recent_tool_results as u64,
+                1000,
+            )? as usize,
+            keep_recent_messages: self
+                .count(
+                    &["session", "keep_recent_messages"],
+                    raw.keep_recent_messages,
+                    d.keep_recent_messages as u64,
+                    10_000,
+                )?
+                .max(2) as usize,
             snapshot_every: self.count(
                 &["session", "snapshot_every"],
                 raw.snapshot_every,

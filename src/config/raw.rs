@@ -57,6 +57,8 @@ pub(crate) struct RawSession {
     pub sidecar_llm_timeout: Option<Value>,
     pub idle_timeout: Option<Value>,
     pub compaction_threshold: Option<f64>,
+    pub keep_recent_tool_results: Option<u64>,
+    pub keep_recent_messages: Option<u64>,
     pub snapshot_every: Option<u64>,
     pub max_message_bytes: Option<Value>,
     #[serde(default)]

@@ -78,6 +78,12 @@ impl Config {
             writeln!(out, "idle_timeout = {}", format_duration(s.idle_timeout))?;
         }
         writeln!(out, "compaction_threshold = {}", s.compaction_threshold)?;
+        writeln!(
+            out,
+            "keep_recent_tool_results = {}",
+            s.keep_recent_tool_results
+        )?;
+        writeln!(out, "keep_recent_messages = {}", s.keep_recent_messages)?;
         writeln!(out, "snapshot_every = {}", s.snapshot_every)?;
         writeln!(
             out,

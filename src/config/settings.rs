@@ -106,6 +106,10 @@ pub struct SessionSettings {
     pub idle_timeout: Duration,
     /// Fraction of the context window at which compaction starts.
     pub compaction_threshold: f64,
+    /// Tool results a compaction keeps whole, most recent first; older ones are cleared.
+    pub keep_recent_tool_results: usize,
+    /// Messages a compaction keeps before halving down to two while still too large.
+    pub keep_recent_messages: usize,
     /// Journal events between snapshots.
     pub snapshot_every: u32,
     /// A single message larger than this is replaced by a placeholder naming its size.
@@ -124,6 +128,8 @@ impl Default for SessionSettings {
             sidecar_llm_timeout: Duration::from_secs(90),
             idle_timeout: Duration::from_secs(3600),
             compaction_threshold: 0.75,
+            keep_recent_tool_results: 3,
+            keep_recent_messages: 6,
             snapshot_every: 20,
             max_message_bytes: 128 * 1024,
             maintenance: MaintenanceSettings::default(),

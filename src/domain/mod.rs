@@ -1,5 +1,5 @@
 //! Plain data shared by every layer: identifiers, messages and their content blocks, tool
-//! calls and results, token usage, audiences, senders and error categories.
+//! calls and results, token usage, audiences, senders, error categories and why turns end.
 //!
 //! Nothing here does IO or imports a storage, network or terminal crate; every other module
 //! may depend on `domain`, and `domain` depends on none of them.
@@ -8,10 +8,12 @@ mod error;
 mod ids;
 mod message;
 mod sender;
+mod stop;
 mod usage;
 
 pub use error::ErrorCategory;
 pub use ids::{SessionId, SessionKey};
 pub use message::{ContentBlock, Message, Role, ToolCall, ToolResult};
-pub use sender::{Audience, Sender};
+pub use sender::{Audience, InputKind, Sender};
+pub use stop::{TurnStop, Watchdog};
 pub use usage::Usage;

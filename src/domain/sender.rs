@@ -26,6 +26,38 @@ pub struct Sender {
     /// True for reminders, webhooks and other input no person typed.
     #[serde(default)]
     pub automated: bool,
+    /// Whether this person may end an automated turn by writing (the machine's owner, a
+    /// team member); an untrusted external person never ends a turn.
+    #[serde(default = "yes")]
+    pub trusted: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// What produced an input: a person, or one of the automations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum InputKind {
+    /// Somebody typed it.
+    #[default]
+    Person,
+    /// A reminder the session set itself.
+    Reminder,
+    /// A background job finished and reports.
+    JobResult,
+    /// A webhook delivered it.
+    Webhook,
+    /// A subagent reports to its parent.
+    ChildNotice,
+}
+
+impl InputKind {
+    /// Whether no person typed this input.
+    pub fn is_automation(self) -> bool {
+        self != Self::Person
+    }
 }
 
 impl Sender {
@@ -36,6 +68,7 @@ impl Sender {
             id: "local".to_owned(),
             name,
             automated: false,
+            trusted: true,
         }
     }
 }

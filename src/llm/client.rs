@@ -3,9 +3,9 @@
 //! assembles the reply, retries what retrying can fix, fails over to the fallback model when
 //! the primary keeps failing, and refuses to hand back a reply cut off at the output limit.
 //!
-//! One of those timeouts is retried once per model, not `max_attempts` times: each costs the
-//! whole timeout, and a model that outlasted it twice is likely to again, so the second one
-//! moves on to the fallback.
+//! One of those timeouts ends the call at once, without a retry or the fallback: each costs
+//! the whole timeout, which is long, and the error names which one fired so the person can
+//! raise it or simply send the message again.
 //!
 //! Everything streamed is passed to a [`StreamObserver`] as it arrives, so the interface can
 //! show the reply growing. A retry or a failover means what was shown is void; the observer
@@ -16,7 +16,7 @@ use super::error::connection_cut;
 use super::retry::{RetryDecision, RetryPolicy, next_delay};
 use super::{ChatRequest, LlmError, Provider, StopReason, StreamEvent, provider_for};
 use crate::config::ProviderProfile;
-use crate::domain::{ContentBlock, ErrorCategory, Usage};
+use crate::domain::{ContentBlock, ErrorCategory, Usage, Watchdog};
 use futures_util::StreamExt;
 use std::collections::BTreeMap;
 use std::fmt;
@@ -34,6 +34,8 @@ pub struct ModelRoute {
     pub model: String,
     /// The largest reply to ask this model for.
     pub max_output_tokens: u32,
+    /// The model's context window in tokens: where compaction starts from.
+    pub context_window: u64,
 }
 
 impl ModelRoute {
@@ -43,6 +45,7 @@ impl ModelRoute {
             provider: provider_for(profile),
             model: model.unwrap_or(&profile.default_model).to_string(),
             max_output_tokens: profile.max_output_tokens,
+            context_window: profile.context_window,
         }
     }
 }
@@ -138,7 +141,7 @@ impl ModelClient {
         let Some(fallback) = &self.fallback else {
             return Err(error);
         };
-        if !error.is_retryable() {
+        if !error.is_retryable() || error.watchdog.is_some() {
             return Err(error);
         }
         observer.on_fallback(&fallback.model, &error);
@@ -171,25 +174,14 @@ impl ModelClient {
             (asked, limit) => asked.min(limit),
         };
         let mut attempt = 1;
-        let mut watchdog_timeouts = 0;
         loop {
-            let (error, by_watchdog) = match self.attempt(route, &request, observer, cancel).await {
+            let error = match self.attempt(route, &request, observer, cancel).await {
                 Ok(reply) => return Ok(reply),
-                Err(failed) if failed.error.category == ErrorCategory::Cancelled => {
-                    return Err(failed.error);
-                }
-                Err(failed) => (failed.error, failed.by_watchdog),
+                Err(error) if error.category == ErrorCategory::Cancelled => return Err(error),
+                // A watchdog already waited its whole (long) time: the turn ends here.
+                Err(error) if error.watchdog.is_some() => return Err(error),
+                Err(error) => error,
             };
-            if by_watchdog {
-                watchdog_timeouts += 1;
-            }
-            // A model that outlasted one of our timeouts twice is likely to keep doing so, and
-            // each wait is long: stop here and let the fallback (if any) have a go.
-            if by_watchdog && watchdog_timeouts > 1 {
-                return Err(error.with_hint(&format!(
-                    "gave up after {attempt} attempts, {watchdog_timeouts} of them timed out"
-                )));
-            }
             match next_delay(attempt, &error, &self.policy, fastrand::f64()) {
                 RetryDecision::Retry(delay) => {
                     tracing::warn!(
@@ -230,16 +222,16 @@ impl ModelClient {
         request: &ChatRequest,
         observer: &mut dyn StreamObserver,
         cancel: &CancellationToken,
-    ) -> Result<ModelReply, Failed> {
+    ) -> Result<ModelReply, LlmError> {
         let policy = &self.policy;
         let provider = route.provider.name();
         let mut stream = tokio::select! {
             biased;
-            _ = cancel.cancelled() => return Err(cancelled().into()),
+            _ = cancel.cancelled() => return Err(cancelled()),
             opened = tokio::time::timeout(policy.prefill_timeout, route.provider.stream(request)) => {
                 match opened {
                     Ok(stream) => stream?,
-                    Err(_) => return Err(Watchdog::Prefill.failed(policy, provider)),
+                    Err(_) => return Err(watchdog_error(Watchdog::Prefill, policy, provider)),
                 }
             }
         };
@@ -263,14 +255,14 @@ impl ModelClient {
             };
             let next = tokio::select! {
                 biased;
-                _ = cancel.cancelled() => return Err(cancelled().into()),
+                _ = cancel.cancelled() => return Err(cancelled()),
                 item = stream.next() => item,
-                _ = sleep_until(deadline) => return Err(watchdog.failed(policy, provider)),
+                _ = sleep_until(deadline) => return Err(watchdog_error(watchdog, policy, provider)),
             };
             let event = match next {
                 Some(Ok(event)) => event,
-                Some(Err(error)) => return Err(error.into()),
-                None => return Err(connection_cut("").into()),
+                Some(Err(error)) => return Err(error),
+                None => return Err(connection_cut("")),
             };
             let now = Instant::now();
             match &event {
@@ -291,7 +283,7 @@ impl ModelClient {
             observer.on_event(&event);
             match event {
                 StreamEvent::Stop(reason) => break reason,
-                StreamEvent::Error(error) => return Err(error.into()),
+                StreamEvent::Error(error) => return Err(error),
                 other => assembler.push(other),
             }
         };
@@ -304,15 +296,15 @@ impl ModelClient {
             );
         }
         if stop_reason == StopReason::MaxTokens {
-            return Err(LlmError::new(
-                ErrorCategory::ModelBehavior,
-                format!(
-                    "reply was cut off at the output limit of {} tokens; nothing partial was \
-                     kept; raise max_output_tokens or ask for a shorter answer",
-                    request.max_output_tokens
-                ),
-            )
-            .into());
+            let message = format!(
+                "reply was cut off at the output limit of {} tokens; nothing partial was kept; \
+                 raise max_output_tokens or ask for a shorter answer",
+                request.max_output_tokens
+            );
+            return Err(LlmError {
+                output_limit: true,
+                ..LlmError::new(ErrorCategory::ModelBehavior, message)
+            });
         }
         let assembled = assembler.finish();
         Ok(ModelReply {
@@ -326,62 +318,35 @@ impl ModelClient {
     }
 }
 
-/// Why an attempt failed, and whether one of the client's own timeouts ended it (as opposed
-/// to an error from the provider or the network).
-struct Failed {
-    error: LlmError,
-    by_watchdog: bool,
-}
-
-impl From<LlmError> for Failed {
-    fn from(error: LlmError) -> Self {
-        Self {
-            error,
-            by_watchdog: false,
+/// The error a watchdog's firing ends the call with.
+fn watchdog_error(watchdog: Watchdog, policy: &RetryPolicy, provider: &str) -> LlmError {
+    let message = match watchdog {
+        Watchdog::Prefill => format!(
+            "{provider}: no reply within {} of sending the request (prefill_timeout); the \
+             provider may be overloaded, or raise [session] prefill_timeout",
+            human_duration(policy.prefill_timeout)
+        ),
+        Watchdog::FirstToken => format!(
+            "{provider}: the reply started but nothing arrived within {} \
+             (first_token_timeout); raise [session] first_token_timeout for slow models",
+            human_duration(policy.first_token_timeout)
+        ),
+        Watchdog::NoProgress => format!(
+            "{provider}: the reply stalled, nothing arrived for {} (no_progress_timeout)",
+            human_duration(policy.no_progress_timeout)
+        ),
+        Watchdog::ThinkingOnly => format!(
+            "{provider}: the model thought for {} without writing an answer or calling a \
+             tool (3x no_progress_timeout)",
+            human_duration(policy.thinking_timeout())
+        ),
+        Watchdog::ToolExecution | Watchdog::SidecarLlm => {
+            format!("{provider}: the {watchdog} timeout fired")
         }
-    }
-}
-
-/// Which timeout fired.
-#[derive(Debug, Clone, Copy)]
-enum Watchdog {
-    Prefill,
-    FirstToken,
-    NoProgress,
-    ThinkingOnly,
-}
-
-impl Watchdog {
-    fn failed(self, policy: &RetryPolicy, provider: &str) -> Failed {
-        Failed {
-            error: self.error(policy, provider),
-            by_watchdog: true,
-        }
-    }
-
-    fn error(self, policy: &RetryPolicy, provider: &str) -> LlmError {
-        let message = match self {
-            Self::Prefill => format!(
-                "{provider}: no reply within {} of sending the request (prefill_timeout); the \
-                 provider may be overloaded, or raise [session] prefill_timeout",
-                human_duration(policy.prefill_timeout)
-            ),
-            Self::FirstToken => format!(
-                "{provider}: the reply started but nothing arrived within {} \
-                 (first_token_timeout); raise [session] first_token_timeout for slow models",
-                human_duration(policy.first_token_timeout)
-            ),
-            Self::NoProgress => format!(
-                "{provider}: the reply stalled, nothing arrived for {} (no_progress_timeout)",
-                human_duration(policy.no_progress_timeout)
-            ),
-            Self::ThinkingOnly => format!(
-                "{provider}: the model thought for {} without writing an answer or calling a \
-                 tool (3x no_progress_timeout)",
-                human_duration(policy.thinking_timeout())
-            ),
-        };
-        LlmError::new(ErrorCategory::Timeout, message)
+    };
+    LlmError {
+        watchdog: Some(watchdog),
+        ..LlmError::new(ErrorCategory::Timeout, message)
     }
 }
 

@@ -130,6 +130,7 @@ fn route(provider: &Arc<Scripted>, model: &str) -> ModelRoute {
         provider: provider.clone(),
         model: model.into(),
         max_output_tokens: 1000,
+        context_window: 100_000,
     }
 }
 
@@ -550,11 +551,8 @@ async fn opening_usage_does_not_end_the_first_token_wait() {
 }
 
 #[tokio::test]
-async fn a_watchdog_timeout_is_retried_once_then_the_fallback_answers() {
-    let primary = Scripted::new(
-        "primary",
-        vec![Step::Hang, Step::Hang, text_reply("too late")],
-    );
+async fn a_watchdog_ends_the_call_without_retry_or_fallback() {
+    let primary = Scripted::new("primary", vec![Step::Hang, text_reply("too late")]);
     let backup = Scripted::new("backup", vec![text_reply("from backup")]);
     let client = ModelClient {
         policy: RetryPolicy {
@@ -565,39 +563,50 @@ async fn a_watchdog_timeout_is_retried_once_then_the_fallback_answers() {
         ..client(&primary, Some(&backup))
     };
     let mut observer = Recorder::default();
-    let reply = run(&client, &mut observer).await.expect("a reply");
-    assert_eq!(reply.model, "backup-model");
-    assert_eq!((primary.calls(), backup.calls()), (2, 1));
-    assert_eq!(observer.retries.len(), 1);
-    assert_eq!(
-        observer.fallbacks,
-        vec![("backup-model".to_string(), ErrorCategory::Timeout)]
-    );
+    let err = run(&client, &mut observer).await.expect_err("times out");
+    assert_eq!(err.category, ErrorCategory::Timeout);
+    assert_eq!(err.watchdog, Some(Watchdog::Prefill));
+    assert_eq!((primary.calls(), backup.calls()), (1, 0));
+    assert!(observer.retries.is_empty() && observer.fallbacks.is_empty());
 }
 
-#[tokio::test]
-async fn a_second_watchdog_timeout_without_a_fallback_gives_up() {
-    let provider = Scripted::new(
-        "p",
-        vec![
-            Step::Stall(Vec::new()),
-            Step::Fail(error(ErrorCategory::Overloaded)),
-            Step::Stall(Vec::new()),
-            text_reply("never"),
-        ],
-    );
-    let client = ModelClient {
-        policy: RetryPolicy {
-            max_attempts: 5,
-            first_token_timeout: MS * 50,
-            ..policy()
-        },
-        ..client(&provider, None)
-    };
-    let err = run(&client, &mut Recorder::default())
-        .await
-        .expect_err("gives up");
-    assert_eq!(err.category, ErrorCategory::Timeout);
-    assert!(err.message.contains("2 of them timed out"), "{err}");
-    assert_eq!(provider.calls(), 3);
+/// Each watchdog at its configured default, on tokio's paused clock: the call fails at that
+/// exact moment, not a millisecond earlier or later.
+#[tokio::test(start_paused = true)]
+async fn each_watchdog_fires_at_exactly_its_default() {
+    let settings = crate::config::SessionSettings::default();
+    let defaults = RetryPolicy::new(&crate::config::RetrySettings::default(), &settings);
+    let thoughts: Vec<(Duration, StreamEvent)> = (0..100_000)
+        .map(|_| {
+            (
+                Duration::from_secs(60),
+                StreamEvent::ThinkingDelta("…".into()),
+            )
+        })
+        .collect();
+    let cases = [
+        (Step::Hang, Watchdog::Prefill, 1800),
+        (Step::Stall(Vec::new()), Watchdog::FirstToken, 600),
+        (
+            Step::Stall(vec![StreamEvent::TextDelta("a".into())]),
+            Watchdog::NoProgress,
+            1200,
+        ),
+        // Thinking starts with the first thought, a minute in; 3 × 1200 s later it stops.
+        (Step::Timed(thoughts), Watchdog::ThinkingOnly, 60 + 3600),
+    ];
+    for (step, watchdog, secs) in cases {
+        let provider = Scripted::new("p", vec![step]);
+        let client = ModelClient {
+            policy: defaults.clone(),
+            ..client(&provider, None)
+        };
+        let started = tokio::time::Instant::now();
+        let err = run(&client, &mut Recorder::default())
+            .await
+            .expect_err("times out");
+        assert_eq!(err.watchdog, Some(watchdog), "{err}");
+        assert_eq!(started.elapsed(), Duration::from_secs(secs), "{watchdog}");
+        assert!(err.message.contains(watchdog.setting()), "{err}");
+    }
 }

@@ -6,7 +6,7 @@
 //! speak), and transport failures from the HTTP client ([`from_transport`]).
 
 use super::retry_after::retry_after;
-use crate::domain::ErrorCategory;
+use crate::domain::{ErrorCategory, TurnStop, Watchdog};
 use serde_json::Value;
 use std::fmt;
 use std::time::Duration;
@@ -22,6 +22,10 @@ pub struct LlmError {
     pub status: Option<u16>,
     /// The pause the provider asked for (`retry-after`, `retry-after-ms`).
     pub retry_after: Option<Duration>,
+    /// Which of tern's own timeouts ended the call, when one did.
+    pub watchdog: Option<Watchdog>,
+    /// The reply was cut at the output limit (and dropped).
+    pub output_limit: bool,
 }
 
 impl LlmError {
@@ -32,6 +36,18 @@ impl LlmError {
             message: message.into(),
             status: None,
             retry_after: None,
+            watchdog: None,
+            output_limit: false,
+        }
+    }
+
+    /// Why the turn this error ends stopped.
+    pub fn turn_stop(&self) -> TurnStop {
+        match (self.watchdog, self.category) {
+            (Some(watchdog), _) => TurnStop::Timeout { watchdog },
+            (None, _) if self.output_limit => TurnStop::OutputLimit,
+            (None, ErrorCategory::Cancelled) => TurnStop::Interrupted,
+            (None, category) => TurnStop::Error { category },
         }
     }
 
@@ -185,6 +201,8 @@ pub(crate) fn classify_status_at(
         message,
         status: Some(status),
         retry_after: retry_after(headers, now),
+        watchdog: None,
+        output_limit: false,
     }
 }
 

@@ -56,6 +56,7 @@ async fn complete_against(
         provider: provider(&base),
         model: "recorded".into(),
         max_output_tokens: 1024,
+        context_window: 100_000,
     };
     let client = ModelClient::new(route, None, RetryPolicy::default());
     let request = ChatRequest {

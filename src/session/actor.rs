@@ -2,20 +2,24 @@
 //!
 //! The handle is cheap to clone and only sends requests; the actor task owns the state.
 //! While a turn runs, the state moves into the turn's task and comes back when it ends, so
-//! there is never more than one writer. Inputs that arrive during a turn wait in a queue and
-//! are journaled (and only then acknowledged) when their own turn starts.
+//! there is never more than one writer. Inputs that arrive during a turn either join it (the
+//! same person: journaled and acknowledged at its next tool-batch boundary) or wait in a
+//! queue and are journaled (and only then acknowledged) when their own turn starts; see
+//! [`joining`](super::joining).
 
 use super::envelope::SessionDirs;
 use super::events::{OutputFilter, SessionEvent, Subscribers, Subscription};
+use super::input::{SessionError, UserInput, journal_input};
+use super::joining::{self, Route, TurnOwner};
 use super::log::SessionLog;
 use super::phase::{IllegalTransition, Phase};
-use super::state::{SessionState, oversize_placeholder};
-use super::turn::Turn;
+use super::state::SessionState;
+use super::turn::{Joining, PendingInput, Turn};
 use crate::config::SessionSettings;
-use crate::domain::{Audience, ErrorCategory, Sender, SessionId, SessionKey};
+use crate::domain::{Audience, ErrorCategory, SessionId, SessionKey, TurnStop};
 use crate::llm::ModelClient;
-use crate::prompt;
-use crate::store::{JournalEvent, SessionMeta, Store, StoreError, title_from_input};
+use crate::prompt::TurnNotes;
+use crate::store::{JournalEvent, SessionMeta, Store};
 use crate::tools::{ApprovalMode, ToolRegistry};
 use std::collections::VecDeque;
 use std::path::PathBuf;
@@ -38,51 +42,8 @@ pub struct SessionDeps {
     pub data_dir: PathBuf,
     /// The user's identity files (`<config>/identity/`): SOUL.md, AGENTS.md, TOOLING.md.
     pub identity_dir: PathBuf,
-}
-
-/// Input for the session, from any front end.
-#[derive(Debug, Clone, PartialEq)]
-pub struct UserInput {
-    pub sender: Sender,
-    pub audience: Audience,
-    pub text: String,
-}
-
-impl UserInput {
-    /// Text typed by the person at this terminal.
-    pub fn local(text: impl Into<String>) -> Self {
-        Self {
-            sender: Sender::local_user(),
-            audience: Audience::Personal,
-            text: text.into(),
-        }
-    }
-}
-
-/// Why a session request failed.
-#[derive(Debug, thiserror::Error)]
-pub enum SessionError {
-    #[error(transparent)]
-    Store(#[from] StoreError),
-    #[error(transparent)]
-    Phase(#[from] IllegalTransition),
-    #[error("the session has stopped and takes no more requests")]
-    Closed,
-    #[error("the input is empty; type a message for the model")]
-    EmptyInput,
-    #[error(
-        "the input was dropped because the turn was cancelled before it started; send it again"
-    )]
-    Cancelled,
-    #[error(
-        "the input is {bytes} bytes, over the {limit}-byte message limit, and could not be saved \
-         in {dir} to keep it whole; check that the folder is writable, or send a shorter message"
-    )]
-    Oversized {
-        bytes: usize,
-        limit: usize,
-        dir: PathBuf,
-    },
+    /// Writes compaction notes; `None` uses `client`.
+    pub notes_client: Option<ModelClient>,
 }
 
 /// The cloneable front of a session.
@@ -106,6 +67,11 @@ enum Request {
         reply: oneshot::Sender<SessionState>,
     },
     Cancel,
+    /// Compact the history now (`/compact`); answered with whether anything changed, once
+    /// the compaction ran (after the running turn, if any).
+    Compact {
+        reply: oneshot::Sender<Result<bool, SessionError>>,
+    },
     /// Stop once the running turn and the queued inputs are done; answered after the actor
     /// has released everything it holds (the store among them).
     Close {
@@ -185,6 +151,14 @@ impl SessionHandle {
         }
     }
 
+    /// Compacts the history now, after the running turn and the inputs already waiting.
+    /// Returns whether anything changed (a short history has nothing to compact).
+    pub async fn compact(&self) -> Result<bool, SessionError> {
+        let (reply, rx) = oneshot::channel();
+        self.request(Request::Compact { reply }).await?;
+        rx.await.map_err(|_| SessionError::Closed)?
+    }
+
     /// Stops the running turn, if any, at its next await point.
     pub async fn cancel(&self) -> Result<(), SessionError> {
         self.request(Request::Cancel).await
@@ -200,8 +174,19 @@ impl SessionHandle {
 
 struct RunningTurn {
     cancel: CancellationToken,
+    /// Fired to end an automated turn after its current batch.
+    yield_to_person: CancellationToken,
+    /// Whom the turn answers; `None` for a compaction on demand.
+    owner: Option<TurnOwner>,
+    joining: Joining,
     events: mpsc::UnboundedReceiver<SessionEvent>,
     task: JoinHandle<SessionState>,
+}
+
+/// What waits for the session to be idle.
+enum Queued {
+    Input(PendingInput),
+    Compact(oneshot::Sender<Result<bool, SessionError>>),
 }
 
 /// What a running turn reports: an event, then, once its events are all out, its end.
@@ -222,7 +207,9 @@ struct SessionActor {
     subscribers: Subscribers,
     /// `logs/session.log` in the session's folder.
     log: SessionLog,
-    queue: VecDeque<(UserInput, oneshot::Sender<Result<u64, SessionError>>)>,
+    queue: VecDeque<Queued>,
+    /// The note for the next turn after a person's message ended an automated one.
+    interrupted_note: Option<String>,
     waiting_for_state: Vec<oneshot::Sender<SessionState>>,
     turn: Option<RunningTurn>,
     /// False once closing: new input is refused, the rest is still answered.
@@ -246,6 +233,7 @@ impl SessionActor {
             state: Some(state),
             subscribers: Subscribers::default(),
             queue: VecDeque::new(),
+            interrupted_note: None,
             waiting_for_state: Vec::new(),
             turn: None,
             accepting: true,
@@ -272,9 +260,21 @@ impl SessionActor {
                     }
                 },
                 update = next_turn_update(&mut self.turn) => match update {
+                    // A turn changing phase (compacting and back) goes through the table.
+                    TurnUpdate::Event(SessionEvent::PhaseChanged { phase }) => {
+                        if let Err(err) = self.set_phase(phase) {
+                            tracing::error!(%err, "a turn asked for an illegal phase change");
+                        }
+                    }
                     TurnUpdate::Event(event) => self.publish(&event),
                     TurnUpdate::Ended(ended) => {
-                        self.turn = None;
+                        if let Some(turn) = self.turn.take() {
+                            // Inputs that were to join but came after the turn's last batch
+                            // start the next turn, in the order they came.
+                            for pending in drain_joining(&turn.joining).into_iter().rev() {
+                                self.queue.push_front(Queued::Input(pending));
+                            }
+                        }
                         match ended {
                             Ok(state) => self.finish_turn(state),
                             Err(err) => self.recover_after_crash(&err),
@@ -283,8 +283,8 @@ impl SessionActor {
                 },
             }
         }
-        for (_, reply) in self.queue.drain(..) {
-            let _ = reply.send(Err(SessionError::Closed));
+        for queued in self.queue.drain(..) {
+            refuse(queued, || SessionError::Closed);
         }
         let closers = std::mem::take(&mut self.closers);
         drop(self);
@@ -296,10 +296,7 @@ impl SessionActor {
 
     fn handle(&mut self, request: Request) {
         match request {
-            Request::Send { input, reply } if self.accepting => {
-                self.queue.push_back((input, reply));
-                self.start_next_turn();
-            }
+            Request::Send { input, reply } if self.accepting => self.arrive(input, reply),
             Request::Send { reply, .. } => {
                 let _ = reply.send(Err(SessionError::Closed));
             }
@@ -319,20 +316,61 @@ impl SessionActor {
             Request::Cancel => {
                 if let Some(turn) = &self.turn {
                     turn.cancel.cancel();
+                    // Inputs that were to join it were never acknowledged either.
+                    for queued in drain_joining(&turn.joining) {
+                        refuse(Queued::Input(queued), || SessionError::Cancelled);
+                    }
                 }
                 // Inputs not yet journaled were never acknowledged; tell their senders.
-                for (_, reply) in self.queue.drain(..) {
-                    let _ = reply.send(Err(SessionError::Cancelled));
+                for queued in self.queue.drain(..) {
+                    refuse(queued, || SessionError::Cancelled);
                 }
+            }
+            Request::Compact { reply } if self.accepting => {
+                self.queue.push_back(Queued::Compact(reply));
+                self.start_next_turn();
+            }
+            Request::Compact { reply } => {
+                let _ = reply.send(Err(SessionError::Closed));
             }
         }
     }
 
-    /// Starts a turn for the oldest queued input if the session is idle.
+    /// Routes an input: into the running turn, ahead of the queue (ending an automated
+    /// turn), or to the back of the queue.
+    fn arrive(&mut self, input: UserInput, reply: oneshot::Sender<Result<u64, SessionError>>) {
+        let route = match self.turn.as_ref().and_then(|turn| turn.owner.as_ref()) {
+            Some(owner) => joining::route(owner, &input),
+            None => Route::Wait,
+        };
+        match (route, &self.turn) {
+            (Route::Join, Some(turn)) => match turn.joining.lock() {
+                Ok(mut joining) => joining.push_back((input, reply)),
+                Err(poisoned) => poisoned.into_inner().push_back((input, reply)),
+            },
+            (Route::Interrupt, Some(turn)) => {
+                turn.yield_to_person.cancel();
+                self.interrupted_note = Some(joining::interrupted_note("automation"));
+                self.queue.push_front(Queued::Input((input, reply)));
+            }
+            _ => self.queue.push_back(Queued::Input((input, reply))),
+        }
+        self.start_next_turn();
+    }
+
+    /// Starts a turn for the oldest queued input (or runs a queued compaction) if the session
+    /// is idle.
     fn start_next_turn(&mut self) {
         while self.phase == Phase::Ready && self.state.is_some() {
-            let Some((input, reply)) = self.queue.pop_front() else {
+            let Some(queued) = self.queue.pop_front() else {
                 return;
+            };
+            let (input, reply) = match queued {
+                Queued::Input(pending) => pending,
+                Queued::Compact(reply) => {
+                    self.start_compaction(reply);
+                    return;
+                }
             };
             if let Err(err) = self.set_phase(Phase::Processing) {
                 tracing::error!(%err, "could not start a turn");
@@ -345,7 +383,7 @@ impl SessionActor {
             match self.accept(&mut state, input.clone()) {
                 Ok(seq) => {
                     let _ = reply.send(Ok(seq));
-                    self.spawn_turn(state, input.audience);
+                    self.spawn_turn(state, &input);
                     return;
                 }
                 Err(err) => {
@@ -360,7 +398,55 @@ impl SessionActor {
         }
     }
 
-    fn spawn_turn(&mut self, mut state: SessionState, audience: crate::domain::Audience) {
+    fn spawn_turn(&mut self, mut state: SessionState, input: &UserInput) {
+        let (events, receiver) = mpsc::unbounded_channel();
+        let cancel = CancellationToken::new();
+        let yield_to_person = CancellationToken::new();
+        let joining: Joining = Joining::default();
+        let deps = self.deps.clone();
+        let dirs = self.dirs.clone();
+        let audience = input.audience;
+        let notes = TurnNotes {
+            interrupted_automation: self.interrupted_note.take(),
+            ..TurnNotes::default()
+        };
+        let turn_cancel = cancel.clone();
+        let turn_yield = yield_to_person.clone();
+        let turn_joining = joining.clone();
+        let task = tokio::spawn(async move {
+            let turn = Turn {
+                deps: &deps,
+                dirs: &dirs,
+                audience,
+                notes,
+                cancel: turn_cancel,
+                yield_to_person: turn_yield,
+                joining: turn_joining,
+                events,
+            };
+            turn.run(&mut state).await;
+            state
+        });
+        self.turn = Some(RunningTurn {
+            cancel,
+            yield_to_person,
+            owner: Some(TurnOwner::of(input)),
+            joining,
+            events: receiver,
+            task,
+        });
+    }
+
+    /// Runs a compaction on demand, in phase Compacting.
+    fn start_compaction(&mut self, reply: oneshot::Sender<Result<bool, SessionError>>) {
+        if let Err(err) = self.set_phase(Phase::Compacting) {
+            let _ = reply.send(Err(err.into()));
+            return;
+        }
+        let Some(mut state) = self.state.take() else {
+            let _ = reply.send(Err(SessionError::Closed));
+            return;
+        };
         let (events, receiver) = mpsc::unbounded_channel();
         let cancel = CancellationToken::new();
         let deps = self.deps.clone();
@@ -370,66 +456,31 @@ impl SessionActor {
             let turn = Turn {
                 deps: &deps,
                 dirs: &dirs,
-                audience,
+                audience: Audience::Personal,
+                notes: TurnNotes::default(),
                 cancel: token,
+                yield_to_person: CancellationToken::new(),
+                joining: Joining::default(),
                 events,
             };
-            turn.run(&mut state).await;
+            let outcome = turn.compact_on_demand(&mut state).await;
+            let _ = reply.send(outcome.map_err(SessionError::Turn));
             state
         });
         self.turn = Some(RunningTurn {
             cancel,
+            yield_to_person: CancellationToken::new(),
+            owner: None,
+            joining: Joining::default(),
             events: receiver,
             task,
         });
     }
 
-    /// Journals an input durably, then applies and announces it. An input over the size
-    /// limit is kept whole as an artifact and replaced by a placeholder; if it cannot be kept,
-    /// it is refused rather than lost.
+    /// Journals an input durably, then applies and announces it; see [`journal_input`].
     fn accept(&mut self, state: &mut SessionState, input: UserInput) -> Result<u64, SessionError> {
-        let limit = self.deps.settings.max_message_bytes;
-        // No input may pass itself off as tern's own note to the model.
-        let input = UserInput {
-            text: prompt::quote_lookalikes(&input.text).into_owned(),
-            ..input
-        };
-        let text = if input.text.len() > limit {
-            let name = format!("input-{}.txt", state.messages.len());
-            let Some(saved) = self.dirs.save_artifact(&name, &input.text) else {
-                return Err(SessionError::Oversized {
-                    bytes: input.text.len(),
-                    limit,
-                    dir: self.dirs.artifact_dir.clone(),
-                });
-            };
-            oversize_placeholder(input.text.len(), limit, Some(&saved))
-        } else {
-            input.text
-        };
-        let event = JournalEvent::InputAccepted {
-            sender: input.sender,
-            audience: input.audience,
-            text,
-        };
-        // The first input names the session, in the same commit.
-        let mut events = vec![event];
-        if state.title.is_none()
-            && let JournalEvent::InputAccepted { text, .. } = &events[0]
-        {
-            let title = title_from_input(text);
-            if !title.is_empty() {
-                events.push(JournalEvent::TitleChanged { title });
-            }
-        }
-        let records = self.deps.store.append_batch(&state.id, &events)?;
-        let seq = records.first().map_or(0, |record| record.seq);
-        for event in &events {
-            state.apply(event);
-        }
-        if let Some(JournalEvent::InputAccepted { text, .. }) = events.into_iter().next() {
-            self.publish(&SessionEvent::InputAccepted { seq, text });
-        }
+        let (seq, text) = journal_input(&self.deps, &self.dirs, state, input)?;
+        self.publish(&SessionEvent::InputAccepted { seq, text });
         Ok(seq)
     }
 
@@ -458,6 +509,9 @@ impl SessionActor {
             Err(err) => {
                 self.publish(&SessionEvent::TurnFailed {
                     category: ErrorCategory::Storage,
+                    stop: TurnStop::Error {
+                        category: ErrorCategory::Storage,
+                    },
                     message: format!(
                         "the turn stopped unexpectedly and the session journal could not be \
                          read back ({err}); the session has stopped. Open it again with \
@@ -474,6 +528,7 @@ impl SessionActor {
             if let JournalEvent::TurnFailed {
                 category,
                 message: text,
+                ..
             } = event
             {
                 *category = ErrorCategory::Internal;
@@ -486,6 +541,9 @@ impl SessionActor {
         self.publish(&SessionEvent::TurnFailed {
             category: ErrorCategory::Internal,
             message: message.to_owned(),
+            stop: TurnStop::Error {
+                category: ErrorCategory::Internal,
+            },
         });
         self.finish_turn(replay.state);
     }
@@ -500,6 +558,26 @@ impl SessionActor {
         self.phase = self.phase.become_(to)?;
         self.publish(&SessionEvent::PhaseChanged { phase: to });
         Ok(())
+    }
+}
+
+/// Takes every input waiting to join a turn.
+fn drain_joining(joining: &Joining) -> Vec<PendingInput> {
+    match joining.lock() {
+        Ok(mut queue) => queue.drain(..).collect(),
+        Err(poisoned) => poisoned.into_inner().drain(..).collect(),
+    }
+}
+
+/// Answers a queued request that will not run with `error`.
+fn refuse(queued: Queued, error: impl Fn() -> SessionError) {
+    match queued {
+        Queued::Input((_, reply)) => {
+            let _ = reply.send(Err(error()));
+        }
+        Queued::Compact(reply) => {
+            let _ = reply.send(Err(error()));
+        }
     }
 }
 

@@ -4,7 +4,7 @@
 //! the list on the next send without the session noticing.
 
 use super::Phase;
-use crate::domain::{ErrorCategory, Usage};
+use crate::domain::{ErrorCategory, TurnStop, Usage};
 use serde::Serialize;
 use std::time::Duration;
 use tokio::sync::mpsc;
@@ -56,14 +56,32 @@ pub enum SessionEvent {
         model: String,
         usage: Usage,
     },
-    /// The turn ended with the model's final text.
+    /// The history was compacted to fit the context window.
+    Compacted {
+        messages_before: usize,
+        messages_after: usize,
+        /// Estimated tokens of each request before and after.
+        tokens_before: u64,
+        tokens_after: u64,
+        results_cleared: usize,
+        /// Whether the compaction model wrote notes on what was cut.
+        notes: bool,
+        /// Time spent deciding what to keep, in microseconds, the notes call excluded.
+        work_micros: u64,
+    },
+    /// The turn ended with the model's final text; `stop` says how (completed, or ended
+    /// quietly by the loop guard or by a person's message).
     TurnCompleted {
         text: String,
         usage: Usage,
+        #[serde(flatten)]
+        stop: TurnStop,
     },
     TurnFailed {
         category: ErrorCategory,
         message: String,
+        #[serde(flatten)]
+        stop: TurnStop,
     },
 }
 
@@ -105,6 +123,7 @@ impl OutputFilter {
             SessionEvent::Usage { .. } => self.contains(Self::USAGE),
             SessionEvent::PhaseChanged { .. } => self.contains(Self::PROCESSING_STATE),
             SessionEvent::InputAccepted { .. }
+            | SessionEvent::Compacted { .. }
             | SessionEvent::Retry { .. }
             | SessionEvent::Fallback { .. }
             | SessionEvent::TurnCompleted { .. }
@@ -151,6 +170,7 @@ mod tests {
         let done = SessionEvent::TurnCompleted {
             text: "x".into(),
             usage: Usage::default(),
+            stop: TurnStop::Completed,
         };
         assert!(!OutputFilter::TEXT.admits(&delta));
         assert!(OutputFilter::TEXT.admits(&done));

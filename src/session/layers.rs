@@ -3,8 +3,9 @@
 //! audience has none yet, and the nudge is gathered fresh (time, git under its budget). The
 //! `prompt` module turns the journaled layers into each request.
 
-use super::actor::{SessionDeps, UserInput};
+use super::actor::SessionDeps;
 use super::envelope::SessionDirs;
+use super::input::UserInput;
 use super::state::SessionState;
 use crate::context::{
     CurrentTime, DurableContext, GIT_BUDGET, IdentityFiles, WorkingContext, project_instructions,
@@ -23,6 +24,7 @@ pub async fn prepare_turn(
     temp_dir: &Path,
     state: &SessionState,
     audience: Audience,
+    notes: &TurnNotes,
     time: CurrentTime,
 ) -> Vec<JournalEvent> {
     let mut events = Vec::new();
@@ -45,25 +47,7 @@ pub async fn prepare_turn(
         });
     }
     if !state.static_contexts.contains_key(&audience) {
-        let tools = prompt::tool_index(&deps.tools, audience);
-        let paths = prompt::SessionPaths {
-            session_dir: dirs.session_dir.clone(),
-            temp_dir: temp_dir.to_path_buf(),
-            artifact_dir: dirs.artifact_dir.clone(),
-            worktree_dir: dirs.worktree_dir.clone(),
-            log_path: dirs.log_path.clone(),
-        };
-        let text = prompt::static_context(
-            audience,
-            StaticSources {
-                session_id: state.id.as_str(),
-                tools: &tools,
-                skills: &[],
-                memory: prompt::MEMORY_OFF,
-                paths: &paths,
-            },
-        );
-        events.push(JournalEvent::StaticContextSet { audience, text });
+        events.push(static_context_event(deps, dirs, temp_dir, state, audience));
     }
     let working = match audience {
         Audience::Public => None,
@@ -82,13 +66,42 @@ pub async fn prepare_turn(
         NudgeSources {
             time: &time,
             working: working.as_ref(),
-            notes: &TurnNotes::default(),
+            notes,
         },
     );
     if let Some(text) = nudge {
         events.push(JournalEvent::NudgeAdded { text });
     }
     events
+}
+
+/// Tier B for `audience`, rendered from the session's tools and folders.
+pub fn static_context_event(
+    deps: &SessionDeps,
+    dirs: &SessionDirs,
+    temp_dir: &Path,
+    state: &SessionState,
+    audience: Audience,
+) -> JournalEvent {
+    let tools = prompt::tool_index(&deps.tools, audience);
+    let paths = prompt::SessionPaths {
+        session_dir: dirs.session_dir.clone(),
+        temp_dir: temp_dir.to_path_buf(),
+        artifact_dir: dirs.artifact_dir.clone(),
+        worktree_dir: dirs.worktree_dir.clone(),
+        log_path: dirs.log_path.clone(),
+    };
+    let text = prompt::static_context(
+        audience,
+        StaticSources {
+            session_id: state.id.as_str(),
+            tools: &tools,
+            skills: &[],
+            memory: prompt::MEMORY_OFF,
+            paths: &paths,
+        },
+    );
+    JournalEvent::StaticContextSet { audience, text }
 }
 
 /// The request for the next model call of a turn answered for `audience`.
@@ -124,10 +137,12 @@ pub async fn preview(
     state.apply(&JournalEvent::InputAccepted {
         sender: input.sender,
         audience,
+        kind: input.kind,
         text: prompt::quote_lookalikes(&input.text).into_owned(),
     });
     let temp_dir = dirs.planned_temp_dir();
-    for event in prepare_turn(deps, dirs, &temp_dir, &state, audience, time).await {
+    let notes = TurnNotes::default();
+    for event in prepare_turn(deps, dirs, &temp_dir, &state, audience, &notes, time).await {
         state.apply(&event);
     }
     let tools = prompt::tool_specs(&deps.tools, audience);

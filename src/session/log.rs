@@ -4,6 +4,7 @@
 //! secrets a model passed along.
 
 use super::events::SessionEvent;
+use crate::domain::TurnStop;
 use serde_json::Value;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -92,12 +93,27 @@ fn describe(event: &SessionEvent) -> Option<String> {
             delay.as_millis()
         ),
         SessionEvent::Fallback { model, message } => format!("fallback to {model}: {message}"),
-        SessionEvent::TurnCompleted { text, .. } => {
+        SessionEvent::TurnCompleted { text, stop, .. } if *stop == TurnStop::Completed => {
             format!("turn completed ({} bytes of answer)", text.len())
         }
-        SessionEvent::TurnFailed { category, message } => {
-            format!("turn failed ({category}): {message}")
+        SessionEvent::TurnCompleted { text, stop, .. } => {
+            format!("turn ended: {stop} ({} bytes of answer)", text.len())
         }
+        SessionEvent::TurnFailed { message, stop, .. } => {
+            format!("turn failed ({stop}): {message}")
+        }
+        SessionEvent::Compacted {
+            messages_before,
+            messages_after,
+            tokens_before,
+            tokens_after,
+            results_cleared,
+            notes,
+            ..
+        } => format!(
+            "compacted: {messages_before} → {messages_after} messages, ~{tokens_before} → \
+             ~{tokens_after} tokens, {results_cleared} tool results cleared, notes: {notes}"
+        ),
         SessionEvent::TextDelta { .. }
         | SessionEvent::ThinkingDelta { .. }
         | SessionEvent::PhaseChanged { .. } => return None,

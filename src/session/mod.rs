@@ -7,17 +7,23 @@
 
 mod actor;
 mod batch;
+mod compacting;
+pub mod compaction;
 mod envelope;
 mod events;
+mod input;
+mod joining;
 mod layers;
 mod log;
+pub mod loop_guard;
 pub mod phase;
 pub mod state;
 mod turn;
 
-pub use actor::{SessionDeps, SessionError, SessionHandle, UserInput};
+pub use actor::{SessionDeps, SessionHandle};
 pub use envelope::SessionDirs;
 pub use events::{OutputFilter, SessionEvent, Subscription};
+pub use input::{SessionError, UserInput};
 pub use layers::preview;
 pub use phase::{IllegalTransition, Phase};
 pub use state::SessionState;

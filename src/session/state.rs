@@ -32,6 +32,9 @@ pub struct SessionState {
     pub usage: Usage,
     /// The latest call's usage: how full the context window is.
     pub last_usage: Option<Usage>,
+    /// How many messages the history held when that call was made; later ones were not
+    /// counted in it yet.
+    pub messages_at_last_usage: usize,
     pub title: Option<String>,
     /// Turns that ended, completed or failed.
     pub turns: u64,
@@ -53,6 +56,7 @@ impl SessionState {
             recent_files: VecDeque::new(),
             usage: Usage::default(),
             last_usage: None,
+            messages_at_last_usage: 0,
             title: None,
             turns: 0,
             turn_open: false,
@@ -88,8 +92,10 @@ impl SessionState {
             JournalEvent::Usage { usage, .. } => {
                 self.usage.add(usage);
                 self.last_usage = Some(*usage);
+                // Usage is journaled before the reply it belongs to, so this is what was sent.
+                self.messages_at_last_usage = self.messages.len();
             }
-            JournalEvent::TurnCompleted | JournalEvent::TurnFailed { .. } => {
+            JournalEvent::TurnCompleted { .. } | JournalEvent::TurnFailed { .. } => {
                 self.turns += 1;
                 self.turn_open = false;
             }
@@ -103,6 +109,13 @@ impl SessionState {
             JournalEvent::StaticContextSet { audience, text } => {
                 self.static_contexts.insert(*audience, text.clone());
             }
+            JournalEvent::Compacted { messages, .. } => {
+                self.messages = messages.clone();
+                self.static_contexts.clear();
+                self.last_usage = None;
+                self.messages_at_last_usage = 0;
+            }
+            JournalEvent::MemoryCheckpoint { .. } => {}
             JournalEvent::NudgeAdded { text } => {
                 let nudge = Message::user_text(text.clone());
                 match self.latest_input_index() {
@@ -153,6 +166,7 @@ impl SessionState {
             repairs.push(JournalEvent::TurnFailed {
                 category: ErrorCategory::Cancelled,
                 message: "interrupted: tern stopped before this turn finished".to_owned(),
+                stop: None,
             });
         }
         for event in &repairs {
@@ -235,6 +249,7 @@ mod tests {
         JournalEvent::InputAccepted {
             sender: Sender::local_user(),
             audience: Audience::Personal,
+            kind: crate::domain::InputKind::Person,
             text: text.to_owned(),
         }
     }
@@ -273,7 +288,7 @@ mod tests {
                     text: "done".into(),
                 }],
             },
-            JournalEvent::TurnCompleted,
+            JournalEvent::completed(),
         ]);
         assert!(out.repairs.is_empty());
         assert_eq!(out.state.messages.len(), 4);

@@ -1,62 +1,112 @@
-//! One turn: model call, tool batch, results, model call … until the model ends the turn or
-//! something fails. Every step is journaled before the state moves on.
+//! One turn: model call, tool batch, results, model call … until the model ends the turn, the
+//! loop guard or a person ends it quietly, or something fails. Every step is journaled before
+//! the state moves on. Before each model call the history is compacted when it nears the
+//! context window, and between batches the same person's new messages join the turn.
 
 use super::actor::SessionDeps;
 use super::batch::{BatchEnv, run_batch};
+use super::compacting::{self, Compaction};
 use super::envelope::SessionDirs;
 use super::events::SessionEvent;
+use super::input::{SessionError, UserInput, journal_input};
 use super::layers;
+use super::loop_guard::{LoopGuard, Verdict};
+use super::phase::Phase;
 use super::state::{SessionState, oversize_placeholder};
 use crate::context::CurrentTime;
-use crate::domain::{Audience, ContentBlock, ErrorCategory, Message, Role, ToolCall, Usage};
-use crate::llm::{LlmError, StreamEvent, StreamObserver};
-use crate::prompt;
+use crate::domain::{
+    Audience, ContentBlock, ErrorCategory, Message, Role, ToolCall, ToolResult, TurnStop, Usage,
+};
+use crate::llm::{LlmError, StreamEvent, StreamObserver, ToolSpec};
+use crate::prompt::{self, TurnNotes};
 use crate::store::JournalEvent;
 use crate::tools::{ToolContext, ToolEffect};
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::mpsc::UnboundedSender;
+use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
+
+/// An input waiting to be journaled, and who to tell its journal position.
+pub type PendingInput = (UserInput, oneshot::Sender<Result<u64, SessionError>>);
+
+/// Inputs from the turn's own person that join it at the next batch boundary; the actor
+/// fills it, the turn drains it, and whatever is left when the turn ends starts the next one.
+pub type Joining = Arc<Mutex<VecDeque<PendingInput>>>;
+
+/// The result given to calls the loop guard stopped the turn before.
+const NOT_RUN_GUARD: &str = "not run: the turn was ended because tool calls kept repeating or \
+                             failing";
 
 /// A running turn's view of the session: its dependencies and where its events go.
 pub struct Turn<'a> {
     pub deps: &'a SessionDeps,
     pub dirs: &'a SessionDirs,
     pub audience: Audience,
+    /// Layers of this turn's nudge beyond the working context (the interrupted-automation
+    /// note, …).
+    pub notes: TurnNotes,
     pub cancel: CancellationToken,
+    /// Fired when a trusted person writes during this automated turn: it ends after its
+    /// current tool batch.
+    pub yield_to_person: CancellationToken,
+    pub joining: Joining,
     pub events: UnboundedSender<SessionEvent>,
+}
+
+/// How a turn's rounds ended without an error.
+struct Ended {
+    text: String,
+    stop: TurnStop,
 }
 
 impl Turn<'_> {
     /// Runs the turn to its end, journaling as it goes. The state always matches the journal:
     /// an event is applied only after it was appended.
     pub async fn run(&self, state: &mut SessionState) {
-        match self.rounds(state).await {
-            // The last round journaled the turn's end with its reply.
-            Ok(()) => {}
+        let mut usage = Usage::default();
+        let outcome = self.rounds(state, &mut usage).await;
+        let (journal, event) = match outcome {
+            Ok(Ended { text, stop }) => (
+                JournalEvent::TurnCompleted { stop },
+                SessionEvent::TurnCompleted { text, usage, stop },
+            ),
             Err(failure) => {
-                let (category, message) = (failure.category, failure.message);
-                self.emit(SessionEvent::TurnFailed {
-                    category,
-                    message: message.clone(),
-                });
-                let event = JournalEvent::TurnFailed {
-                    category,
-                    message: message.clone(),
+                let stop = failure.turn_stop();
+                let journal = JournalEvent::TurnFailed {
+                    category: failure.category,
+                    message: failure.message.clone(),
+                    stop: Some(stop),
                 };
-                if let Err(err) = self.record(state, vec![event]) {
-                    tracing::error!(%err, "could not journal the end of a turn");
-                }
+                let event = SessionEvent::TurnFailed {
+                    category: failure.category,
+                    message: failure.message,
+                    stop,
+                };
+                (journal, event)
             }
+        };
+        if let Err(err) = self.record(state, vec![journal]) {
+            tracing::error!(%err, "could not journal the end of a turn");
         }
+        self.emit(event);
     }
 
-    async fn rounds(&self, state: &mut SessionState) -> Result<(), LlmError> {
+    async fn rounds(&self, state: &mut SessionState, usage: &mut Usage) -> Result<Ended, LlmError> {
         let tools = prompt::tool_specs(&self.deps.tools, self.audience);
-        let mut turn_usage = Usage::default();
         let temp_dir = self.dirs.prepare_temp_dir();
         let time = CurrentTime::now();
-        let setup =
-            layers::prepare_turn(self.deps, self.dirs, &temp_dir, state, self.audience, time).await;
+        let setup = layers::prepare_turn(
+            self.deps,
+            self.dirs,
+            &temp_dir,
+            state,
+            self.audience,
+            &self.notes,
+            time,
+        )
+        .await;
         self.record(state, setup)?;
         let mut ctx = ToolContext {
             project_dir: state.project_dir.clone(),
@@ -67,18 +117,41 @@ impl Turn<'_> {
             readable_dirs: vec![self.dirs.session_dir.clone(), temp_dir],
             tool_timeout: self.deps.settings.tool_execution_timeout,
         };
+        let mut guard = LoopGuard::new();
+        let mut overflow_compacted = false;
         loop {
+            if self.needs_compaction(state, &tools) {
+                self.compact(state, &tools).await?;
+            }
             let route = &self.deps.client.primary;
             let request = layers::request(state, self.audience, tools.clone(), route);
             let mut observer = Forward {
                 events: &self.events,
             };
-            let reply = self
+            let reply = match self
                 .deps
                 .client
                 .complete(request, &mut observer, &self.cancel)
-                .await?;
-            turn_usage.add(&reply.usage);
+                .await
+            {
+                Ok(reply) => reply,
+                // Too big for the model after all: compact and try once more.
+                Err(err)
+                    if err.category == ErrorCategory::ContextOverflow && !overflow_compacted =>
+                {
+                    overflow_compacted = true;
+                    tracing::warn!(%err, "the provider says the context is full; compacting");
+                    if !self.compact(state, &tools).await? {
+                        return Err(overflow_unfixable(err));
+                    }
+                    continue;
+                }
+                Err(err) if err.category == ErrorCategory::ContextOverflow => {
+                    return Err(overflow_unfixable(err));
+                }
+                Err(err) => return Err(err),
+            };
+            usage.add(&reply.usage);
             self.emit(SessionEvent::Usage {
                 model: reply.model.clone(),
                 usage: reply.usage,
@@ -104,18 +177,15 @@ impl Turn<'_> {
                 });
             }
             if calls.is_empty() {
-                events.push(JournalEvent::TurnCompleted);
-            }
-            // One commit per round: the reply, its usage and, at the end, the turn's end.
-            self.record(state, events)?;
-            if calls.is_empty() {
-                self.emit(SessionEvent::TurnCompleted {
+                // One commit per round: the reply, its usage and, at the end, the turn's end
+                // (journaled by `run`).
+                self.record(state, events)?;
+                return Ok(Ended {
                     text,
-                    usage: turn_usage,
+                    stop: TurnStop::Completed,
                 });
-                return Ok(());
             }
-
+            self.record(state, events)?;
             for call in &calls {
                 self.emit(SessionEvent::ToolCall {
                     id: call.id.clone(),
@@ -123,64 +193,265 @@ impl Turn<'_> {
                     input: call.input.clone(),
                 });
             }
-            let env = BatchEnv {
-                tools: &self.deps.tools,
-                audience: self.audience,
-                approval: self.deps.approval,
-                malformed: &reply.malformed_tool_args,
-            };
-            let outcomes = run_batch(&calls, &env, &mut ctx, &self.cancel).await;
-            let mut results = Vec::with_capacity(outcomes.len());
-            let mut effects = Vec::new();
-            for (call, outcome) in calls.iter().zip(outcomes) {
-                let mut result = outcome.result;
-                result.content = self.fit_text(&format!("tool-{}.txt", call.id), result.content);
-                self.emit(SessionEvent::ToolResult {
-                    id: call.id.clone(),
-                    name: call.name.clone(),
-                    content: result.content.clone(),
-                    is_error: result.is_error,
+
+            let plan = guard.plan(&calls);
+            if plan.stop.is_some() {
+                // The guard ends the turn quietly: the model's text stands, the calls it
+                // asked for get a result saying they did not run.
+                self.answer_unrun(state, &calls, NOT_RUN_GUARD)?;
+                return Ok(Ended {
+                    text,
+                    stop: TurnStop::LoopGuard,
                 });
-                results.push(result);
-                effects.extend(outcome.effects);
             }
-            let mut events = vec![JournalEvent::ToolResults { results }];
-            // The journal records paths as text; a path that is not UTF-8 cannot be kept in
-            // the recent files (the tool result already named it).
-            let effects = effects.into_iter().filter(|effect| match effect {
-                ToolEffect::Read(path)
-                | ToolEffect::Wrote(path)
-                | ToolEffect::SetWorkingDirectory(path) => path.to_str().is_some(),
-            });
-            events.extend(effects.map(|effect| match effect {
-                ToolEffect::Read(path) | ToolEffect::Wrote(path) => {
-                    JournalEvent::FileTouched { path }
-                }
-                ToolEffect::SetWorkingDirectory(path) => {
-                    JournalEvent::WorkingDirectoryChanged { path }
-                }
-            }));
-            self.record(state, events)?;
+            let results = self
+                .run_calls(
+                    state,
+                    &calls,
+                    &plan.verdicts,
+                    &reply.malformed_tool_args,
+                    &mut ctx,
+                )
+                .await?;
+            if let Some(nudge) = guard.record(&calls, &results) {
+                let message = JournalEvent::Message {
+                    message: Message::user_text(format!("[tern, on the tool calls] {nudge}")),
+                };
+                self.record(state, vec![message])?;
+            }
             if self.cancel.is_cancelled() {
                 return Err(LlmError::new(
                     ErrorCategory::Cancelled,
                     "the turn was cancelled",
                 ));
             }
+            if self.yield_to_person.is_cancelled() {
+                return Ok(Ended {
+                    text,
+                    stop: TurnStop::InterruptedByPerson,
+                });
+            }
+            if self.take_joining(state)? {
+                guard.reset();
+            }
         }
+    }
+
+    /// Runs the calls the guard lets through as one batch and answers the refused ones with
+    /// their correction, journaling the results (and the files they touched) in call order.
+    async fn run_calls(
+        &self,
+        state: &mut SessionState,
+        calls: &[ToolCall],
+        verdicts: &[Verdict],
+        malformed: &std::collections::BTreeMap<String, String>,
+        ctx: &mut ToolContext,
+    ) -> Result<Vec<ToolResult>, LlmError> {
+        let allowed: Vec<ToolCall> = calls
+            .iter()
+            .zip(verdicts)
+            .filter(|(_, verdict)| matches!(verdict, Verdict::Run))
+            .map(|(call, _)| call.clone())
+            .collect();
+        let env = BatchEnv {
+            tools: &self.deps.tools,
+            audience: self.audience,
+            approval: self.deps.approval,
+            malformed,
+        };
+        let mut outcomes = run_batch(&allowed, &env, ctx, &self.cancel)
+            .await
+            .into_iter();
+        let mut results = Vec::with_capacity(calls.len());
+        let mut effects = Vec::new();
+        for (call, verdict) in calls.iter().zip(verdicts) {
+            let mut result = match verdict {
+                Verdict::Refuse(correction) => ToolResult::error(call.id.clone(), correction),
+                Verdict::Run => match outcomes.next() {
+                    Some(outcome) => {
+                        effects.extend(outcome.effects);
+                        outcome.result
+                    }
+                    None => ToolResult::error(call.id.clone(), "not run"),
+                },
+            };
+            result.content = self.fit_text(&format!("tool-{}.txt", call.id), result.content);
+            self.emit(SessionEvent::ToolResult {
+                id: call.id.clone(),
+                name: call.name.clone(),
+                content: result.content.clone(),
+                is_error: result.is_error,
+            });
+            results.push(result);
+        }
+        let mut events = vec![JournalEvent::ToolResults {
+            results: results.clone(),
+        }];
+        // The journal records paths as text; a path that is not UTF-8 cannot be kept in
+        // the recent files (the tool result already named it).
+        let effects = effects.into_iter().filter(|effect| match effect {
+            ToolEffect::Read(path)
+            | ToolEffect::Wrote(path)
+            | ToolEffect::SetWorkingDirectory(path) => path.to_str().is_some(),
+        });
+        events.extend(effects.map(|effect| match effect {
+            ToolEffect::Read(path) | ToolEffect::Wrote(path) => JournalEvent::FileTouched { path },
+            ToolEffect::SetWorkingDirectory(path) => JournalEvent::WorkingDirectoryChanged { path },
+        }));
+        self.record(state, events)?;
+        Ok(results)
+    }
+
+    /// Answers `calls` with `why` without running them, so every call keeps a result.
+    fn answer_unrun(
+        &self,
+        state: &mut SessionState,
+        calls: &[ToolCall],
+        why: &str,
+    ) -> Result<(), LlmError> {
+        let results: Vec<ToolResult> = calls
+            .iter()
+            .map(|call| ToolResult::error(call.id.clone(), why))
+            .collect();
+        for (call, result) in calls.iter().zip(&results) {
+            self.emit(SessionEvent::ToolResult {
+                id: call.id.clone(),
+                name: call.name.clone(),
+                content: result.content.clone(),
+                is_error: true,
+            });
+        }
+        self.record(state, vec![JournalEvent::ToolResults { results }])
+    }
+
+    /// Journals the inputs that joined since the last batch, acknowledging each; returns
+    /// whether there were any.
+    fn take_joining(&self, state: &mut SessionState) -> Result<bool, LlmError> {
+        let joined: Vec<PendingInput> = match self.joining.lock() {
+            Ok(mut queue) => queue.drain(..).collect(),
+            Err(poisoned) => poisoned.into_inner().drain(..).collect(),
+        };
+        let any = !joined.is_empty();
+        for (input, reply) in joined {
+            match journal_input(self.deps, self.dirs, state, input) {
+                Ok((seq, text)) => {
+                    self.emit(SessionEvent::InputAccepted { seq, text });
+                    let _ = reply.send(Ok(seq));
+                }
+                Err(err) => {
+                    let storage = matches!(err, SessionError::Store(_));
+                    let message = err.to_string();
+                    let _ = reply.send(Err(err));
+                    if storage {
+                        return Err(storage_error(&message));
+                    }
+                }
+            }
+        }
+        Ok(any)
+    }
+
+    /// Whether the next request would pass the compaction threshold: the last call's input
+    /// tokens plus an estimate of what was added since.
+    fn needs_compaction(&self, state: &SessionState, tools: &[ToolSpec]) -> bool {
+        let route = &self.deps.client.primary;
+        let threshold = self.deps.settings.compaction_threshold * route.context_window as f64;
+        next_request_tokens(state, self.overhead(state, tools)) as f64 > threshold
+    }
+
+    /// Tokens every request spends before the history: the system blocks and the tools.
+    fn overhead(&self, state: &SessionState, tools: &[ToolSpec]) -> u64 {
+        let system: usize = [&state.system_prompts, &state.static_contexts]
+            .iter()
+            .filter_map(|tier| tier.get(&self.audience))
+            .map(String::len)
+            .sum();
+        let tools: usize = tools
+            .iter()
+            .map(|t| t.name.len() + t.description.len() + t.input_schema.to_string().len())
+            .sum();
+        ((system + tools) / 4) as u64
+    }
+
+    /// Compacts the history within the turn (phase Compacting meanwhile) and renders tier B
+    /// again. Returns whether anything changed.
+    async fn compact(
+        &self,
+        state: &mut SessionState,
+        tools: &[ToolSpec],
+    ) -> Result<bool, LlmError> {
+        self.emit(SessionEvent::PhaseChanged {
+            phase: Phase::Compacting,
+        });
+        let changed = self.compact_history(state, tools).await;
+        self.emit(SessionEvent::PhaseChanged {
+            phase: Phase::Processing,
+        });
+        changed
+    }
+
+    /// A compaction on its own (`/compact`): the actor holds phase Compacting meanwhile.
+    pub async fn compact_on_demand(&self, state: &mut SessionState) -> Result<bool, LlmError> {
+        let tools = prompt::tool_specs(&self.deps.tools, self.audience);
+        self.compact_history(state, &tools).await
+    }
+
+    async fn compact_history(
+        &self,
+        state: &mut SessionState,
+        tools: &[ToolSpec],
+    ) -> Result<bool, LlmError> {
+        let window = self.deps.client.primary.context_window;
+        let overhead = self.overhead(state, tools);
+        match compacting::compact(self.deps, state, window, overhead, &self.cancel).await {
+            Some(compaction) => {
+                self.apply_compaction(state, compaction)?;
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    fn apply_compaction(
+        &self,
+        state: &mut SessionState,
+        compaction: Compaction,
+    ) -> Result<(), LlmError> {
+        tracing::info!(
+            before = compaction.messages_before,
+            after = compaction.messages_after,
+            tokens_before = compaction.tokens_before,
+            tokens_after = compaction.tokens_after,
+            work_us = compaction.work.as_micros() as u64,
+            "compacted"
+        );
+        self.record(state, compaction.events)?;
+        // Tier B is rendered again right after a compaction.
+        let temp_dir = self.dirs.prepare_temp_dir();
+        let static_context =
+            layers::static_context_event(self.deps, self.dirs, &temp_dir, state, self.audience);
+        self.record(state, vec![static_context])?;
+        self.emit(SessionEvent::Compacted {
+            messages_before: compaction.messages_before,
+            messages_after: compaction.messages_after,
+            tokens_before: compaction.tokens_before,
+            tokens_after: compaction.tokens_after,
+            results_cleared: compaction.results_cleared,
+            notes: compaction.notes,
+            work_micros: compaction.work.as_micros() as u64,
+        });
+        Ok(())
     }
 
     /// Appends `events` durably in one commit, then applies them.
     fn record(&self, state: &mut SessionState, events: Vec<JournalEvent>) -> Result<(), LlmError> {
+        if events.is_empty() {
+            return Ok(());
+        }
         self.deps
             .store
             .append_batch(&state.id, &events)
-            .map_err(|err| {
-                LlmError::new(
-                    ErrorCategory::Storage,
-                    format!("the session journal could not be written, so the turn stopped: {err}"),
-                )
-            })?;
+            .map_err(|err| storage_error(&err.to_string()))?;
         for event in &events {
             state.apply(event);
         }
@@ -216,6 +487,34 @@ impl Turn<'_> {
         let saved = self.dirs.save_artifact(name, &text);
         oversize_placeholder(text.len(), limit, saved.as_deref())
     }
+}
+
+/// The next request's input tokens: the last call's count plus an estimate of the messages
+/// added since, or, with no count since the last compaction, an estimate of it all.
+pub fn next_request_tokens(state: &SessionState, overhead: u64) -> u64 {
+    use super::compaction::estimate_tokens;
+    match state.last_usage {
+        Some(usage) => {
+            let since = state.messages_at_last_usage.min(state.messages.len());
+            usage.context_tokens() + estimate_tokens(&state.messages[since..])
+        }
+        None => overhead + estimate_tokens(&state.messages),
+    }
+}
+
+fn storage_error(err: &str) -> LlmError {
+    LlmError::new(
+        ErrorCategory::Storage,
+        format!("the session journal could not be written, so the turn stopped: {err}"),
+    )
+}
+
+/// The error for a request that is still too big after compacting.
+fn overflow_unfixable(err: LlmError) -> LlmError {
+    err.with_hint(
+        "compacting the conversation did not make it fit; the session is intact: send a \
+         shorter message, or start a new session",
+    )
 }
 
 /// Passes streamed model output on to the session's subscribers.

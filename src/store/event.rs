@@ -1,7 +1,9 @@
 //! What the journal records, one event per append. Replaying a session's events in order
 //! rebuilds its history.
 
-use crate::domain::{Audience, ContentBlock, ErrorCategory, Message, Sender, ToolResult, Usage};
+use crate::domain::{
+    Audience, ContentBlock, ErrorCategory, InputKind, Message, Sender, ToolResult, TurnStop, Usage,
+};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -14,6 +16,9 @@ pub enum JournalEvent {
     InputAccepted {
         sender: Sender,
         audience: Audience,
+        /// A person, or which automation; absent from older journals (a person).
+        #[serde(default)]
+        kind: InputKind,
         text: String,
     },
     /// A complete assistant message (text, thinking, tool calls).
@@ -30,11 +35,19 @@ pub enum JournalEvent {
         model: String,
         usage: Usage,
     },
-    TurnCompleted,
+    /// A turn that ended with an answer that stands: completed, or ended quietly by the loop
+    /// guard or by a person's message.
+    TurnCompleted {
+        #[serde(default)]
+        stop: TurnStop,
+    },
     /// A turn that ended in an error; the history up to it stays valid.
     TurnFailed {
         category: ErrorCategory,
         message: String,
+        /// Why it stopped; absent from journals written before stop reasons were recorded.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        stop: Option<TurnStop>,
     },
     TitleChanged {
         title: String,
@@ -63,6 +76,21 @@ pub enum JournalEvent {
         audience: Audience,
         text: String,
     },
+    /// A compaction replaced the history with `messages`: old tool output cleared, the
+    /// oldest `dropped` messages cut and summarised by `notes` when the notes model answered.
+    /// Replay takes `messages` as the history from here on, and tier B is rendered again.
+    Compacted {
+        messages: Vec<Message>,
+        dropped: usize,
+        results_cleared: usize,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        notes: Option<String>,
+    },
+    /// Notes worth remembering beyond this conversation (a compaction's notes), kept for the
+    /// long-term memory to take in.
+    MemoryCheckpoint {
+        notes: String,
+    },
     /// Tier D: the turn's `[system: …]` note, placed just before the latest user message and
     /// kept in the history as it was sent, so later requests share it as cached prefix.
     NudgeAdded {
@@ -71,6 +99,24 @@ pub enum JournalEvent {
 }
 
 impl JournalEvent {
+    /// A turn that completed normally.
+    pub fn completed() -> Self {
+        Self::TurnCompleted {
+            stop: TurnStop::Completed,
+        }
+    }
+
+    /// Why the turn this event ends stopped, when it ends one.
+    pub fn turn_stop(&self) -> Option<TurnStop> {
+        match self {
+            Self::TurnCompleted { stop } => Some(*stop),
+            Self::TurnFailed { stop, category, .. } => Some(stop.unwrap_or(TurnStop::Error {
+                category: *category,
+            })),
+            _ => None,
+        }
+    }
+
     /// The path the event records, if it records one.
     pub(super) fn path(&self) -> Option<&Path> {
         match self {

@@ -191,8 +191,10 @@ fn input(text: &str) -> JournalEvent {
             id: "local".into(),
             name: "dev".into(),
             automated: false,
+            trusted: true,
         },
         audience: Audience::Personal,
+        kind: crate::domain::InputKind::Person,
         text: text.into(),
     }
 }

@@ -69,8 +69,10 @@ fn a_record_that_no_longer_decodes_is_skipped() {
             id: "local".into(),
             name: "dev".into(),
             automated: false,
+            trusted: true,
         },
         audience: Audience::Personal,
+        kind: crate::domain::InputKind::Person,
         text: "kept".into(),
     };
     {

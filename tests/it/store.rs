@@ -48,8 +48,10 @@ fn input(text: &str) -> JournalEvent {
             id: "local".into(),
             name: "dev".into(),
             automated: false,
+            trusted: true,
         },
         audience: Audience::Personal,
+        kind: tern::domain::InputKind::Person,
         text: text.into(),
     }
 }
@@ -112,11 +114,7 @@ fn append_assigns_seq_from_one_and_load_returns_seq_order() {
     store
         .create_session(&meta("s-one", "/p", 1_000))
         .expect("create");
-    let events = [
-        input("hello"),
-        reply("m1", "hi"),
-        JournalEvent::TurnCompleted,
-    ];
+    let events = [input("hello"), reply("m1", "hi"), JournalEvent::completed()];
     for (i, event) in events.iter().enumerate() {
         let record = store.append(&id("s-one"), event).expect("append");
         assert_eq!(record.seq, i as u64 + 1);
@@ -373,6 +371,7 @@ fn everything_survives_a_reopen() {
         JournalEvent::TurnFailed {
             category: ErrorCategory::ModelBehavior,
             message: "cut off".into(),
+            stop: Some(tern::domain::TurnStop::OutputLimit),
         },
         JournalEvent::FileTouched {
             path: PathBuf::from("src/main.rs"),

@@ -702,3 +702,74 @@ base_delay_ms = 1
 }
 
 mod print_prompt;
+
+#[test]
+fn a_turn_the_loop_guard_ends_succeeds_and_says_why() {
+    let cli = Cli::new();
+    cli.mock
+        .repeat(Reply::tool_call("glob", json!({"pattern": "*"})).with_text("Again."));
+    let output = cli.run(&["run", "--output-format", "stream-json", "look around"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let lines = json_lines(&output);
+    let last = lines.last().unwrap();
+    assert_eq!(last["type"], "turn_completed");
+    assert_eq!(last["reason"], "loop_guard");
+    assert_eq!(last["text"], "Again.");
+    let id = lines[0]["session_id"].as_str().unwrap();
+    let show = stdout(&cli.run(&["sessions", "show", id]));
+    assert!(show.contains("(turn ended: loop_guard)"), "{show}");
+}
+
+#[test]
+fn run_compact_compacts_the_latest_session_and_reports_it() {
+    let cli = Cli::new();
+    cli.home
+        .write_file("big.txt", &format!("{}\n", "x".repeat(59)).repeat(200));
+    cli.mock
+        .push(Reply::tool_call("file_read", json!({"path": "big.txt"})));
+    cli.mock.push(Reply::text("Read it."));
+    cli.mock.push(Reply::text("NOTES: a big file was read."));
+    cli.home
+        .write_config("[session]\nkeep_recent_messages = 2\n");
+    let first = cli.run(&["run", "--output-format", "json", "read big.txt"]);
+    assert!(first.status.success(), "{}", stderr(&first));
+    let compacted = cli.run(&["run", "--continue", "--compact"]);
+    assert!(compacted.status.success(), "{}", stderr(&compacted));
+    let said = stderr(&compacted);
+    assert!(said.contains("compacted the conversation"), "{said}");
+    assert!(said.contains("(with notes)"), "{said}");
+    let id = json_lines(&first)[0]["session_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let show = stdout(&cli.run(&["sessions", "show", &id]));
+    assert!(show.contains("~ compacted: "), "{show}");
+    // Without a session to work on, --compact explains what it needs.
+    let alone = cli.run(&["run", "--compact", "hi"]);
+    assert_eq!(alone.status.code(), Some(2));
+    assert!(stderr(&alone).contains("--compact works on an existing session"));
+}
+
+#[test]
+fn the_line_mode_conversation_compacts_on_request() {
+    let cli = Cli::new();
+    cli.mock.push(Reply::text("Hello there."));
+    let output = cli
+        .tern(&[])
+        .write_stdin("hello\n/compact\n/exit\n")
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(
+        stdout(&output).contains("Hello there."),
+        "{}",
+        stdout(&output)
+    );
+    // Two messages and their note are nothing to compact yet, and it says so.
+    assert!(
+        stderr(&output).contains("nothing to compact: the conversation is already short"),
+        "{}",
+        stderr(&output)
+    );
+    assert_eq!(cli.mock.model_requests().len(), 1);
+}

@@ -2,6 +2,7 @@
 
 use super::*;
 use pretty_assertions::assert_eq;
+use tern::domain::{TurnStop, Watchdog};
 
 #[tokio::test]
 async fn an_auth_error_fails_at_once_without_retrying() {
@@ -186,7 +187,7 @@ async fn a_reply_cut_at_the_output_limit_fails_and_is_not_kept() {
 }
 
 #[tokio::test]
-async fn a_provider_that_stops_answering_times_out_and_is_retried() {
+async fn a_provider_that_stops_answering_fails_the_turn_naming_the_watchdog() {
     let mut world = World::anthropic();
     world.settings.first_token_timeout = Duration::from_millis(300);
     world
@@ -196,12 +197,38 @@ async fn a_provider_that_stops_answering_times_out_and_is_retried() {
     let handle = world.create();
     let events = turn(&handle, "hi").await;
 
-    let retry = events.iter().find_map(|e| match e {
-        SessionEvent::Retry { category, .. } => Some(*category),
+    // No retry: the watchdog already waited its whole time.
+    assert!(
+        !events
+            .iter()
+            .any(|e| matches!(e, SessionEvent::Retry { .. }))
+    );
+    let stop = events.iter().find_map(|e| match e {
+        SessionEvent::TurnFailed { stop, message, .. } => Some((*stop, message.clone())),
         _ => None,
     });
-    assert_eq!(retry, Some(ErrorCategory::Timeout));
+    let (stop, message) = stop.expect("the turn failed");
+    assert_eq!(
+        stop,
+        TurnStop::Timeout {
+            watchdog: Watchdog::FirstToken
+        }
+    );
+    assert!(message.contains("first_token_timeout"), "{message}");
+    // The session is Ready again and the next message works.
+    let events = turn(&handle, "again").await;
     assert_eq!(completed(&events).as_deref(), Some("on time"));
+    let journal = journal(&world, handle.id());
+    let stops: Vec<_> = journal.iter().filter_map(JournalEvent::turn_stop).collect();
+    assert_eq!(
+        stops,
+        [
+            TurnStop::Timeout {
+                watchdog: Watchdog::FirstToken
+            },
+            TurnStop::Completed
+        ]
+    );
 }
 
 #[tokio::test]

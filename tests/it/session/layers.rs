@@ -37,8 +37,10 @@ fn input(audience: Audience, text: &str) -> UserInput {
             id: "guest".into(),
             name: "guest".into(),
             automated: false,
+            trusted: true,
         },
         audience,
+        kind: tern::domain::InputKind::Person,
         text: text.into(),
     }
 }

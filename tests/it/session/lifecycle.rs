@@ -64,6 +64,7 @@ async fn a_crash_in_the_middle_of_a_batch_is_repaired_on_reopen() {
             &JournalEvent::InputAccepted {
                 sender: tern::domain::Sender::local_user(),
                 audience: tern::domain::Audience::Personal,
+                kind: tern::domain::InputKind::Person,
                 text: "list files".into(),
             },
         )
@@ -230,7 +231,7 @@ async fn closing_lets_the_running_turn_finish_and_refuses_new_input() {
     handle.close().await;
     let journal = journal(&world, other.id());
     assert!(
-        matches!(journal.last(), Some(JournalEvent::TurnCompleted)),
+        matches!(journal.last(), Some(JournalEvent::TurnCompleted { .. })),
         "{journal:?}"
     );
     assert!(matches!(

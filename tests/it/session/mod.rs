@@ -9,7 +9,8 @@ use tern::config::{ProviderKind, ProviderProfile, RetrySettings, SessionSettings
 use tern::domain::{ContentBlock, ErrorCategory, Role, SessionId};
 use tern::llm::{self, ModelClient, ModelRoute, RetryPolicy};
 use tern::session::{
-    OutputFilter, SessionDeps, SessionError, SessionEvent, SessionHandle, SessionState, UserInput,
+    OutputFilter, SessionDeps, SessionError, SessionEvent, SessionHandle, SessionState,
+    Subscription, UserInput,
 };
 use tern::store::{JournalEvent, Store};
 use tern::tools::{ApprovalMode, ToolRegistry};
@@ -24,6 +25,10 @@ struct World {
     settings: SessionSettings,
     fallback: Option<&'static str>,
     tools: ToolRegistry,
+    /// The model's context window in tokens.
+    context_window: u64,
+    /// A separate model for compaction notes (on the same mock), when set.
+    notes_model: Option<&'static str>,
 }
 
 impl World {
@@ -39,6 +44,8 @@ impl World {
             settings: SessionSettings::default(),
             fallback: None,
             tools: ToolRegistry::builtin(),
+            context_window: 100_000,
+            notes_model: None,
         }
     }
 
@@ -54,7 +61,7 @@ impl World {
             api_key_env: Some("MOCK_KEY".into()),
             api_key: Some("test-key".into()),
             default_model: "primary-model".into(),
-            context_window: 100_000,
+            context_window: self.context_window,
             max_output_tokens: 1000,
         }
     }
@@ -65,6 +72,7 @@ impl World {
             provider: llm::provider_for(&profile),
             model: model.to_owned(),
             max_output_tokens: 1000,
+            context_window: profile.context_window,
         };
         let retry = RetrySettings {
             max_attempts: 3,
@@ -74,12 +82,19 @@ impl World {
         let policy = RetryPolicy::new(&retry, &self.settings);
         Arc::new(SessionDeps {
             store: self.store.clone(),
-            client: ModelClient::new(route("primary-model"), self.fallback.map(route), policy),
+            client: ModelClient::new(
+                route("primary-model"),
+                self.fallback.map(route),
+                policy.clone(),
+            ),
             tools: self.tools.clone(),
             settings: self.settings.clone(),
             approval: self.approval,
             data_dir: self.home.home().join("data"),
             identity_dir: self.home.home().join("identity"),
+            notes_client: self.notes_model.map(|model| {
+                ModelClient::new(route(model), self.fallback.map(route), policy.clone())
+            }),
         })
     }
 
@@ -110,7 +125,15 @@ async fn turn_with(handle: &SessionHandle, input: UserInput) -> Vec<SessionEvent
         .await
         .expect("subscribe");
     handle.send(input).await.expect("send");
+    let seen = until_turns_end(&mut events, 1).await;
+    handle.state().await.expect("session idle");
+    seen
+}
+
+/// Collects events until `turns` turns have ended.
+async fn until_turns_end(events: &mut Subscription, turns: usize) -> Vec<SessionEvent> {
     let mut seen = Vec::new();
+    let mut ended = 0;
     let collect = async {
         while let Some(event) = events.recv().await {
             let end = matches!(
@@ -119,14 +142,16 @@ async fn turn_with(handle: &SessionHandle, input: UserInput) -> Vec<SessionEvent
             );
             seen.push(event);
             if end {
-                break;
+                ended += 1;
+                if ended == turns {
+                    break;
+                }
             }
         }
     };
     tokio::time::timeout(Duration::from_secs(30), collect)
         .await
-        .expect("turn ended in time");
-    handle.state().await.expect("session idle");
+        .expect("turns ended in time");
     seen
 }
 
@@ -142,7 +167,9 @@ fn streamed_text(events: &[SessionEvent]) -> String {
 
 fn failure(events: &[SessionEvent]) -> Option<(ErrorCategory, String)> {
     events.iter().find_map(|e| match e {
-        SessionEvent::TurnFailed { category, message } => Some((*category, message.clone())),
+        SessionEvent::TurnFailed {
+            category, message, ..
+        } => Some((*category, message.clone())),
         _ => None,
     })
 }
@@ -196,7 +223,9 @@ fn tool_result_texts(request: &Value) -> Vec<String> {
 }
 
 mod errors;
+mod joins;
 mod layers;
 mod lifecycle;
+mod long;
 mod prefix;
 mod turns;

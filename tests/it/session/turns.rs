@@ -27,7 +27,7 @@ async fn streams_text_and_journals_the_turn() {
             JournalEvent::InputAccepted { .. } => "input",
             JournalEvent::AssistantMessage { .. } => "assistant",
             JournalEvent::Usage { .. } => "usage",
-            JournalEvent::TurnCompleted => "completed",
+            JournalEvent::TurnCompleted { .. } => "completed",
             JournalEvent::TitleChanged { .. } => "title",
             JournalEvent::SystemPromptSet { .. } => "tier a",
             JournalEvent::StaticContextSet { .. } => "tier b",

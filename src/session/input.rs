@@ -1,0 +1,114 @@
+//! What comes into a session: inputs, who sent them, and how one is journaled before it is
+//! acknowledged.
+
+use super::actor::SessionDeps;
+use super::envelope::SessionDirs;
+use super::phase::IllegalTransition;
+use super::state::{SessionState, oversize_placeholder};
+use crate::domain::{Audience, InputKind, Sender};
+use crate::llm::LlmError;
+use crate::prompt;
+use crate::store::{JournalEvent, StoreError, title_from_input};
+use std::path::PathBuf;
+
+/// Input for the session, from any front end.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UserInput {
+    pub sender: Sender,
+    pub audience: Audience,
+    /// A person, or which automation.
+    pub kind: InputKind,
+    pub text: String,
+}
+
+impl UserInput {
+    /// Text typed by the person at this terminal.
+    pub fn local(text: impl Into<String>) -> Self {
+        Self {
+            sender: Sender::local_user(),
+            audience: Audience::Personal,
+            kind: InputKind::Person,
+            text: text.into(),
+        }
+    }
+
+    /// Whether no person typed this.
+    pub fn is_automation(&self) -> bool {
+        self.kind.is_automation() || self.sender.automated
+    }
+}
+
+/// Why a session request failed.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Phase(#[from] IllegalTransition),
+    #[error("the session has stopped and takes no more requests")]
+    Closed,
+    #[error("the input is empty; type a message for the model")]
+    EmptyInput,
+    #[error(
+        "the input was dropped because the turn was cancelled before it started; send it again"
+    )]
+    Cancelled,
+    #[error(
+        "the input is {bytes} bytes, over the {limit}-byte message limit, and could not be saved \
+         in {dir} to keep it whole; check that the folder is writable, or send a shorter message"
+    )]
+    Oversized {
+        bytes: usize,
+        limit: usize,
+        dir: PathBuf,
+    },
+    /// Work the session did on request failed (a compaction on demand).
+    #[error(transparent)]
+    Turn(#[from] LlmError),
+}
+
+/// Journals `input` durably and applies it to `state`; returns its journal position and the
+/// text as the history keeps it. An input over the size limit is kept whole as an artifact
+/// and replaced by a placeholder; if it cannot be kept, it is refused rather than lost. No
+/// input may pass itself off as tern's own note to the model. The first input also names the
+/// session, in the same commit.
+pub fn journal_input(
+    deps: &SessionDeps,
+    dirs: &SessionDirs,
+    state: &mut SessionState,
+    input: UserInput,
+) -> Result<(u64, String), SessionError> {
+    let limit = deps.settings.max_message_bytes;
+    let text = prompt::quote_lookalikes(&input.text).into_owned();
+    let text = if text.len() > limit {
+        let name = format!("input-{}.txt", state.messages.len());
+        let Some(saved) = dirs.save_artifact(&name, &text) else {
+            return Err(SessionError::Oversized {
+                bytes: text.len(),
+                limit,
+                dir: dirs.artifact_dir.clone(),
+            });
+        };
+        oversize_placeholder(text.len(), limit, Some(&saved))
+    } else {
+        text
+    };
+    let mut events = vec![JournalEvent::InputAccepted {
+        sender: input.sender,
+        audience: input.audience,
+        kind: input.kind,
+        text: text.clone(),
+    }];
+    if state.title.is_none() {
+        let title = title_from_input(&text);
+        if !title.is_empty() {
+            events.push(JournalEvent::TitleChanged { title });
+        }
+    }
+    let records = deps.store.append_batch(&state.id, &events)?;
+    let seq = records.first().map_or(0, |record| record.seq);
+    for event in &events {
+        state.apply(event);
+    }
+    Ok((seq, text))
+}

@@ -1,0 +1,274 @@
+//! Who joins a running turn, and how the loop guard ends one quietly, through a real session.
+
+use super::*;
+use pretty_assertions::assert_eq;
+use tern::domain::{Audience, InputKind, Sender, TurnStop};
+
+fn from(id: &str, kind: InputKind, trusted: bool, text: &str) -> UserInput {
+    UserInput {
+        sender: Sender {
+            id: id.into(),
+            name: id.into(),
+            automated: kind != InputKind::Person,
+            trusted,
+        },
+        audience: Audience::Personal,
+        kind,
+        text: text.into(),
+    }
+}
+
+/// A reminder, the kind of automated input that starts turns of its own.
+fn reminder() -> UserInput {
+    from(
+        "cron",
+        InputKind::Reminder,
+        true,
+        "reminder: check the build",
+    )
+}
+
+/// Sends `first`, then `second` while the turn `first` started is still in its first model
+/// call (the mock holds that reply back), and collects events until `turns` turns ended.
+async fn overlapping(
+    handle: &SessionHandle,
+    first: UserInput,
+    second: UserInput,
+    turns: usize,
+) -> Vec<SessionEvent> {
+    let mut events = handle
+        .subscribe(OutputFilter::ALL)
+        .await
+        .expect("subscribe");
+    handle.send(first).await.expect("first accepted");
+    let sender = handle.clone();
+    let second = tokio::spawn(async move { sender.send(second).await });
+    let seen = until_turns_end(&mut events, turns).await;
+    second.await.expect("joined").expect("second accepted");
+    handle.state().await.expect("idle");
+    seen
+}
+
+fn stops(events: &[SessionEvent]) -> Vec<(TurnStop, String)> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            SessionEvent::TurnCompleted { stop, text, .. } => Some((*stop, text.clone())),
+            SessionEvent::TurnFailed { stop, message, .. } => Some((*stop, message.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The mock holds the first reply, a tool call, long enough for a second input to arrive.
+fn slow_tool_call(world: &World) {
+    world.mock.push(
+        Reply::tool_call("glob", json!({"pattern": "*.txt"}))
+            .delay_before(Duration::from_millis(300)),
+    );
+}
+
+#[tokio::test]
+async fn the_same_persons_new_message_joins_at_the_next_batch_boundary() {
+    let world = World::anthropic();
+    slow_tool_call(&world);
+    world.mock.push(Reply::text("saw both"));
+    let handle = world.create();
+    let events = overlapping(
+        &handle,
+        UserInput::local("list the text files"),
+        UserInput::local("and count them"),
+        1,
+    )
+    .await;
+    assert_eq!(
+        stops(&events),
+        [(TurnStop::Completed, "saw both".to_owned())]
+    );
+    let requests = world.mock.model_requests();
+    assert_eq!(requests.len(), 2);
+    let texts = requests[1].texts();
+    assert_eq!(texts.last().unwrap(), "and count them", "{texts:?}");
+    // The joined input is journaled after the batch's results.
+    let kinds: Vec<&str> = journal(&world, handle.id())
+        .iter()
+        .filter_map(|e| match e {
+            JournalEvent::InputAccepted { text, .. } => Some(if text == "and count them" {
+                "joined"
+            } else {
+                "first"
+            }),
+            JournalEvent::ToolResults { .. } => Some("results"),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(kinds, ["first", "results", "joined"]);
+}
+
+#[tokio::test]
+async fn another_persons_message_and_automated_input_wait_for_their_own_turn() {
+    for second in [
+        from("bob", InputKind::Person, true, "bob here"),
+        from("local", InputKind::Reminder, true, "reminder: stand-up"),
+    ] {
+        let world = World::anthropic();
+        slow_tool_call(&world);
+        world.mock.push(Reply::text("first done"));
+        world.mock.push(Reply::text("second done"));
+        let handle = world.create();
+        let events = overlapping(&handle, UserInput::local("list files"), second.clone(), 2).await;
+        assert_eq!(
+            stops(&events),
+            [
+                (TurnStop::Completed, "first done".to_owned()),
+                (TurnStop::Completed, "second done".to_owned())
+            ]
+        );
+        let requests = world.mock.model_requests();
+        assert!(!requests[1].texts().contains(&second.text));
+        assert_eq!(requests[2].texts().last().unwrap(), &second.text);
+    }
+}
+
+#[tokio::test]
+async fn a_trusted_person_ends_an_automated_turn_after_its_batch_and_is_told_why() {
+    let world = World::anthropic();
+    slow_tool_call(&world);
+    world.mock.push(Reply::text("answer to the person"));
+    let handle = world.create();
+    let events = overlapping(
+        &handle,
+        reminder(),
+        from("ada", InputKind::Person, true, "what is the status?"),
+        2,
+    )
+    .await;
+    let ended = stops(&events);
+    assert_eq!(ended[0].0, TurnStop::InterruptedByPerson);
+    assert_eq!(
+        ended[1],
+        (TurnStop::Completed, "answer to the person".to_owned())
+    );
+    // The automated turn made no call after its batch; the person's first call carries the
+    // note that it stopped unfinished.
+    let requests = world.mock.model_requests();
+    assert_eq!(requests.len(), 2);
+    let nudge = requests[1].nudges().pop().unwrap();
+    assert!(nudge.contains("\n\n[interrupted-automation]\n"), "{nudge}");
+    assert_eq!(requests[0].nudges().len(), 1);
+    assert!(!requests[0].nudges()[0].contains("[interrupted-automation]"));
+}
+
+#[tokio::test]
+async fn an_untrusted_person_never_ends_a_turn() {
+    let world = World::anthropic();
+    slow_tool_call(&world);
+    world.mock.push(Reply::text("automation done"));
+    world.mock.push(Reply::text("answer to eve"));
+    let handle = world.create();
+    let events = overlapping(
+        &handle,
+        reminder(),
+        from("eve", InputKind::Person, false, "hello?"),
+        2,
+    )
+    .await;
+    assert_eq!(
+        stops(&events),
+        [
+            (TurnStop::Completed, "automation done".to_owned()),
+            (TurnStop::Completed, "answer to eve".to_owned())
+        ]
+    );
+}
+
+#[tokio::test]
+async fn repeating_the_same_call_is_refused_then_ends_the_turn_quietly() {
+    let world = World::anthropic();
+    for _ in 0..8 {
+        world
+            .mock
+            .push(Reply::tool_call("glob", json!({"pattern": "*.rs"})).with_text("Looking again."));
+    }
+    let handle = world.create();
+    let events = turn(&handle, "find the rust files").await;
+    assert_eq!(
+        stops(&events),
+        [(TurnStop::LoopGuard, "Looking again.".to_owned())]
+    );
+    let results: Vec<(String, bool)> = events
+        .iter()
+        .filter_map(|e| match e {
+            SessionEvent::ToolResult {
+                content, is_error, ..
+            } => Some((content.clone(), *is_error)),
+            _ => None,
+        })
+        .collect();
+    // Two rounds run, five are refused (the fifth more sharply), the eighth ends the turn
+    // and its call is answered as not run.
+    assert_eq!(results.len(), 8);
+    assert!(!results[0].1 && !results[1].1);
+    for (content, is_error) in &results[2..6] {
+        assert!(
+            *is_error && content.contains("in each of the last two rounds"),
+            "{content}"
+        );
+    }
+    assert!(
+        results[6].0.contains("The next repetition ends the turn"),
+        "{}",
+        results[6].0
+    );
+    assert!(
+        results[7].0.starts_with("not run: the turn was ended"),
+        "{}",
+        results[7].0
+    );
+    assert_eq!(world.mock.model_requests().len(), 8);
+    // Quietly: the turn completed, no error was journaled.
+    let journal = journal(&world, handle.id());
+    assert!(
+        !journal
+            .iter()
+            .any(|e| matches!(e, JournalEvent::TurnFailed { .. }))
+    );
+    assert_eq!(
+        journal.last().and_then(JournalEvent::turn_stop),
+        Some(TurnStop::LoopGuard)
+    );
+    // The session goes on.
+    world.mock.push(Reply::text("fine"));
+    let events = turn(&handle, "stop searching").await;
+    assert_eq!(completed(&events).as_deref(), Some("fine"));
+}
+
+#[tokio::test]
+async fn calls_that_keep_failing_get_nudges_then_end_the_turn_quietly() {
+    let world = World::anthropic();
+    for i in 0..6 {
+        world.mock.push(
+            Reply::tool_call("file_read", json!({"path": format!("missing{i}.txt")}))
+                .with_text(format!("Trying file {i}.")),
+        );
+    }
+    let handle = world.create();
+    let events = turn(&handle, "read the missing files").await;
+    assert_eq!(
+        stops(&events),
+        [(TurnStop::LoopGuard, "Trying file 5.".to_owned())]
+    );
+    // The nudges went into the history, so the model saw them.
+    let requests = world.mock.model_requests();
+    let nudges_seen = |i: usize| {
+        requests[i]
+            .texts()
+            .iter()
+            .filter(|t| t.contains("failed"))
+            .count()
+    };
+    assert_eq!(requests.len(), 6);
+    assert_eq!(nudges_seen(2), 0);
+    assert_eq!(nudges_seen(3), 1);
+    assert_eq!(nudges_seen(4), 2);
+}
