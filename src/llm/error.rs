@@ -230,7 +230,8 @@ pub(crate) fn classify_stream_error(kind: &str, message: &str) -> LlmError {
             ErrorCategory::Timeout,
             format!("the provider timed out ({said})"),
         ),
-        "context_length_exceeded" | "request_too_large" => {
+        // llama.cpp's server: HTTP 400 `exceed_context_size_error`.
+        "context_length_exceeded" | "request_too_large" | "exceed_context_size_error" => {
             (ErrorCategory::ContextOverflow, overflow_message(None, said))
         }
         "invalid_request_error" | "not_found_error" if mentions_overflow(said) => {

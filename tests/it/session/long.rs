@@ -216,6 +216,61 @@ async fn a_context_overflow_compacts_and_retries_once() {
 }
 
 #[tokio::test]
+async fn llama_cpp_s_overflow_error_compacts_and_retries_once() {
+    let mut world = World::new(ProviderKind::OpenAi);
+    world.notes_model = Some("notes-model");
+    world
+        .home
+        .write_file("a.txt", &"a line of the file\n".repeat(50));
+    world
+        .mock
+        .push(Reply::tool_call("file_read", json!({"path": "a.txt"})));
+    world.mock.push(Reply::text("read it"));
+    world.mock.push(Reply::error(
+        400,
+        r#"{"error":{"code":400,"message":"the request exceeds the available context size, try increasing it","type":"exceed_context_size_error","n_prompt_tokens":9000,"n_ctx":8192}}"#,
+    ));
+    world.mock.push(Reply::text("fits now"));
+    world
+        .mock
+        .push_for_model("notes-model", Reply::text("NOTES: a.txt was read."));
+    world.settings.keep_recent_messages = 2;
+    let handle = world.create();
+    turn(&handle, "read a.txt").await;
+    let events = turn(&handle, "and now?").await;
+    assert_eq!(completed(&events).as_deref(), Some("fits now"));
+    assert_eq!(compactions(&journal(&world, handle.id())).len(), 1);
+    // The durable working context survives the compaction.
+    let state = handle.state().await.unwrap();
+    assert!(
+        state.recent_files.iter().any(|f| f.ends_with("a.txt")),
+        "{:?}",
+        state.recent_files
+    );
+}
+
+#[tokio::test]
+async fn notes_that_take_longer_than_the_sidecar_timeout_are_given_up() {
+    let mut world = small_window();
+    world.context_window = 100_000;
+    world.settings.keep_recent_messages = 2;
+    world.settings.sidecar_llm_timeout = Duration::from_millis(200);
+    script_reads(&world, 2);
+    world.mock.push_for_model(
+        "notes-model",
+        Reply::text("too late").delay_before(Duration::from_secs(10)),
+    );
+    let handle = world.create();
+    for i in 0..2 {
+        turn(&handle, &format!("read big{i}.txt please")).await;
+    }
+    assert!(handle.compact().await.expect("compacts"));
+    let state = handle.state().await.unwrap();
+    let first = state.messages[0].text();
+    assert!(first.starts_with("[compaction: "), "{first}");
+}
+
+#[tokio::test]
 async fn an_overflow_that_compacting_cannot_fix_fails_clearly_and_the_session_goes_on() {
     let world = World::anthropic();
     let too_long = r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 210000 tokens > 200000 maximum"}}"#;

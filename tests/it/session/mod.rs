@@ -130,8 +130,17 @@ async fn turn_with(handle: &SessionHandle, input: UserInput) -> Vec<SessionEvent
     seen
 }
 
-/// Collects events until `turns` turns have ended.
+/// Collects events until `turns` turns have ended, for at most 30 s.
 async fn until_turns_end(events: &mut Subscription, turns: usize) -> Vec<SessionEvent> {
+    until_turns_end_within(events, turns, Duration::from_secs(30)).await
+}
+
+/// Collects events until `turns` turns have ended, for at most `limit`.
+async fn until_turns_end_within(
+    events: &mut Subscription,
+    turns: usize,
+    limit: Duration,
+) -> Vec<SessionEvent> {
     let mut seen = Vec::new();
     let mut ended = 0;
     let collect = async {
@@ -149,7 +158,7 @@ async fn until_turns_end(events: &mut Subscription, turns: usize) -> Vec<Session
             }
         }
     };
-    tokio::time::timeout(Duration::from_secs(30), collect)
+    tokio::time::timeout(limit, collect)
         .await
         .expect("turns ended in time");
     seen
@@ -229,3 +238,4 @@ mod lifecycle;
 mod long;
 mod prefix;
 mod turns;
+mod watchdogs;

@@ -1,0 +1,144 @@
+//! Each model watchdog through a real session, on tokio's paused clock: the turn fails at
+//! exactly the configured time, naming the watchdog, and the next message works. The model
+//! is an in-process provider that stalls on cue, so no network wait can move the clock.
+
+use super::*;
+use futures_util::{StreamExt, stream};
+use std::collections::VecDeque;
+use std::sync::Mutex;
+use tern::domain::{TurnStop, Watchdog};
+use tern::llm::{BoxFuture, ChatRequest, EventStream, LlmError, Provider, StopReason, StreamEvent};
+use tokio::time::Instant;
+
+/// What one model call does.
+enum Step {
+    /// No response headers, ever.
+    Hang,
+    /// These events, then silence.
+    Stall(Vec<StreamEvent>),
+    /// A thought every minute, never an answer.
+    Think,
+    /// A plain answer.
+    Answer(&'static str),
+}
+
+/// A provider playing `Step`s in order and noting when each call began.
+struct Scripted {
+    steps: Mutex<VecDeque<Step>>,
+    called_at: Mutex<Vec<Instant>>,
+}
+
+impl Provider for Scripted {
+    fn name(&self) -> &str {
+        "scripted"
+    }
+
+    fn stream<'a>(
+        &'a self,
+        _request: &'a ChatRequest,
+    ) -> BoxFuture<'a, Result<EventStream, LlmError>> {
+        self.called_at.lock().unwrap().push(Instant::now());
+        let step = self.steps.lock().unwrap().pop_front();
+        Box::pin(async move {
+            match step {
+                Some(Step::Hang) => std::future::pending().await,
+                Some(Step::Stall(events)) => Ok(Box::pin(
+                    stream::iter(events.into_iter().map(Ok)).chain(stream::pending()),
+                ) as EventStream),
+                Some(Step::Think) => Ok(Box::pin(stream::unfold((), |()| async {
+                    tokio::time::sleep(Duration::from_secs(60)).await;
+                    Some((Ok(StreamEvent::ThinkingDelta("…".into())), ()))
+                })) as EventStream),
+                Some(Step::Answer(text)) => Ok(Box::pin(stream::iter([
+                    Ok(StreamEvent::TextDelta(text.into())),
+                    Ok(StreamEvent::Stop(StopReason::EndTurn)),
+                ])) as EventStream),
+                None => Err(LlmError::new(
+                    ErrorCategory::InvalidRequest,
+                    "script ran out",
+                )),
+            }
+        })
+    }
+
+    fn probe(&self) -> BoxFuture<'_, Result<String, LlmError>> {
+        Box::pin(async { Ok("scripted".to_owned()) })
+    }
+
+    fn wire_body(&self, request: &ChatRequest) -> serde_json::Value {
+        json!({"model": request.model})
+    }
+}
+
+/// A session on `world` whose model plays `steps`.
+fn session(world: &World, steps: Vec<Step>) -> (SessionHandle, Arc<Scripted>) {
+    let provider = Arc::new(Scripted {
+        steps: Mutex::new(steps.into()),
+        called_at: Mutex::new(Vec::new()),
+    });
+    let route = ModelRoute {
+        provider: provider.clone(),
+        model: "scripted-model".into(),
+        max_output_tokens: 1000,
+        context_window: 100_000,
+    };
+    let policy = RetryPolicy::new(&RetrySettings::default(), &world.settings);
+    let deps = Arc::new(SessionDeps {
+        client: ModelClient::new(route, None, policy),
+        ..Arc::try_unwrap(world.deps())
+            .unwrap_or_else(|_| panic!("fresh dependencies are not shared"))
+    });
+    let project = world.home.project().canonicalize().expect("project dir");
+    let handle = SessionHandle::create(deps, project).expect("create session");
+    (handle, provider)
+}
+
+/// Sends `text` and collects the turn's events, waiting as long as the slowest watchdog.
+async fn slow_turn(handle: &SessionHandle, text: &str) -> Vec<SessionEvent> {
+    let mut events = handle
+        .subscribe(OutputFilter::ALL)
+        .await
+        .expect("subscribe");
+    handle.send(UserInput::local(text)).await.expect("send");
+    let seen = until_turns_end_within(&mut events, 1, Duration::from_secs(4 * 3600)).await;
+    handle.state().await.expect("session idle");
+    seen
+}
+
+#[tokio::test(start_paused = true)]
+async fn each_model_watchdog_ends_the_turn_at_its_time_and_the_next_message_works() {
+    let cases = [
+        (Step::Hang, Watchdog::Prefill, 1800),
+        (Step::Stall(Vec::new()), Watchdog::FirstToken, 600),
+        (
+            Step::Stall(vec![StreamEvent::TextDelta("par".into())]),
+            Watchdog::NoProgress,
+            1200,
+        ),
+        // Thinking starts with the first thought, a minute in; 3 × 1200 s later it stops.
+        (Step::Think, Watchdog::ThinkingOnly, 60 + 3600),
+    ];
+    for (step, watchdog, secs) in cases {
+        let world = World::anthropic();
+        let (handle, provider) = session(&world, vec![step, Step::Answer("fine")]);
+        let events = slow_turn(&handle, "hi").await;
+        let failed_at = Instant::now();
+        let stop = events.iter().find_map(|e| match e {
+            SessionEvent::TurnFailed { stop, message, .. } => Some((*stop, message.clone())),
+            _ => None,
+        });
+        let (stop, message) = stop.expect("the turn failed");
+        assert_eq!(stop, TurnStop::Timeout { watchdog }, "{message}");
+        assert!(message.contains(watchdog.setting()), "{message}");
+        let called_at = provider.called_at.lock().unwrap()[0];
+        assert_eq!(
+            failed_at - called_at,
+            Duration::from_secs(secs),
+            "{watchdog}"
+        );
+        // The session is Ready again: the next message is answered.
+        let events = slow_turn(&handle, "again").await;
+        assert_eq!(completed(&events).as_deref(), Some("fine"), "{watchdog}");
+        assert_eq!(provider.called_at.lock().unwrap().len(), 2, "no retry");
+    }
+}
