@@ -186,6 +186,9 @@ struct RunningTurn {
 /// What waits for the session to be idle.
 enum Queued {
     Input(PendingInput),
+    /// A person's input that ended an automated turn: it goes before everything else, after
+    /// any that did so earlier.
+    Interrupting(PendingInput),
     Compact(oneshot::Sender<Result<bool, SessionError>>),
 }
 
@@ -210,6 +213,8 @@ struct SessionActor {
     queue: VecDeque<Queued>,
     /// The note for the next turn after a person's message ended an automated one.
     interrupted_note: Option<String>,
+    /// How the running turn ended, once it has said so.
+    last_stop: Option<TurnStop>,
     waiting_for_state: Vec<oneshot::Sender<SessionState>>,
     turn: Option<RunningTurn>,
     /// False once closing: new input is refused, the rest is still answered.
@@ -234,6 +239,7 @@ impl SessionActor {
             subscribers: Subscribers::default(),
             queue: VecDeque::new(),
             interrupted_note: None,
+            last_stop: None,
             waiting_for_state: Vec::new(),
             turn: None,
             accepting: true,
@@ -266,7 +272,14 @@ impl SessionActor {
                             tracing::error!(%err, "a turn asked for an illegal phase change");
                         }
                     }
-                    TurnUpdate::Event(event) => self.publish(&event),
+                    TurnUpdate::Event(event) => {
+                        if let SessionEvent::TurnCompleted { stop, .. }
+                        | SessionEvent::TurnFailed { stop, .. } = &event
+                        {
+                            self.last_stop = Some(*stop);
+                        }
+                        self.publish(&event);
+                    }
                     TurnUpdate::Ended(ended) => {
                         if let Some(turn) = self.turn.take() {
                             // Inputs that were to join but came after the turn's last batch
@@ -325,6 +338,7 @@ impl SessionActor {
                 for queued in self.queue.drain(..) {
                     refuse(queued, || SessionError::Cancelled);
                 }
+                self.interrupted_note = None;
             }
             Request::Compact { reply } if self.accepting => {
                 self.queue.push_back(Queued::Compact(reply));
@@ -351,7 +365,13 @@ impl SessionActor {
             (Route::Interrupt, Some(turn)) => {
                 turn.yield_to_person.cancel();
                 self.interrupted_note = Some(joining::interrupted_note("automation"));
-                self.queue.push_front(Queued::Input((input, reply)));
+                let after = self
+                    .queue
+                    .iter()
+                    .take_while(|q| matches!(q, Queued::Interrupting(_)))
+                    .count();
+                self.queue
+                    .insert(after, Queued::Interrupting((input, reply)));
             }
             _ => self.queue.push_back(Queued::Input((input, reply))),
         }
@@ -366,7 +386,7 @@ impl SessionActor {
                 return;
             };
             let (input, reply) = match queued {
-                Queued::Input(pending) => pending,
+                Queued::Input(pending) | Queued::Interrupting(pending) => pending,
                 Queued::Compact(reply) => {
                     self.start_compaction(reply);
                     return;
@@ -485,6 +505,10 @@ impl SessionActor {
     }
 
     fn finish_turn(&mut self, state: SessionState) {
+        // The note is for the turn after one a person's message really ended.
+        if self.last_stop.take() != Some(TurnStop::InterruptedByPerson) {
+            self.interrupted_note = None;
+        }
         for reply in self.waiting_for_state.drain(..) {
             let _ = reply.send(state.clone());
         }
@@ -572,7 +596,7 @@ fn drain_joining(joining: &Joining) -> Vec<PendingInput> {
 /// Answers a queued request that will not run with `error`.
 fn refuse(queued: Queued, error: impl Fn() -> SessionError) {
     match queued {
-        Queued::Input((_, reply)) => {
+        Queued::Input((_, reply)) | Queued::Interrupting((_, reply)) => {
             let _ = reply.send(Err(error()));
         }
         Queued::Compact(reply) => {

@@ -9,8 +9,10 @@ use super::compaction::{
     clear_tool_results, compacted_history, estimate_tokens, notes_request_text, reduce,
 };
 use super::state::SessionState;
-use crate::domain::{Message, Watchdog};
+use super::turn::GUARD_NOTE;
+use crate::domain::{ContentBlock, Message, Role, Watchdog};
 use crate::llm::{ChatRequest, LlmError};
+use crate::prompt::NUDGE_OPENING;
 use crate::store::JournalEvent;
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
@@ -42,7 +44,9 @@ pub struct Compaction {
 
 /// Compacts `state`'s history for a model whose window is `window` tokens, given the
 /// `overhead` tokens every request spends on the system prompt and the tools. Returns `None`
-/// when there is nothing to gain (no result to clear, no message to cut).
+/// when there is nothing to gain (no result to clear, nothing to cut but an earlier
+/// compaction's head, no tokens saved) or when `cancel` fired meanwhile: a cancelled
+/// compaction changes nothing.
 pub async fn compact(
     deps: &SessionDeps,
     state: &SessionState,
@@ -56,7 +60,9 @@ pub async fn compact(
     let cleared = clear_tool_results(&state.messages, settings.keep_recent_tool_results);
     let budget = (window / 2).saturating_sub(overhead);
     let reduction = reduce(&cleared.messages, settings.keep_recent_messages, budget);
-    if reduction.dropped.is_empty() && cleared.results_cleared == 0 {
+    // Cutting only the head an earlier compaction left gains nothing worth a notes call.
+    let cuts_something = reduction.dropped.iter().any(|m| !is_compaction_head(m));
+    if !cuts_something && cleared.results_cleared == 0 {
         return None;
     }
     let mut work = started.elapsed();
@@ -67,17 +73,26 @@ pub async fn compact(
         let dropped = &state.messages[..reduction.dropped.len().min(state.messages.len())];
         write_notes(deps, dropped, window, cancel).await
     };
+    if cancel.is_cancelled() {
+        return None;
+    }
     let resumed = Instant::now();
     let messages = if reduction.dropped.is_empty() {
         cleared.messages
     } else {
-        compacted_history(notes.as_deref(), &reduction)
+        let mut history = compacted_history(notes.as_deref(), &reduction);
+        keep_the_task(&mut history, &reduction.dropped);
+        history
     };
+    let tokens_after = overhead + estimate_tokens(&messages);
+    if tokens_after >= tokens_before {
+        return None;
+    }
     let compaction = Compaction {
         messages_before: state.messages.len(),
         messages_after: messages.len(),
         tokens_before,
-        tokens_after: overhead + estimate_tokens(&messages),
+        tokens_after,
         results_cleared: cleared.results_cleared,
         notes: notes.is_some(),
         work: Duration::ZERO,
@@ -136,7 +151,7 @@ async fn write_notes(
     match outcome {
         Ok(reply) => {
             let text = Message {
-                role: crate::domain::Role::Assistant,
+                role: Role::Assistant,
                 content: reply.content,
             }
             .text();
@@ -155,6 +170,44 @@ async fn write_notes(
     }
 }
 
+/// Whether `message` is the head a compaction put first: its notes or its marker.
+fn is_compaction_head(message: &Message) -> bool {
+    message.role == Role::User && message.text().starts_with("[compaction")
+}
+
+/// Whether `message` is something a person (or an automation) sent: a user message of text
+/// only that is not one of tern's own notes.
+fn is_input(message: &Message) -> bool {
+    message.role == Role::User
+        && message
+            .content
+            .iter()
+            .all(|block| matches!(block, ContentBlock::Text { .. }))
+        && !message.text().starts_with(NUDGE_OPENING)
+        && !message.text().starts_with("[compaction")
+        && !message.text().starts_with(GUARD_NOTE)
+}
+
+/// When the cut took the latest input (the request this turn is answering), repeats it in
+/// the head message word for word, so the task survives even without notes.
+fn keep_the_task(history: &mut [Message], dropped: &[Message]) {
+    let kept_has_input = history.iter().skip(1).any(is_input);
+    let Some(input) = dropped.iter().rev().find(|m| is_input(m)) else {
+        return;
+    };
+    if kept_has_input {
+        return;
+    }
+    if let Some(ContentBlock::Text { text }) =
+        history.first_mut().and_then(|m| m.content.first_mut())
+    {
+        text.push_str(&format!(
+            "\n\n[the latest message, which is being answered now]\n{}",
+            input.text()
+        ));
+    }
+}
+
 /// The most recent messages of `messages` whose estimate fits `tokens`.
 fn fitting_tail(messages: &[Message], tokens: u64) -> &[Message] {
     let mut total = 0;
@@ -167,4 +220,52 @@ fn fitting_tail(messages: &[Message], tokens: u64) -> &[Message] {
         start -= 1;
     }
     &messages[start..]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cut_input_is_repeated_in_the_head() {
+        let dropped = vec![
+            Message::user_text(format!("{NUDGE_OPENING}\n\n[current-time]\nutc: now")),
+            Message::user_text("THE TASK: fix the build"),
+            Message::assistant_text("looking"),
+        ];
+        let mut history = vec![
+            Message::user_text("[compaction notes: …]\n\nnotes"),
+            Message::assistant_text("still looking"),
+        ];
+        keep_the_task(&mut history, &dropped);
+        let head = history[0].text();
+        assert!(
+            head.ends_with(
+                "\n\n[the latest message, which is being answered now]\nTHE TASK: fix the build"
+            ),
+            "{head}"
+        );
+        // When the kept part still holds an input, the head stays as it was.
+        let mut kept = vec![
+            Message::user_text("[compaction notes: …]"),
+            Message::user_text("a newer message"),
+        ];
+        keep_the_task(&mut kept, &dropped);
+        assert_eq!(kept[0].text(), "[compaction notes: …]");
+    }
+
+    #[test]
+    fn notes_nudges_and_guard_notes_are_not_inputs() {
+        assert!(is_input(&Message::user_text("hello")));
+        for text in [
+            format!("{NUDGE_OPENING}\n\nx"),
+            "[compaction notes: …]".to_owned(),
+            format!("{GUARD_NOTE} 4 tool calls have failed"),
+        ] {
+            assert!(!is_input(&Message::user_text(text)));
+        }
+        assert!(is_compaction_head(&Message::user_text(
+            "[compaction: 3 earlier"
+        )));
+    }
 }

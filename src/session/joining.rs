@@ -8,12 +8,15 @@
 //! a turn.
 
 use super::input::UserInput;
+use crate::domain::Audience;
 
 /// Who a running turn is for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TurnOwner {
     /// The sender id of the input that started it.
     pub sender_id: String,
+    /// The audience it answers; a message for another audience needs its own turn.
+    pub audience: Audience,
     /// Whether that input was automated (reminder, job result, webhook, child notice).
     pub automated: bool,
 }
@@ -23,6 +26,7 @@ impl TurnOwner {
     pub fn of(input: &UserInput) -> Self {
         Self {
             sender_id: input.sender.id.clone(),
+            audience: input.audience,
             automated: input.is_automation(),
         }
     }
@@ -51,7 +55,7 @@ pub fn route(running: &TurnOwner, input: &UserInput) -> Route {
             Route::Wait
         };
     }
-    if input.sender.id == running.sender_id {
+    if input.sender.id == running.sender_id && input.audience == running.audience {
         Route::Join
     } else {
         Route::Wait
@@ -88,12 +92,14 @@ mod tests {
     fn person_turn(id: &str) -> TurnOwner {
         TurnOwner {
             sender_id: id.into(),
+            audience: Audience::Personal,
             automated: false,
         }
     }
 
     const AUTOMATION: TurnOwner = TurnOwner {
         sender_id: String::new(),
+        audience: Audience::Personal,
         automated: true,
     };
 
@@ -135,6 +141,15 @@ mod tests {
             route(&AUTOMATION, &input("eve", InputKind::Person, false)),
             Route::Wait
         );
+    }
+
+    #[test]
+    fn the_same_person_writing_for_another_audience_waits() {
+        let public = UserInput {
+            audience: Audience::Public,
+            ..input("ada", InputKind::Person, true)
+        };
+        assert_eq!(route(&person_turn("ada"), &public), Route::Wait);
     }
 
     #[test]

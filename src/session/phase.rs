@@ -48,6 +48,8 @@ impl Phase {
                 | (Processing, Recovering)
                 | (Compacting, Processing)
                 | (Compacting, Ready)
+                // A compaction whose task died is rebuilt from the journal too.
+                | (Compacting, Recovering)
                 | (Passivating, Ready)
         )
     }

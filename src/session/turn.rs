@@ -35,6 +35,9 @@ pub type PendingInput = (UserInput, oneshot::Sender<Result<u64, SessionError>>);
 /// fills it, the turn drains it, and whatever is left when the turn ends starts the next one.
 pub type Joining = Arc<Mutex<VecDeque<PendingInput>>>;
 
+/// How the loop guard's nudges open, in the history.
+pub const GUARD_NOTE: &str = "[tern, on the tool calls]";
+
 /// The result given to calls the loop guard stopped the turn before.
 const NOT_RUN_GUARD: &str = "not run: the turn was ended because tool calls kept repeating or \
                              failing";
@@ -215,7 +218,7 @@ impl Turn<'_> {
                 .await?;
             if let Some(nudge) = guard.record(&calls, &results) {
                 let message = JournalEvent::Message {
-                    message: Message::user_text(format!("[tern, on the tool calls] {nudge}")),
+                    message: Message::user_text(format!("{GUARD_NOTE} {nudge}")),
                 };
                 self.record(state, vec![message])?;
             }
@@ -332,7 +335,8 @@ impl Turn<'_> {
             Err(poisoned) => poisoned.into_inner().drain(..).collect(),
         };
         let any = !joined.is_empty();
-        for (input, reply) in joined {
+        let mut joined = joined.into_iter();
+        while let Some((input, reply)) = joined.next() {
             match journal_input(self.deps, self.dirs, state, input) {
                 Ok((seq, text)) => {
                     self.emit(SessionEvent::InputAccepted { seq, text });
@@ -343,6 +347,14 @@ impl Turn<'_> {
                     let message = err.to_string();
                     let _ = reply.send(Err(err));
                     if storage {
+                        // The rest go back; the actor gives them a turn of their own.
+                        let mut queue = match self.joining.lock() {
+                            Ok(queue) => queue,
+                            Err(poisoned) => poisoned.into_inner(),
+                        };
+                        for (i, pending) in joined.enumerate() {
+                            queue.insert(i, pending);
+                        }
                         return Err(storage_error(&message));
                     }
                 }
@@ -494,11 +506,12 @@ impl Turn<'_> {
 pub fn next_request_tokens(state: &SessionState, overhead: u64) -> u64 {
     use super::compaction::estimate_tokens;
     match state.last_usage {
-        Some(usage) => {
+        // A provider that reported no usage says nothing about the size: estimate it all.
+        Some(usage) if usage.context_tokens() > 0 => {
             let since = state.messages_at_last_usage.min(state.messages.len());
             usage.context_tokens() + estimate_tokens(&state.messages[since..])
         }
-        None => overhead + estimate_tokens(&state.messages),
+        _ => overhead + estimate_tokens(&state.messages),
     }
 }
 
@@ -552,5 +565,37 @@ impl StreamObserver for Forward<'_> {
             model: model.to_owned(),
             message: error.to_string(),
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::SessionId;
+
+    #[test]
+    fn a_provider_that_reports_no_usage_leaves_the_size_to_the_estimate() {
+        let mut state = SessionState::new(SessionId::from_string("s"), "/p".into());
+        state.apply(&JournalEvent::Message {
+            message: Message::user_text("x".repeat(4_000)),
+        });
+        state.apply(&JournalEvent::Usage {
+            model: "m".into(),
+            usage: Usage::default(),
+        });
+        // About 1,000 tokens of history plus the overhead, not zero.
+        assert!(next_request_tokens(&state, 500) > 1_400);
+        state.apply(&JournalEvent::Usage {
+            model: "m".into(),
+            usage: Usage {
+                input_tokens: 9_000,
+                ..Usage::default()
+            },
+        });
+        state.apply(&JournalEvent::Message {
+            message: Message::user_text("y".repeat(400)),
+        });
+        let next = next_request_tokens(&state, 500);
+        assert!((9_100..9_200).contains(&next), "{next}");
     }
 }

@@ -272,3 +272,50 @@ async fn calls_that_keep_failing_get_nudges_then_end_the_turn_quietly() {
     assert_eq!(nudges_seen(3), 1);
     assert_eq!(nudges_seen(4), 2);
 }
+
+#[tokio::test]
+async fn people_who_interrupt_an_automated_turn_go_in_the_order_they_wrote() {
+    let world = World::anthropic();
+    slow_tool_call(&world);
+    world.mock.push(Reply::text("to ada"));
+    world.mock.push(Reply::text("to bob"));
+    let handle = world.create();
+    let mut events = handle
+        .subscribe(OutputFilter::ALL)
+        .await
+        .expect("subscribe");
+    handle.send(reminder()).await.expect("accepted");
+    let (one, two) = (handle.clone(), handle.clone());
+    // `join!` polls Ada's send first, so hers reaches the session first; Bob's right after,
+    // both while the automated turn still waits for its reply.
+    let both = tokio::spawn(async move {
+        tokio::join!(
+            one.send(from("ada", InputKind::Person, true, "from ada")),
+            two.send(from("bob", InputKind::Person, true, "from bob"))
+        )
+    });
+    let seen = until_turns_end(&mut events, 3).await;
+    let (ada, bob) = both.await.unwrap();
+    ada.expect("ada accepted");
+    bob.expect("bob accepted");
+    let ended = stops(&seen);
+    assert_eq!(ended[0].0, TurnStop::InterruptedByPerson);
+    assert_eq!(ended[1], (TurnStop::Completed, "to ada".to_owned()));
+    assert_eq!(ended[2], (TurnStop::Completed, "to bob".to_owned()));
+    // Only the first turn after the automated one carries the note.
+    let requests = world.mock.model_requests();
+    assert!(
+        requests[1]
+            .nudges()
+            .pop()
+            .unwrap()
+            .contains("[interrupted-automation]")
+    );
+    assert!(
+        !requests[2]
+            .nudges()
+            .pop()
+            .unwrap()
+            .contains("[interrupted-automation]")
+    );
+}

@@ -315,3 +315,32 @@ async fn compaction_on_demand_cuts_the_history_and_reports_it() {
     let fresh = world.create();
     assert!(!fresh.compact().await.expect("compacts"));
 }
+
+#[tokio::test]
+async fn a_cancel_during_the_notes_call_leaves_the_history_as_it_was() {
+    let mut world = small_window();
+    world.context_window = 100_000;
+    world.settings.keep_recent_messages = 2;
+    script_reads(&world, 2);
+    world.mock.push_for_model(
+        "notes-model",
+        Reply::text("too late").delay_before(Duration::from_secs(10)),
+    );
+    let handle = world.create();
+    for i in 0..2 {
+        turn(&handle, &format!("read big{i}.txt please")).await;
+    }
+    let before = handle.state().await.unwrap().messages;
+    let compacting = handle.clone();
+    let compaction = tokio::spawn(async move { compacting.compact().await });
+    // Once the notes request is on its way, cancel.
+    world
+        .mock
+        .wait_for_requests(5, Duration::from_secs(10))
+        .await;
+    handle.cancel().await.unwrap();
+    let changed = compaction.await.unwrap().expect("the compaction answers");
+    assert!(!changed);
+    assert_eq!(handle.state().await.unwrap().messages, before);
+    assert!(compactions(&journal(&world, handle.id())).is_empty());
+}
