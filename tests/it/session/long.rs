@@ -249,13 +249,18 @@ async fn llama_cpp_s_overflow_error_compacts_and_retries_once() {
     );
 }
 
-#[tokio::test]
-async fn notes_that_take_longer_than_the_sidecar_timeout_are_given_up() {
+/// A world with room to spare, whose compactions keep two messages.
+fn keep_two() -> World {
     let mut world = small_window();
     world.context_window = 100_000;
     world.settings.keep_recent_messages = 2;
-    world.settings.sidecar_llm_timeout = Duration::from_millis(200);
-    script_reads(&world, 2);
+    world
+}
+
+/// A session with two file reads behind it, whose notes model answers only after 10 s; a
+/// compaction keeping two messages has something to cut.
+async fn two_reads_then_slow_notes(world: &World) -> SessionHandle {
+    script_reads(world, 2);
     world.mock.push_for_model(
         "notes-model",
         Reply::text("too late").delay_before(Duration::from_secs(10)),
@@ -264,6 +269,14 @@ async fn notes_that_take_longer_than_the_sidecar_timeout_are_given_up() {
     for i in 0..2 {
         turn(&handle, &format!("read big{i}.txt please")).await;
     }
+    handle
+}
+
+#[tokio::test]
+async fn notes_that_take_longer_than_the_sidecar_timeout_are_given_up() {
+    let mut world = keep_two();
+    world.settings.sidecar_llm_timeout = Duration::from_millis(200);
+    let handle = two_reads_then_slow_notes(&world).await;
     assert!(handle.compact().await.expect("compacts"));
     let state = handle.state().await.unwrap();
     let first = state.messages[0].text();
@@ -318,18 +331,8 @@ async fn compaction_on_demand_cuts_the_history_and_reports_it() {
 
 #[tokio::test]
 async fn a_cancel_during_the_notes_call_leaves_the_history_as_it_was() {
-    let mut world = small_window();
-    world.context_window = 100_000;
-    world.settings.keep_recent_messages = 2;
-    script_reads(&world, 2);
-    world.mock.push_for_model(
-        "notes-model",
-        Reply::text("too late").delay_before(Duration::from_secs(10)),
-    );
-    let handle = world.create();
-    for i in 0..2 {
-        turn(&handle, &format!("read big{i}.txt please")).await;
-    }
+    let world = keep_two();
+    let handle = two_reads_then_slow_notes(&world).await;
     let before = handle.state().await.unwrap().messages;
     let compacting = handle.clone();
     let compaction = tokio::spawn(async move { compacting.compact().await });
