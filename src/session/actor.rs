@@ -13,6 +13,7 @@ use super::input::{SessionError, UserInput, journal_input};
 use super::joining::{self, Route, TurnOwner};
 use super::log::SessionLog;
 use super::phase::{IllegalTransition, Phase};
+use super::snapshot;
 use super::state::SessionState;
 use super::turn::{Joining, PendingInput, Turn};
 use crate::config::SessionSettings;
@@ -104,11 +105,10 @@ impl SessionHandle {
     /// Reopens a stored session: replays its journal, repairs what a crash left open, and
     /// returns once the session is ready.
     pub fn resume(deps: Arc<SessionDeps>, meta: &SessionMeta) -> Result<Self, SessionError> {
-        let records = deps.store.load(&meta.id)?;
-        let replay = SessionState::replay(meta.id.clone(), meta.project_dir.clone(), &records);
+        let mut replay = snapshot::recover(&deps.store, &meta.id, meta.project_dir.clone())?;
         if !replay.repairs.is_empty() {
             tracing::info!(session = %meta.id, repairs = replay.repairs.len(), "repairing journal");
-            deps.store.append_batch(&meta.id, &replay.repairs)?;
+            snapshot::store_repairs(&deps.store, &mut replay)?;
         }
         Ok(SessionActor::spawn(deps, meta.key.clone(), replay.state))
     }
@@ -528,8 +528,9 @@ impl SessionActor {
         }
         let message = "the turn stopped unexpectedly (a bug in tern); the session was restored \
                        from its journal and can go on";
-        let records = match self.deps.store.load(&self.id) {
-            Ok(records) => records,
+        let recovered = snapshot::recover(&self.deps.store, &self.id, self.project_dir.clone());
+        let mut replay = match recovered {
+            Ok(replay) => replay,
             Err(err) => {
                 self.publish(&SessionEvent::TurnFailed {
                     category: ErrorCategory::Storage,
@@ -547,7 +548,6 @@ impl SessionActor {
                 return;
             }
         };
-        let mut replay = SessionState::replay(self.id.clone(), self.project_dir.clone(), &records);
         for event in &mut replay.repairs {
             if let JournalEvent::TurnFailed {
                 category,
@@ -559,7 +559,7 @@ impl SessionActor {
                 *text = message.to_owned();
             }
         }
-        if let Err(err) = self.deps.store.append_batch(&self.id, &replay.repairs) {
+        if let Err(err) = snapshot::store_repairs(&self.deps.store, &mut replay) {
             tracing::error!(%err, "could not repair the journal");
         }
         self.publish(&SessionEvent::TurnFailed {

@@ -4,6 +4,7 @@
 use super::actor::SessionDeps;
 use super::envelope::SessionDirs;
 use super::phase::IllegalTransition;
+use super::snapshot;
 use super::state::{SessionState, oversize_placeholder};
 use crate::domain::{Audience, InputKind, Sender};
 use crate::llm::LlmError;
@@ -105,10 +106,8 @@ pub fn journal_input(
             events.push(JournalEvent::TitleChanged { title });
         }
     }
-    let records = deps.store.append_batch(&state.id, &events)?;
+    let every = deps.settings.snapshot_every;
+    let records = snapshot::commit(&deps.store, every, state, &events)?;
     let seq = records.first().map_or(0, |record| record.seq);
-    for event in &events {
-        state.apply(event);
-    }
     Ok((seq, text))
 }

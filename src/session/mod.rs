@@ -17,6 +17,7 @@ mod layers;
 mod log;
 pub mod loop_guard;
 pub mod phase;
+pub mod snapshot;
 pub mod state;
 mod turn;
 

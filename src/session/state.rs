@@ -8,6 +8,7 @@ use crate::domain::{
     Audience, ContentBlock, ErrorCategory, Message, Role, SessionId, ToolResult, Usage,
 };
 use crate::store::{JournalEvent, JournalRecord};
+use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
 
@@ -18,8 +19,9 @@ pub const RECENT_FILES: usize = 10;
 pub const INTERRUPTED_CALL: &str =
     "not run: tern stopped before this tool call finished; run it again if it is still needed";
 
-/// What a session knows between journal events.
-#[derive(Debug, Clone, PartialEq)]
+/// What a session knows between journal events. Serializable, so a snapshot can stand in
+/// for the journal up to the position it was taken at.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SessionState {
     pub id: SessionId,
     pub project_dir: PathBuf,
@@ -44,6 +46,12 @@ pub struct SessionState {
     pub system_prompts: BTreeMap<Audience, String>,
     /// Tier B of the prompt, per audience; cleared by a compaction so it is rendered again.
     pub static_contexts: BTreeMap<Audience, String>,
+    /// The journal position of the last event applied.
+    #[serde(default)]
+    pub last_seq: u64,
+    /// The journal position the latest snapshot was taken at.
+    #[serde(skip)]
+    pub snapshot_seq: u64,
 }
 
 impl SessionState {
@@ -62,6 +70,8 @@ impl SessionState {
             turn_open: false,
             system_prompts: BTreeMap::new(),
             static_contexts: BTreeMap::new(),
+            last_seq: 0,
+            snapshot_seq: 0,
         }
     }
 
@@ -149,9 +159,15 @@ impl SessionState {
     /// appended to repair the journal (results for calls that never got one, and the end of
     /// a turn that the process did not live to finish).
     pub fn replay(id: SessionId, project_dir: PathBuf, records: &[JournalRecord]) -> Replay {
-        let mut state = Self::new(id, project_dir);
+        Self::replay_onto(Self::new(id, project_dir), records)
+    }
+
+    /// [`SessionState::replay`] starting from `state` (a snapshot) instead of an empty
+    /// session: `records` are the journal after the snapshot's position.
+    pub fn replay_onto(mut state: Self, records: &[JournalRecord]) -> Replay {
         for record in records {
             state.apply(&record.event);
+            state.last_seq = record.seq;
         }
         let mut repairs = Vec::new();
         let orphans = state.unanswered_calls();

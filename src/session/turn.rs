@@ -12,6 +12,7 @@ use super::input::{SessionError, UserInput, journal_input};
 use super::layers;
 use super::loop_guard::{LoopGuard, Verdict};
 use super::phase::Phase;
+use super::snapshot;
 use super::state::{SessionState, oversize_placeholder};
 use crate::context::CurrentTime;
 use crate::domain::{
@@ -460,13 +461,9 @@ impl Turn<'_> {
         if events.is_empty() {
             return Ok(());
         }
-        self.deps
-            .store
-            .append_batch(&state.id, &events)
+        let every = self.deps.settings.snapshot_every;
+        snapshot::commit(&self.deps.store, every, state, &events)
             .map_err(|err| storage_error(&err.to_string()))?;
-        for event in &events {
-            state.apply(event);
-        }
         Ok(())
     }
 

@@ -63,14 +63,14 @@ struct Handle {
 /// Whether an operation runs for the first time or again after an I/O failure, when the first
 /// run's commit may have reached the file even though it reported an error.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Attempt {
+pub(super) enum Attempt {
     First,
     Retry,
 }
 
 /// What an operation does with the database, which decides how a lasting failure reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Access {
+pub(super) enum Access {
     Read,
     Write,
 }
@@ -235,6 +235,12 @@ impl Store {
     /// skipped with a warning rather than making the whole session unreadable; its seq is
     /// then missing from the result.
     pub fn load(&self, id: &SessionId) -> Result<Vec<JournalRecord>, StoreError> {
+        self.load_after(id, 0)
+    }
+
+    /// The session's journal records after position `after`, in seq order, as [`Store::load`]
+    /// reads them: what a snapshot taken at `after` needs replayed on top.
+    pub fn load_after(&self, id: &SessionId, after: u64) -> Result<Vec<JournalRecord>, StoreError> {
         self.run(Access::Read, |db, _| {
             let txn = db.begin_read().map_err(|e| self.err(e))?;
             let sessions = txn.open_table(SESSIONS).map_err(|e| self.err(e))?;
@@ -248,7 +254,7 @@ impl Store {
             let journal = txn.open_table(JOURNAL).map_err(|e| self.err(e))?;
             let mut records = Vec::new();
             for entry in journal
-                .range((id.as_str(), 0)..=(id.as_str(), u64::MAX))
+                .range((id.as_str(), after.saturating_add(1))..=(id.as_str(), u64::MAX))
                 .map_err(|e| self.err(e))?
             {
                 let (key, value) = entry.map_err(|e| self.err(e))?;
@@ -359,14 +365,23 @@ impl Store {
     /// Runs `body` in a write transaction committed with immediate durability; an error from
     /// `body` aborts it, so nothing partial is stored. After an I/O failure `body` runs again
     /// on the reopened database, told that it is a retry.
-    fn write<T>(
+    pub(super) fn write<T>(
         &self,
+        body: impl Fn(&WriteTransaction, Attempt) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        self.write_with(Durability::Immediate, body)
+    }
+
+    /// [`Store::write`] at `durability`: `None` commits become durable with the next
+    /// immediate one, for data whose loss only costs time (snapshots).
+    pub(super) fn write_with<T>(
+        &self,
+        durability: Durability,
         body: impl Fn(&WriteTransaction, Attempt) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
         self.run(Access::Write, |db, attempt| {
             let mut txn = db.begin_write().map_err(|e| self.err(e))?;
-            txn.set_durability(Durability::Immediate)
-                .map_err(|e| self.err(e))?;
+            txn.set_durability(durability).map_err(|e| self.err(e))?;
             let out = body(&txn, attempt)?;
             txn.commit().map_err(|e| self.err(e))?;
             Ok(out)
@@ -376,7 +391,7 @@ impl Store {
     /// Runs `op` on the database. If it fails with an I/O error (redb then refuses the handle
     /// for good), or the database is closed after such a failure, reopens the file and runs
     /// `op` once more. A write that still fails becomes [`StoreError::Unwritable`].
-    fn run<T>(
+    pub(super) fn run<T>(
         &self,
         access: Access,
         op: impl Fn(&Database, Attempt) -> Result<T, StoreError>,
@@ -486,7 +501,7 @@ impl Store {
         self.db.write().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn err(&self, err: impl Into<redb::Error>) -> StoreError {
+    pub(super) fn err(&self, err: impl Into<redb::Error>) -> StoreError {
         from_redb(&self.path, err)
     }
 
@@ -572,7 +587,7 @@ fn check_utf8(path: &Path) -> Result<(), StoreError> {
     }
 }
 
-fn unknown(id: &str) -> StoreError {
+pub(super) fn unknown(id: &str) -> StoreError {
     StoreError::UnknownSession { id: id.to_owned() }
 }
 

@@ -18,6 +18,7 @@ mod probe;
 #[cfg(test)]
 mod reopen_tests;
 mod schema;
+mod snapshot;
 mod summary;
 #[cfg(test)]
 mod tests;
@@ -27,4 +28,5 @@ pub use error::StoreError;
 pub use event::{JournalEvent, JournalRecord};
 pub use meta::SessionMeta;
 pub use owner::LockOwner;
+pub use snapshot::Snapshot;
 pub use summary::title_from_input;

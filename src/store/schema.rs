@@ -15,6 +15,10 @@ pub(super) const SESSIONS: TableDefinition<&str, &[u8]> = TableDefinition::new("
 /// records together and in seq order, so a load is one range scan.
 pub(super) const JOURNAL: TableDefinition<(&str, u64), &[u8]> = TableDefinition::new("journal");
 
+/// Snapshots: session id → the last journal position included (8 bytes, little-endian)
+/// followed by the session's encoding of its state.
+pub(super) const SNAPSHOTS: TableDefinition<&str, &[u8]> = TableDefinition::new("snapshots");
+
 /// Facts about the database itself, such as `format`.
 pub(super) const INFO: TableDefinition<&str, u64> = TableDefinition::new("tern_info");
 

@@ -237,5 +237,6 @@ mod layers;
 mod lifecycle;
 mod long;
 mod prefix;
+mod snapshots;
 mod turns;
 mod watchdogs;

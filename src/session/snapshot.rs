@@ -1,0 +1,127 @@
+//! Committing to the journal, and the snapshots that keep reopening fast.
+//!
+//! Every change to a session's state goes through [`commit`]: append durably, apply, and
+//! every `snapshot_every` events (and right after a compaction) save the whole state as a
+//! snapshot. [`recover`] rebuilds a session from its latest snapshot plus the events after
+//! it, or from the whole journal when there is no usable snapshot.
+
+use super::state::{Replay, SessionState};
+use crate::domain::SessionId;
+use crate::store::{JournalEvent, JournalRecord, Store, StoreError};
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+/// The snapshot format this build writes; a snapshot of another version is not used (the
+/// journal is replayed instead), so the format can change freely.
+const SNAPSHOT_VERSION: u32 = 1;
+
+#[derive(Serialize)]
+struct Encoding<'a> {
+    version: u32,
+    state: &'a SessionState,
+}
+
+#[derive(Deserialize)]
+struct Decoding {
+    version: u32,
+    state: SessionState,
+}
+
+/// The snapshot encoding of `state`.
+pub fn encode(state: &SessionState) -> Result<Vec<u8>, serde_json::Error> {
+    serde_json::to_vec(&Encoding {
+        version: SNAPSHOT_VERSION,
+        state,
+    })
+}
+
+/// The state a snapshot holds, or `None` when it cannot be used.
+pub fn decode(bytes: &[u8]) -> Option<SessionState> {
+    match serde_json::from_slice::<Decoding>(bytes) {
+        Ok(found) if found.version == SNAPSHOT_VERSION => Some(found.state),
+        Ok(found) => {
+            tracing::info!(
+                version = found.version,
+                "snapshot of another format; replaying"
+            );
+            None
+        }
+        Err(err) => {
+            tracing::warn!(%err, "unreadable snapshot; replaying the journal");
+            None
+        }
+    }
+}
+
+/// Appends `events` durably in one commit, applies them to `state`, and takes a snapshot when
+/// one is due: `every` events after the last, or after a compaction.
+pub fn commit(
+    store: &Store,
+    every: u32,
+    state: &mut SessionState,
+    events: &[JournalEvent],
+) -> Result<Vec<JournalRecord>, StoreError> {
+    if events.is_empty() {
+        return Ok(Vec::new());
+    }
+    let records = store.append_batch(&state.id, events)?;
+    for record in &records {
+        state.apply(&record.event);
+        state.last_seq = record.seq;
+    }
+    let compacted = events
+        .iter()
+        .any(|event| matches!(event, JournalEvent::Compacted { .. }));
+    let due = state.last_seq >= state.snapshot_seq.saturating_add(u64::from(every.max(1)));
+    if compacted || due {
+        snapshot(store, state);
+    }
+    Ok(records)
+}
+
+/// Saves `state` as the session's snapshot. A failure is logged and otherwise ignored: the
+/// journal already holds everything.
+pub fn snapshot(store: &Store, state: &mut SessionState) {
+    let saved = encode(state)
+        .map_err(|err| err.to_string())
+        .and_then(|bytes| {
+            store
+                .save_snapshot(&state.id, state.last_seq, &bytes)
+                .map_err(|err| err.to_string())
+        });
+    match saved {
+        Ok(()) => state.snapshot_seq = state.last_seq,
+        Err(err) => tracing::warn!(session = %state.id, %err, "snapshot not saved"),
+    }
+}
+
+/// Appends the repairs a replay found needed (already applied to its state), so the journal
+/// matches the state again.
+pub fn store_repairs(store: &Store, replay: &mut Replay) -> Result<(), StoreError> {
+    if replay.repairs.is_empty() {
+        return Ok(());
+    }
+    let records = store.append_batch(&replay.state.id, &replay.repairs)?;
+    if let Some(last) = records.last() {
+        replay.state.last_seq = last.seq;
+    }
+    Ok(())
+}
+
+/// Rebuilds a session: its latest usable snapshot, then the journal after it (or the whole
+/// journal), with the repairs a crash left needed. `project_dir` is the session's current
+/// one, which wins over the snapshot's.
+pub fn recover(store: &Store, id: &SessionId, project_dir: PathBuf) -> Result<Replay, StoreError> {
+    let from_snapshot = store
+        .latest_snapshot(id)?
+        .and_then(|found| decode(&found.state).map(|state| (found.seq, state)))
+        .filter(|(seq, state)| state.id == *id && state.last_seq == *seq);
+    let (mut base, after) = match from_snapshot {
+        Some((seq, state)) => (state, seq),
+        None => (SessionState::new(id.clone(), project_dir.clone()), 0),
+    };
+    base.snapshot_seq = after;
+    base.project_dir = project_dir;
+    let records = store.load_after(id, after)?;
+    Ok(SessionState::replay_onto(base, &records))
+}
