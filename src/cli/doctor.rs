@@ -5,14 +5,63 @@ use super::Outcome;
 use super::render::print_out;
 use super::setup;
 use crate::llm;
+use crate::store::Repair;
 use std::fmt::Write;
 use std::time::Duration;
+
+/// `tern doctor --repair`.
+fn repair(db_file: &std::path::Path) -> anyhow::Result<Outcome> {
+    let text = match crate::store::repair(db_file)? {
+        Repair::Healthy => format!(
+            "The session database {} is healthy; nothing was changed.\n",
+            db_file.display()
+        ),
+        Repair::Rebuilt {
+            moved_to,
+            sessions,
+            records,
+            unreadable,
+            failure,
+        } => {
+            let mut text = format!(
+                "The session database {} was damaged. It was moved to {} and is kept there.\n",
+                db_file.display(),
+                moved_to.display()
+            );
+            match failure {
+                Some(why) => text.push_str(&format!(
+                    "Nothing could be read from it ({why}); tern starts with an empty database.\n"
+                )),
+                None => text.push_str(&format!(
+                    "Recovered {sessions} sessions and {records} journal records into a fresh \
+                     database; {unreadable} entries could not be read and stay only in the moved \
+                     file.\n"
+                )),
+            }
+            text
+        }
+    };
+    print_out(&text)?;
+    Ok(Outcome::Success)
+}
 
 /// How long one provider gets to answer the probe.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
 
-pub async fn run() -> anyhow::Result<Outcome> {
+/// Options of `tern doctor`.
+#[derive(Debug, clap::Args)]
+pub struct DoctorArgs {
+    /// Repair a damaged session database: move it aside (it is never deleted) and copy what
+    /// can still be read into a fresh one.
+    #[arg(long)]
+    repair: bool,
+}
+
+pub async fn run(args: DoctorArgs) -> anyhow::Result<Outcome> {
     let loaded = setup::load()?;
+    if args.repair {
+        return repair(&loaded.paths.db_file);
+    }
     let mut out = String::new();
     let paths = &loaded.paths;
     let exists = |p: &std::path::Path| if p.exists() { "" } else { " (not created yet)" };

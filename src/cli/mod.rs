@@ -33,7 +33,7 @@ enum Command {
     #[command(subcommand)]
     Sessions(sessions::SessionsCommand),
     /// Show resolved paths and configuration, and check that each provider answers.
-    Doctor,
+    Doctor(doctor::DoctorArgs),
     /// Look inside tern: the prompt the model would see next.
     #[command(subcommand)]
     Debug(DebugCommand),
@@ -75,7 +75,7 @@ pub fn main() -> ExitCode {
         match cli.command {
             Some(Command::Run(args)) => run::run(args).await,
             Some(Command::Sessions(command)) => sessions::run(command).await,
-            Some(Command::Doctor) => doctor::run().await,
+            Some(Command::Doctor(args)) => doctor::run(args).await,
             Some(Command::Debug(DebugCommand::Prompt(args))) => prompt::run(args).await,
             None => chat::run(cli.model).await,
         }

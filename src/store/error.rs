@@ -24,7 +24,8 @@ pub enum StoreError {
     /// The file is not a readable tern database. It was not modified.
     #[error(
         "the session database {} is damaged or is not a tern database ({detail}). It was left \
-         untouched. To start fresh, move it aside: `mv {} {}` and run tern again",
+         untouched. `tern doctor --repair` moves it aside (it is kept, never deleted) and \
+         copies what can still be read into a fresh one; or move it aside yourself: `mv {} {}`",
         path.display(),
         shell_quote(path),
         shell_quote(&backup_path(path))

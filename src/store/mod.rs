@@ -17,6 +17,7 @@ mod owner;
 mod probe;
 #[cfg(test)]
 mod reopen_tests;
+mod repair;
 mod schema;
 mod snapshot;
 mod summary;
@@ -28,5 +29,6 @@ pub use error::StoreError;
 pub use event::{JournalEvent, JournalRecord};
 pub use meta::SessionMeta;
 pub use owner::LockOwner;
+pub use repair::{Repair, repair};
 pub use snapshot::Snapshot;
 pub use summary::title_from_input;

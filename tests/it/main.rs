@@ -8,6 +8,7 @@ mod cli;
 mod config;
 mod conformance;
 mod context;
+mod crash;
 mod mock;
 mod prompt;
 mod session;

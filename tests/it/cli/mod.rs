@@ -773,3 +773,5 @@ fn the_line_mode_conversation_compacts_on_request() {
     );
     assert_eq!(cli.mock.model_requests().len(), 1);
 }
+
+mod repair;

@@ -1,0 +1,204 @@
+//! The crash harness: the real binary runs tool-using turns against the mock provider and is
+//! killed with SIGKILL at random moments (journal writes included), again and again; then
+//! every input whose acknowledgement was seen must be in the journal, the session must
+//! recover, no tool call may be left without its result (or a result without its call), and
+//! the session index must agree with the journal.
+//!
+//! CI runs 60 kills. `TERN_CRASH_KILLS=1000 cargo test --test it crash -- --nocapture` runs a
+//! long one; `TERN_CRASH_SEED` replays a given run.
+
+use crate::support::{MockProvider, Reply, TernHome};
+use serde_json::json;
+use std::collections::HashSet;
+use std::io::{BufRead, BufReader};
+use std::process::Stdio;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+use tern::domain::ContentBlock;
+use tern::store::{JournalEvent, Store};
+
+/// Kills in a default run.
+const KILLS: usize = 60;
+
+/// One `tern run` that is killed after `delay`; returns whether its input was acknowledged
+/// (its `input_accepted` line arrived) before the kill.
+fn run_and_kill(
+    home: &TernHome,
+    mock: &MockProvider,
+    text: &str,
+    first: bool,
+    delay: Duration,
+) -> bool {
+    let mut args = vec![
+        "run",
+        "--output-format",
+        "stream-json",
+        "--approve",
+        "edits",
+    ];
+    if !first {
+        args.push("--continue");
+    }
+    args.push(text);
+    let mut child = home
+        .tern_process()
+        .args(&args)
+        .env("ANTHROPIC_API_KEY", "test-key")
+        .env("ANTHROPIC_BASE_URL", mock.base_url())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("starting tern");
+    let acked = Arc::new(AtomicBool::new(false));
+    let stdout = child.stdout.take().expect("stdout");
+    let seen = acked.clone();
+    let reader = std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if line.contains("\"type\":\"input_accepted\"") {
+                seen.store(true, Ordering::SeqCst);
+            }
+        }
+    });
+    std::thread::sleep(delay);
+    // SIGKILL: no chance to clean up, as in a power cut or an OOM kill.
+    let _ = child.kill();
+    let _ = child.wait();
+    let _ = reader.join();
+    acked.load(Ordering::SeqCst)
+}
+
+#[test]
+fn killing_tern_at_random_moments_loses_no_acknowledged_input() {
+    let kills = std::env::var("TERN_CRASH_KILLS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(KILLS);
+    let seed = std::env::var("TERN_CRASH_SEED")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| fastrand::u64(..));
+    eprintln!("crash harness: {kills} kills, seed {seed}");
+    let mut rng = fastrand::Rng::with_seed(seed);
+    let home = TernHome::new();
+    home.write_file("a.txt", &"a line to read\n".repeat(200));
+    let mock = MockProvider::start_blocking();
+    // Every turn reads, writes and reads again until the loop guard ends it: many journal
+    // commits per turn, each a moment to be killed in.
+    mock.repeat(
+        Reply::tool_calls([
+            ("file_read", json!({"path": "a.txt"})),
+            (
+                "file_write",
+                json!({"path": "b.txt", "content": "written\n"}),
+            ),
+        ])
+        .with_text("Working on it."),
+    );
+
+    let mut acknowledged = Vec::new();
+    let mut started = false;
+    for i in 0..kills {
+        let text = format!("message {i}");
+        let delay = Duration::from_millis(rng.u64(0..120));
+        if run_and_kill(&home, &mock, &text, !started, delay) {
+            acknowledged.push(text);
+            started = true;
+        } else if !started {
+            // The first session may not exist yet; check the store before continuing it.
+            started = Store::open(&home.home().join("data/tern.redb"))
+                .ok()
+                .and_then(|store| store.list().ok())
+                .is_some_and(|sessions| !sessions.is_empty());
+        }
+    }
+    assert!(
+        !acknowledged.is_empty(),
+        "no run got as far as an acknowledgement"
+    );
+
+    // The session recovers: one more run completes normally.
+    let last = home
+        .tern()
+        .args(["run", "--continue", "--approve", "edits", "and now stop"])
+        .env("ANTHROPIC_API_KEY", "test-key")
+        .env("ANTHROPIC_BASE_URL", mock.base_url())
+        .timeout(Duration::from_secs(60))
+        .output()
+        .expect("running tern");
+    assert!(
+        last.status.success(),
+        "{}",
+        String::from_utf8_lossy(&last.stderr)
+    );
+
+    let store = Store::open(&home.home().join("data/tern.redb")).expect("the database opens");
+    let sessions = store.list().expect("list");
+    assert_eq!(sessions.len(), 1, "every run continued the one session");
+    let meta = &sessions[0];
+    let records = store.load(&meta.id).expect("load");
+
+    // Every acknowledged input is in the journal.
+    let inputs: HashSet<String> = records
+        .iter()
+        .filter_map(|r| match &r.event {
+            JournalEvent::InputAccepted { text, .. } => Some(text.clone()),
+            _ => None,
+        })
+        .collect();
+    for text in &acknowledged {
+        assert!(inputs.contains(text), "acknowledged {text:?} is missing");
+    }
+
+    // No orphan call or result: each batch's calls are answered by the next results.
+    let mut open: Vec<String> = Vec::new();
+    for record in &records {
+        match &record.event {
+            JournalEvent::AssistantMessage { content, .. } => {
+                assert!(
+                    open.is_empty(),
+                    "calls {open:?} unanswered at seq {}",
+                    record.seq
+                );
+                open = content
+                    .iter()
+                    .filter_map(|b| match b {
+                        ContentBlock::ToolUse(call) => Some(call.id.clone()),
+                        _ => None,
+                    })
+                    .collect();
+            }
+            JournalEvent::ToolResults { results } => {
+                for result in results {
+                    let at = open.iter().position(|id| *id == result.tool_use_id);
+                    assert!(
+                        at.is_some(),
+                        "result {} without its call",
+                        result.tool_use_id
+                    );
+                    open.retain(|id| *id != result.tool_use_id);
+                }
+            }
+            JournalEvent::InputAccepted { .. } => {
+                assert!(
+                    open.is_empty(),
+                    "calls {open:?} unanswered at seq {}",
+                    record.seq
+                );
+            }
+            _ => {}
+        }
+    }
+    assert!(open.is_empty(), "calls {open:?} unanswered at the end");
+
+    // The index agrees with the journal.
+    assert_eq!(meta.event_count as usize, records.len());
+    assert_eq!(meta.input_count as usize, inputs.len());
+    let last_seq = records.last().map_or(0, |r| r.seq);
+    assert_eq!(last_seq as usize, records.len(), "no gaps in the journal");
+    eprintln!(
+        "crash harness: {} of {kills} runs acknowledged before the kill; {} events",
+        acknowledged.len(),
+        records.len()
+    );
+}
