@@ -42,6 +42,7 @@ impl Bench {
                 updated_at_ms: 0,
                 event_count: 0,
                 input_count: 0,
+                transcript_bytes: 0,
                 provider: String::new(),
                 model: String::new(),
             })

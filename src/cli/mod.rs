@@ -3,6 +3,7 @@
 //! the library arrive as typed errors and leave here as one message with a cause and a fix.
 
 mod chat;
+mod cleanup;
 mod doctor;
 mod prompt;
 mod render;

@@ -1,6 +1,7 @@
 //! `tern sessions`: list stored sessions and show one's transcript.
 
 use super::Outcome;
+use super::cleanup::{self, CleanupMode};
 use super::render::{clip, print_out, summarize_input};
 use super::setup;
 use crate::domain::{ContentBlock, TurnStop, Usage};
@@ -13,6 +14,17 @@ pub enum SessionsCommand {
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
+    },
+    /// Remove what is over the limits of [session.maintenance]: stale sessions, the oldest
+    /// beyond max_entries, the oldest while over max_disk_bytes, and folders of no session.
+    /// Reports only, unless --enforce (or mode = "enforce" in the config).
+    Cleanup {
+        /// Only report what would be removed.
+        #[arg(long, conflicts_with = "enforce")]
+        dry_run: bool,
+        /// Remove it.
+        #[arg(long)]
+        enforce: bool,
     },
     /// Print a session's transcript.
     Show {
@@ -38,6 +50,14 @@ pub async fn run(command: SessionsCommand) -> anyhow::Result<Outcome> {
                 table(&sessions, jiff::Timestamp::now())
             };
             print_out(&text)?;
+        }
+        SessionsCommand::Cleanup { dry_run, enforce } => {
+            let mode = match (dry_run, enforce) {
+                (true, _) => CleanupMode::DryRun,
+                (_, true) => CleanupMode::Enforce,
+                _ => CleanupMode::FromConfig,
+            };
+            return cleanup::run(&loaded, &store, mode);
         }
         SessionsCommand::Show { id, json } => {
             let meta = store.resolve(&id)?;

@@ -95,6 +95,7 @@ impl SessionHandle {
             updated_at_ms: now,
             event_count: 0,
             input_count: 0,
+            transcript_bytes: 0,
             provider: deps.client.primary.provider.name().to_owned(),
             model: deps.client.primary.model.to_owned(),
         })?;

@@ -215,6 +215,7 @@ impl Store {
                     .insert((id.as_str(), seq), json.as_slice())
                     .map_err(|e| self.err(e))?;
                 summary::apply(&mut meta, event, at_ms);
+                meta.transcript_bytes += json.len() as u64;
                 records.push(JournalRecord {
                     seq,
                     at_ms,

@@ -18,6 +18,10 @@ pub struct SessionMeta {
     pub event_count: u64,
     /// Number of accepted inputs.
     pub input_count: u64,
+    /// Bytes the session's journal records take, as stored: what maintenance budgets with,
+    /// without reading the journal.
+    #[serde(default)]
+    pub transcript_bytes: u64,
     /// Provider profile and model of the latest call.
     #[serde(default)]
     pub provider: String,

@@ -180,6 +180,7 @@ fn meta(session: &str) -> SessionMeta {
         updated_at_ms: 1,
         event_count: 0,
         input_count: 0,
+        transcript_bytes: 0,
         provider: String::new(),
         model: String::new(),
     }

@@ -87,6 +87,7 @@ fn a_record_that_no_longer_decodes_is_skipped() {
                 updated_at_ms: 1,
                 event_count: 0,
                 input_count: 0,
+                transcript_bytes: 0,
                 provider: String::new(),
                 model: String::new(),
             })

@@ -37,6 +37,7 @@ fn meta(id: &str, project: &str, updated_at_ms: i64) -> SessionMeta {
         updated_at_ms,
         event_count: 0,
         input_count: 0,
+        transcript_bytes: 0,
         provider: String::new(),
         model: String::new(),
     }

@@ -775,3 +775,5 @@ fn the_line_mode_conversation_compacts_on_request() {
 }
 
 mod repair;
+
+mod cleanup;

@@ -1,0 +1,94 @@
+//! `tern sessions cleanup`: what is over the maintenance limits is reported, and removed only
+//! when enforcing; folders of no session go too.
+
+use super::*;
+
+/// Three sessions, oldest first; returns their ids.
+fn three_sessions(cli: &Cli) -> Vec<String> {
+    (0..3)
+        .map(|i| {
+            cli.mock.push(Reply::text(format!("answer {i}")));
+            let run = cli.run(&["run", "--output-format", "json", &format!("session {i}")]);
+            assert!(run.status.success(), "{}", stderr(&run));
+            json_lines(&run)[0]["session_id"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect()
+}
+
+fn listed(cli: &Cli) -> Vec<String> {
+    let list = cli.run(&["sessions", "list", "--json"]);
+    let sessions: Value = serde_json::from_str(&stdout(&list)).unwrap();
+    sessions
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn the_oldest_beyond_max_entries_is_reported_then_removed_when_enforcing() {
+    let cli = Cli::new();
+    let ids = three_sessions(&cli);
+    cli.home
+        .write_config("[session.maintenance]\nmax_entries = 2\n");
+    let ghost = cli.home.home().join("data/sessions/ghost");
+    std::fs::create_dir_all(&ghost).unwrap();
+    std::fs::write(ghost.join("left.txt"), "x".repeat(5000)).unwrap();
+
+    // The default mode only reports.
+    let report = cli.run(&["sessions", "cleanup"]);
+    assert!(report.status.success(), "{}", stderr(&report));
+    let said = stdout(&report);
+    assert!(said.contains("Would remove:"), "{said}");
+    assert!(said.contains("(belongs to no session)"), "{said}");
+    assert!(said.contains("session 0"), "the oldest: {said}");
+    assert!(said.contains("beyond max_entries"), "{said}");
+    assert!(said.contains("Nothing was removed"), "{said}");
+    assert_eq!(listed(&cli).len(), 3);
+    assert!(ghost.exists());
+
+    let enforced = cli.run(&["sessions", "cleanup", "--enforce"]);
+    assert!(enforced.status.success(), "{}", stderr(&enforced));
+    assert!(
+        stdout(&enforced).contains("Freed "),
+        "{}",
+        stdout(&enforced)
+    );
+    let left = listed(&cli);
+    assert_eq!(left.len(), 2);
+    assert!(!left.contains(&ids[0]), "the oldest went");
+    assert!(!ghost.exists());
+    assert!(!cli.home.home().join("data/sessions").join(&ids[0]).exists());
+
+    let again = cli.run(&["sessions", "cleanup", "--dry-run"]);
+    assert!(
+        stdout(&again).contains("Nothing to clean up"),
+        "{}",
+        stdout(&again)
+    );
+    // The sessions that stayed still open.
+    cli.mock.push(Reply::text("still here"));
+    let resumed = cli.run(&["run", "--session", &ids[2], "hello"]);
+    assert!(resumed.status.success(), "{}", stderr(&resumed));
+}
+
+#[test]
+fn over_the_byte_budget_the_oldest_go_down_to_the_high_water_mark() {
+    let cli = Cli::new();
+    let ids = three_sessions(&cli);
+    // The three sessions take about 15 KB (journals and logs), 5 KB each; a 10 KB budget is
+    // exceeded, and removal goes on, oldest first, down to the 7 KB high-water mark.
+    cli.home.write_config(
+        "[session.maintenance]\nmode = \"enforce\"\nmax_disk_bytes = \"10KB\"\nhigh_water_bytes = \"7KB\"\n",
+    );
+    let enforced = cli.run(&["sessions", "cleanup"]);
+    assert!(enforced.status.success(), "{}", stderr(&enforced));
+    let said = stdout(&enforced);
+    assert!(said.contains("over the budget"), "{said}");
+    assert!(said.contains("oldest while over max_disk_bytes"), "{said}");
+    assert_eq!(listed(&cli), [ids[2].clone()], "only the newest is left");
+}
