@@ -14,6 +14,9 @@ pub enum SessionsCommand {
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
+        /// Show at most this many.
+        #[arg(long, default_value_t = 100)]
+        limit: usize,
     },
     /// Remove what is over the limits of [session.maintenance]: stale sessions, the oldest
     /// beyond max_entries, the oldest while over max_disk_bytes, and folders of no session.
@@ -40,8 +43,8 @@ pub async fn run(command: SessionsCommand) -> anyhow::Result<Outcome> {
     let loaded = setup::load()?;
     let store = setup::open_store(&loaded.paths)?;
     match command {
-        SessionsCommand::List { json } => {
-            let sessions = store.list()?;
+        SessionsCommand::List { json, limit } => {
+            let sessions = store.recent(limit, |_| true)?;
             let text = if json {
                 serde_json::to_string_pretty(&sessions)? + "\n"
             } else if sessions.is_empty() {

@@ -13,6 +13,7 @@
 //! [`StoreError::Unwritable`], and the next operation tries the reopen again, so freeing disk
 //! space is enough; tern need not restart.
 
+use super::activity;
 use super::error::{StoreError, from_open, from_redb};
 use super::event::{JournalEvent, JournalRecord};
 use super::meta::SessionMeta;
@@ -113,6 +114,7 @@ impl Store {
         if schema::inspect(&db, path)? == Contents::Empty {
             schema::initialize(&db, path)?;
         }
+        activity::ensure(&db, path)?;
         let owner_file = owner::sidecar_path(path);
         write_owner(&owner_file);
         Ok(Store {
@@ -148,6 +150,8 @@ impl Store {
             }
             sessions
                 .insert(meta.id.as_str(), json.as_slice())
+                .map_err(|e| self.err(e))?;
+            activity::touch(txn, meta.id.as_str(), None, Some(meta.updated_at_ms))
                 .map_err(|e| self.err(e))?;
             Ok(())
         })
@@ -189,6 +193,7 @@ impl Store {
                 Some(bytes) => self.decode_meta(id.as_str(), bytes.value())?,
                 None => return Err(unknown(id.as_str())),
             };
+            let active_before = meta.updated_at_ms;
             let mut journal = txn.open_table(JOURNAL).map_err(|e| self.err(e))?;
             // The journal's last key is the authority on seq, not the index's count.
             let mut seq = journal
@@ -226,6 +231,10 @@ impl Store {
             sessions
                 .insert(id.as_str(), json.as_slice())
                 .map_err(|e| self.err(e))?;
+            if meta.updated_at_ms != active_before {
+                let (old, new) = (Some(active_before), Some(meta.updated_at_ms));
+                activity::touch(txn, id.as_str(), old, new).map_err(|e| self.err(e))?;
+            }
             Ok(records)
         })
     }
@@ -319,9 +328,8 @@ impl Store {
         project_dir: &Path,
     ) -> Result<Option<SessionMeta>, StoreError> {
         Ok(self
-            .list()?
-            .into_iter()
-            .find(|meta| meta.project_dir == project_dir))
+            .recent(1, |meta| meta.project_dir == project_dir)?
+            .pop())
     }
 
     /// Finds a session by its full id or by a unique prefix of at least
@@ -511,7 +519,7 @@ impl Store {
             .map_err(|err| StoreError::Internal(format!("could not encode a record: {err}")))
     }
 
-    fn decode_meta(&self, id: &str, bytes: &[u8]) -> Result<SessionMeta, StoreError> {
+    pub(super) fn decode_meta(&self, id: &str, bytes: &[u8]) -> Result<SessionMeta, StoreError> {
         serde_json::from_slice(bytes).map_err(|err| StoreError::Corrupt {
             path: self.path.clone(),
             detail: format!("the index entry of session {id} cannot be read: {err}"),

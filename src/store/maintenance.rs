@@ -90,13 +90,14 @@ impl Store {
     pub fn delete_session(&self, id: &SessionId) -> Result<(), StoreError> {
         self.write(|txn, _| {
             let mut sessions = txn.open_table(SESSIONS).map_err(|e| self.err(e))?;
-            if sessions
-                .remove(id.as_str())
-                .map_err(|e| self.err(e))?
-                .is_none()
-            {
+            let Some(removed) = sessions.remove(id.as_str()).map_err(|e| self.err(e))? else {
                 return Err(unknown(id.as_str()));
-            }
+            };
+            let active = serde_json::from_slice::<super::meta::SessionMeta>(removed.value())
+                .ok()
+                .map(|meta| meta.updated_at_ms);
+            drop(removed);
+            super::activity::touch(txn, id.as_str(), active, None).map_err(|e| self.err(e))?;
             let mut journal = txn.open_table(JOURNAL).map_err(|e| self.err(e))?;
             journal
                 .retain_in((id.as_str(), 0)..=(id.as_str(), u64::MAX), |_, _| false)

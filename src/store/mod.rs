@@ -8,6 +8,7 @@
 //! the store reopens the database and retries once, so a full disk stops writes only until
 //! space is freed (see `db`).
 
+mod activity;
 mod clean;
 mod db;
 mod error;

@@ -15,6 +15,9 @@ pub(super) const SESSIONS: TableDefinition<&str, &[u8]> = TableDefinition::new("
 /// records together and in seq order, so a load is one range scan.
 pub(super) const JOURNAL: TableDefinition<(&str, u64), &[u8]> = TableDefinition::new("journal");
 
+/// Activity index: (last activity in ms, session id) → nothing; most recent last.
+pub(super) const ACTIVITY: TableDefinition<(i64, &str), ()> = TableDefinition::new("activity");
+
 /// Snapshots: session id → the last journal position included (8 bytes, little-endian)
 /// followed by the session's encoding of its state.
 pub(super) const SNAPSHOTS: TableDefinition<&str, &[u8]> = TableDefinition::new("snapshots");

@@ -736,3 +736,63 @@ fn a_non_utf8_path_is_refused_up_front_and_nothing_is_stored() {
     check_non_utf8_refused(store.create_session(&bad).expect_err("refused"));
     assert_eq!(store.meta(&id("s-bad-dir")).expect("meta"), None);
 }
+
+#[test]
+fn the_most_recently_used_sessions_come_first_a_page_at_a_time() {
+    let db = Db::new();
+    let store = db.open();
+    for (id, updated) in [("a", 10), ("b", 30), ("c", 20)] {
+        store.create_session(&meta(id, "/p", updated)).unwrap();
+    }
+    let ids = |metas: Vec<SessionMeta>| -> Vec<String> {
+        metas
+            .into_iter()
+            .map(|m| m.id.as_str().to_owned())
+            .collect()
+    };
+    assert_eq!(ids(store.recent(10, |_| true).unwrap()), ["b", "c", "a"]);
+    assert_eq!(ids(store.recent(2, |_| true).unwrap()), ["b", "c"]);
+    // An append makes a session the most recent.
+    store
+        .append(&SessionId::from_string("a"), &input("again"))
+        .unwrap();
+    assert_eq!(ids(store.recent(1, |_| true).unwrap()), ["a"]);
+    assert_eq!(
+        ids(store.recent(5, |m| m.id.as_str() != "a").unwrap()),
+        ["b", "c"]
+    );
+    // A removed session leaves the index too.
+    store.delete_session(&SessionId::from_string("b")).unwrap();
+    assert_eq!(ids(store.recent(10, |_| true).unwrap()), ["a", "c"]);
+    assert!(store.load(&SessionId::from_string("b")).is_err());
+}
+
+#[test]
+fn a_database_from_before_the_activity_index_gets_one_when_opened() {
+    let db = Db::new();
+    {
+        let store = db.open();
+        store.create_session(&meta("old", "/p", 5)).unwrap();
+        store.create_session(&meta("new", "/p", 7)).unwrap();
+    }
+    // What an earlier tern wrote: the same tables without the index.
+    {
+        let raw = redb::Database::create(&db.path).unwrap();
+        let txn = raw.begin_write().unwrap();
+        let activity: redb::TableDefinition<(i64, &str), ()> =
+            redb::TableDefinition::new("activity");
+        assert!(
+            txn.delete_table(activity).unwrap(),
+            "the index was there to remove"
+        );
+        txn.commit().unwrap();
+    }
+    let store = db.open();
+    let listed: Vec<_> = store
+        .recent(10, |_| true)
+        .unwrap()
+        .into_iter()
+        .map(|m| m.id.as_str().to_owned())
+        .collect();
+    assert_eq!(listed, ["new", "old"]);
+}
