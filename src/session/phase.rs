@@ -102,6 +102,31 @@ mod tests {
         check(Ready, Recovering, false);
     }
 
+    /// Every pair of phases against the table, written out once more by hand: a change to
+    /// the lifecycle must change both.
+    #[test]
+    fn every_transition_is_legal_or_illegal_as_written() {
+        let all = [Recovering, Ready, Processing, Compacting, Passivating];
+        let legal = [
+            (Recovering, Ready),
+            (Ready, Processing),
+            (Ready, Compacting),
+            (Ready, Passivating),
+            (Processing, Ready),
+            (Processing, Compacting),
+            (Processing, Recovering),
+            (Compacting, Processing),
+            (Compacting, Ready),
+            (Compacting, Recovering),
+            (Passivating, Ready),
+        ];
+        for from in all {
+            for to in all {
+                check(from, to, legal.contains(&(from, to)));
+            }
+        }
+    }
+
     #[test]
     fn error_names_both_phases() {
         let err = Processing.become_(Processing).unwrap_err();
