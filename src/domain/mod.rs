@@ -12,7 +12,7 @@ mod stop;
 mod usage;
 
 pub use error::ErrorCategory;
-pub use ids::{SessionId, SessionKey};
+pub use ids::{InvalidSessionKey, SessionId, SessionKey};
 pub use message::{ContentBlock, Message, Role, ToolCall, ToolResult};
 pub use sender::{Audience, InputKind, Sender};
 pub use stop::{TurnStop, Watchdog};
