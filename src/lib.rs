@@ -7,6 +7,7 @@ pub mod cli;
 pub mod config;
 pub mod context;
 pub mod domain;
+pub mod gateway;
 pub mod llm;
 pub mod prompt;
 pub mod session;

@@ -81,10 +81,28 @@ enum Request {
 }
 
 impl SessionHandle {
-    /// Starts a new session for `project_dir`.
+    /// Starts a new session for `project_dir`, from the terminal (`cli:<id>`).
     pub fn create(deps: Arc<SessionDeps>, project_dir: PathBuf) -> Result<Self, SessionError> {
         let id = SessionId::generate();
         let key = SessionKey::cli(&id);
+        Self::create_as(deps, id, key, project_dir)
+    }
+
+    /// Starts a new session for `project_dir` that `key` talks to from now on.
+    pub fn create_with_key(
+        deps: Arc<SessionDeps>,
+        key: SessionKey,
+        project_dir: PathBuf,
+    ) -> Result<Self, SessionError> {
+        Self::create_as(deps, SessionId::generate(), key, project_dir)
+    }
+
+    fn create_as(
+        deps: Arc<SessionDeps>,
+        id: SessionId,
+        key: SessionKey,
+        project_dir: PathBuf,
+    ) -> Result<Self, SessionError> {
         let now = jiff::Timestamp::now().as_millisecond();
         deps.store.create_session(&SessionMeta {
             id: id.clone(),

@@ -16,6 +16,7 @@
 use super::activity;
 use super::error::{StoreError, from_open, from_redb};
 use super::event::{JournalEvent, JournalRecord};
+use super::keys;
 use super::meta::SessionMeta;
 use super::schema::{self, Contents, JOURNAL, SESSIONS};
 use super::{clean, owner, probe, summary};
@@ -153,6 +154,7 @@ impl Store {
                 .map_err(|e| self.err(e))?;
             activity::touch(txn, meta.id.as_str(), None, Some(meta.updated_at_ms))
                 .map_err(|e| self.err(e))?;
+            keys::bind(txn, meta.key.as_str(), meta.id.as_str()).map_err(|e| self.err(e))?;
             Ok(())
         })
     }

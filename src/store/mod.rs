@@ -13,6 +13,7 @@ mod clean;
 mod db;
 mod error;
 mod event;
+mod keys;
 mod maintenance;
 mod meta;
 mod owner;

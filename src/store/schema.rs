@@ -18,6 +18,9 @@ pub(super) const JOURNAL: TableDefinition<(&str, u64), &[u8]> = TableDefinition:
 /// Activity index: (last activity in ms, session id) → nothing; most recent last.
 pub(super) const ACTIVITY: TableDefinition<(i64, &str), ()> = TableDefinition::new("activity");
 
+/// Session keys: key → the id of the session it currently talks to.
+pub(super) const KEYS: TableDefinition<&str, &str> = TableDefinition::new("keys");
+
 /// Snapshots: session id → the last journal position included (8 bytes, little-endian)
 /// followed by the session's encoding of its state.
 pub(super) const SNAPSHOTS: TableDefinition<&str, &[u8]> = TableDefinition::new("snapshots");

@@ -232,6 +232,7 @@ fn tool_result_texts(request: &Value) -> Vec<String> {
 }
 
 mod errors;
+mod gateway;
 mod joins;
 mod layers;
 mod lifecycle;

@@ -1,0 +1,6 @@
+//! The gateway: where inputs from every front end and channel arrive, addressed by session
+//! key, and are routed to the session that key talks to.
+
+mod manager;
+
+pub use manager::{GatewayError, SendUserMessage, SessionManager};

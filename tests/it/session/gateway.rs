@@ -1,0 +1,123 @@
+//! The session manager: inputs routed by session key, a session per key created on demand
+//! and found again after a restart, invalid keys refused, a stopped actor restarted from its
+//! journal.
+
+use super::*;
+use pretty_assertions::assert_eq;
+use tern::gateway::{GatewayError, SendUserMessage, SessionManager};
+
+fn message(world: &World, key: &str, text: &str) -> SendUserMessage {
+    SendUserMessage {
+        key: key.into(),
+        input: UserInput::local(text),
+        project_dir: world.home.project().canonicalize().unwrap(),
+    }
+}
+
+/// Sends through the manager and waits until that session is idle again.
+async fn deliver(manager: &SessionManager, world: &World, key: &str, text: &str) -> SessionId {
+    let (id, _) = manager
+        .send(message(world, key, text))
+        .await
+        .expect("delivered");
+    let project = world.home.project().canonicalize().unwrap();
+    let handle = manager
+        .handle(&tern::domain::SessionKey::parse(key).unwrap(), &project)
+        .await
+        .unwrap();
+    handle.state().await.unwrap();
+    id
+}
+
+#[tokio::test]
+async fn each_key_talks_to_its_own_session_and_finds_it_again_after_a_restart() {
+    let world = World::anthropic();
+    world.mock.repeat(Reply::text("ok"));
+    let manager = SessionManager::new(world.deps());
+    let thread = "slack:T1/C1/1700000000.1";
+    let first = deliver(&manager, &world, thread, "hello from the thread").await;
+    let again = deliver(&manager, &world, thread, "still the thread").await;
+    let other = deliver(&manager, &world, "discord:42/7", "hello from discord").await;
+    assert_eq!(first, again);
+    assert_ne!(first, other);
+    assert_eq!(manager.live_sessions().await, 2);
+    manager.close_all().await;
+
+    // A new manager (a restart) routes the key to the same session, history whole.
+    let manager = SessionManager::new(world.deps());
+    let resumed = deliver(&manager, &world, thread, "after the restart").await;
+    assert_eq!(resumed, first);
+    let state = manager
+        .handle(
+            &tern::domain::SessionKey::parse(thread).unwrap(),
+            &world.home.project().canonicalize().unwrap(),
+        )
+        .await
+        .unwrap()
+        .state()
+        .await
+        .unwrap();
+    assert_eq!(
+        conversation(&state),
+        [
+            "hello from the thread",
+            "ok",
+            "still the thread",
+            "ok",
+            "after the restart",
+            "ok"
+        ]
+    );
+    let meta = world.store.meta(&first).unwrap().unwrap();
+    assert_eq!(meta.key.as_str(), thread);
+}
+
+#[tokio::test]
+async fn an_invalid_key_is_an_error_and_creates_nothing() {
+    let world = World::anthropic();
+    let manager = SessionManager::new(world.deps());
+    for key in ["", "slack:only-team", "irc:#rust", "webhook:../../etc"] {
+        let err = manager
+            .send(message(&world, key, "hi"))
+            .await
+            .expect_err(key);
+        assert!(matches!(err, GatewayError::InvalidKey(_)), "{key}: {err}");
+        assert!(err.to_string().starts_with("INVALID_SESSION_KEY"), "{err}");
+    }
+    assert!(world.store.list().unwrap().is_empty());
+    assert_eq!(manager.live_sessions().await, 0);
+}
+
+#[tokio::test]
+async fn a_stopped_actor_is_restarted_from_its_journal_and_the_others_keep_running() {
+    let world = World::anthropic();
+    world.mock.repeat(Reply::text("ok"));
+    let manager = SessionManager::new(world.deps());
+    let project = world.home.project().canonicalize().unwrap();
+    let a = "webhook:ci/build-1";
+    let b = "webhook:ci/build-2";
+    let first = deliver(&manager, &world, a, "first").await;
+    deliver(&manager, &world, b, "other").await;
+    // Session a's actor stops behind the manager's back.
+    let handle = manager
+        .handle(&tern::domain::SessionKey::parse(a).unwrap(), &project)
+        .await
+        .unwrap();
+    handle.close().await;
+    let again = deliver(&manager, &world, a, "second").await;
+    assert_eq!(again, first, "the same session, restarted");
+    let state = manager
+        .handle(&tern::domain::SessionKey::parse(a).unwrap(), &project)
+        .await
+        .unwrap()
+        .state()
+        .await
+        .unwrap();
+    assert_eq!(conversation(&state), ["first", "ok", "second", "ok"]);
+    // Session b was never touched.
+    let other = manager
+        .handle(&tern::domain::SessionKey::parse(b).unwrap(), &project)
+        .await
+        .unwrap();
+    assert_eq!(conversation(&other.state().await.unwrap()), ["other", "ok"]);
+}
