@@ -233,6 +233,7 @@ fn transcript(meta: &SessionMeta, records: &[JournalRecord]) -> String {
             | JournalEvent::FileTouched { .. }
             | JournalEvent::StaticContextSet { .. }
             | JournalEvent::MemoryCheckpoint { .. }
+            | JournalEvent::Passivated { .. }
             | JournalEvent::NudgeAdded { .. } => {}
         }
     }

@@ -25,12 +25,17 @@ use crate::tools::{ApprovalMode, ToolRegistry};
 use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
+use tokio::time::{Instant, sleep_until};
 use tokio_util::sync::CancellationToken;
 
 /// Requests waiting for the actor; a full queue makes senders wait.
 const REQUEST_QUEUE: usize = 32;
+
+/// How long a session about to be put to rest still takes a new message that keeps it up.
+const PASSIVATION_GRACE: Duration = Duration::from_secs(5);
 
 /// What every session of this process shares.
 pub struct SessionDeps {
@@ -234,6 +239,8 @@ struct SessionActor {
     interrupted_note: Option<String>,
     /// How the running turn ended, once it has said so.
     last_stop: Option<TurnStop>,
+    /// When the session last had something to do (an input, a compaction, a turn's end).
+    active_at: Instant,
     waiting_for_state: Vec<oneshot::Sender<SessionState>>,
     turn: Option<RunningTurn>,
     /// False once closing: new input is refused, the rest is still answered.
@@ -259,6 +266,7 @@ impl SessionActor {
             queue: VecDeque::new(),
             interrupted_note: None,
             last_stop: None,
+            active_at: Instant::now(),
             waiting_for_state: Vec::new(),
             turn: None,
             accepting: true,
@@ -284,6 +292,7 @@ impl SessionActor {
                         self.accepting = false;
                     }
                 },
+                _ = sleep_until(self.rest_at()), if self.may_rest() => self.rest(),
                 update = next_turn_update(&mut self.turn) => match update {
                     // A turn changing phase (compacting and back) goes through the table.
                     TurnUpdate::Event(SessionEvent::PhaseChanged { phase }) => {
@@ -327,6 +336,15 @@ impl SessionActor {
     }
 
     fn handle(&mut self, request: Request) {
+        if matches!(request, Request::Send { .. } | Request::Compact { .. }) {
+            self.active_at = Instant::now();
+            if self.phase == Phase::Passivating {
+                // Woken during the grace: the session stays up.
+                if let Err(err) = self.set_phase(Phase::Ready) {
+                    tracing::error!(%err, "could not wake the session");
+                }
+            }
+        }
         match request {
             Request::Send { input, reply } if self.accepting => self.arrive(input, reply),
             Request::Send { reply, .. } => {
@@ -523,7 +541,52 @@ impl SessionActor {
         Ok(seq)
     }
 
+    /// Whether the session may go to rest: idle, nothing running or waiting, not closing, and
+    /// `idle_timeout` not zero. Subscribers do not keep it up.
+    fn may_rest(&self) -> bool {
+        !self.deps.settings.idle_timeout.is_zero()
+            && self.accepting
+            && self.turn.is_none()
+            && self.queue.is_empty()
+            && self.state.is_some()
+            && matches!(self.phase, Phase::Ready | Phase::Passivating)
+    }
+
+    /// When the next step toward rest is due.
+    fn rest_at(&self) -> Instant {
+        let idle_until = self.active_at + self.deps.settings.idle_timeout;
+        match self.phase {
+            Phase::Passivating => idle_until + PASSIVATION_GRACE,
+            _ => idle_until,
+        }
+    }
+
+    /// After `idle_timeout`: phase Passivating for the grace; after the grace: the checkpoint
+    /// is journaled, a snapshot saved, and the actor stops. The next input starts it again from
+    /// the snapshot (see the session manager).
+    fn rest(&mut self) {
+        if self.phase == Phase::Ready {
+            if let Err(err) = self.set_phase(Phase::Passivating) {
+                tracing::error!(%err, "could not begin to rest");
+            }
+            return;
+        }
+        let Some(state) = self.state.as_mut() else {
+            return;
+        };
+        let idle_secs = self.deps.settings.idle_timeout.as_secs();
+        let every = self.deps.settings.snapshot_every;
+        let checkpoint = [JournalEvent::Passivated { idle_secs }];
+        match snapshot::commit(&self.deps.store, every, state, &checkpoint) {
+            Ok(_) => snapshot::snapshot(&self.deps.store, state),
+            Err(err) => tracing::warn!(%err, "could not journal the rest checkpoint"),
+        }
+        tracing::info!(session = %self.id, "session put to rest after {idle_secs} s idle");
+        self.accepting = false;
+    }
+
     fn finish_turn(&mut self, state: SessionState) {
+        self.active_at = Instant::now();
         // The note is for the turn after one a person's message really ended.
         if self.last_stop.take() != Some(TurnStop::InterruptedByPerson) {
             self.interrupted_note = None;

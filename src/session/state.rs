@@ -125,7 +125,7 @@ impl SessionState {
                 self.last_usage = None;
                 self.messages_at_last_usage = 0;
             }
-            JournalEvent::MemoryCheckpoint { .. } => {}
+            JournalEvent::MemoryCheckpoint { .. } | JournalEvent::Passivated { .. } => {}
             JournalEvent::NudgeAdded { text } => {
                 let nudge = Message::user_text(text.clone());
                 match self.latest_input_index() {

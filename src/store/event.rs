@@ -91,6 +91,11 @@ pub enum JournalEvent {
     MemoryCheckpoint {
         notes: String,
     },
+    /// The session was put to rest after `idle_timeout` without input: the checkpoint where
+    /// a long-term memory will distil it. The next input wakes it from its snapshot.
+    Passivated {
+        idle_secs: u64,
+    },
     /// Tier D: the turn's `[system: …]` note, placed just before the latest user message and
     /// kept in the history as it was sent, so later requests share it as cached prefix.
     NudgeAdded {

@@ -1,6 +1,7 @@
-//! Each model watchdog through a real session, on tokio's paused clock: the turn fails at
-//! exactly the configured time, naming the watchdog, and the next message works. The model
-//! is an in-process provider that stalls on cue, so no network wait can move the clock.
+//! The session's timers on tokio's paused clock: each model watchdog fails the turn at exactly
+//! its configured time, naming itself, and the next message works; an idle session is put to
+//! rest after `idle_timeout` and its grace, unless a message comes first. The model is an
+//! in-process provider that stalls on cue, so no network wait can move the clock.
 
 use super::*;
 use futures_util::{StreamExt, stream};
@@ -72,6 +73,14 @@ impl Provider for Scripted {
 
 /// A session on `world` whose model plays `steps`.
 fn session(world: &World, steps: Vec<Step>) -> (SessionHandle, Arc<Scripted>) {
+    let (deps, provider) = scripted_deps(world, steps);
+    let project = world.home.project().canonicalize().expect("project dir");
+    let handle = SessionHandle::create(deps, project).expect("create session");
+    (handle, provider)
+}
+
+/// The world's dependencies with a model that plays `steps`.
+fn scripted_deps(world: &World, steps: Vec<Step>) -> (Arc<SessionDeps>, Arc<Scripted>) {
     let provider = Arc::new(Scripted {
         steps: Mutex::new(steps.into()),
         called_at: Mutex::new(Vec::new()),
@@ -88,9 +97,7 @@ fn session(world: &World, steps: Vec<Step>) -> (SessionHandle, Arc<Scripted>) {
         ..Arc::try_unwrap(world.deps())
             .unwrap_or_else(|_| panic!("fresh dependencies are not shared"))
     });
-    let project = world.home.project().canonicalize().expect("project dir");
-    let handle = SessionHandle::create(deps, project).expect("create session");
-    (handle, provider)
+    (deps, provider)
 }
 
 /// Sends `text` and collects the turn's events, waiting as long as the slowest watchdog.
@@ -141,4 +148,107 @@ async fn each_model_watchdog_ends_the_turn_at_its_time_and_the_next_message_work
         assert_eq!(completed(&events).as_deref(), Some("fine"), "{watchdog}");
         assert_eq!(provider.called_at.lock().unwrap().len(), 2, "no retry");
     }
+}
+
+/// Events until the subscription ends (the actor stopped) or `limit` passes, each with when it
+/// arrived.
+async fn timed_events(events: &mut Subscription, limit: Duration) -> Vec<(Instant, SessionEvent)> {
+    let mut seen = Vec::new();
+    let collect = async {
+        while let Some(event) = events.recv().await {
+            seen.push((Instant::now(), event));
+        }
+    };
+    let _ = tokio::time::timeout(limit, collect).await;
+    seen
+}
+
+fn phase_at(seen: &[(Instant, SessionEvent)], phase: tern::session::Phase) -> Option<Instant> {
+    seen.iter().find_map(|(at, e)| match e {
+        SessionEvent::PhaseChanged { phase: p } if *p == phase => Some(*at),
+        _ => None,
+    })
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_idle_session_is_put_to_rest_and_wakes_from_its_snapshot() {
+    let mut world = World::anthropic();
+    world.settings.idle_timeout = Duration::from_secs(3600);
+    let (deps, _) = scripted_deps(&world, vec![Step::Answer("one"), Step::Answer("two")]);
+    let project = world.home.project().canonicalize().unwrap();
+    let handle = SessionHandle::create(deps.clone(), project).unwrap();
+    slow_turn(&handle, "hi").await;
+    let idle_from = Instant::now();
+    let mut events = handle.subscribe(OutputFilter::ALL).await.unwrap();
+    let seen = timed_events(&mut events, Duration::from_secs(4 * 3600)).await;
+    let resting = phase_at(&seen, tern::session::Phase::Passivating).expect("put to rest");
+    assert_eq!(resting - idle_from, Duration::from_secs(3600));
+    // After the 5 s grace the actor stopped: the subscription ended, sends are refused.
+    let stopped = Instant::now();
+    assert_eq!(stopped - resting, Duration::from_secs(5));
+    assert!(matches!(
+        handle.send(UserInput::local("late")).await,
+        Err(SessionError::Closed)
+    ));
+    let journal = journal(&world, handle.id());
+    assert!(matches!(
+        journal.last(),
+        Some(JournalEvent::Passivated { idle_secs: 3600 })
+    ));
+    let snapshot = world.store.latest_snapshot(handle.id()).unwrap().unwrap();
+    assert_eq!(
+        snapshot.seq as usize,
+        journal.len(),
+        "the snapshot covers everything"
+    );
+
+    // The next message wakes it: resumed from the snapshot, history whole.
+    let meta = world.store.meta(handle.id()).unwrap().unwrap();
+    let woken = SessionHandle::resume(deps, &meta).unwrap();
+    let events = slow_turn(&woken, "again").await;
+    assert_eq!(completed(&events).as_deref(), Some("two"));
+    assert_eq!(
+        conversation(&woken.state().await.unwrap()),
+        ["hi", "one", "again", "two"]
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_message_during_the_grace_keeps_the_session_up() {
+    let mut world = World::anthropic();
+    world.settings.idle_timeout = Duration::from_secs(60);
+    let (handle, _) = session(&world, vec![Step::Answer("one"), Step::Answer("two")]);
+    slow_turn(&handle, "hi").await;
+    let mut events = handle.subscribe(OutputFilter::ALL).await.unwrap();
+    // Wait for the rest to begin, then write within the grace.
+    loop {
+        match events.recv().await.expect("the session runs") {
+            SessionEvent::PhaseChanged {
+                phase: tern::session::Phase::Passivating,
+            } => break,
+            _ => continue,
+        }
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let answered = slow_turn(&handle, "still here").await;
+    assert_eq!(completed(&answered).as_deref(), Some("two"));
+    let journal = journal(&world, handle.id());
+    assert!(
+        !journal
+            .iter()
+            .any(|e| matches!(e, JournalEvent::Passivated { .. }))
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_idle_timeout_of_zero_never_puts_a_session_to_rest() {
+    let mut world = World::anthropic();
+    world.settings.idle_timeout = Duration::ZERO;
+    let (handle, _) = session(&world, vec![Step::Answer("one"), Step::Answer("two")]);
+    slow_turn(&handle, "hi").await;
+    let mut events = handle.subscribe(OutputFilter::ALL).await.unwrap();
+    let seen = timed_events(&mut events, Duration::from_secs(48 * 3600)).await;
+    assert_eq!(phase_at(&seen, tern::session::Phase::Passivating), None);
+    let answered = slow_turn(&handle, "a day later").await;
+    assert_eq!(completed(&answered).as_deref(), Some("two"));
 }
