@@ -30,6 +30,7 @@ fn build(path: &Path) {
                 event_count: 40,
                 input_count: 6,
                 transcript_bytes: 48_000,
+                archived_at_ms: None,
                 provider: "anthropic".into(),
                 model: "claude-sonnet-4-5".into(),
             })

@@ -17,8 +17,9 @@ pub async fn run(args: ModelArgs) -> anyhow::Result<Outcome> {
     let model = client.primary.model.to_owned();
     // A person is present, but asking is not built into the line mode: edits are allowed,
     // commands are refused with a note the model can act on.
-    let deps = setup::session_deps(&loaded, store, client, ApprovalMode::Edits);
-    let handle = SessionHandle::create(deps, setup::project_dir()?)?;
+    let deps = setup::session_deps(&loaded, store.clone(), client, ApprovalMode::Edits);
+    let project_dir = setup::project_dir()?;
+    let mut handle = SessionHandle::create(deps.clone(), project_dir.clone())?;
     print_out(&format!(
         "tern · {model} · session {} · /compact to shrink the history · /exit or Ctrl-D to \
          leave\n",
@@ -42,6 +43,19 @@ pub async fn run(args: ModelArgs) -> anyhow::Result<Outcome> {
         }
         if matches!(text, "/exit" | "/quit") {
             break;
+        }
+        if matches!(text, "/new" | "/reset") {
+            // The conversation so far is archived with its transcript; a new one starts.
+            let old = handle.id().clone();
+            handle.clone().close().await;
+            store.archive_session(&old, jiff::Timestamp::now().as_millisecond())?;
+            handle = SessionHandle::create(deps.clone(), project_dir.clone())?;
+            print_out(&format!(
+                "archived session {}; new session {} (see `tern sessions list --archived`)\n",
+                old.short(),
+                handle.id().short()
+            ))?;
+            continue;
         }
         if text == "/compact" {
             let mut events = handle.subscribe(OutputFilter::ALL).await?;

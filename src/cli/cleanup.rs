@@ -41,6 +41,7 @@ pub fn run(loaded: &Loaded, store: &Store, mode: CleanupMode) -> anyhow::Result<
             id: m.id.clone(),
             updated_at_ms: m.updated_at_ms,
             bytes: m.transcript_bytes + dir_size(&sessions_dir.join(m.id.as_str())),
+            archived: m.archived_at_ms.is_some(),
         })
         .collect();
     let known: HashSet<&str> = metas.iter().map(|m| m.id.as_str()).collect();

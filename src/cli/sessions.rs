@@ -17,6 +17,9 @@ pub enum SessionsCommand {
         /// Show at most this many.
         #[arg(long, default_value_t = 100)]
         limit: usize,
+        /// Show the archived sessions (left behind by a reset) instead.
+        #[arg(long)]
+        archived: bool,
     },
     /// Remove what is over the limits of [session.maintenance]: stale sessions, the oldest
     /// beyond max_entries, the oldest while over max_disk_bytes, and folders of no session.
@@ -43,8 +46,12 @@ pub async fn run(command: SessionsCommand) -> anyhow::Result<Outcome> {
     let loaded = setup::load()?;
     let store = setup::open_store(&loaded.paths)?;
     match command {
-        SessionsCommand::List { json, limit } => {
-            let sessions = store.recent(limit, |_| true)?;
+        SessionsCommand::List {
+            json,
+            limit,
+            archived,
+        } => {
+            let sessions = store.recent(limit, |m| m.archived_at_ms.is_some() == archived)?;
             let text = if json {
                 serde_json::to_string_pretty(&sessions)? + "\n"
             } else if sessions.is_empty() {

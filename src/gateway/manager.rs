@@ -102,6 +102,33 @@ impl SessionManager {
         Ok(handle)
     }
 
+    /// Gives `key` a new session (`/new`, `/reset`): the current one finishes what it
+    /// accepted, is archived with its transcript, and the next input starts afresh. Returns
+    /// the new session's id.
+    pub async fn reset(&self, key: &str, project_dir: PathBuf) -> Result<SessionId, GatewayError> {
+        let key = SessionKey::parse(key)?;
+        let mut live = self.live.lock().await;
+        if let Some(handle) = live.remove(&key) {
+            handle.close().await;
+        }
+        if let Some(meta) = self
+            .deps
+            .store
+            .session_for_key(&key)
+            .map_err(SessionError::from)?
+        {
+            let now = jiff::Timestamp::now().as_millisecond();
+            self.deps
+                .store
+                .archive_session(&meta.id, now)
+                .map_err(SessionError::from)?;
+        }
+        let handle = SessionHandle::create_with_key(self.deps.clone(), key.clone(), project_dir)?;
+        let id = handle.id().clone();
+        live.insert(key, handle);
+        Ok(id)
+    }
+
     /// How many sessions have a running actor.
     pub async fn live_sessions(&self) -> usize {
         self.live.lock().await.len()

@@ -119,6 +119,7 @@ impl SessionHandle {
             event_count: 0,
             input_count: 0,
             transcript_bytes: 0,
+            archived_at_ms: None,
             provider: deps.client.primary.provider.name().to_owned(),
             model: deps.client.primary.model.to_owned(),
         })?;

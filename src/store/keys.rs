@@ -2,12 +2,12 @@
 //! currently talking to. Set when a session is created for the key; a reset will point the
 //! key at a new session.
 
-use super::db::{Access, Store};
+use super::db::{Access, Store, unknown};
 use super::error::StoreError;
 use super::meta::SessionMeta;
 use super::schema::{KEYS, SESSIONS};
-use crate::domain::SessionKey;
-use redb::{ReadableDatabase, TableError, WriteTransaction};
+use crate::domain::{SessionId, SessionKey};
+use redb::{ReadableDatabase, ReadableTable, TableError, WriteTransaction};
 
 /// Points `key` at session `id`, inside the caller's transaction.
 pub(super) fn bind(txn: &WriteTransaction, key: &str, id: &str) -> Result<(), redb::Error> {
@@ -16,6 +16,25 @@ pub(super) fn bind(txn: &WriteTransaction, key: &str, id: &str) -> Result<(), re
 }
 
 impl Store {
+    /// Marks a session archived at `at_ms`: kept with its transcript, listed apart, and the
+    /// first to go when maintenance needs room.
+    pub fn archive_session(&self, id: &SessionId, at_ms: i64) -> Result<(), StoreError> {
+        self.write(|txn, _| {
+            let mut sessions = txn.open_table(SESSIONS).map_err(|e| self.err(e))?;
+            let mut meta = match sessions.get(id.as_str()).map_err(|e| self.err(e))? {
+                Some(value) => self.decode_meta(id.as_str(), value.value())?,
+                None => return Err(unknown(id.as_str())),
+            };
+            meta.archived_at_ms.get_or_insert(at_ms);
+            let json =
+                serde_json::to_vec(&meta).map_err(|e| StoreError::Internal(e.to_string()))?;
+            sessions
+                .insert(id.as_str(), json.as_slice())
+                .map_err(|e| self.err(e))?;
+            Ok(())
+        })
+    }
+
     /// The session `key` currently talks to, if any.
     pub fn session_for_key(&self, key: &SessionKey) -> Result<Option<SessionMeta>, StoreError> {
         self.run(Access::Read, |db, _| {

@@ -5,8 +5,8 @@
 //!
 //! Order of removal: files on disk that belong to no session (orphans) first, then sessions
 //! past `prune_after`, then the oldest beyond `max_entries`, then, while the total is over the
-//! byte budget, the oldest sessions until it is at or under the high-water mark. The sessions
-//! named as in use are never removed.
+//! byte budget, the oldest archives and after them the oldest sessions until it is at or under
+//! the high-water mark. The sessions named as in use are never removed.
 
 use super::db::{Store, unknown};
 use super::error::StoreError;
@@ -24,6 +24,8 @@ pub struct StoredSession {
     pub updated_at_ms: i64,
     /// Its journal and its folder on disk, in bytes.
     pub bytes: u64,
+    /// Left behind by a reset: the first to go when room is needed.
+    pub archived: bool,
 }
 
 /// A folder under `sessions/` that no session in the index owns.
@@ -182,7 +184,14 @@ pub fn plan(
         && over_budget
     {
         let high_water = limits.high_water_bytes.unwrap_or(max / 10 * 8).min(max);
-        for session in candidates.iter().filter(|s| !removed.contains(&s.id)) {
+        let mut by_priority: Vec<&StoredSession> = candidates
+            .iter()
+            .copied()
+            .filter(|s| !removed.contains(&s.id))
+            .collect();
+        // Archives first, each group oldest first (the sort is stable).
+        by_priority.sort_by_key(|s| !s.archived);
+        for session in by_priority {
             if total <= high_water {
                 break;
             }
@@ -209,6 +218,7 @@ mod tests {
             id: SessionId::from_string(id),
             updated_at_ms: 100 * DAY_MS - days_ago * DAY_MS,
             bytes,
+            archived: false,
         }
     }
 
@@ -302,6 +312,21 @@ mod tests {
             orphans,
             &HashSet::new(),
         )
+    }
+
+    #[test]
+    fn over_budget_archives_go_before_older_live_sessions() {
+        let mut archived = session("archived", 2, 300);
+        archived.archived = true;
+        let sessions = [session("oldest", 9, 300), archived, session("new", 1, 300)];
+        let plan = plan(
+            &limits(500, Some(800), Some(600)),
+            100 * DAY_MS,
+            &sessions,
+            &[],
+            &HashSet::new(),
+        );
+        assert_eq!(ids(&plan), ["archived:OverBudget"]);
     }
 
     #[test]

@@ -22,6 +22,9 @@ pub struct SessionMeta {
     /// without reading the journal.
     #[serde(default)]
     pub transcript_bytes: u64,
+    /// When a reset archived the session: its transcript stays, its key moved on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub archived_at_ms: Option<i64>,
     /// Provider profile and model of the latest call.
     #[serde(default)]
     pub provider: String,

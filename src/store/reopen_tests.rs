@@ -181,6 +181,7 @@ fn meta(session: &str) -> SessionMeta {
         event_count: 0,
         input_count: 0,
         transcript_bytes: 0,
+        archived_at_ms: None,
         provider: String::new(),
         model: String::new(),
     }

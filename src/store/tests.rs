@@ -88,6 +88,7 @@ fn a_record_that_no_longer_decodes_is_skipped() {
                 event_count: 0,
                 input_count: 0,
                 transcript_bytes: 0,
+                archived_at_ms: None,
                 provider: String::new(),
                 model: String::new(),
             })

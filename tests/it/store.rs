@@ -38,6 +38,7 @@ fn meta(id: &str, project: &str, updated_at_ms: i64) -> SessionMeta {
         event_count: 0,
         input_count: 0,
         transcript_bytes: 0,
+        archived_at_ms: None,
         provider: String::new(),
         model: String::new(),
     }

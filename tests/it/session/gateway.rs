@@ -121,3 +121,33 @@ async fn a_stopped_actor_is_restarted_from_its_journal_and_the_others_keep_runni
         .unwrap();
     assert_eq!(conversation(&other.state().await.unwrap()), ["other", "ok"]);
 }
+
+#[tokio::test]
+async fn a_reset_archives_the_keys_session_and_the_next_input_starts_afresh() {
+    let world = World::anthropic();
+    world.mock.repeat(Reply::text("ok"));
+    let manager = SessionManager::new(world.deps());
+    let key = "mattermost:town-square/post1";
+    let before = deliver(&manager, &world, key, "old topic").await;
+    let project = world.home.project().canonicalize().unwrap();
+    let fresh = manager.reset(key, project).await.expect("reset");
+    assert_ne!(fresh, before);
+    let after = deliver(&manager, &world, key, "new topic").await;
+    assert_eq!(after, fresh);
+    let old = world.store.meta(&before).unwrap().unwrap();
+    assert!(old.archived_at_ms.is_some(), "the old session is archived");
+    assert_eq!(old.input_count, 1, "with its transcript");
+    let new = world.store.meta(&fresh).unwrap().unwrap();
+    assert_eq!(new.archived_at_ms, None);
+    let state = manager
+        .handle(
+            &tern::domain::SessionKey::parse(key).unwrap(),
+            &world.home.project().canonicalize().unwrap(),
+        )
+        .await
+        .unwrap()
+        .state()
+        .await
+        .unwrap();
+    assert_eq!(conversation(&state), ["new topic", "ok"]);
+}
