@@ -515,7 +515,11 @@ pub fn next_request_tokens(state: &SessionState, overhead: u64) -> u64 {
 fn storage_error(err: &str) -> LlmError {
     LlmError::new(
         ErrorCategory::Storage,
-        format!("the session journal could not be written, so the turn stopped: {err}"),
+        format!(
+            "the session journal could not be written, so the turn stopped: {err}. Some of \
+             this turn's actions may already have run (files written, commands executed) \
+             without being recorded; check the project before repeating them"
+        ),
     )
 }
 
