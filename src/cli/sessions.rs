@@ -241,6 +241,7 @@ fn transcript(meta: &SessionMeta, records: &[JournalRecord]) -> String {
             | JournalEvent::StaticContextSet { .. }
             | JournalEvent::MemoryCheckpoint { .. }
             | JournalEvent::Passivated { .. }
+            | JournalEvent::TurnResumed { .. }
             | JournalEvent::NudgeAdded { .. } => {}
         }
     }

@@ -3,4 +3,4 @@
 
 mod manager;
 
-pub use manager::{GatewayError, SendUserMessage, SessionManager};
+pub use manager::{DrainedSession, GatewayError, SendUserMessage, SessionManager, WarmedUp};

@@ -15,7 +15,7 @@ use super::log::SessionLog;
 use super::phase::{IllegalTransition, Phase};
 use super::snapshot;
 use super::state::SessionState;
-use super::turn::{Joining, PendingInput, Turn};
+use super::turn::{Joining, PendingInput, StopAfterBatch, Turn};
 use crate::config::SessionSettings;
 use crate::domain::{Audience, ErrorCategory, SessionId, SessionKey, TurnStop};
 use crate::llm::ModelClient;
@@ -73,6 +73,16 @@ enum Request {
         reply: oneshot::Sender<SessionState>,
     },
     Cancel,
+    /// Stop for a restart: the running turn ends after its current tool batch, then the actor
+    /// stops; answered with whether inputs were waiting (they are refused, not kept).
+    Drain {
+        reply: oneshot::Sender<bool>,
+    },
+    /// Go on with the history as it stands, without a new input: a drained turn resuming
+    /// after a restart, its nudge carrying `notice`.
+    ResumeTurn {
+        notice: String,
+    },
     /// Compact the history now (`/compact`); answered with whether anything changed, once
     /// the compaction ran (after the running turn, if any).
     Compact {
@@ -176,6 +186,24 @@ impl SessionHandle {
         }
     }
 
+    /// Stops the session for a restart: the running turn ends after its current tool batch
+    /// (`TurnStop::Drained`), inputs still waiting are refused, and the actor stops. Returns
+    /// whether inputs were waiting.
+    pub async fn drain(&self) -> Result<bool, SessionError> {
+        let (reply, rx) = oneshot::channel();
+        self.request(Request::Drain { reply }).await?;
+        rx.await.map_err(|_| SessionError::Closed)
+    }
+
+    /// Starts a turn that goes on from the history as it stands, its first call told
+    /// `notice` (a turn a drain stopped, resumed after the restart).
+    pub async fn resume_turn(&self, notice: impl Into<String>) -> Result<(), SessionError> {
+        self.request(Request::ResumeTurn {
+            notice: notice.into(),
+        })
+        .await
+    }
+
     /// Compacts the history now, after the running turn and the inputs already waiting.
     /// Returns whether anything changed (a short history has nothing to compact).
     pub async fn compact(&self) -> Result<bool, SessionError> {
@@ -199,8 +227,8 @@ impl SessionHandle {
 
 struct RunningTurn {
     cancel: CancellationToken,
-    /// Fired to end an automated turn after its current batch.
-    yield_to_person: CancellationToken,
+    /// Ends the turn after its current batch (a person's message, a drain).
+    stop_after_batch: StopAfterBatch,
     /// Whom the turn answers; `None` for a compaction on demand.
     owner: Option<TurnOwner>,
     joining: Joining,
@@ -215,13 +243,15 @@ enum Queued {
     /// any that did so earlier.
     Interrupting(PendingInput),
     Compact(oneshot::Sender<Result<bool, SessionError>>),
+    /// A turn without a new input, after a restart.
+    Resume(String),
 }
 
 /// What a running turn reports: an event, then, once its events are all out, its end.
 enum TurnUpdate {
     Event(SessionEvent),
     /// The turn's task returned the state, or died (a bug) and must be recovered from.
-    Ended(Result<SessionState, tokio::task::JoinError>),
+    Ended(Box<Result<SessionState, tokio::task::JoinError>>),
 }
 
 struct SessionActor {
@@ -248,6 +278,8 @@ struct SessionActor {
     accepting: bool,
     /// Told when the actor has stopped and released its dependencies.
     closers: Vec<oneshot::Sender<()>>,
+    /// Told, when the actor has stopped, whether inputs were waiting at the drain.
+    drainers: Vec<(oneshot::Sender<bool>, bool)>,
 }
 
 impl SessionActor {
@@ -272,6 +304,7 @@ impl SessionActor {
             turn: None,
             accepting: true,
             closers: Vec::new(),
+            drainers: Vec::new(),
         };
         tokio::spawn(actor.run(rx));
         SessionHandle { id, tx }
@@ -317,7 +350,7 @@ impl SessionActor {
                                 self.queue.push_front(Queued::Input(pending));
                             }
                         }
-                        match ended {
+                        match *ended {
                             Ok(state) => self.finish_turn(state),
                             Err(err) => self.recover_after_crash(&err),
                         }
@@ -329,10 +362,14 @@ impl SessionActor {
             refuse(queued, || SessionError::Closed);
         }
         let closers = std::mem::take(&mut self.closers);
+        let drainers = std::mem::take(&mut self.drainers);
         drop(self);
         drop(requests);
         for reply in closers {
             let _ = reply.send(());
+        }
+        for (reply, waiting) in drainers {
+            let _ = reply.send(waiting);
         }
     }
 
@@ -378,6 +415,25 @@ impl SessionActor {
                 }
                 self.interrupted_note = None;
             }
+            Request::Drain { reply } => {
+                let waiting = self
+                    .queue
+                    .iter()
+                    .any(|q| matches!(q, Queued::Input(_) | Queued::Interrupting(_)));
+                if let Some(turn) = &self.turn {
+                    turn.stop_after_batch.request(TurnStop::Drained);
+                }
+                self.drainers.push((reply, waiting));
+                self.accepting = false;
+                for queued in self.queue.drain(..) {
+                    refuse(queued, || SessionError::Closed);
+                }
+            }
+            Request::ResumeTurn { notice } if self.accepting => {
+                self.queue.push_back(Queued::Resume(notice));
+                self.start_next_turn();
+            }
+            Request::ResumeTurn { .. } => {}
             Request::Compact { reply } if self.accepting => {
                 self.queue.push_back(Queued::Compact(reply));
                 self.start_next_turn();
@@ -401,7 +457,7 @@ impl SessionActor {
                 Err(poisoned) => poisoned.into_inner().push_back((input, reply)),
             },
             (Route::Interrupt, Some(turn)) => {
-                turn.yield_to_person.cancel();
+                turn.stop_after_batch.request(TurnStop::InterruptedByPerson);
                 self.interrupted_note = Some(joining::interrupted_note("automation"));
                 let after = self
                     .queue
@@ -427,6 +483,10 @@ impl SessionActor {
                 Queued::Input(pending) | Queued::Interrupting(pending) => pending,
                 Queued::Compact(reply) => {
                     self.start_compaction(reply);
+                    return;
+                }
+                Queued::Resume(notice) => {
+                    self.start_resumed_turn(notice);
                     return;
                 }
             };
@@ -456,20 +516,29 @@ impl SessionActor {
         }
     }
 
-    fn spawn_turn(&mut self, mut state: SessionState, input: &UserInput) {
-        let (events, receiver) = mpsc::unbounded_channel();
-        let cancel = CancellationToken::new();
-        let yield_to_person = CancellationToken::new();
-        let joining: Joining = Joining::default();
-        let deps = self.deps.clone();
-        let dirs = self.dirs.clone();
-        let audience = input.audience;
+    fn spawn_turn(&mut self, state: SessionState, input: &UserInput) {
         let notes = TurnNotes {
             interrupted_automation: self.interrupted_note.take(),
             ..TurnNotes::default()
         };
+        self.spawn_turn_for(state, input.audience, TurnOwner::of(input), notes);
+    }
+
+    fn spawn_turn_for(
+        &mut self,
+        mut state: SessionState,
+        audience: Audience,
+        owner: TurnOwner,
+        notes: TurnNotes,
+    ) {
+        let (events, receiver) = mpsc::unbounded_channel();
+        let cancel = CancellationToken::new();
+        let stop_after_batch = StopAfterBatch::default();
+        let joining: Joining = Joining::default();
+        let deps = self.deps.clone();
+        let dirs = self.dirs.clone();
         let turn_cancel = cancel.clone();
-        let turn_yield = yield_to_person.clone();
+        let turn_stop = stop_after_batch.clone();
         let turn_joining = joining.clone();
         let task = tokio::spawn(async move {
             let turn = Turn {
@@ -478,7 +547,7 @@ impl SessionActor {
                 audience,
                 notes,
                 cancel: turn_cancel,
-                yield_to_person: turn_yield,
+                stop_after_batch: turn_stop,
                 joining: turn_joining,
                 events,
             };
@@ -487,12 +556,48 @@ impl SessionActor {
         });
         self.turn = Some(RunningTurn {
             cancel,
-            yield_to_person,
-            owner: Some(TurnOwner::of(input)),
+            stop_after_batch,
+            owner: Some(owner),
             joining,
             events: receiver,
             task,
         });
+    }
+
+    /// Starts a turn from the history as it stands, answering whoever sent the latest input.
+    fn start_resumed_turn(&mut self, notice: String) {
+        let Some(mut state) = self.state.take() else {
+            return;
+        };
+        let Some((sender, audience, kind)) = state.last_input.clone() else {
+            self.state = Some(state);
+            return;
+        };
+        if let Err(err) = self.set_phase(Phase::Processing) {
+            tracing::error!(%err, "could not resume a turn");
+            self.state = Some(state);
+            return;
+        }
+        let every = self.deps.settings.snapshot_every;
+        let marker = [JournalEvent::TurnResumed {
+            notice: notice.clone(),
+        }];
+        if let Err(err) = snapshot::commit(&self.deps.store, every, &mut state, &marker) {
+            tracing::error!(%err, "could not journal a resumed turn");
+            self.state = Some(state);
+            let _ = self.set_phase(Phase::Ready);
+            return;
+        }
+        let owner = TurnOwner {
+            sender_id: sender.id.clone(),
+            audience,
+            automated: kind.is_automation() || sender.automated,
+        };
+        let notes = TurnNotes {
+            restart_notice: Some(notice),
+            ..TurnNotes::default()
+        };
+        self.spawn_turn_for(state, audience, owner, notes);
     }
 
     /// Runs a compaction on demand, in phase Compacting.
@@ -517,7 +622,7 @@ impl SessionActor {
                 audience: Audience::Personal,
                 notes: TurnNotes::default(),
                 cancel: token,
-                yield_to_person: CancellationToken::new(),
+                stop_after_batch: StopAfterBatch::default(),
                 joining: Joining::default(),
                 events,
             };
@@ -527,7 +632,7 @@ impl SessionActor {
         });
         self.turn = Some(RunningTurn {
             cancel,
-            yield_to_person: CancellationToken::new(),
+            stop_after_batch: StopAfterBatch::default(),
             owner: None,
             joining: Joining::default(),
             events: receiver,
@@ -685,6 +790,7 @@ fn refuse(queued: Queued, error: impl Fn() -> SessionError) {
         Queued::Compact(reply) => {
             let _ = reply.send(Err(error()));
         }
+        Queued::Resume(_) => {}
     }
 }
 
@@ -696,6 +802,6 @@ async fn next_turn_update(turn: &mut Option<RunningTurn>) -> TurnUpdate {
     match turn.events.recv().await {
         Some(event) => TurnUpdate::Event(event),
         // Every event is out; the task has returned or died.
-        None => TurnUpdate::Ended((&mut turn.task).await),
+        None => TurnUpdate::Ended(Box::new((&mut turn.task).await)),
     }
 }

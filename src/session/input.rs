@@ -63,6 +63,9 @@ pub enum SessionError {
         limit: usize,
         dir: PathBuf,
     },
+    /// A file of the session could not be written or read.
+    #[error("{0}")]
+    Io(String),
     /// Work the session did on request failed (a compaction on demand).
     #[error(transparent)]
     Turn(#[from] LlmError),

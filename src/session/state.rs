@@ -5,7 +5,8 @@
 //! stays paired with a result even when the process died in the middle of a batch.
 
 use crate::domain::{
-    Audience, ContentBlock, ErrorCategory, Message, Role, SessionId, ToolResult, Usage,
+    Audience, ContentBlock, ErrorCategory, InputKind, Message, Role, Sender, SessionId, ToolResult,
+    Usage,
 };
 use crate::store::{JournalEvent, JournalRecord};
 use serde::{Deserialize, Serialize};
@@ -49,6 +50,10 @@ pub struct SessionState {
     /// The journal position of the last event applied.
     #[serde(default)]
     pub last_seq: u64,
+    /// Who sent the latest input, for whom, and whether a person typed it: whom a turn
+    /// resumed without a new input answers.
+    #[serde(default)]
+    pub last_input: Option<(Sender, Audience, InputKind)>,
     /// The journal position the latest snapshot was taken at.
     #[serde(skip)]
     pub snapshot_seq: u64,
@@ -72,15 +77,22 @@ impl SessionState {
             static_contexts: BTreeMap::new(),
             last_seq: 0,
             snapshot_seq: 0,
+            last_input: None,
         }
     }
 
     /// Folds one journal event into the state.
     pub fn apply(&mut self, event: &JournalEvent) {
         match event {
-            JournalEvent::InputAccepted { text, .. } => {
+            JournalEvent::InputAccepted {
+                text,
+                sender,
+                audience,
+                kind,
+            } => {
                 self.messages.push(Message::user_text(text.clone()));
                 self.turn_open = true;
+                self.last_input = Some((sender.clone(), *audience, *kind));
             }
             JournalEvent::AssistantMessage { content, .. } => {
                 self.messages.push(Message {
@@ -126,6 +138,7 @@ impl SessionState {
                 self.messages_at_last_usage = 0;
             }
             JournalEvent::MemoryCheckpoint { .. } | JournalEvent::Passivated { .. } => {}
+            JournalEvent::TurnResumed { .. } => self.turn_open = true,
             JournalEvent::NudgeAdded { text } => {
                 let nudge = Message::user_text(text.clone());
                 match self.latest_input_index() {

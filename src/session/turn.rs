@@ -23,6 +23,7 @@ use crate::prompt::{self, TurnNotes};
 use crate::store::JournalEvent;
 use crate::tools::{ToolContext, ToolEffect};
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::mpsc::UnboundedSender;
@@ -52,11 +53,37 @@ pub struct Turn<'a> {
     /// note, …).
     pub notes: TurnNotes,
     pub cancel: CancellationToken,
-    /// Fired when a trusted person writes during this automated turn: it ends after its
-    /// current tool batch.
-    pub yield_to_person: CancellationToken,
+    /// Set when the turn should end after its current tool batch: a trusted person wrote
+    /// during this automated turn, or tern is stopping.
+    pub stop_after_batch: StopAfterBatch,
     pub joining: Joining,
     pub events: UnboundedSender<SessionEvent>,
+}
+
+/// A request, shared with a running turn, to end it after its current tool batch, and why.
+#[derive(Debug, Clone, Default)]
+pub struct StopAfterBatch(Arc<AtomicU8>);
+
+impl StopAfterBatch {
+    const PERSON: u8 = 1;
+    const DRAIN: u8 = 2;
+
+    /// Asks for the stop; a drain outranks a person's interruption.
+    pub fn request(&self, why: TurnStop) {
+        let code = match why {
+            TurnStop::Drained => Self::DRAIN,
+            _ => Self::PERSON,
+        };
+        self.0.fetch_max(code, Ordering::SeqCst);
+    }
+
+    fn requested(&self) -> Option<TurnStop> {
+        match self.0.load(Ordering::SeqCst) {
+            Self::DRAIN => Some(TurnStop::Drained),
+            Self::PERSON => Some(TurnStop::InterruptedByPerson),
+            _ => None,
+        }
+    }
 }
 
 /// How a turn's rounds ended without an error.
@@ -229,11 +256,8 @@ impl Turn<'_> {
                     "the turn was cancelled",
                 ));
             }
-            if self.yield_to_person.is_cancelled() {
-                return Ok(Ended {
-                    text,
-                    stop: TurnStop::InterruptedByPerson,
-                });
+            if let Some(stop) = self.stop_after_batch.requested() {
+                return Ok(Ended { text, stop });
             }
             if self.take_joining(state)? {
                 guard.reset();

@@ -91,6 +91,10 @@ pub enum JournalEvent {
     MemoryCheckpoint {
         notes: String,
     },
+    /// A turn that tern stopped (a drain) goes on by itself after a restart, with no new input.
+    TurnResumed {
+        notice: String,
+    },
     /// The session was put to rest after `idle_timeout` without input: the checkpoint where
     /// a long-term memory will distil it. The next input wakes it from its snapshot.
     Passivated {

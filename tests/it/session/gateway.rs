@@ -151,3 +151,92 @@ async fn a_reset_archives_the_keys_session_and_the_next_input_starts_afresh() {
         .unwrap();
     assert_eq!(conversation(&state), ["new topic", "ok"]);
 }
+
+/// A manager whose session for `key` is in its first model call (the mock holds the reply)
+/// when it is drained; returns the drained sessions.
+async fn drained_mid_turn(
+    world: &World,
+    key: &str,
+    first: Reply,
+) -> Vec<tern::gateway::DrainedSession> {
+    world
+        .mock
+        .push(first.delay_before(Duration::from_millis(300)));
+    let manager = SessionManager::new(world.deps());
+    manager
+        .send(message(world, key, "find the text files"))
+        .await
+        .expect("delivered");
+    manager
+        .drain(Duration::from_secs(30))
+        .await
+        .expect("drained")
+}
+
+#[tokio::test]
+async fn a_drained_tool_loop_goes_on_by_itself_after_the_restart() {
+    let world = World::anthropic();
+    let key = "cli:drained-1";
+    let drained = drained_mid_turn(
+        &world,
+        key,
+        Reply::tool_call("glob", json!({"pattern": "*.txt"})),
+    )
+    .await;
+    assert_eq!(drained.len(), 1);
+    assert!(!drained[0].waiting);
+    let journal = journal(&world, &drained[0].id);
+    assert_eq!(
+        journal.last().and_then(JournalEvent::turn_stop),
+        Some(tern::domain::TurnStop::Drained)
+    );
+    assert!(world.home.home().join("data/drained.json").exists());
+
+    world.mock.push(Reply::text("Found them."));
+    let manager = SessionManager::new(world.deps());
+    let warmed = manager.warm_up().await.expect("warmed up");
+    assert_eq!(warmed.len(), 1);
+    assert!(warmed[0].resumed);
+    let project = world.home.project().canonicalize().unwrap();
+    let handle = manager
+        .handle(&tern::domain::SessionKey::parse(key).unwrap(), &project)
+        .await
+        .unwrap();
+    // The resumed turn was asked for first, so the state comes once it has ended.
+    let state = handle.state().await.unwrap();
+    assert_eq!(conversation(&state).last().unwrap(), "Found them.");
+    let resumed = world.mock.model_requests().pop().unwrap();
+    let nudge = resumed.nudges().pop().unwrap();
+    assert!(
+        nudge.contains("[restart-notice]\ntern restarted"),
+        "{nudge}"
+    );
+    assert!(!world.home.home().join("data/drained.json").exists());
+}
+
+#[tokio::test]
+async fn a_drained_turn_that_already_said_something_is_not_resumed() {
+    let world = World::anthropic();
+    let key = "cli:drained-2";
+    let first = Reply::tool_call("glob", json!({"pattern": "*.txt"})).with_text("Looking now.");
+    drained_mid_turn(&world, key, first).await;
+    let requests = world.mock.model_requests().len();
+    let manager = SessionManager::new(world.deps());
+    let warmed = manager.warm_up().await.expect("warmed up");
+    assert_eq!(warmed.len(), 1);
+    assert!(!warmed[0].resumed, "the person is told instead");
+    assert_eq!(world.mock.model_requests().len(), requests, "no call made");
+}
+
+#[tokio::test]
+async fn sessions_idle_at_the_drain_stay_cold() {
+    let world = World::anthropic();
+    world.mock.push(Reply::text("done"));
+    let manager = SessionManager::new(world.deps());
+    deliver(&manager, &world, "cli:idle-1", "quick question").await;
+    let drained = manager.drain(Duration::from_secs(30)).await.unwrap();
+    assert_eq!(drained.len(), 1);
+    let manager = SessionManager::new(world.deps());
+    assert!(manager.warm_up().await.unwrap().is_empty());
+    assert_eq!(manager.live_sessions().await, 0);
+}
