@@ -701,8 +701,6 @@ base_delay_ms = 1
     );
 }
 
-mod print_prompt;
-
 #[test]
 fn a_turn_the_loop_guard_ends_succeeds_and_says_why() {
     let cli = Cli::new();
@@ -750,62 +748,7 @@ fn run_compact_compacts_the_latest_session_and_reports_it() {
     assert!(stderr(&alone).contains("--compact works on an existing session"));
 }
 
-#[test]
-fn the_line_mode_conversation_compacts_on_request() {
-    let cli = Cli::new();
-    cli.mock.push(Reply::text("Hello there."));
-    let output = cli
-        .tern(&[])
-        .write_stdin("hello\n/compact\n/exit\n")
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "{}", stderr(&output));
-    assert!(
-        stdout(&output).contains("Hello there."),
-        "{}",
-        stdout(&output)
-    );
-    // Two messages and their note are nothing to compact yet, and it says so.
-    assert!(
-        stderr(&output).contains("nothing to compact: the conversation is already short"),
-        "{}",
-        stderr(&output)
-    );
-    assert_eq!(cli.mock.model_requests().len(), 1);
-}
-
-mod repair;
-
 mod cleanup;
-
-#[test]
-fn reset_in_the_line_mode_archives_the_conversation_and_starts_a_new_one() {
-    let cli = Cli::new();
-    cli.mock.repeat(Reply::text("noted"));
-    let output = cli
-        .tern(&[])
-        .write_stdin("first topic\n/reset\nsecond topic\n/exit\n")
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "{}", stderr(&output));
-    assert!(
-        stdout(&output).contains("archived session "),
-        "{}",
-        stdout(&output)
-    );
-    let titles = |args: &[&str]| -> Vec<String> {
-        let list = cli.run(args);
-        let sessions: Value = serde_json::from_str(&stdout(&list)).unwrap();
-        sessions
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|s| s["title"].as_str().unwrap().to_owned())
-            .collect()
-    };
-    assert_eq!(titles(&["sessions", "list", "--json"]), ["second topic"]);
-    assert_eq!(
-        titles(&["sessions", "list", "--json", "--archived"]),
-        ["first topic"]
-    );
-}
+mod line_mode;
+mod print_prompt;
+mod repair;

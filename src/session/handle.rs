@@ -1,0 +1,186 @@
+//! The session's handle: the cloneable front every caller holds. It only sends requests to
+//! the actor (see `actor.rs`), which owns the state; each method says when it returns.
+
+use super::actor::{SessionActor, SessionDeps};
+use super::events::{OutputFilter, Subscription};
+use super::input::{SessionError, UserInput};
+use super::snapshot;
+use super::state::SessionState;
+use crate::domain::{SessionId, SessionKey};
+use crate::store::SessionMeta;
+use std::path::PathBuf;
+use std::sync::Arc;
+use tokio::sync::{mpsc, oneshot};
+
+/// The cloneable front of a session.
+#[derive(Clone)]
+pub struct SessionHandle {
+    pub(super) id: SessionId,
+    pub(super) tx: mpsc::Sender<Request>,
+}
+
+pub(super) enum Request {
+    Send {
+        input: UserInput,
+        reply: oneshot::Sender<Result<u64, SessionError>>,
+    },
+    Subscribe {
+        filter: OutputFilter,
+        reply: oneshot::Sender<Subscription>,
+    },
+    /// Answered once no turn is running.
+    State {
+        reply: oneshot::Sender<SessionState>,
+    },
+    Cancel,
+    /// Stop for a restart: the running turn ends after its current tool batch, then the actor
+    /// stops; answered with whether inputs were waiting (they are refused, not kept).
+    Drain {
+        reply: oneshot::Sender<bool>,
+    },
+    /// Go on with the history as it stands, without a new input: a drained turn resuming
+    /// after a restart, its nudge carrying `notice`.
+    ResumeTurn {
+        notice: String,
+    },
+    /// Compact the history now (`/compact`); answered with whether anything changed, once
+    /// the compaction ran (after the running turn, if any).
+    Compact {
+        reply: oneshot::Sender<Result<bool, SessionError>>,
+    },
+    /// Stop once the running turn and the queued inputs are done; answered after the actor
+    /// has released everything it holds (the store among them).
+    Close {
+        reply: oneshot::Sender<()>,
+    },
+}
+
+impl SessionHandle {
+    /// Starts a new session for `project_dir`, from the terminal (`cli:<id>`).
+    pub fn create(deps: Arc<SessionDeps>, project_dir: PathBuf) -> Result<Self, SessionError> {
+        let id = SessionId::generate();
+        let key = SessionKey::cli(&id);
+        Self::create_as(deps, id, key, project_dir)
+    }
+
+    /// Starts a new session for `project_dir` that `key` talks to from now on.
+    pub fn create_with_key(
+        deps: Arc<SessionDeps>,
+        key: SessionKey,
+        project_dir: PathBuf,
+    ) -> Result<Self, SessionError> {
+        Self::create_as(deps, SessionId::generate(), key, project_dir)
+    }
+
+    fn create_as(
+        deps: Arc<SessionDeps>,
+        id: SessionId,
+        key: SessionKey,
+        project_dir: PathBuf,
+    ) -> Result<Self, SessionError> {
+        let now = jiff::Timestamp::now().as_millisecond();
+        deps.store.create_session(&SessionMeta {
+            id: id.clone(),
+            key: key.clone(),
+            project_dir: project_dir.clone(),
+            title: String::new(),
+            created_at_ms: now,
+            updated_at_ms: now,
+            event_count: 0,
+            input_count: 0,
+            transcript_bytes: 0,
+            archived_at_ms: None,
+            provider: deps.client.primary.provider.name().to_owned(),
+            model: deps.client.primary.model.to_owned(),
+        })?;
+        let state = SessionState::new(id, project_dir);
+        Ok(SessionActor::spawn(deps, key, state))
+    }
+
+    /// Reopens a stored session: replays its journal, repairs what a crash left open, and
+    /// returns once the session is ready.
+    pub fn resume(deps: Arc<SessionDeps>, meta: &SessionMeta) -> Result<Self, SessionError> {
+        let mut replay = snapshot::recover(&deps.store, &meta.id, meta.project_dir.clone())?;
+        if !replay.repairs.is_empty() {
+            tracing::info!(session = %meta.id, repairs = replay.repairs.len(), "repairing journal");
+            snapshot::store_repairs(&deps.store, &mut replay)?;
+        }
+        Ok(SessionActor::spawn(deps, meta.key.clone(), replay.state))
+    }
+
+    pub fn id(&self) -> &SessionId {
+        &self.id
+    }
+
+    /// Journals `input` durably and returns its journal position; the turn it starts runs
+    /// on afterwards. An input sent during a turn is acknowledged when its own turn starts.
+    pub async fn send(&self, input: UserInput) -> Result<u64, SessionError> {
+        if input.text.trim().is_empty() {
+            return Err(SessionError::EmptyInput);
+        }
+        let (reply, rx) = oneshot::channel();
+        self.request(Request::Send { input, reply }).await?;
+        rx.await.map_err(|_| SessionError::Closed)?
+    }
+
+    /// Attaches a subscriber; events from now on arrive on the returned receiver.
+    pub async fn subscribe(&self, filter: OutputFilter) -> Result<Subscription, SessionError> {
+        let (reply, rx) = oneshot::channel();
+        self.request(Request::Subscribe { filter, reply }).await?;
+        rx.await.map_err(|_| SessionError::Closed)
+    }
+
+    /// The session's state once no turn is running.
+    pub async fn state(&self) -> Result<SessionState, SessionError> {
+        let (reply, rx) = oneshot::channel();
+        self.request(Request::State { reply }).await?;
+        rx.await.map_err(|_| SessionError::Closed)
+    }
+
+    /// Lets the session finish what it accepted, then stops it. Returns once the actor has
+    /// released the store, so the database can be closed or reopened right after.
+    pub async fn close(self) {
+        let (reply, rx) = oneshot::channel();
+        if self.request(Request::Close { reply }).await.is_ok() {
+            let _ = rx.await;
+        }
+    }
+
+    /// Stops the session for a restart: the running turn ends after its current tool batch
+    /// (`TurnStop::Drained`), inputs still waiting are refused, and the actor stops. Returns
+    /// whether inputs were waiting.
+    pub async fn drain(&self) -> Result<bool, SessionError> {
+        let (reply, rx) = oneshot::channel();
+        self.request(Request::Drain { reply }).await?;
+        rx.await.map_err(|_| SessionError::Closed)
+    }
+
+    /// Starts a turn that goes on from the history as it stands, its first call told
+    /// `notice` (a turn a drain stopped, resumed after the restart).
+    pub async fn resume_turn(&self, notice: impl Into<String>) -> Result<(), SessionError> {
+        self.request(Request::ResumeTurn {
+            notice: notice.into(),
+        })
+        .await
+    }
+
+    /// Compacts the history now, after the running turn and the inputs already waiting.
+    /// Returns whether anything changed (a short history has nothing to compact).
+    pub async fn compact(&self) -> Result<bool, SessionError> {
+        let (reply, rx) = oneshot::channel();
+        self.request(Request::Compact { reply }).await?;
+        rx.await.map_err(|_| SessionError::Closed)?
+    }
+
+    /// Stops the running turn, if any, at its next await point.
+    pub async fn cancel(&self) -> Result<(), SessionError> {
+        self.request(Request::Cancel).await
+    }
+
+    async fn request(&self, request: Request) -> Result<(), SessionError> {
+        self.tx
+            .send(request)
+            .await
+            .map_err(|_| SessionError::Closed)
+    }
+}
