@@ -14,18 +14,20 @@ fn message(world: &World, key: &str, text: &str) -> SendUserMessage {
     }
 }
 
+/// The running session `key` talks to.
+async fn session_of(manager: &SessionManager, world: &World, key: &str) -> SessionHandle {
+    let project = world.home.project().canonicalize().unwrap();
+    let key = tern::domain::SessionKey::parse(key).unwrap();
+    manager.handle(&key, &project).await.unwrap()
+}
+
 /// Sends through the manager and waits until that session is idle again.
 async fn deliver(manager: &SessionManager, world: &World, key: &str, text: &str) -> SessionId {
     let (id, _) = manager
         .send(message(world, key, text))
         .await
         .expect("delivered");
-    let project = world.home.project().canonicalize().unwrap();
-    let handle = manager
-        .handle(&tern::domain::SessionKey::parse(key).unwrap(), &project)
-        .await
-        .unwrap();
-    handle.state().await.unwrap();
+    session_of(manager, world, key).await.state().await.unwrap();
     id
 }
 
@@ -47,13 +49,8 @@ async fn each_key_talks_to_its_own_session_and_finds_it_again_after_a_restart() 
     let manager = SessionManager::new(world.deps());
     let resumed = deliver(&manager, &world, thread, "after the restart").await;
     assert_eq!(resumed, first);
-    let state = manager
-        .handle(
-            &tern::domain::SessionKey::parse(thread).unwrap(),
-            &world.home.project().canonicalize().unwrap(),
-        )
+    let state = session_of(&manager, &world, thread)
         .await
-        .unwrap()
         .state()
         .await
         .unwrap();
@@ -93,32 +90,19 @@ async fn a_stopped_actor_is_restarted_from_its_journal_and_the_others_keep_runni
     let world = World::anthropic();
     world.mock.repeat(Reply::text("ok"));
     let manager = SessionManager::new(world.deps());
-    let project = world.home.project().canonicalize().unwrap();
     let a = "webhook:ci/build-1";
     let b = "webhook:ci/build-2";
     let first = deliver(&manager, &world, a, "first").await;
     deliver(&manager, &world, b, "other").await;
     // Session a's actor stops behind the manager's back.
-    let handle = manager
-        .handle(&tern::domain::SessionKey::parse(a).unwrap(), &project)
-        .await
-        .unwrap();
+    let handle = session_of(&manager, &world, a).await;
     handle.close().await;
     let again = deliver(&manager, &world, a, "second").await;
     assert_eq!(again, first, "the same session, restarted");
-    let state = manager
-        .handle(&tern::domain::SessionKey::parse(a).unwrap(), &project)
-        .await
-        .unwrap()
-        .state()
-        .await
-        .unwrap();
+    let state = session_of(&manager, &world, a).await.state().await.unwrap();
     assert_eq!(conversation(&state), ["first", "ok", "second", "ok"]);
     // Session b was never touched.
-    let other = manager
-        .handle(&tern::domain::SessionKey::parse(b).unwrap(), &project)
-        .await
-        .unwrap();
+    let other = session_of(&manager, &world, b).await;
     assert_eq!(conversation(&other.state().await.unwrap()), ["other", "ok"]);
 }
 
@@ -139,13 +123,8 @@ async fn a_reset_archives_the_keys_session_and_the_next_input_starts_afresh() {
     assert_eq!(old.input_count, 1, "with its transcript");
     let new = world.store.meta(&fresh).unwrap().unwrap();
     assert_eq!(new.archived_at_ms, None);
-    let state = manager
-        .handle(
-            &tern::domain::SessionKey::parse(key).unwrap(),
-            &world.home.project().canonicalize().unwrap(),
-        )
+    let state = session_of(&manager, &world, key)
         .await
-        .unwrap()
         .state()
         .await
         .unwrap();
@@ -197,11 +176,7 @@ async fn a_drained_tool_loop_goes_on_by_itself_after_the_restart() {
     let warmed = manager.warm_up().await.expect("warmed up");
     assert_eq!(warmed.len(), 1);
     assert!(warmed[0].resumed);
-    let project = world.home.project().canonicalize().unwrap();
-    let handle = manager
-        .handle(&tern::domain::SessionKey::parse(key).unwrap(), &project)
-        .await
-        .unwrap();
+    let handle = session_of(&manager, &world, key).await;
     // The resumed turn was asked for first, so the state comes once it has ended.
     let state = handle.state().await.unwrap();
     assert_eq!(conversation(&state).last().unwrap(), "Found them.");
