@@ -117,13 +117,6 @@ mod tests {
             "━━ tier D · turn nudge (user role) ━━\n[system: now]\n",
             "━━ latest user message · cache breakpoint ━━\nsecond\n",
         ];
-        let positions: Vec<usize> = order
-            .iter()
-            .map(|part| {
-                text.find(part)
-                    .unwrap_or_else(|| panic!("{part} in {text}"))
-            })
-            .collect();
-        assert!(positions.is_sorted(), "{text}");
+        crate::prompt::assert_in_order(&text, &order);
     }
 }

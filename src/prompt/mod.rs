@@ -50,3 +50,15 @@ pub fn tool_index(registry: &ToolRegistry, audience: Audience) -> Vec<IndexEntry
         })
         .collect()
 }
+
+/// Asserts that each of `parts` occurs in `text`, in this order.
+#[cfg(test)]
+fn assert_in_order(text: &str, parts: &[&str]) {
+    let mut from = 0;
+    for part in parts {
+        match text[from..].find(part) {
+            Some(at) => from += at + part.len(),
+            None => panic!("{part:?} missing, or out of order, in\n{text}"),
+        }
+    }
+}

@@ -293,14 +293,7 @@ mod tests {
             "[restart-notice]\ntern restarted",
             "[interrupted-automation]\nthe reminder turn was stopped",
         ];
-        let positions: Vec<usize> = order
-            .iter()
-            .map(|part| {
-                text.find(part)
-                    .unwrap_or_else(|| panic!("{part} in {text}"))
-            })
-            .collect();
-        assert!(positions.is_sorted(), "{text}");
+        crate::prompt::assert_in_order(&text, &order);
         assert!(
             !text.contains("[skill-hint]"),
             "blank layers are left out: {text}"

@@ -132,15 +132,7 @@ mod tests {
             "# Tooling (from identity/TOOLING.md)\n\nUse just.\n",
             "# Project instructions (from CLAUDE.md)\n\nUse tabs.\n",
         ];
-        let positions: Vec<usize> = order
-            .iter()
-            .map(|part| {
-                prompt
-                    .find(part)
-                    .unwrap_or_else(|| panic!("{part} in {prompt}"))
-            })
-            .collect();
-        assert!(positions.is_sorted(), "{prompt}");
+        crate::prompt::assert_in_order(&prompt, &order);
         assert!(!prompt.contains("<!--"), "{prompt}");
         assert!(
             !prompt.contains("tern, a coding assistant"),

@@ -65,6 +65,19 @@ pub async fn compact(
     if !cuts_something && cleared.results_cleared == 0 {
         return None;
     }
+    // The history without notes decides whether there is a gain, before any notes call.
+    let history = |notes: Option<&str>| {
+        if reduction.dropped.is_empty() {
+            return cleared.messages.clone();
+        }
+        let mut history = compacted_history(notes, &reduction);
+        keep_the_task(&mut history, &reduction.dropped);
+        history
+    };
+    let extractive = history(None);
+    if overhead + estimate_tokens(&extractive) >= tokens_before {
+        return None;
+    }
     let mut work = started.elapsed();
     let notes = if reduction.dropped.is_empty() {
         None
@@ -77,27 +90,12 @@ pub async fn compact(
         return None;
     }
     let resumed = Instant::now();
-    let messages = if reduction.dropped.is_empty() {
-        cleared.messages
-    } else {
-        let mut history = compacted_history(notes.as_deref(), &reduction);
-        keep_the_task(&mut history, &reduction.dropped);
-        history
+    let messages = match &notes {
+        Some(notes) => history(Some(notes)),
+        None => extractive,
     };
-    let tokens_after = overhead + estimate_tokens(&messages);
-    if tokens_after >= tokens_before {
-        return None;
-    }
-    let compaction = Compaction {
-        messages_before: state.messages.len(),
-        messages_after: messages.len(),
-        tokens_before,
-        tokens_after,
-        results_cleared: cleared.results_cleared,
-        notes: notes.is_some(),
-        work: Duration::ZERO,
-        events: Vec::new(),
-    };
+    let (messages_after, tokens_after) = (messages.len(), overhead + estimate_tokens(&messages));
+    let has_notes = notes.is_some();
     let mut events = vec![JournalEvent::Compacted {
         messages,
         dropped: reduction.dropped.len(),
@@ -110,8 +108,13 @@ pub async fn compact(
     work += resumed.elapsed();
     Some(Compaction {
         events,
+        messages_before: state.messages.len(),
+        messages_after,
+        tokens_before,
+        tokens_after,
+        results_cleared: cleared.results_cleared,
+        notes: has_notes,
         work,
-        ..compaction
     })
 }
 

@@ -37,7 +37,15 @@ async fn each_key_talks_to_its_own_session_and_finds_it_again_after_a_restart() 
     world.mock.repeat(Reply::text("ok"));
     let manager = SessionManager::new(world.deps());
     let thread = "slack:T1/C1/1700000000.1";
+    // A subscriber for the key before its session exists sees its turns.
+    let project = world.home.project().canonicalize().unwrap();
+    let mut events = manager
+        .subscribe(thread, project, OutputFilter::ALL)
+        .await
+        .expect("subscribed");
     let first = deliver(&manager, &world, thread, "hello from the thread").await;
+    let answered = until_turns_end(&mut events, 1).await;
+    assert_eq!(completed(&answered).as_deref(), Some("ok"));
     let again = deliver(&manager, &world, thread, "still the thread").await;
     let other = deliver(&manager, &world, "discord:42/7", "hello from discord").await;
     assert_eq!(first, again);

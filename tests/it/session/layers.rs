@@ -286,12 +286,7 @@ async fn the_session_folder_named_in_the_static_context_is_readable_without_appr
     world.mock.push(Reply::text("first"));
     let handle = world.create();
     turn(&handle, "hello").await;
-    let log = world
-        .home
-        .home()
-        .join("data/sessions")
-        .join(handle.id().as_str())
-        .join("logs/session.log");
+    let log = session_log(&world, handle.id());
     assert!(log.is_file(), "{}", log.display());
     world.mock.push(Reply::tool_call(
         "file_read",

@@ -200,6 +200,16 @@ fn conversation(state: &SessionState) -> Vec<String> {
         .collect()
 }
 
+/// The session's own log, `logs/session.log` in its folder.
+fn session_log(world: &World, id: &SessionId) -> std::path::PathBuf {
+    world
+        .home
+        .home()
+        .join("data/sessions")
+        .join(id.as_str())
+        .join("logs/session.log")
+}
+
 fn journal(world: &World, id: &SessionId) -> Vec<JournalEvent> {
     world
         .store

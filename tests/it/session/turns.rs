@@ -304,12 +304,7 @@ async fn the_session_log_records_the_turn_with_arguments_redacted() {
     let handle = world.create();
     turn(&handle, "write it").await;
 
-    let log = world
-        .home
-        .home()
-        .join("data/sessions")
-        .join(handle.id().as_str())
-        .join("logs/session.log");
+    let log = session_log(&world, handle.id());
     let text = std::fs::read_to_string(&log).expect("the session log exists");
     for expected in [
         "input #1 accepted",
