@@ -33,20 +33,12 @@ impl Bench {
         let store = Store::open(&dir.path().join("tern.redb")).expect("open store");
         let id = SessionId::generate();
         store
-            .create_session(&SessionMeta {
-                key: SessionKey::cli(&id),
-                id: id.clone(),
-                project_dir: PathBuf::from("/home/dev/project"),
-                title: String::new(),
-                created_at_ms: 0,
-                updated_at_ms: 0,
-                event_count: 0,
-                input_count: 0,
-                transcript_bytes: 0,
-                archived_at_ms: None,
-                provider: String::new(),
-                model: String::new(),
-            })
+            .create_session(&SessionMeta::new(
+                id.clone(),
+                SessionKey::cli(&id),
+                PathBuf::from("/home/dev/project"),
+                0,
+            ))
             .expect("create session");
         Self {
             _dir: dir,

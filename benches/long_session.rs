@@ -91,6 +91,8 @@ async fn run(turns: usize, mock: MockProvider) {
         data_dir: home.home().join("data"),
         identity_dir: home.home().join("identity"),
         notes_client: Some(ModelClient::new(route("notes-model"), None, policy)),
+        overrides: Default::default(),
+        redactor: Default::default(),
     });
     let project = home.project().canonicalize().expect("the project");
     let handle = SessionHandle::create(deps, project).expect("a session");

@@ -65,20 +65,12 @@ fn main() {
     let id = SessionId::generate();
     let project = PathBuf::from("/home/dev/project");
     store
-        .create_session(&SessionMeta {
-            key: SessionKey::cli(&id),
-            id: id.clone(),
-            project_dir: project.clone(),
-            title: String::new(),
-            created_at_ms: 0,
-            updated_at_ms: 0,
-            event_count: 0,
-            input_count: 0,
-            transcript_bytes: 0,
-            archived_at_ms: None,
-            provider: String::new(),
-            model: String::new(),
-        })
+        .create_session(&SessionMeta::new(
+            id.clone(),
+            SessionKey::cli(&id),
+            project.clone(),
+            0,
+        ))
         .expect("create session");
     let mut state = SessionState::new(id.clone(), project.clone());
     for i in 0..TURNS {

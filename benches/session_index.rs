@@ -21,18 +21,20 @@ fn build(path: &Path) {
         let id = SessionId::from_string(format!("session-{i:06}"));
         store
             .create_session(&SessionMeta {
-                key: SessionKey::cli(&id),
-                id,
-                project_dir: PathBuf::from(format!("/home/dev/project-{}", i % 40)),
                 title: format!("Fix the flaky test number {i} in the scheduler"),
-                created_at_ms: i as i64 * 1000,
                 updated_at_ms: i as i64 * 1000 + (i as i64 % 7) * 60_000,
                 event_count: 40,
                 input_count: 6,
+                message_count: 12,
                 transcript_bytes: 48_000,
-                archived_at_ms: None,
                 provider: "anthropic".into(),
                 model: "claude-sonnet-4-5".into(),
+                ..SessionMeta::new(
+                    id.clone(),
+                    SessionKey::cli(&id),
+                    PathBuf::from(format!("/home/dev/project-{}", i % 40)),
+                    i as i64 * 1000,
+                )
             })
             .expect("create session");
     }

@@ -17,7 +17,13 @@ pub async fn run(args: ModelArgs) -> anyhow::Result<Outcome> {
     let model = client.primary.model.to_owned();
     // A person is present, but asking is not built into the line mode: edits are allowed,
     // commands are refused with a note the model can act on.
-    let deps = setup::session_deps(&loaded, store.clone(), client, ApprovalMode::Edits);
+    let deps = setup::session_deps(
+        &loaded,
+        store.clone(),
+        client,
+        ApprovalMode::Edits,
+        args.overrides(),
+    );
     let project_dir = setup::project_dir()?;
     let mut handle = SessionHandle::create(deps.clone(), project_dir.clone())?;
     print_out(&format!(

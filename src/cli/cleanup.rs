@@ -6,11 +6,11 @@ use super::Outcome;
 use super::render::{clip, print_out};
 use super::setup::Loaded;
 use crate::config::MaintenanceMode;
-use crate::domain::SessionId;
+use crate::session::SessionDirs;
 use crate::store::{Orphan, Reason, Removal, Store, StoredSession, plan};
 use crate::tools::output::human_bytes;
 use std::collections::{HashMap, HashSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Whether to remove or only report.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,6 +31,13 @@ pub fn run(loaded: &Loaded, store: &Store, mode: CleanupMode) -> anyhow::Result<
     };
     let sessions_dir = loaded.paths.data_dir.join("sessions");
     let metas = store.list()?;
+    let folders: HashMap<&str, PathBuf> = metas
+        .iter()
+        .map(|m| {
+            let (dirs, _) = SessionDirs::locate(&loaded.paths.data_dir, m);
+            (m.id.as_str(), dirs.session_dir)
+        })
+        .collect();
     let titles: HashMap<&str, &str> = metas
         .iter()
         .map(|m| (m.id.as_str(), m.title.as_str()))
@@ -40,19 +47,16 @@ pub fn run(loaded: &Loaded, store: &Store, mode: CleanupMode) -> anyhow::Result<
         .map(|m| StoredSession {
             id: m.id.clone(),
             updated_at_ms: m.updated_at_ms,
-            bytes: m.transcript_bytes + dir_size(&sessions_dir.join(m.id.as_str())),
+            bytes: m.transcript_bytes + folders.get(m.id.as_str()).map_or(0, |d| dir_size(d)),
             archived: m.archived_at_ms.is_some(),
         })
         .collect();
-    let known: HashSet<&str> = metas.iter().map(|m| m.id.as_str()).collect();
+    let known: HashSet<&Path> = folders.values().map(PathBuf::as_path).collect();
     let orphans: Vec<Orphan> = std::fs::read_dir(&sessions_dir)
         .into_iter()
         .flatten()
         .flatten()
-        .filter(|entry| {
-            let name = entry.file_name();
-            !known.contains(name.to_string_lossy().as_ref())
-        })
+        .filter(|entry| !known.contains(entry.path().as_path()))
         .map(|entry| Orphan {
             bytes: dir_size(&entry.path()),
             path: entry.path(),
@@ -101,7 +105,12 @@ pub fn run(loaded: &Loaded, store: &Store, mode: CleanupMode) -> anyhow::Result<
     if enforce {
         for removal in &planned.removals {
             match removal {
-                Removal::Session { id, .. } => remove_session(store, &sessions_dir, id)?,
+                Removal::Session { id, .. } => {
+                    store.delete_session(id)?;
+                    if let Some(folder) = folders.get(id.as_str()) {
+                        remove_dir(folder)?;
+                    }
+                }
                 Removal::Orphan { path, .. } => remove_dir(path)?,
             }
         }
@@ -124,11 +133,6 @@ fn why(reason: Reason) -> &'static str {
         Reason::TooMany => "beyond max_entries",
         Reason::OverBudget => "oldest while over max_disk_bytes",
     }
-}
-
-fn remove_session(store: &Store, sessions_dir: &Path, id: &SessionId) -> anyhow::Result<()> {
-    store.delete_session(id)?;
-    remove_dir(&sessions_dir.join(id.as_str()))
 }
 
 fn remove_dir(path: &Path) -> anyhow::Result<()> {

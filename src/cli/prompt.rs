@@ -90,29 +90,41 @@ pub async fn print(
     model: &ModelArgs,
 ) -> anyhow::Result<Outcome> {
     let loaded = setup::load()?;
-    let client = setup::model_client(&loaded.config, model, KeyCheck::NotNeeded)?;
     let store = setup::open_store(&loaded.paths)?;
+    let found = which.find(&store)?;
+    let client = setup::model_client(
+        &loaded.config,
+        &model.or_session(found.as_ref()),
+        KeyCheck::NotNeeded,
+    )?;
     let provider = client.primary.provider.clone();
-    let (state, key, heading) = match which.find(&store)? {
+    let data_dir = loaded.paths.data_dir.clone();
+    let (state, dirs, heading) = match found {
         Some(meta) => {
             let records = store.load(&meta.id)?;
-            let state = SessionState::replay(meta.id.clone(), meta.project_dir, &records).state;
+            let (dirs, _) = SessionDirs::locate(&data_dir, &meta);
             let heading = format!("next turn of session {}", meta.id);
-            (state, meta.key, heading)
+            let state = SessionState::replay(meta.id, meta.project_dir, &records).state;
+            (state, dirs, heading)
         }
         None => {
             let id = SessionId::generate();
-            let key = SessionKey::cli(&id);
+            let dirs = SessionDirs::new(&data_dir, &id, &SessionKey::cli(&id));
             let state = SessionState::new(id, setup::project_dir()?);
             (
                 state,
-                key,
+                dirs,
                 "first turn of a new session (not saved)".to_owned(),
             )
         }
     };
-    let deps = setup::session_deps(&loaded, store, client, ApprovalMode::Never);
-    let dirs = SessionDirs::new(&deps.data_dir, &state.id, &key);
+    let deps = setup::session_deps(
+        &loaded,
+        store,
+        client,
+        ApprovalMode::Never,
+        model.overrides(),
+    );
     let text = match prompt.as_deref() {
         Some("-") => super::run::read_prompt(Some("-"))?,
         Some(text) => text.to_owned(),

@@ -88,16 +88,23 @@ pub async fn run(args: RunArgs) -> anyhow::Result<Outcome> {
         _ => Some(read_prompt(args.prompt.as_deref())?),
     };
     let loaded = setup::load()?;
-    let client = setup::model_client(&loaded.config, &args.model, KeyCheck::Required)?;
     let store = setup::open_store(&loaded.paths)?;
-    let model = client.primary.model.to_owned();
-    let deps = setup::session_deps(&loaded, store.clone(), client, args.approve.into());
-
     let which = Which {
         r#continue: args.r#continue,
         session: args.session.clone(),
     };
-    let (handle, project_dir, resumed) = match which.find(&store)? {
+    let found = which.find(&store)?;
+    let model_args = args.model.or_session(found.as_ref());
+    let client = setup::model_client(&loaded.config, &model_args, KeyCheck::Required)?;
+    let model = client.primary.model.to_owned();
+    let deps = setup::session_deps(
+        &loaded,
+        store.clone(),
+        client,
+        args.approve.into(),
+        args.model.overrides(),
+    );
+    let (handle, project_dir, resumed) = match found {
         Some(meta) => (SessionHandle::resume(deps, &meta)?, meta.project_dir, true),
         None => {
             let here = setup::project_dir()?;

@@ -3,8 +3,8 @@
 
 use crate::config::{self, Config, Environment, ModelRef, Paths};
 use crate::llm::{self, ModelClient, ModelRoute, RetryPolicy};
-use crate::session::SessionDeps;
-use crate::store::{SessionMeta, Store};
+use crate::session::{Redactor, SessionDeps};
+use crate::store::{Overrides, SessionMeta, Store};
 use crate::tools::{ApprovalMode, ToolRegistry};
 use anyhow::Context;
 use std::path::Path;
@@ -19,6 +19,27 @@ pub struct ModelArgs {
     /// Model name for this run, overriding the profile's default model.
     #[arg(long, global = true, value_name = "NAME")]
     pub model: Option<String>,
+}
+
+impl ModelArgs {
+    /// What a new session records as asked for on purpose.
+    pub fn overrides(&self) -> Overrides {
+        Overrides {
+            provider: self.provider.clone(),
+            model: self.model.clone(),
+        }
+    }
+
+    /// These flags, or when neither is given, what a resumed session was started with.
+    pub fn or_session(&self, meta: Option<&SessionMeta>) -> ModelArgs {
+        match meta {
+            Some(meta) if self.provider.is_none() && self.model.is_none() => ModelArgs {
+                provider: meta.overrides.provider.clone(),
+                model: meta.overrides.model.clone(),
+            },
+            _ => self.clone(),
+        }
+    }
 }
 
 /// Configuration and paths, loaded once per process.
@@ -112,8 +133,14 @@ pub fn session_deps(
     store: Arc<Store>,
     client: ModelClient,
     approval: ApprovalMode,
+    overrides: Overrides,
 ) -> Arc<SessionDeps> {
     let notes_client = notes_client(&loaded.config, &client);
+    let secrets = loaded
+        .config
+        .providers
+        .values()
+        .filter_map(|profile| profile.api_key.clone());
     Arc::new(SessionDeps {
         store,
         client,
@@ -123,6 +150,8 @@ pub fn session_deps(
         data_dir: loaded.paths.data_dir.clone(),
         identity_dir: loaded.paths.config_dir.join(crate::context::IDENTITY_DIR),
         notes_client,
+        overrides,
+        redactor: Arc::new(Redactor::new(secrets)),
     })
 }
 

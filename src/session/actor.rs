@@ -14,14 +14,15 @@ use super::input::{SessionError, UserInput, journal_input};
 use super::joining::{self, Route, TurnOwner};
 use super::log::SessionLog;
 use super::phase::{IllegalTransition, Phase};
+use super::redact::Redactor;
 use super::snapshot;
 use super::state::SessionState;
 use super::turn::{Joining, PendingInput, StopAfterBatch, Turn};
 use crate::config::SessionSettings;
-use crate::domain::{Audience, ErrorCategory, SessionId, SessionKey, TurnStop};
+use crate::domain::{Audience, ErrorCategory, SessionId, TurnStop};
 use crate::llm::ModelClient;
 use crate::prompt::TurnNotes;
-use crate::store::{JournalEvent, Store};
+use crate::store::{JournalEvent, Overrides, Store};
 use crate::tools::{ApprovalMode, ToolRegistry};
 use std::collections::VecDeque;
 use std::path::PathBuf;
@@ -51,6 +52,10 @@ pub struct SessionDeps {
     pub identity_dir: PathBuf,
     /// Writes compaction notes; `None` uses `client`.
     pub notes_client: Option<ModelClient>,
+    /// The provider and model asked for on the command line, recorded with new sessions.
+    pub overrides: Overrides,
+    /// Keeps secrets out of the session logs.
+    pub redactor: Arc<Redactor>,
 }
 
 struct RunningTurn {
@@ -113,16 +118,16 @@ pub(super) struct SessionActor {
 impl SessionActor {
     pub(super) fn spawn(
         deps: Arc<SessionDeps>,
-        key: SessionKey,
+        dirs: SessionDirs,
         state: SessionState,
     ) -> SessionHandle {
         let (tx, rx) = mpsc::channel(REQUEST_QUEUE);
         let id = state.id.clone();
-        let dirs = Arc::new(SessionDirs::new(&deps.data_dir, &id, &key));
+        let dirs = Arc::new(dirs);
         let actor = SessionActor {
             id: id.clone(),
             project_dir: state.project_dir.clone(),
-            log: SessionLog::new(&dirs.log_dir),
+            log: SessionLog::new(&dirs.log_dir, deps.redactor.clone()),
             dirs,
             deps,
             phase: Phase::Recovering,

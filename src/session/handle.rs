@@ -2,6 +2,7 @@
 //! the actor (see `actor.rs`), which owns the state; each method says when it returns.
 
 use super::actor::{SessionActor, SessionDeps};
+use super::envelope::SessionDirs;
 use super::events::{OutputFilter, Subscription};
 use super::input::{SessionError, UserInput};
 use super::snapshot;
@@ -79,22 +80,15 @@ impl SessionHandle {
         project_dir: PathBuf,
     ) -> Result<Self, SessionError> {
         let now = jiff::Timestamp::now().as_millisecond();
-        deps.store.create_session(&SessionMeta {
-            id: id.clone(),
-            key: key.clone(),
-            project_dir: project_dir.clone(),
-            title: String::new(),
-            created_at_ms: now,
-            updated_at_ms: now,
-            event_count: 0,
-            input_count: 0,
-            transcript_bytes: 0,
-            archived_at_ms: None,
-            provider: deps.client.primary.provider.name().to_owned(),
-            model: deps.client.primary.model.to_owned(),
-        })?;
+        let dirs = SessionDirs::new(&deps.data_dir, &id, &key);
+        let mut meta = SessionMeta::new(id.clone(), key.clone(), project_dir.clone(), now);
+        meta.provider = deps.client.primary.provider.name().to_owned();
+        meta.model = deps.client.primary.model.clone();
+        meta.overrides = deps.overrides.clone();
+        meta.session_dir = Some(dirs.session_dir.clone());
+        deps.store.create_session(&meta)?;
         let state = SessionState::new(id, project_dir);
-        Ok(SessionActor::spawn(deps, key, state))
+        Ok(SessionActor::spawn(deps, dirs, state))
     }
 
     /// Reopens a stored session: replays its journal, repairs what a crash left open, and
@@ -105,7 +99,8 @@ impl SessionHandle {
             tracing::info!(session = %meta.id, repairs = replay.repairs.len(), "repairing journal");
             snapshot::store_repairs(&deps.store, &mut replay)?;
         }
-        Ok(SessionActor::spawn(deps, meta.key.clone(), replay.state))
+        let dirs = locate_dirs(&deps, meta);
+        Ok(SessionActor::spawn(deps, dirs, replay.state))
     }
 
     pub fn id(&self) -> &SessionId {
@@ -183,4 +178,22 @@ impl SessionHandle {
             .await
             .map_err(|_| SessionError::Closed)
     }
+}
+
+/// The session's folders, where the index says they are; a folder recorded under a data dir
+/// that has since moved is re-rooted onto the current one, once, with a warning naming both.
+fn locate_dirs(deps: &SessionDeps, meta: &SessionMeta) -> SessionDirs {
+    let (dirs, moved) = SessionDirs::locate(&deps.data_dir, meta);
+    if let Some(moved) = moved {
+        tracing::warn!(
+            session = %meta.id,
+            from = %moved.from.display(),
+            to = %moved.to.display(),
+            "the session folder was recorded under another data dir; using it under the current one"
+        );
+        if let Err(err) = deps.store.set_session_dir(&meta.id, &moved.to) {
+            tracing::warn!(session = %meta.id, %err, "could not record the session folder's new place");
+        }
+    }
+    dirs
 }

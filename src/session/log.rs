@@ -1,40 +1,46 @@
 //! The session's own log, `logs/session.log` in its folder: one line per thing that
 //! happened, readable with `tail -f` while a turn runs. Tool arguments are redacted (a long
-//! string shows only as its length and a hash), so the log never holds file contents or
-//! secrets a model passed along.
+//! string shows only as its length and a hash) and secrets are replaced wherever they
+//! could appear (see [`Redactor`]), so the log never holds file contents or keys a model,
+//! a command or a provider's message passed along.
 
 use super::events::SessionEvent;
+use super::redact::Redactor;
 use crate::domain::TurnStop;
-use serde_json::Value;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-
-/// Strings up to this many characters are logged as they are; longer ones are redacted.
-const KEEP_CHARS: usize = 64;
+use std::sync::Arc;
 
 /// An append-only log file, opened with the first line to write; writing is best effort and
 /// never fails a session.
 pub struct SessionLog {
     dir: PathBuf,
+    redactor: Arc<Redactor>,
     /// `None` until first used; `Some(None)` once opening failed.
     file: Option<Option<File>>,
 }
 
 impl SessionLog {
     /// The log `session.log` in `dir`; nothing is created until there is a line to write.
-    pub fn new(dir: &Path) -> Self {
+    pub fn new(dir: &Path, redactor: Arc<Redactor>) -> Self {
         Self {
             dir: dir.to_path_buf(),
+            redactor,
             file: None,
         }
     }
 
     /// Writes the line for `event`, if it gets one (streamed deltas and phase changes do not).
     pub fn record(&mut self, event: &SessionEvent) {
-        let Some(line) = describe(event) else {
+        let Some(line) = describe(event, &self.redactor) else {
             return;
         };
+        self.write(&line);
+    }
+
+    /// Writes one line, already free of secrets.
+    fn write(&mut self, line: &str) {
         let dir = &self.dir;
         let file = self.file.get_or_insert_with(|| {
             let opened = std::fs::create_dir_all(dir).and_then(|()| {
@@ -56,13 +62,13 @@ impl SessionLog {
 }
 
 /// One log line for an event.
-fn describe(event: &SessionEvent) -> Option<String> {
+fn describe(event: &SessionEvent, redactor: &Redactor) -> Option<String> {
     Some(match event {
         SessionEvent::InputAccepted { seq, text } => {
             format!("input #{seq} accepted ({} bytes)", text.len())
         }
         SessionEvent::ToolCall { id, name, input } => {
-            format!("tool call {name} {id} {}", redact(input))
+            format!("tool call {name} {id} {}", redactor.arguments(input))
         }
         SessionEvent::ToolResult {
             id,
@@ -89,10 +95,13 @@ fn describe(event: &SessionEvent) -> Option<String> {
             category,
             message,
         } => format!(
-            "retry: attempt {attempt} in {} ms after {category}: {message}",
-            delay.as_millis()
+            "retry: attempt {attempt} in {} ms after {category}: {}",
+            delay.as_millis(),
+            redactor.text(message)
         ),
-        SessionEvent::Fallback { model, message } => format!("fallback to {model}: {message}"),
+        SessionEvent::Fallback { model, message } => {
+            format!("fallback to {model}: {}", redactor.text(message))
+        }
         SessionEvent::TurnCompleted { text, stop, .. } if *stop == TurnStop::Completed => {
             format!("turn completed ({} bytes of answer)", text.len())
         }
@@ -100,7 +109,7 @@ fn describe(event: &SessionEvent) -> Option<String> {
             format!("turn ended: {stop} ({} bytes of answer)", text.len())
         }
         SessionEvent::TurnFailed { message, stop, .. } => {
-            format!("turn failed ({stop}): {message}")
+            format!("turn failed ({stop}): {}", redactor.text(message))
         }
         SessionEvent::Compacted {
             messages_before,
@@ -120,52 +129,16 @@ fn describe(event: &SessionEvent) -> Option<String> {
     })
 }
 
-/// Tool arguments with every long string replaced by its length and a hash, so two calls
-/// with the same content can still be told apart.
-fn redact(value: &Value) -> String {
-    fn walk(value: &Value) -> Value {
-        match value {
-            Value::String(s) if s.chars().count() > KEEP_CHARS => Value::String(format!(
-                "<{} chars, fnv {:016x}>",
-                s.chars().count(),
-                fnv1a(s)
-            )),
-            Value::Array(items) => Value::Array(items.iter().map(walk).collect()),
-            Value::Object(map) => {
-                Value::Object(map.iter().map(|(k, v)| (k.clone(), walk(v))).collect())
-            }
-            other => other.clone(),
-        }
-    }
-    walk(value).to_string()
-}
-
-/// FNV-1a, 64 bits: enough to recognise a repeated argument, not meant to resist attack.
-fn fnv1a(text: &str) -> u64 {
-    text.bytes().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
-        (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3)
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
 
     #[test]
-    fn long_strings_in_arguments_are_redacted_short_ones_kept() {
-        let content = "secret file content ".repeat(10);
-        let line = redact(&json!({"path": "src/main.rs", "content": content, "n": 3}));
-        assert!(line.contains("\"path\":\"src/main.rs\""), "{line}");
-        assert!(line.contains("<200 chars, fnv "), "{line}");
-        assert!(!line.contains("secret"), "{line}");
-        assert!(line.contains("\"n\":3"), "{line}");
-    }
-
-    #[test]
     fn the_log_gets_a_line_per_event_and_none_for_deltas() {
         let dir = tempfile::tempdir().unwrap();
-        let mut log = SessionLog::new(dir.path());
+        let redactor = Arc::new(Redactor::new(["configured-key-123".to_owned()]));
+        let mut log = SessionLog::new(dir.path(), redactor);
         log.record(&SessionEvent::TextDelta { text: "x".into() });
         log.record(&SessionEvent::ToolCall {
             id: "t1".into(),
@@ -176,5 +149,29 @@ mod tests {
         assert_eq!(text.lines().count(), 1, "{text}");
         assert!(text.contains("tool call file_write t1"), "{text}");
         assert!(!text.contains(&"y".repeat(100)), "{text}");
+    }
+
+    #[test]
+    fn secrets_never_reach_the_log() {
+        let dir = tempfile::tempdir().unwrap();
+        let redactor = Arc::new(Redactor::new(["configured-key-123".to_owned()]));
+        let mut log = SessionLog::new(dir.path(), redactor);
+        log.record(&SessionEvent::ToolCall {
+            id: "t1".into(),
+            name: "shell_execute".into(),
+            input: json!({"command": "curl -u me:configured-key-123 https://x"}),
+        });
+        log.record(&SessionEvent::TurnFailed {
+            category: crate::domain::ErrorCategory::Auth,
+            message: "invalid x-api-key sk-ant-api03-0123456789abcdefghij".into(),
+            stop: TurnStop::Error {
+                category: crate::domain::ErrorCategory::Auth,
+            },
+        });
+        let text = std::fs::read_to_string(dir.path().join("session.log")).unwrap();
+        assert_eq!(text.lines().count(), 2, "{text}");
+        assert!(!text.contains("configured-key-123"), "{text}");
+        assert!(!text.contains("sk-ant"), "{text}");
+        assert!(text.contains("<secret>"), "{text}");
     }
 }

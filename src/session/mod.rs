@@ -18,15 +18,17 @@ mod layers;
 mod log;
 pub mod loop_guard;
 pub mod phase;
+mod redact;
 pub mod snapshot;
 pub mod state;
 mod turn;
 
 pub use actor::SessionDeps;
-pub use envelope::SessionDirs;
+pub use envelope::{Rerooted, SessionDirs, SubagentDirs};
 pub use events::{OutputFilter, SessionEvent, Subscription};
 pub use handle::SessionHandle;
 pub use input::{SessionError, UserInput};
 pub use layers::preview;
 pub use phase::{IllegalTransition, Phase};
+pub use redact::Redactor;
 pub use state::SessionState;

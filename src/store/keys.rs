@@ -19,13 +19,30 @@ impl Store {
     /// Marks a session archived at `at_ms`: kept with its transcript, listed apart, and the
     /// first to go when maintenance needs room.
     pub fn archive_session(&self, id: &SessionId, at_ms: i64) -> Result<(), StoreError> {
+        self.update_meta(id, |meta| {
+            meta.archived_at_ms.get_or_insert(at_ms);
+        })
+    }
+
+    /// Records where the session's folder is (after its data dir moved).
+    pub fn set_session_dir(&self, id: &SessionId, dir: &std::path::Path) -> Result<(), StoreError> {
+        let dir = dir.to_owned();
+        self.update_meta(id, move |meta| meta.session_dir = Some(dir.clone()))
+    }
+
+    /// Changes a session's index entry in place, durably; its activity time stays.
+    fn update_meta(
+        &self,
+        id: &SessionId,
+        change: impl Fn(&mut SessionMeta),
+    ) -> Result<(), StoreError> {
         self.write(|txn, _| {
             let mut sessions = txn.open_table(SESSIONS).map_err(|e| self.err(e))?;
             let mut meta = match sessions.get(id.as_str()).map_err(|e| self.err(e))? {
                 Some(value) => self.decode_meta(id.as_str(), value.value())?,
                 None => return Err(unknown(id.as_str())),
             };
-            meta.archived_at_ms.get_or_insert(at_ms);
+            change(&mut meta);
             let json =
                 serde_json::to_vec(&meta).map_err(|e| StoreError::Internal(e.to_string()))?;
             sessions

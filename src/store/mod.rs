@@ -31,7 +31,7 @@ pub use db::{MIN_PREFIX_CHARS, Store};
 pub use error::StoreError;
 pub use event::{JournalEvent, JournalRecord};
 pub use maintenance::{Orphan, Plan, Reason, Removal, StoredSession, plan};
-pub use meta::SessionMeta;
+pub use meta::{Lifecycle, Overrides, SessionMeta};
 pub use owner::LockOwner;
 pub use repair::{Repair, repair};
 pub use snapshot::Snapshot;

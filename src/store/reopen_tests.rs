@@ -171,20 +171,7 @@ fn id() -> SessionId {
 
 fn meta(session: &str) -> SessionMeta {
     let id = SessionId::from_string(session);
-    SessionMeta {
-        key: SessionKey::cli(&id),
-        id,
-        project_dir: PathBuf::from("/p"),
-        title: String::new(),
-        created_at_ms: 1,
-        updated_at_ms: 1,
-        event_count: 0,
-        input_count: 0,
-        transcript_bytes: 0,
-        archived_at_ms: None,
-        provider: String::new(),
-        model: String::new(),
-    }
+    SessionMeta::new(id.clone(), SessionKey::cli(&id), PathBuf::from("/p"), 1)
 }
 
 fn input(text: &str) -> JournalEvent {

@@ -1,13 +1,18 @@
-//! How each appended event changes its session's index entry: counts, times, title and model.
+//! How each appended event changes its session's index entry: counts, times, title, model,
+//! tokens and where the session stands.
 //!
 //! Pure functions over data, applied inside the append's write transaction so the index and
 //! the journal never disagree.
 
 use super::event::JournalEvent;
-use super::meta::SessionMeta;
+use super::meta::{Lifecycle, SessionMeta};
+use crate::domain::TurnStop;
 
 /// Longest title derived from an input, in characters.
 const TITLE_CHARS: usize = 60;
+
+/// Longest start of the first input kept for the picker, in characters.
+const FIRST_INPUT_CHARS: usize = 200;
 
 /// Folds one appended event into the session's summary.
 pub(super) fn apply(meta: &mut SessionMeta, event: &JournalEvent, at_ms: i64) {
@@ -15,19 +20,46 @@ pub(super) fn apply(meta: &mut SessionMeta, event: &JournalEvent, at_ms: i64) {
     // Never move backwards, so a clock stepping back cannot reorder the session list.
     meta.updated_at_ms = meta.updated_at_ms.max(at_ms);
     match event {
-        JournalEvent::InputAccepted { text, .. } => {
+        JournalEvent::InputAccepted {
+            text, sender, kind, ..
+        } => {
             // The first input that has any text names the session, unless a title was already
             // chosen (TitleChanged, or given at creation).
             if meta.title.is_empty() {
                 meta.title = title_from_input(text);
             }
+            if meta.first_input.is_empty() {
+                meta.first_input = text.trim().chars().take(FIRST_INPUT_CHARS).collect();
+            }
             meta.input_count += 1;
+            meta.message_count += 1;
+            meta.lifecycle = Lifecycle::Working;
+            // Automation (reminders, jobs, webhooks) keeps no session fresh.
+            if !kind.is_automation() && !sender.automated {
+                meta.last_activity_ms = meta.last_activity_ms.max(at_ms);
+            }
         }
         JournalEvent::TitleChanged { title } => meta.title = title.clone(),
-        JournalEvent::AssistantMessage { model, .. } | JournalEvent::Usage { model, .. }
-            if !model.is_empty() =>
-        {
-            meta.model = model.clone();
+        JournalEvent::AssistantMessage { model, .. } => {
+            meta.message_count += 1;
+            if !model.is_empty() {
+                meta.model = model.clone();
+            }
+        }
+        JournalEvent::Usage { model, usage } => {
+            meta.tokens.add(usage);
+            if !model.is_empty() {
+                meta.model = model.clone();
+            }
+        }
+        JournalEvent::Compacted { .. } => meta.compaction_count += 1,
+        JournalEvent::TurnResumed { .. } => meta.lifecycle = Lifecycle::Working,
+        JournalEvent::Passivated { .. } => meta.lifecycle = Lifecycle::Resting,
+        JournalEvent::TurnCompleted { .. } | JournalEvent::TurnFailed { .. } => {
+            meta.lifecycle = match event.turn_stop() {
+                Some(TurnStop::Drained) => Lifecycle::Drained,
+                _ => Lifecycle::Idle,
+            };
         }
         _ => {}
     }
@@ -59,6 +91,144 @@ pub fn title_from_input(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::{
+        Audience, ContentBlock, ErrorCategory, InputKind, Sender, SessionId, SessionKey, Usage,
+    };
+
+    fn input(text: &str, kind: InputKind) -> JournalEvent {
+        JournalEvent::InputAccepted {
+            sender: Sender::local_user(),
+            audience: Audience::Personal,
+            kind,
+            text: text.into(),
+        }
+    }
+
+    fn fold(events: &[(i64, JournalEvent)]) -> SessionMeta {
+        let id = SessionId::from_string("s1");
+        let mut meta = SessionMeta::new(id.clone(), SessionKey::cli(&id), "/p".into(), 10);
+        for (at, event) in events {
+            apply(&mut meta, event, *at);
+        }
+        meta
+    }
+
+    #[test]
+    fn the_index_counts_messages_tokens_and_compactions() {
+        let usage = Usage {
+            input_tokens: 100,
+            output_tokens: 20,
+            cache_creation_input_tokens: 5,
+            cache_read_input_tokens: 70,
+        };
+        let meta = fold(&[
+            (
+                20,
+                input("  first question\nwith detail", InputKind::Person),
+            ),
+            (
+                21,
+                JournalEvent::AssistantMessage {
+                    model: "m1".into(),
+                    content: vec![ContentBlock::Text { text: "a".into() }],
+                },
+            ),
+            (
+                21,
+                JournalEvent::Usage {
+                    model: "m1".into(),
+                    usage,
+                },
+            ),
+            (22, JournalEvent::completed()),
+            (30, input("second", InputKind::Person)),
+            (
+                31,
+                JournalEvent::Usage {
+                    model: "m2".into(),
+                    usage,
+                },
+            ),
+            (
+                32,
+                JournalEvent::Compacted {
+                    messages: Vec::new(),
+                    dropped: 1,
+                    results_cleared: 0,
+                    notes: None,
+                },
+            ),
+        ]);
+        assert_eq!(meta.message_count, 3);
+        assert_eq!(meta.input_count, 2);
+        assert_eq!(meta.first_input, "first question\nwith detail");
+        assert_eq!(meta.title, "first question");
+        assert_eq!(meta.tokens.input_tokens, 200);
+        assert_eq!(meta.tokens.cache_read_input_tokens, 140);
+        assert_eq!(meta.tokens.output_tokens, 40);
+        assert_eq!(meta.model, "m2");
+        assert_eq!(meta.compaction_count, 1);
+        assert_eq!(
+            meta.lifecycle,
+            Lifecycle::Working,
+            "the second turn is open"
+        );
+        assert_eq!(meta.last_activity_ms, 30);
+        assert_eq!(meta.updated_at_ms, 32);
+    }
+
+    #[test]
+    fn the_lifecycle_follows_turn_ends_rest_and_drains() {
+        let failed = JournalEvent::TurnFailed {
+            category: ErrorCategory::Network,
+            message: "x".into(),
+            stop: None,
+        };
+        let drained = JournalEvent::TurnCompleted {
+            stop: TurnStop::Drained,
+        };
+        let check = |events: Vec<JournalEvent>, expected: Lifecycle| {
+            let events: Vec<_> = events.into_iter().map(|e| (1, e)).collect();
+            assert_eq!(fold(&events).lifecycle, expected, "{events:?}");
+        };
+        check(vec![], Lifecycle::Idle);
+        check(vec![input("x", InputKind::Person)], Lifecycle::Working);
+        check(vec![input("x", InputKind::Person), failed], Lifecycle::Idle);
+        check(
+            vec![input("x", InputKind::Person), drained],
+            Lifecycle::Drained,
+        );
+        check(
+            vec![JournalEvent::TurnResumed { notice: "n".into() }],
+            Lifecycle::Working,
+        );
+        check(
+            vec![JournalEvent::Passivated { idle_secs: 3600 }],
+            Lifecycle::Resting,
+        );
+    }
+
+    #[test]
+    fn automation_keeps_no_session_fresh() {
+        let meta = fold(&[
+            (20, input("person", InputKind::Person)),
+            (50, input("reminder", InputKind::Reminder)),
+            (60, input("job done", InputKind::JobResult)),
+        ]);
+        assert_eq!(meta.last_activity_ms, 20);
+        assert_eq!(meta.updated_at_ms, 60);
+        let mut automated = Sender::local_user();
+        automated.automated = true;
+        let mut meta = fold(&[]);
+        let event = JournalEvent::InputAccepted {
+            sender: automated,
+            audience: Audience::Team,
+            kind: InputKind::Person,
+            text: "bot".into(),
+        };
+        apply(&mut meta, &event, 99);
+        assert_eq!(meta.last_activity_ms, 10, "creation time stands");
+    }
 
     fn check_title(input: &str, expected: &str) {
         assert_eq!(title_from_input(input), expected, "input: {input:?}");

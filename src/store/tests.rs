@@ -78,20 +78,12 @@ fn a_record_that_no_longer_decodes_is_skipped() {
     {
         let store = Store::open(&path).expect("open");
         store
-            .create_session(&SessionMeta {
-                key: SessionKey::cli(&id),
-                id: id.clone(),
-                project_dir: PathBuf::from("/p"),
-                title: String::new(),
-                created_at_ms: 1,
-                updated_at_ms: 1,
-                event_count: 0,
-                input_count: 0,
-                transcript_bytes: 0,
-                archived_at_ms: None,
-                provider: String::new(),
-                model: String::new(),
-            })
+            .create_session(&SessionMeta::new(
+                id.clone(),
+                SessionKey::cli(&id),
+                PathBuf::from("/p"),
+                1,
+            ))
             .expect("create");
         store.append(&id, &event).expect("append");
     }

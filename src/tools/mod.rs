@@ -48,7 +48,7 @@ pub struct ToolContext {
     /// The current working directory for relative paths and shell commands (starts as
     /// `project_dir`, moved by `set_working_directory`).
     pub cwd: PathBuf,
-    /// Exported as `TMPDIR` to child processes.
+    /// Exported as `TMPDIR`, `TMP` and `TEMP` to child processes.
     pub temp_dir: PathBuf,
     /// Folders outside the project that tools may read without approval: the session's own
     /// artifacts (where oversized messages are kept), never anything of the user's.

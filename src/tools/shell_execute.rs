@@ -175,6 +175,8 @@ async fn run(
         .arg(&request.command)
         .current_dir(&ctx.cwd)
         .env("TMPDIR", &ctx.temp_dir)
+        .env("TMP", &ctx.temp_dir)
+        .env("TEMP", &ctx.temp_dir)
         .stdin(Stdio::null())
         .stdout(Stdio::from(stdout))
         .stderr(Stdio::from(stderr))

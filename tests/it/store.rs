@@ -28,20 +28,12 @@ impl Db {
 
 fn meta(id: &str, project: &str, updated_at_ms: i64) -> SessionMeta {
     let id = SessionId::from_string(id);
-    SessionMeta {
-        key: SessionKey::cli(&id),
-        id,
-        project_dir: PathBuf::from(project),
-        title: String::new(),
-        created_at_ms: updated_at_ms,
+    SessionMeta::new(
+        id.clone(),
+        SessionKey::cli(&id),
+        PathBuf::from(project),
         updated_at_ms,
-        event_count: 0,
-        input_count: 0,
-        transcript_bytes: 0,
-        archived_at_ms: None,
-        provider: String::new(),
-        model: String::new(),
-    }
+    )
 }
 
 fn input(text: &str) -> JournalEvent {

@@ -18,6 +18,17 @@ fn three_sessions(cli: &Cli) -> Vec<String> {
         .collect()
 }
 
+/// How many folders under `data/sessions` belong to session `id` (`<id>-<hash>`).
+fn folders_of(cli: &Cli, id: &str) -> usize {
+    std::fs::read_dir(cli.home.home().join("data/sessions"))
+        .unwrap()
+        .filter(|e| {
+            let name = e.as_ref().unwrap().file_name();
+            name.to_str().unwrap().starts_with(&format!("{id}-"))
+        })
+        .count()
+}
+
 fn listed(cli: &Cli) -> Vec<String> {
     let list = cli.run(&["sessions", "list", "--json"]);
     let sessions: Value = serde_json::from_str(&stdout(&list)).unwrap();
@@ -37,6 +48,7 @@ fn the_oldest_beyond_max_entries_is_reported_then_removed_when_enforcing() {
         .write_config("[session.maintenance]\nmax_entries = 2\n");
     let ghost = cli.home.home().join("data/sessions/ghost");
     std::fs::create_dir_all(&ghost).unwrap();
+    assert_eq!(folders_of(&cli, &ids[0]), 1, "each session has its folder");
     std::fs::write(ghost.join("left.txt"), "x".repeat(5000)).unwrap();
 
     // The default mode only reports.
@@ -62,7 +74,8 @@ fn the_oldest_beyond_max_entries_is_reported_then_removed_when_enforcing() {
     assert_eq!(left.len(), 2);
     assert!(!left.contains(&ids[0]), "the oldest went");
     assert!(!ghost.exists());
-    assert!(!cli.home.home().join("data/sessions").join(&ids[0]).exists());
+    assert_eq!(folders_of(&cli, &ids[0]), 0, "its folder went with it");
+    assert_eq!(folders_of(&cli, &ids[1]), 1);
 
     let again = cli.run(&["sessions", "cleanup", "--dry-run"]);
     assert!(

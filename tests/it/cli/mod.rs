@@ -193,6 +193,29 @@ fn continue_without_an_earlier_session_says_how_to_start_one() {
 }
 
 #[test]
+fn a_resumed_session_keeps_the_model_it_was_started_with() {
+    let cli = Cli::new();
+    for _ in 0..3 {
+        cli.mock.push(Reply::text("ok"));
+    }
+    assert!(
+        cli.run(&["run", "--model", "picked-model", "one"])
+            .status
+            .success()
+    );
+    assert!(cli.run(&["run", "--continue", "two"]).status.success());
+    let flagged = cli.run(&["run", "--continue", "--model", "another-model", "three"]);
+    assert!(flagged.status.success(), "{}", stderr(&flagged));
+    let models: Vec<String> = cli
+        .mock
+        .model_requests()
+        .iter()
+        .map(|r| r.model().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(models, ["picked-model", "picked-model", "another-model"]);
+}
+
+#[test]
 fn sessions_list_and_show() {
     let cli = Cli::new();
     cli.home.write_file("a.txt", "AAA\n");
@@ -202,7 +225,8 @@ fn sessions_list_and_show() {
         .push(Reply::text("It says AAA.").usage(120, 9, 100, 20));
     cli.mock.push(Reply::text("Second session."));
     assert!(cli.run(&["run", "read a.txt please"]).status.success());
-    assert!(cli.run(&["run", "another one"]).status.success());
+    let second = cli.run(&["run", "--model", "other-model", "another one"]);
+    assert!(second.status.success(), "{}", stderr(&second));
 
     let list = cli.run(&["sessions", "list", "--json"]);
     assert!(list.status.success(), "{}", stderr(&list));
@@ -211,6 +235,21 @@ fn sessions_list_and_show() {
     assert_eq!(sessions.len(), 2);
     assert_eq!(sessions[0]["title"], "another one");
     assert_eq!(sessions[1]["title"], "read a.txt please");
+    // The index keeps what the picker shows, without reading a transcript.
+    let first = &sessions[1];
+    assert_eq!(first["message_count"], 3, "the input and two replies");
+    assert_eq!(first["first_input"], "read a.txt please");
+    assert!(
+        first["tokens"]["input_tokens"].as_u64() > Some(120),
+        "both calls summed"
+    );
+    assert_eq!(first["tokens"]["cache_read_input_tokens"], 100);
+    assert_eq!(first["compaction_count"], 0);
+    assert_eq!(first["lifecycle"], "idle");
+    assert!(first["session_dir"].as_str().is_some());
+    assert!(first.get("overrides").is_none(), "nothing was asked for");
+    assert_eq!(sessions[0]["overrides"]["model"], "other-model");
+    assert_eq!(sessions[0]["model"], "other-model");
 
     let table = stdout(&cli.run(&["sessions", "list"]));
     assert!(
@@ -749,6 +788,7 @@ fn run_compact_compacts_the_latest_session_and_reports_it() {
 }
 
 mod cleanup;
+mod envelope;
 mod line_mode;
 mod print_prompt;
 mod repair;

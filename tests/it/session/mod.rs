@@ -95,6 +95,8 @@ impl World {
             notes_client: self.notes_model.map(|model| {
                 ModelClient::new(route(model), self.fallback.map(route), policy.clone())
             }),
+            overrides: Default::default(),
+            redactor: Default::default(),
         })
     }
 
@@ -202,12 +204,13 @@ fn conversation(state: &SessionState) -> Vec<String> {
 
 /// The session's own log, `logs/session.log` in its folder.
 fn session_log(world: &World, id: &SessionId) -> std::path::PathBuf {
-    world
-        .home
-        .home()
-        .join("data/sessions")
-        .join(id.as_str())
-        .join("logs/session.log")
+    session_dir(world, id).join("logs/session.log")
+}
+
+/// The session's folder, as the index records it.
+fn session_dir(world: &World, id: &SessionId) -> std::path::PathBuf {
+    let meta = world.store.meta(id).expect("read meta").expect("a session");
+    meta.session_dir.expect("new sessions record their folder")
 }
 
 fn journal(world: &World, id: &SessionId) -> Vec<JournalEvent> {

@@ -174,12 +174,7 @@ async fn an_oversized_input_is_replaced_by_a_placeholder_and_saved() {
         sent.contains("200.0 KiB") && sent.contains("128 KiB"),
         "{sent}"
     );
-    let saved = world
-        .home
-        .home()
-        .join("data/sessions")
-        .join(handle.id().as_str())
-        .join("artifacts");
+    let saved = super::session_dir(&world, handle.id()).join("artifacts");
     let files: Vec<_> = std::fs::read_dir(saved).unwrap().collect();
     assert_eq!(files.len(), 1);
 }

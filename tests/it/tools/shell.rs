@@ -55,14 +55,11 @@ async fn shell_runs_in_cwd_with_tmpdir_and_no_stdin() {
     let out = p
         .call(
             "shell_execute",
-            json!({"command": "pwd; echo \"$TMPDIR\"; test -d \"$TMPDIR\" && echo made; cat; echo end"}),
+            json!({"command": "pwd; echo \"$TMPDIR\"; echo \"$TMP $TEMP\"; test -d \"$TMPDIR\" && echo made; cat; echo end"}),
         )
         .await;
-    let expected = format!(
-        "{}\n{}\nmade\nend\n",
-        p.dir.display(),
-        p.ctx.temp_dir.display()
-    );
+    let temp = p.ctx.temp_dir.display();
+    let expected = format!("{}\n{temp}\n{temp} {temp}\nmade\nend\n", p.dir.display());
     assert!(out.content.ends_with(&expected), "{}", out.content);
 }
 
