@@ -20,10 +20,12 @@ use super::providers::{
     DEFAULT_CONTEXT_WINDOW, DEFAULT_MAX_OUTPUT_TOKENS, KINDS, builtin_profiles, check_base_url,
     env_default_profile, redact_url,
 };
-use super::raw::{RawConfig, RawMaintenance, RawModels, RawProvider, RawRetry, RawSession};
+use super::raw::{
+    RawConfig, RawMaintenance, RawModels, RawProvider, RawReset, RawRetry, RawSession,
+};
 use super::settings::{
     Config, MaintenanceMode, MaintenanceSettings, ModelRef, ModelRoles, ProviderKind,
-    ProviderProfile, RetrySettings, SessionSettings,
+    ProviderProfile, ResetSettings, RetrySettings, SessionSettings,
 };
 use super::units::{DURATION_FORMS, SIZE_FORMS, parse_duration, parse_size};
 
@@ -195,6 +197,36 @@ impl Validator<'_> {
             )? as u32,
             max_message_bytes,
             maintenance: self.maintenance(raw.maintenance)?,
+            reset: self.reset(raw.reset)?,
+        })
+    }
+
+    fn reset(&self, raw: RawReset) -> Result<ResetSettings, ConfigError> {
+        let d = ResetSettings::default();
+        let key = |name| ["session", "reset", name];
+        let daily_at = match raw.daily_at.as_deref() {
+            None => d.daily_at,
+            Some(text) => parse_time_of_day(text).ok_or_else(|| {
+                self.error(
+                    &key("daily_at"),
+                    format!("\"{text}\" is not a time of day; expected 24-hour \"HH:MM\", like \"04:00\""),
+                )
+            })?,
+        };
+        let idle = match raw.idle_minutes {
+            None | Some(0) => None,
+            Some(minutes) if minutes > 366 * 24 * 60 => {
+                return Err(self.error(
+                    &key("idle_minutes"),
+                    format!("{minutes} is out of range; expected minutes up to a year (527040), or 0 for off"),
+                ));
+            }
+            Some(minutes) => Some(Duration::from_secs(minutes * 60)),
+        };
+        Ok(ResetSettings {
+            daily: raw.daily.unwrap_or(d.daily),
+            daily_at,
+            idle,
         })
     }
 
@@ -604,6 +636,16 @@ fn is_env_var_name(name: &str) -> bool {
 
 /// Rewrites serde's wording ("field", "u64", "struct RawSession") into the config file's
 /// terms, and adds a hint where a common mistake is likely.
+/// `"04:00"` or `"4:00"`: hours 0–23 and minutes 0–59.
+fn parse_time_of_day(text: &str) -> Option<jiff::civil::Time> {
+    let (hours, minutes) = text.trim().split_once(':')?;
+    let digits = |part: &str| part.bytes().all(|b| b.is_ascii_digit());
+    if !(1..=2).contains(&hours.len()) || minutes.len() != 2 || !digits(hours) || !digits(minutes) {
+        return None;
+    }
+    jiff::civil::Time::new(hours.parse().ok()?, minutes.parse().ok()?, 0, 0).ok()
+}
+
 fn explain_toml_message(message: &str, key: &[String]) -> String {
     let message = message.trim();
     if let Some(rest) = message.strip_prefix("unknown field ") {

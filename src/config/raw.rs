@@ -63,6 +63,17 @@ pub(crate) struct RawSession {
     pub max_message_bytes: Option<Value>,
     #[serde(default)]
     pub maintenance: RawMaintenance,
+    #[serde(default)]
+    pub reset: RawReset,
+}
+
+/// `[session.reset]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawReset {
+    pub daily: Option<bool>,
+    pub daily_at: Option<String>,
+    pub idle_minutes: Option<u64>,
 }
 
 /// `[session.maintenance]`.

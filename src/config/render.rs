@@ -104,6 +104,15 @@ impl Config {
         writeln!(out, "max_disk_bytes = {}", size(m.max_disk_bytes))?;
         writeln!(out, "high_water_bytes = {}", size(m.high_water_bytes))?;
 
+        let reset = &s.reset;
+        writeln!(out, "\n[session.reset]")?;
+        writeln!(out, "daily = {}", reset.daily)?;
+        writeln!(out, "daily_at = {}", reset.daily_at.strftime("%H:%M"))?;
+        match reset.idle {
+            Some(idle) => writeln!(out, "idle_minutes = {}", idle.as_secs() / 60)?,
+            None => writeln!(out, "idle_minutes = 0 (off)")?,
+        }
+
         let r = &self.retry;
         writeln!(out, "\n[retry]")?;
         writeln!(out, "max_attempts = {}", r.max_attempts)?;

@@ -116,6 +116,8 @@ pub struct SessionSettings {
     pub max_message_bytes: usize,
     /// `[session.maintenance]`.
     pub maintenance: MaintenanceSettings,
+    /// `[session.reset]`.
+    pub reset: ResetSettings,
 }
 
 impl Default for SessionSettings {
@@ -133,6 +135,30 @@ impl Default for SessionSettings {
             snapshot_every: 20,
             max_message_bytes: 128 * 1024,
             maintenance: MaintenanceSettings::default(),
+            reset: ResetSettings::default(),
+        }
+    }
+}
+
+/// `[session.reset]`: when a session key starts afresh by itself, on the first message after
+/// a boundary. Only a person's messages keep a session fresh; automation does not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ResetSettings {
+    /// A new session on the first message after `daily_at` each day.
+    pub daily: bool,
+    /// Local time of the daily boundary.
+    pub daily_at: jiff::civil::Time,
+    /// A new session on the first message after this long without a person writing;
+    /// `None` turns the idle reset off.
+    pub idle: Option<Duration>,
+}
+
+impl Default for ResetSettings {
+    fn default() -> Self {
+        Self {
+            daily: false,
+            daily_at: jiff::civil::time(4, 0, 0, 0),
+            idle: None,
         }
     }
 }

@@ -4,18 +4,24 @@
 //! key seen for the first time), and the session's actor is started (resumed from its journal)
 //! if it is not running. An actor that has stopped is logged and started again from its
 //! journal; the other sessions are not touched.
+//!
+//! The manager also owns what concerns all sessions at once: automatic resets (a person's
+//! first message after the daily boundary or after `idle_minutes` starts a new session for
+//! the key), lifecycle events, and maintenance, checked on every write (see
+//! [`super::maintenance`]). Drain and warm-up are in `drain.rs`.
 
-use crate::domain::{ContentBlock, InvalidSessionKey, SessionId, SessionKey, TurnStop};
+use super::events::{LifecycleBus, LifecycleEvent};
+use super::maintenance::{self, BudgetWatch, Check};
+use super::reset::{self, ResetReason};
+use crate::domain::{InvalidSessionKey, SessionId, SessionKey};
 use crate::session::{
     OutputFilter, SessionDeps, SessionError, SessionHandle, Subscription, UserInput,
 };
-use crate::store::{JournalEvent, JournalRecord};
-use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
+use crate::store::{Plan, StoreChange};
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
-use tokio::sync::Mutex;
+use tokio::sync::{Mutex, Notify, broadcast};
 
 /// An input for the session a key talks to.
 #[derive(Debug, Clone, PartialEq)]
@@ -27,6 +33,17 @@ pub struct SendUserMessage {
     pub project_dir: PathBuf,
 }
 
+/// Where an input went.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Delivered {
+    pub session: SessionId,
+    /// The input's journal position.
+    pub seq: u64,
+    /// Set when the key was given a new session first (a daily or idle reset): the one it
+    /// left, now archived, and why.
+    pub reset: Option<(SessionId, ResetReason)>,
+}
+
 /// Why the manager could not deliver an input.
 #[derive(Debug, thiserror::Error)]
 pub enum GatewayError {
@@ -36,96 +53,68 @@ pub enum GatewayError {
     Session(#[from] SessionError),
 }
 
-/// Where the drained sessions are listed between a stop and the next start.
-const MANIFEST: &str = "drained.json";
+/// The manager's clock: the time resets are measured at. Tests pass a fixed one.
+pub type Clock = Arc<dyn Fn() -> jiff::Timestamp + Send + Sync>;
 
-/// What the next call of a resumed turn is told.
-const RESTART_NOTICE: &str = "tern restarted in the middle of this turn, after the tool results \
-                              above; carry on from there.";
-
-/// A session a drain stopped.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct DrainedSession {
-    pub id: SessionId,
-    pub key: String,
-    /// Whether inputs were waiting for their turn (they were refused).
-    pub waiting: bool,
-}
-
-/// A session started again after a restart.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WarmedUp {
-    pub id: SessionId,
-    pub key: String,
-    /// Whether its stopped turn went on by itself; otherwise the person should be told it
-    /// stopped.
-    pub resumed: bool,
-}
-
-/// Whether the journal ends with a drained turn that may go on by itself: it stopped after a
-/// tool batch, no text of it reached the person, and every call has its result.
-fn resumable(records: &[JournalRecord]) -> bool {
-    let Some(end) = records.iter().rposition(|r| r.event.turn_stop().is_some()) else {
-        return false;
-    };
-    if records[end].event.turn_stop() != Some(TurnStop::Drained) || end + 1 != records.len() {
-        return false;
-    }
-    let start = records[..end]
-        .iter()
-        .rposition(|r| {
-            matches!(
-                r.event,
-                JournalEvent::InputAccepted { .. } | JournalEvent::TurnResumed { .. }
-            )
-        })
-        .map_or(0, |i| i + 1);
-    let turn = &records[start..end];
-    let mut calls = std::collections::HashSet::new();
-    let mut answered = std::collections::HashSet::new();
-    let mut batches = 0;
-    for record in turn {
-        match &record.event {
-            JournalEvent::AssistantMessage { content, .. } => {
-                for block in content {
-                    match block {
-                        ContentBlock::Text { text } if !text.trim().is_empty() => return false,
-                        ContentBlock::ToolUse(call) => {
-                            calls.insert(call.id.clone());
-                        }
-                        _ => {}
-                    }
-                }
-            }
-            JournalEvent::ToolResults { results } => {
-                batches += 1;
-                answered.extend(results.iter().map(|r| r.tool_use_id.clone()));
-            }
-            _ => {}
-        }
-    }
-    batches > 0 && calls.is_subset(&answered)
-}
+/// The running sessions, by key.
+pub(super) type Live = Arc<Mutex<HashMap<SessionKey, SessionHandle>>>;
 
 /// Routes inputs by session key to the sessions' actors.
 pub struct SessionManager {
-    deps: Arc<SessionDeps>,
-    live: Mutex<HashMap<SessionKey, SessionHandle>>,
+    pub(super) deps: Arc<SessionDeps>,
+    pub(super) live: Live,
+    bus: Arc<LifecycleBus>,
+    watch: Arc<BudgetWatch>,
+    /// Wakes the maintenance task.
+    due: Arc<Notify>,
+    clock: Clock,
+    zone: jiff::tz::TimeZone,
 }
 
 impl SessionManager {
+    /// A manager over `deps`, on the system clock and time zone. Must be called inside a
+    /// tokio runtime: it starts the maintenance task, which runs one pass at once.
     pub fn new(deps: Arc<SessionDeps>) -> Self {
-        Self {
+        Self::with_clock(
             deps,
-            live: Mutex::new(HashMap::new()),
-        }
+            Arc::new(jiff::Timestamp::now),
+            jiff::tz::TimeZone::system(),
+        )
+    }
+
+    /// [`SessionManager::new`] with the clock and zone resets are measured in.
+    pub fn with_clock(deps: Arc<SessionDeps>, clock: Clock, zone: jiff::tz::TimeZone) -> Self {
+        let bus = Arc::new(LifecycleBus::default());
+        let watch = Arc::new(BudgetWatch::new(deps.settings.maintenance.clone()));
+        let due = Arc::new(Notify::new());
+        let manager = Self {
+            live: Arc::new(Mutex::new(HashMap::new())),
+            bus,
+            watch,
+            due,
+            clock,
+            zone,
+            deps,
+        };
+        manager.observe_writes();
+        manager.start_maintenance();
+        manager
     }
 
     /// Delivers `message` and returns the session it went to and the input's journal
-    /// position. An actor found stopped is started again from its journal and the input sent
+    /// position. A person's message after a reset boundary first gives the key a new
+    /// session. An actor found stopped is started again from its journal and the input sent
     /// once more.
-    pub async fn send(&self, message: SendUserMessage) -> Result<(SessionId, u64), GatewayError> {
+    pub async fn send(&self, message: SendUserMessage) -> Result<Delivered, GatewayError> {
         let key = SessionKey::parse(&message.key)?;
+        let person = !message.input.kind.is_automation() && !message.input.sender.automated;
+        let reset = match self.reset_due(&key, person)? {
+            Some((from, why)) => {
+                self.renew(&key, message.project_dir.clone(), why).await?;
+                Some((from, why))
+            }
+            None => None,
+        };
         let mut restarted = false;
         loop {
             let handle = self.handle(&key, &message.project_dir).await?;
@@ -135,10 +124,37 @@ impl SessionManager {
                     self.live.lock().await.remove(&key);
                     restarted = true;
                 }
-                Ok(seq) => return Ok((handle.id().clone(), seq)),
+                Ok(seq) => {
+                    return Ok(Delivered {
+                        session: handle.id().clone(),
+                        seq,
+                        reset,
+                    });
+                }
                 Err(err) => return Err(err.into()),
             }
         }
+    }
+
+    /// The key's current session and why it is due for a reset, when a person writes to a
+    /// session that has had a conversation and a boundary passed since a person last wrote.
+    fn reset_due(
+        &self,
+        key: &SessionKey,
+        person: bool,
+    ) -> Result<Option<(SessionId, ResetReason)>, SessionError> {
+        let settings = &self.deps.settings.reset;
+        if !person || (!settings.daily && settings.idle.is_none()) {
+            return Ok(None);
+        }
+        let Some(meta) = self.deps.store.session_for_key(key)? else {
+            return Ok(None);
+        };
+        if meta.input_count == 0 {
+            return Ok(None);
+        }
+        let why = reset::due(settings, meta.freshness_ms(), (self.clock)(), &self.zone);
+        Ok(why.map(|why| (meta.id, why)))
     }
 
     /// Attaches a subscriber to the session `key` talks to (starting it if needed).
@@ -151,6 +167,11 @@ impl SessionManager {
         let key = SessionKey::parse(key)?;
         let handle = self.handle(&key, &project_dir).await?;
         Ok(handle.subscribe(filter).await?)
+    }
+
+    /// Lifecycle events of every session from now on (see [`LifecycleEvent`]).
+    pub fn lifecycle(&self) -> broadcast::Receiver<LifecycleEvent> {
+        self.bus.subscribe()
     }
 
     /// The running session for `key`: the live one, else its current session resumed from the
@@ -181,112 +202,42 @@ impl SessionManager {
     /// the new session's id.
     pub async fn reset(&self, key: &str, project_dir: PathBuf) -> Result<SessionId, GatewayError> {
         let key = SessionKey::parse(key)?;
+        Ok(self.renew(&key, project_dir, ResetReason::Manual).await?)
+    }
+
+    async fn renew(
+        &self,
+        key: &SessionKey,
+        project_dir: PathBuf,
+        why: ResetReason,
+    ) -> Result<SessionId, SessionError> {
         let mut live = self.live.lock().await;
-        if let Some(handle) = live.remove(&key) {
+        if let Some(handle) = live.remove(key) {
             handle.close().await;
         }
-        if let Some(meta) = self
-            .deps
-            .store
-            .session_for_key(&key)
-            .map_err(SessionError::from)?
-        {
+        let old = self.deps.store.session_for_key(key)?;
+        if let Some(meta) = &old {
             let now = jiff::Timestamp::now().as_millisecond();
-            self.deps
-                .store
-                .archive_session(&meta.id, now)
-                .map_err(SessionError::from)?;
+            self.deps.store.archive_session(&meta.id, now)?;
         }
         let handle = SessionHandle::create_with_key(self.deps.clone(), key.clone(), project_dir)?;
         let id = handle.id().clone();
-        live.insert(key, handle);
+        live.insert(key.clone(), handle);
+        if let Some(meta) = old {
+            self.bus.emit(LifecycleEvent::reset(
+                key.as_str(),
+                meta.id,
+                id.clone(),
+                why,
+            ));
+        }
         Ok(id)
     }
 
-    /// Stops every session for a restart, within `bound`: running turns end after their
-    /// current tool batch (those still running when `bound` passes are cancelled), and the
-    /// drained sessions are written to the manifest for [`SessionManager::warm_up`].
-    pub async fn drain(&self, bound: Duration) -> Result<Vec<DrainedSession>, GatewayError> {
-        let handles: Vec<(SessionKey, SessionHandle)> = self.live.lock().await.drain().collect();
-        let deadline = tokio::time::Instant::now() + bound;
-        let mut drained = Vec::new();
-        for (key, handle) in handles {
-            let waiting = match tokio::time::timeout_at(deadline, handle.drain()).await {
-                Ok(Ok(waiting)) => waiting,
-                Ok(Err(_)) => false,
-                Err(_) => {
-                    tracing::warn!(session = %handle.id(), "drain took too long; cancelling the turn");
-                    let _ = handle.cancel().await;
-                    false
-                }
-            };
-            drained.push(DrainedSession {
-                id: handle.id().clone(),
-                key: key.as_str().to_owned(),
-                waiting,
-            });
-        }
-        let manifest = serde_json::to_vec_pretty(&drained)
-            .map_err(|e| SessionError::Io(format!("the drain manifest: {e}")))?;
-        let path = self.manifest_path();
-        let temp = path.with_extension("json.tmp");
-        std::fs::write(&temp, manifest)
-            .and_then(|()| std::fs::rename(&temp, &path))
-            .map_err(|e| SessionError::Io(format!("{}: {e}", path.display())))?;
-        Ok(drained)
-    }
-
-    /// After a restart: starts the sessions whose turns the last drain stopped, first (the
-    /// ones it found idle stay cold until their next message). A turn the drain
-    /// stopped after a tool batch goes on by itself (its nudge says tern restarted) when no
-    /// text of it had reached the person, no input was waiting and every call has its result;
-    /// the others are reported so the person can be told their turn stopped.
-    pub async fn warm_up(&self) -> Result<Vec<WarmedUp>, GatewayError> {
-        let path = self.manifest_path();
-        let drained: Vec<DrainedSession> = match std::fs::read(&path) {
-            Ok(bytes) => serde_json::from_slice(&bytes).unwrap_or_else(|err| {
-                tracing::warn!(%err, "unreadable drain manifest; no session resumes by itself");
-                Vec::new()
-            }),
-            Err(_) => return Ok(Vec::new()),
-        };
-        let mut warmed = Vec::new();
-        for session in drained {
-            let Ok(key) = SessionKey::parse(&session.key) else {
-                continue;
-            };
-            let Some(meta) = self
-                .deps
-                .store
-                .meta(&session.id)
-                .map_err(SessionError::from)?
-            else {
-                continue;
-            };
-            let records = self.deps.store.load(&meta.id).map_err(SessionError::from)?;
-            // A session the drain found idle stays cold until its next message.
-            let last_stop = records.iter().rev().find_map(|r| r.event.turn_stop());
-            if last_stop != Some(TurnStop::Drained) {
-                continue;
-            }
-            let resumes = !session.waiting && resumable(&records);
-            let handle = SessionHandle::resume(self.deps.clone(), &meta)?;
-            if resumes {
-                handle.resume_turn(RESTART_NOTICE).await?;
-            }
-            self.live.lock().await.insert(key, handle);
-            warmed.push(WarmedUp {
-                id: meta.id,
-                key: session.key,
-                resumed: resumes,
-            });
-        }
-        let _ = std::fs::remove_file(&path);
-        Ok(warmed)
-    }
-
-    fn manifest_path(&self) -> PathBuf {
-        self.deps.data_dir.join(MANIFEST)
+    /// Runs a maintenance pass now, around the sessions in use, and returns its plan
+    /// (carried out in `enforce` mode).
+    pub async fn maintain(&self) -> Result<Plan, GatewayError> {
+        run_pass(&self.deps, &self.watch, &self.bus, &self.live).await
     }
 
     /// How many sessions have a running actor.
@@ -301,4 +252,71 @@ impl SessionManager {
             handle.close().await;
         }
     }
+
+    /// Tells the bus of every committed store change and checks the limits after each.
+    fn observe_writes(&self) {
+        let bus = self.bus.clone();
+        let watch = self.watch.clone();
+        let due = self.due.clone();
+        self.deps.store.observe(Arc::new(move |change, totals| {
+            if let Some(event) = LifecycleEvent::from_change(change) {
+                bus.emit(event);
+            }
+            if matches!(
+                change,
+                StoreChange::Created(_) | StoreChange::Appended { .. }
+            ) && watch.check(totals) == Check::Crossed
+            {
+                due.notify_one();
+            }
+        }));
+    }
+
+    /// The maintenance task: a pass at start (ages and counts may be over since the last
+    /// run), then one each time a write crosses a limit. Ends with the manager.
+    fn start_maintenance(&self) {
+        let deps = Arc::downgrade(&self.deps);
+        let watch = self.watch.clone();
+        let bus = self.bus.clone();
+        let due = self.due.clone();
+        let live = Arc::downgrade(&self.live);
+        tokio::spawn(async move {
+            loop {
+                let (Some(deps), Some(live)) = (deps.upgrade(), live.upgrade()) else {
+                    return;
+                };
+                if let Err(err) = run_pass(&deps, &watch, &bus, &live).await {
+                    tracing::warn!(%err, "maintenance pass failed");
+                }
+                drop((deps, live));
+                due.notified().await;
+            }
+        });
+    }
+}
+
+impl Drop for SessionManager {
+    fn drop(&mut self) {
+        // Lets the maintenance task see the manager is gone.
+        self.due.notify_one();
+    }
+}
+
+/// One maintenance pass on a blocking thread, never removing a running session.
+async fn run_pass(
+    deps: &Arc<SessionDeps>,
+    watch: &Arc<BudgetWatch>,
+    bus: &Arc<LifecycleBus>,
+    live: &Live,
+) -> Result<Plan, GatewayError> {
+    let in_use: HashSet<SessionId> = live.lock().await.values().map(|h| h.id().clone()).collect();
+    let (deps, watch, bus) = (deps.clone(), watch.clone(), bus.clone());
+    let passed = tokio::task::spawn_blocking(move || {
+        let planned = maintenance::pass(&deps.store, &deps.data_dir, &watch, &bus, &in_use);
+        watch.settle(deps.store.totals());
+        planned
+    })
+    .await
+    .map_err(|err| SessionError::Io(format!("the maintenance pass stopped: {err}")))?;
+    passed.map_err(|err| GatewayError::Session(SessionError::Io(err.to_string())))
 }

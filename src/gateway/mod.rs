@@ -1,6 +1,14 @@
 //! The gateway: where inputs from every front end and channel arrive, addressed by session
-//! key, and are routed to the session that key talks to.
+//! key, and are routed to the session that key talks to. It also owns what concerns every
+//! session at once: resets, drain and restart, lifecycle events and maintenance.
 
+mod drain;
+pub mod events;
+pub mod maintenance;
 mod manager;
+pub mod reset;
 
-pub use manager::{DrainedSession, GatewayError, SendUserMessage, SessionManager, WarmedUp};
+pub use drain::{DrainedSession, WarmedUp};
+pub use events::{LifecycleBus, LifecycleEvent};
+pub use manager::{Clock, Delivered, GatewayError, SendUserMessage, SessionManager};
+pub use reset::ResetReason;

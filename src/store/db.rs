@@ -19,6 +19,7 @@ use super::event::{JournalEvent, JournalRecord};
 use super::keys;
 use super::meta::SessionMeta;
 use super::schema::{self, Contents, JOURNAL, SESSIONS};
+use super::totals::{self, Delta, Totals};
 use super::{clean, owner, probe, summary};
 use crate::domain::SessionId;
 use redb::backends::FileBackend;
@@ -30,7 +31,7 @@ use std::cell::Cell;
 use std::fs::OpenOptions;
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
-use std::sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Arc, Mutex, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 /// Page cache of the open database. The journal is read once per resume; the OS page cache
 /// serves repeats, so redb's default (1 GiB) would only grow the process.
@@ -51,7 +52,26 @@ pub struct Store {
     connect: Box<Connect>,
     path: PathBuf,
     owner_file: PathBuf,
+    /// The totals as of the last commit, mirrored from the `totals` table.
+    totals: Mutex<Totals>,
+    observer: RwLock<Option<Arc<Observer>>>,
 }
+
+/// A committed change, as the store's observer is told of it.
+#[derive(Debug, Clone, Copy)]
+pub enum StoreChange<'a> {
+    Created(&'a SessionMeta),
+    Appended {
+        id: &'a SessionId,
+        events: &'a [JournalEvent],
+    },
+    Archived(&'a SessionId),
+    Deleted(&'a SessionId),
+}
+
+/// Told of every committed change with the totals after it, on the committing thread: it
+/// must be quick (maintenance compares two numbers; anything more goes to another task).
+pub type Observer = dyn Fn(&StoreChange<'_>, Totals) + Send + Sync;
 
 /// The current database handle and how many times it has been reopened.
 struct Handle {
@@ -116,6 +136,7 @@ impl Store {
             schema::initialize(&db, path)?;
         }
         activity::ensure(&db, path)?;
+        let totals = totals::ensure(&db, path)?;
         let owner_file = owner::sidecar_path(path);
         write_owner(&owner_file);
         Ok(Store {
@@ -126,7 +147,40 @@ impl Store {
             connect,
             path: path.to_owned(),
             owner_file,
+            totals: Mutex::new(totals),
+            observer: RwLock::new(None),
         })
+    }
+
+    /// Sessions and journal bytes stored, as of the last commit: two numbers read without
+    /// touching the file.
+    pub fn totals(&self) -> Totals {
+        *self.totals.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Sets the one observer told of every committed change (replacing any earlier one).
+    pub fn observe(&self, observer: Arc<Observer>) {
+        *self
+            .observer
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = Some(observer);
+    }
+
+    /// Records a committed `delta` and tells the observer of `change`.
+    pub(super) fn committed(&self, change: StoreChange<'_>, delta: Delta) {
+        let totals = {
+            let mut totals = self.totals.lock().unwrap_or_else(PoisonError::into_inner);
+            *totals = totals.after(delta);
+            *totals
+        };
+        let observer = self
+            .observer
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        if let Some(observer) = observer {
+            observer(&change, totals);
+        }
     }
 
     /// The database file this store owns.
@@ -155,8 +209,19 @@ impl Store {
             activity::touch(txn, meta.id.as_str(), None, Some(meta.updated_at_ms))
                 .map_err(|e| self.err(e))?;
             keys::bind(txn, meta.key.as_str(), meta.id.as_str()).map_err(|e| self.err(e))?;
+            let delta = Delta {
+                sessions: 1,
+                bytes: meta.transcript_bytes as i64,
+            };
+            totals::add(txn, delta).map_err(|e| self.err(e))?;
             Ok(())
-        })
+        })?;
+        let delta = Delta {
+            sessions: 1,
+            bytes: meta.transcript_bytes as i64,
+        };
+        self.committed(StoreChange::Created(meta), delta);
+        Ok(())
     }
 
     /// Appends one event to the session's journal and updates its index entry, durably, in
@@ -189,7 +254,7 @@ impl Store {
         let at_ms = now_ms();
         // The last seq the first attempt found, so a retry can tell whether its commit landed.
         let first_base = Cell::new(None);
-        self.write(|txn, attempt| {
+        let (records, added) = self.write(|txn, attempt| {
             let mut sessions = txn.open_table(SESSIONS).map_err(|e| self.err(e))?;
             let mut meta = match sessions.get(id.as_str()).map_err(|e| self.err(e))? {
                 Some(bytes) => self.decode_meta(id.as_str(), bytes.value())?,
@@ -208,13 +273,14 @@ impl Store {
             match (attempt, first_base.get()) {
                 (Attempt::First, _) => first_base.set(Some(seq)),
                 (Attempt::Retry, Some(base)) => {
-                    if let Some(records) = self.landed(&journal, id, base, seq, at_ms, events)? {
-                        return Ok(records);
+                    if let Some(landed) = self.landed(&journal, id, base, seq, at_ms, events)? {
+                        return Ok(landed);
                     }
                 }
                 (Attempt::Retry, None) => {}
             }
             let mut records = Vec::with_capacity(events.len());
+            let mut added = 0;
             for event in events {
                 seq += 1;
                 let json = self.encode(&RecordRef { seq, at_ms, event })?;
@@ -222,6 +288,7 @@ impl Store {
                     .insert((id.as_str(), seq), json.as_slice())
                     .map_err(|e| self.err(e))?;
                 summary::apply(&mut meta, event, at_ms);
+                added += json.len() as u64;
                 meta.transcript_bytes += json.len() as u64;
                 records.push(JournalRecord {
                     seq,
@@ -237,8 +304,19 @@ impl Store {
                 let (old, new) = (Some(active_before), Some(meta.updated_at_ms));
                 activity::touch(txn, id.as_str(), old, new).map_err(|e| self.err(e))?;
             }
-            Ok(records)
-        })
+            let delta = Delta {
+                sessions: 0,
+                bytes: added as i64,
+            };
+            totals::add(txn, delta).map_err(|e| self.err(e))?;
+            Ok((records, added))
+        })?;
+        let delta = Delta {
+            sessions: 0,
+            bytes: added as i64,
+        };
+        self.committed(StoreChange::Appended { id, events }, delta);
+        Ok(records)
     }
 
     /// The session's journal in seq order.
@@ -472,7 +550,7 @@ impl Store {
         }
     }
 
-    /// On a retry, the records of the first attempt if its commit landed after all (a failed
+    /// On a retry, the records (and their bytes) of the first attempt if its commit landed after all (a failed
     /// fsync can report an error for a commit already in the file), so that they are not
     /// appended twice. `base` is the last seq the first attempt found, `last` the current one.
     fn landed(
@@ -483,24 +561,26 @@ impl Store {
         last: u64,
         at_ms: i64,
         events: &[JournalEvent],
-    ) -> Result<Option<Vec<JournalRecord>>, StoreError> {
+    ) -> Result<Option<(Vec<JournalRecord>, u64)>, StoreError> {
         if base.checked_add(events.len() as u64) != Some(last) {
             return Ok(None);
         }
         let mut records = Vec::with_capacity(events.len());
+        let mut bytes = 0;
         for (seq, event) in (base + 1..).zip(events) {
             let expected = self.encode(&RecordRef { seq, at_ms, event })?;
             let stored = journal.get((id.as_str(), seq)).map_err(|e| self.err(e))?;
             if stored.is_none_or(|bytes| bytes.value() != expected.as_slice()) {
                 return Ok(None);
             }
+            bytes += expected.len() as u64;
             records.push(JournalRecord {
                 seq,
                 at_ms,
                 event: event.clone(),
             });
         }
-        Ok(Some(records))
+        Ok(Some((records, bytes)))
     }
 
     fn handle(&self) -> RwLockReadGuard<'_, Handle> {

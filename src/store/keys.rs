@@ -2,10 +2,11 @@
 //! currently talking to. Set when a session is created for the key; a reset will point the
 //! key at a new session.
 
-use super::db::{Access, Store, unknown};
+use super::db::{Access, Store, StoreChange, unknown};
 use super::error::StoreError;
 use super::meta::SessionMeta;
 use super::schema::{KEYS, SESSIONS};
+use super::totals::Delta;
 use crate::domain::{SessionId, SessionKey};
 use redb::{ReadableDatabase, ReadableTable, TableError, WriteTransaction};
 
@@ -21,7 +22,9 @@ impl Store {
     pub fn archive_session(&self, id: &SessionId, at_ms: i64) -> Result<(), StoreError> {
         self.update_meta(id, |meta| {
             meta.archived_at_ms.get_or_insert(at_ms);
-        })
+        })?;
+        self.committed(StoreChange::Archived(id), Delta::default());
+        Ok(())
     }
 
     /// Records where the session's folder is (after its data dir moved).

@@ -8,9 +8,10 @@
 //! byte budget, the oldest archives and after them the oldest sessions until it is at or under
 //! the high-water mark. The sessions named as in use are never removed.
 
-use super::db::{Store, unknown};
+use super::db::{Store, StoreChange, unknown};
 use super::error::StoreError;
 use super::schema::{JOURNAL, SESSIONS, SNAPSHOTS};
+use super::totals::Delta;
 use crate::config::MaintenanceSettings;
 use crate::domain::SessionId;
 use redb::TableError;
@@ -90,15 +91,14 @@ impl Store {
     /// Removes a session from the database: its index entry, journal and snapshot, in one
     /// durable transaction. Its folder on disk is the caller's to remove.
     pub fn delete_session(&self, id: &SessionId) -> Result<(), StoreError> {
-        self.write(|txn, _| {
+        let delta = self.write(|txn, _| {
             let mut sessions = txn.open_table(SESSIONS).map_err(|e| self.err(e))?;
             let Some(removed) = sessions.remove(id.as_str()).map_err(|e| self.err(e))? else {
                 return Err(unknown(id.as_str()));
             };
-            let active = serde_json::from_slice::<super::meta::SessionMeta>(removed.value())
-                .ok()
-                .map(|meta| meta.updated_at_ms);
+            let meta = serde_json::from_slice::<super::meta::SessionMeta>(removed.value()).ok();
             drop(removed);
+            let active = meta.as_ref().map(|meta| meta.updated_at_ms);
             super::activity::touch(txn, id.as_str(), active, None).map_err(|e| self.err(e))?;
             let mut journal = txn.open_table(JOURNAL).map_err(|e| self.err(e))?;
             journal
@@ -111,8 +111,15 @@ impl Store {
                 Err(TableError::TableDoesNotExist(_)) => {}
                 Err(err) => return Err(self.err(err)),
             }
-            Ok(())
-        })
+            let delta = Delta {
+                sessions: -1,
+                bytes: -(meta.map_or(0, |meta| meta.transcript_bytes) as i64),
+            };
+            super::totals::add(txn, delta).map_err(|e| self.err(e))?;
+            Ok(delta)
+        })?;
+        self.committed(StoreChange::Deleted(id), delta);
+        Ok(())
     }
 }
 

@@ -26,8 +26,9 @@ mod snapshot;
 mod summary;
 #[cfg(test)]
 mod tests;
+mod totals;
 
-pub use db::{MIN_PREFIX_CHARS, Store};
+pub use db::{MIN_PREFIX_CHARS, Observer, Store, StoreChange};
 pub use error::StoreError;
 pub use event::{JournalEvent, JournalRecord};
 pub use maintenance::{Orphan, Plan, Reason, Removal, StoredSession, plan};
@@ -36,3 +37,4 @@ pub use owner::LockOwner;
 pub use repair::{Repair, repair};
 pub use snapshot::Snapshot;
 pub use summary::title_from_input;
+pub use totals::Totals;

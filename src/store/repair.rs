@@ -5,11 +5,11 @@
 //! byte-for-byte what was found. Each table is copied entry by entry; an entry or a table
 //! that cannot be read is skipped and counted, and the rest still comes across.
 
-use super::activity;
 use super::db::Store;
 use super::error::StoreError;
 use super::probe;
-use super::schema::{ACTIVITY, JOURNAL, SESSIONS, SNAPSHOTS};
+use super::schema::{ACTIVITY, JOURNAL, SESSIONS, SNAPSHOTS, TOTALS};
+use super::{activity, totals};
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition, TableError};
 use std::path::{Path, PathBuf};
 
@@ -90,11 +90,13 @@ fn salvage(from: &Path, into: &Path) -> Result<(usize, usize, usize), String> {
     let sessions = copy_counted(&source, &target, SESSIONS, &mut unreadable);
     let records = copy_counted(&source, &target, JOURNAL, &mut unreadable);
     copy_counted(&source, &target, SNAPSHOTS, &mut unreadable);
-    // The activity index is rebuilt from the sessions that came across.
+    // The activity index and the totals are rebuilt from the sessions that came across.
     let txn = target.begin_write().map_err(|e| e.to_string())?;
     txn.delete_table(ACTIVITY).map_err(|e| e.to_string())?;
+    txn.delete_table(TOTALS).map_err(|e| e.to_string())?;
     txn.commit().map_err(|e| e.to_string())?;
     activity::ensure(&target, into).map_err(|e| e.to_string())?;
+    totals::ensure(&target, into).map_err(|e| e.to_string())?;
     Ok((sessions, records, unreadable))
 }
 

@@ -25,6 +25,9 @@ pub(super) const KEYS: TableDefinition<&str, &str> = TableDefinition::new("keys"
 /// followed by the session's encoding of its state.
 pub(super) const SNAPSHOTS: TableDefinition<&str, &[u8]> = TableDefinition::new("snapshots");
 
+/// Running totals: `sessions` and `transcript_bytes` → their value (see `totals`).
+pub(super) const TOTALS: TableDefinition<&str, u64> = TableDefinition::new("totals");
+
 /// Facts about the database itself, such as `format`.
 pub(super) const INFO: TableDefinition<&str, u64> = TableDefinition::new("tern_info");
 

@@ -115,3 +115,102 @@ fn a_store_can_be_shared_between_threads() {
     fn shareable<T: Send + Sync>() {}
     shareable::<Store>();
 }
+
+fn person(text: &str) -> JournalEvent {
+    JournalEvent::InputAccepted {
+        sender: Sender::local_user(),
+        audience: Audience::Personal,
+        kind: crate::domain::InputKind::Person,
+        text: text.into(),
+    }
+}
+
+/// What the index entries add up to, read the slow way.
+fn summed(store: &Store) -> Totals {
+    let metas = store.list().expect("list");
+    Totals {
+        sessions: metas.len() as u64,
+        transcript_bytes: metas.iter().map(|m| m.transcript_bytes).sum(),
+    }
+}
+
+#[test]
+fn totals_follow_every_change_and_survive_a_reopen() {
+    let (_dir, path) = temp_db();
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    {
+        let store = Store::open(&path).expect("open");
+        let log = seen.clone();
+        store.observe(std::sync::Arc::new(move |change, totals| {
+            let what = match change {
+                StoreChange::Created(meta) => format!("created {}", meta.id),
+                StoreChange::Appended { id, events } => format!("appended {} {id}", events.len()),
+                StoreChange::Archived(id) => format!("archived {id}"),
+                StoreChange::Deleted(id) => format!("deleted {id}"),
+            };
+            log.lock().unwrap().push((what, totals));
+        }));
+        for name in ["a", "b"] {
+            let id = SessionId::from_string(name);
+            let meta = SessionMeta::new(id.clone(), SessionKey::cli(&id), "/p".into(), 1);
+            store.create_session(&meta).expect("create");
+            store
+                .append_batch(&id, &[person("one"), person("two")])
+                .expect("append");
+        }
+        assert_eq!(store.totals(), summed(&store));
+        store
+            .archive_session(&SessionId::from_string("a"), 5)
+            .expect("archive");
+        store
+            .delete_session(&SessionId::from_string("b"))
+            .expect("delete");
+        assert_eq!(store.totals(), summed(&store));
+        assert_eq!(store.totals().sessions, 1);
+    }
+    let seen = seen.lock().unwrap();
+    let what: Vec<&str> = seen.iter().map(|(w, _)| w.as_str()).collect();
+    assert_eq!(
+        what,
+        [
+            "created a",
+            "appended 2 a",
+            "created b",
+            "appended 2 b",
+            "archived a",
+            "deleted b"
+        ]
+    );
+    // Each change is told with the totals after it.
+    assert_eq!(seen[1].1.sessions, 1);
+    assert!(seen[1].1.transcript_bytes > 0);
+    assert_eq!(
+        seen[5].1,
+        Totals {
+            sessions: 1,
+            transcript_bytes: seen[1].1.transcript_bytes,
+        },
+        "b went, a stays"
+    );
+    let store = Store::open(&path).expect("reopen");
+    assert_eq!(store.totals(), summed(&store), "read back from the file");
+}
+
+#[test]
+fn totals_are_built_for_a_database_from_before_them() {
+    let (_dir, path) = temp_db();
+    {
+        let store = Store::open(&path).expect("open");
+        let id = SessionId::from_string("old");
+        let meta = SessionMeta::new(id.clone(), SessionKey::cli(&id), "/p".into(), 1);
+        store.create_session(&meta).expect("create");
+        store.append(&id, &person("kept")).expect("append");
+    }
+    write_raw(&path, |txn| {
+        txn.delete_table(super::schema::TOTALS)
+            .expect("drop the totals");
+    });
+    let store = Store::open(&path).expect("reopen");
+    assert_eq!(store.totals(), summed(&store));
+    assert_eq!(store.totals().sessions, 1);
+}

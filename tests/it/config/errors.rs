@@ -177,6 +177,18 @@ fn bad_values() {
         &["\"2XB\"", "\"512MB\"", "GiB"],
     );
     check_error(
+        "[session.reset]\ndaily = true\ndaily_at = \"25:00\"\n",
+        3,
+        "session.reset.daily_at",
+        &["\"25:00\"", "\"HH:MM\""],
+    );
+    check_error(
+        "[session.reset]\nidle_minutes = 99999999\n",
+        2,
+        "session.reset.idle_minutes",
+        &["out of range", "0 for off"],
+    );
+    check_error(
         "[session.maintenance]\nmax_disk_bytes = \"1GB\"\nhigh_water_bytes = \"2GB\"\n",
         3,
         "session.maintenance.high_water_bytes",

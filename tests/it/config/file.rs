@@ -5,7 +5,9 @@ use super::{FILE, FULL, loaded, role};
 use pretty_assertions::assert_eq;
 use std::path::Path;
 use std::time::Duration;
-use tern::config::{MaintenanceMode, MaintenanceSettings, ProviderKind, RetrySettings};
+use tern::config::{
+    MaintenanceMode, MaintenanceSettings, ProviderKind, ResetSettings, RetrySettings,
+};
 
 #[test]
 fn full_file_round_trip() {
@@ -54,6 +56,14 @@ fn full_file_round_trip() {
             max_entries: 300,
             max_disk_bytes: Some(2_000_000_000),
             high_water_bytes: Some(1_600_000_000),
+        }
+    );
+    assert_eq!(
+        s.reset,
+        ResetSettings {
+            daily: true,
+            daily_at: jiff::civil::time(5, 30, 0, 0),
+            idle: Some(Duration::from_secs(90 * 60)),
         }
     );
     assert_eq!(

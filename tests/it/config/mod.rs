@@ -122,6 +122,11 @@ max_entries = 300
 max_disk_bytes = "2GB"
 high_water_bytes = "1.6GB"
 
+[session.reset]
+daily = true
+daily_at = "5:30"
+idle_minutes = 90
+
 [retry]
 max_attempts = 5
 base_delay_ms = 500

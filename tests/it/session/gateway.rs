@@ -6,7 +6,7 @@ use super::*;
 use pretty_assertions::assert_eq;
 use tern::gateway::{GatewayError, SendUserMessage, SessionManager};
 
-fn message(world: &World, key: &str, text: &str) -> SendUserMessage {
+pub(super) fn message(world: &World, key: &str, text: &str) -> SendUserMessage {
     SendUserMessage {
         key: key.into(),
         input: UserInput::local(text),
@@ -15,20 +15,29 @@ fn message(world: &World, key: &str, text: &str) -> SendUserMessage {
 }
 
 /// The running session `key` talks to.
-async fn session_of(manager: &SessionManager, world: &World, key: &str) -> SessionHandle {
+pub(super) async fn session_of(
+    manager: &SessionManager,
+    world: &World,
+    key: &str,
+) -> SessionHandle {
     let project = world.home.project().canonicalize().unwrap();
     let key = tern::domain::SessionKey::parse(key).unwrap();
     manager.handle(&key, &project).await.unwrap()
 }
 
 /// Sends through the manager and waits until that session is idle again.
-async fn deliver(manager: &SessionManager, world: &World, key: &str, text: &str) -> SessionId {
-    let (id, _) = manager
+pub(super) async fn deliver(
+    manager: &SessionManager,
+    world: &World,
+    key: &str,
+    text: &str,
+) -> SessionId {
+    let delivered = manager
         .send(message(world, key, text))
         .await
         .expect("delivered");
     session_of(manager, world, key).await.state().await.unwrap();
-    id
+    delivered.session
 }
 
 #[tokio::test]

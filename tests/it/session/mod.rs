@@ -251,6 +251,8 @@ mod layers;
 mod lifecycle;
 mod long;
 mod prefix;
+mod resets;
 mod snapshots;
 mod turns;
+mod upkeep;
 mod watchdogs;

@@ -1,0 +1,170 @@
+//! Drain and warm-up: stopping every session for a restart (running turns end after their
+//! current tool batch, the whole stop bounded), listing them in `drained.json`, and at the
+//! next start resuming the turns that may go on by themselves.
+
+use super::manager::{GatewayError, SessionManager};
+use crate::domain::{ContentBlock, SessionId, SessionKey, TurnStop};
+use crate::session::{SessionError, SessionHandle};
+use crate::store::{JournalEvent, JournalRecord};
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Where the drained sessions are listed between a stop and the next start.
+const MANIFEST: &str = "drained.json";
+
+/// What the next call of a resumed turn is told.
+const RESTART_NOTICE: &str = "tern restarted in the middle of this turn, after the tool results \
+                              above; carry on from there.";
+
+/// A session a drain stopped.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DrainedSession {
+    pub id: SessionId,
+    pub key: String,
+    /// Whether inputs were waiting for their turn (they were refused).
+    pub waiting: bool,
+}
+
+/// A session started again after a restart.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WarmedUp {
+    pub id: SessionId,
+    pub key: String,
+    /// Whether its stopped turn went on by itself; otherwise the person should be told it
+    /// stopped.
+    pub resumed: bool,
+}
+
+/// Whether the journal ends with a drained turn that may go on by itself: it stopped after a
+/// tool batch, no text of it reached the person, and every call has its result.
+fn resumable(records: &[JournalRecord]) -> bool {
+    let Some(end) = records.iter().rposition(|r| r.event.turn_stop().is_some()) else {
+        return false;
+    };
+    if records[end].event.turn_stop() != Some(TurnStop::Drained) || end + 1 != records.len() {
+        return false;
+    }
+    let start = records[..end]
+        .iter()
+        .rposition(|r| {
+            matches!(
+                r.event,
+                JournalEvent::InputAccepted { .. } | JournalEvent::TurnResumed { .. }
+            )
+        })
+        .map_or(0, |i| i + 1);
+    let turn = &records[start..end];
+    let mut calls = std::collections::HashSet::new();
+    let mut answered = std::collections::HashSet::new();
+    let mut batches = 0;
+    for record in turn {
+        match &record.event {
+            JournalEvent::AssistantMessage { content, .. } => {
+                for block in content {
+                    match block {
+                        ContentBlock::Text { text } if !text.trim().is_empty() => return false,
+                        ContentBlock::ToolUse(call) => {
+                            calls.insert(call.id.clone());
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            JournalEvent::ToolResults { results } => {
+                batches += 1;
+                answered.extend(results.iter().map(|r| r.tool_use_id.clone()));
+            }
+            _ => {}
+        }
+    }
+    batches > 0 && calls.is_subset(&answered)
+}
+
+impl SessionManager {
+    /// Stops every session for a restart, within `bound`: running turns end after their
+    /// current tool batch (those still running when `bound` passes are cancelled), and the
+    /// drained sessions are written to the manifest for [`SessionManager::warm_up`].
+    pub async fn drain(&self, bound: Duration) -> Result<Vec<DrainedSession>, GatewayError> {
+        let handles: Vec<(SessionKey, SessionHandle)> = self.live.lock().await.drain().collect();
+        let deadline = tokio::time::Instant::now() + bound;
+        let mut drained = Vec::new();
+        for (key, handle) in handles {
+            let waiting = match tokio::time::timeout_at(deadline, handle.drain()).await {
+                Ok(Ok(waiting)) => waiting,
+                Ok(Err(_)) => false,
+                Err(_) => {
+                    tracing::warn!(session = %handle.id(), "drain took too long; cancelling the turn");
+                    let _ = handle.cancel().await;
+                    false
+                }
+            };
+            drained.push(DrainedSession {
+                id: handle.id().clone(),
+                key: key.as_str().to_owned(),
+                waiting,
+            });
+        }
+        let manifest = serde_json::to_vec_pretty(&drained)
+            .map_err(|e| SessionError::Io(format!("the drain manifest: {e}")))?;
+        let path = self.manifest_path();
+        let temp = path.with_extension("json.tmp");
+        std::fs::write(&temp, manifest)
+            .and_then(|()| std::fs::rename(&temp, &path))
+            .map_err(|e| SessionError::Io(format!("{}: {e}", path.display())))?;
+        Ok(drained)
+    }
+
+    /// After a restart: starts the sessions whose turns the last drain stopped, first (the
+    /// ones it found idle stay cold until their next message). A turn the drain
+    /// stopped after a tool batch goes on by itself (its nudge says tern restarted) when no
+    /// text of it had reached the person, no input was waiting and every call has its result;
+    /// the others are reported so the person can be told their turn stopped.
+    pub async fn warm_up(&self) -> Result<Vec<WarmedUp>, GatewayError> {
+        let path = self.manifest_path();
+        let drained: Vec<DrainedSession> = match std::fs::read(&path) {
+            Ok(bytes) => serde_json::from_slice(&bytes).unwrap_or_else(|err| {
+                tracing::warn!(%err, "unreadable drain manifest; no session resumes by itself");
+                Vec::new()
+            }),
+            Err(_) => return Ok(Vec::new()),
+        };
+        let mut warmed = Vec::new();
+        for session in drained {
+            let Ok(key) = SessionKey::parse(&session.key) else {
+                continue;
+            };
+            let Some(meta) = self
+                .deps
+                .store
+                .meta(&session.id)
+                .map_err(SessionError::from)?
+            else {
+                continue;
+            };
+            let records = self.deps.store.load(&meta.id).map_err(SessionError::from)?;
+            // A session the drain found idle stays cold until its next message.
+            let last_stop = records.iter().rev().find_map(|r| r.event.turn_stop());
+            if last_stop != Some(TurnStop::Drained) {
+                continue;
+            }
+            let resumes = !session.waiting && resumable(&records);
+            let handle = SessionHandle::resume(self.deps.clone(), &meta)?;
+            if resumes {
+                handle.resume_turn(RESTART_NOTICE).await?;
+            }
+            self.live.lock().await.insert(key, handle);
+            warmed.push(WarmedUp {
+                id: meta.id,
+                key: session.key,
+                resumed: resumes,
+            });
+        }
+        let _ = std::fs::remove_file(&path);
+        Ok(warmed)
+    }
+
+    fn manifest_path(&self) -> PathBuf {
+        self.deps.data_dir.join(MANIFEST)
+    }
+}
