@@ -1,19 +1,41 @@
 //! `tern` with no subcommand: a conversation in this terminal, one line per message.
+//!
+//! It talks to its session through the session manager under a `cli:` key, so resets, the
+//! maintenance checks and lifecycle events apply as for every other front end. A signal to
+//! stop or a changed `config.toml` drains the session (see `lifecycle.rs`); after a config
+//! change tern starts again in the same process on the same session.
 
 use super::Outcome;
+use super::lifecycle::{self, DRAIN_BOUND, Stop, Stops};
 use super::render::{OutputFormat, Renderer, print_out};
 use super::setup::{self, ModelArgs};
-use crate::session::{OutputFilter, SessionHandle, UserInput};
+use crate::domain::{ContentBlock, Role, SessionId, SessionKey};
+use crate::gateway::{SendUserMessage, SessionManager, WarmedUp};
+use crate::session::{OutputFilter, Subscription, UserInput};
+use crate::store::Store;
 use crate::tools::ApprovalMode;
 use anyhow::Context;
 use futures_util::FutureExt;
+use std::path::PathBuf;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::signal::unix::{SignalKind, signal};
 
-pub async fn run(args: ModelArgs) -> anyhow::Result<Outcome> {
+/// The conversation's place: its key and where it works.
+struct Conversation {
+    manager: SessionManager,
+    key: SessionKey,
+    project_dir: PathBuf,
+}
+
+pub async fn run(args: ModelArgs, restarted_from: Option<String>) -> anyhow::Result<Outcome> {
     let loaded = setup::load()?;
-    let client = setup::model_client(&loaded.config, &args, setup::KeyCheck::Required)?;
     let store = setup::open_store(&loaded.paths)?;
+    let attached = restarted_from.map(|id| store.resolve(&id)).transpose()?;
+    let client = setup::model_client(
+        &loaded.config,
+        &args.or_session(attached.as_ref()),
+        setup::KeyCheck::Required,
+    )?;
     let model = client.primary.model.to_owned();
     // A person is present, but asking is not built into the line mode: edits are allowed,
     // commands are refused with a note the model can act on.
@@ -24,15 +46,53 @@ pub async fn run(args: ModelArgs) -> anyhow::Result<Outcome> {
         ApprovalMode::Edits,
         args.overrides(),
     );
-    let project_dir = setup::project_dir()?;
-    let mut handle = SessionHandle::create(deps.clone(), project_dir.clone())?;
-    print_out(&format!(
-        "tern · {model} · session {} · /compact to shrink the history · /exit or Ctrl-D to \
-         leave\n",
-        handle.id().short()
-    ))?;
+    let manager = SessionManager::new(deps);
+    let warmed = manager.warm_up().await?;
+    let (key, project_dir) = match &attached {
+        Some(meta) => (meta.key.clone(), meta.project_dir.clone()),
+        None => (
+            SessionKey::cli(&SessionId::generate()),
+            setup::project_dir()?,
+        ),
+    };
+    let chat = Conversation {
+        manager,
+        key,
+        project_dir,
+    };
+    let id = chat.session().await?;
+    report_warm_up(&store, &warmed, &id)?;
+    if attached.is_some() {
+        print_out(&format!(
+            "tern restarted with the changed configuration · {model} · session {}\n",
+            id.short()
+        ))?;
+        // A turn the restart stopped goes on by itself; its answer comes before the prompt.
+        if warmed.iter().any(|w| w.id == id && w.resumed) {
+            let handle = chat.manager.handle(&chat.key, &chat.project_dir).await?;
+            let state = handle.state().await?;
+            if let Some(text) = last_answer(&state.messages) {
+                print_out(&format!("{text}\n"))?;
+            }
+        }
+    } else {
+        print_out(&format!(
+            "tern · {model} · session {} · /compact to shrink the history · /exit or Ctrl-D \
+             to leave\n",
+            id.short()
+        ))?;
+    }
+    converse(&chat, &loaded.config, &args).await
+}
 
+/// The prompt loop, until the person leaves or something stops tern.
+async fn converse(
+    chat: &Conversation,
+    config: &crate::config::Config,
+    args: &ModelArgs,
+) -> anyhow::Result<Outcome> {
     let mut interrupts = signal(SignalKind::interrupt()).context("could not listen for Ctrl-C")?;
+    let mut stops = Stops::listen(config).context("could not listen for stop signals")?;
     let mut lines = BufReader::new(tokio::io::stdin()).lines();
     loop {
         // A Ctrl-C that stopped the last turn must not also end the conversation.
@@ -41,6 +101,7 @@ pub async fn run(args: ModelArgs) -> anyhow::Result<Outcome> {
         let line = tokio::select! {
             line = lines.next_line() => line?,
             _ = interrupts.recv() => None,
+            stop = stops.next() => return chat.stop(stop, None, args).await,
         };
         let Some(line) = line else { break };
         let text = line.trim();
@@ -52,25 +113,47 @@ pub async fn run(args: ModelArgs) -> anyhow::Result<Outcome> {
         }
         if matches!(text, "/new" | "/reset") {
             // The conversation so far is archived with its transcript; a new one starts.
-            let old = handle.id().clone();
-            handle.clone().close().await;
-            store.archive_session(&old, jiff::Timestamp::now().as_millisecond())?;
-            handle = SessionHandle::create(deps.clone(), project_dir.clone())?;
+            let old = chat.session().await?;
+            let new = chat
+                .manager
+                .reset(chat.key.as_str(), chat.project_dir.clone())
+                .await?;
             print_out(&format!(
                 "archived session {}; new session {} (see `tern sessions list --archived`)\n",
                 old.short(),
-                handle.id().short()
+                new.short()
             ))?;
             continue;
         }
         if text == "/compact" {
-            let mut events = handle.subscribe(OutputFilter::ALL).await?;
+            let mut events = chat.subscribe().await?;
+            let handle = chat.manager.handle(&chat.key, &chat.project_dir).await?;
             let mut renderer = Renderer::new(OutputFormat::Text);
             super::run::compact(&handle, &mut events, &mut renderer).await?;
             continue;
         }
-        let mut events = handle.subscribe(OutputFilter::ALL).await?;
-        handle.send(UserInput::local(text)).await?;
+        let message = SendUserMessage {
+            key: chat.key.as_str().to_owned(),
+            input: UserInput::local(text),
+            project_dir: chat.project_dir.clone(),
+        };
+        let (delivered, mut events) =
+            match chat.manager.send_watched(message, OutputFilter::ALL).await {
+                Ok(sent) => sent,
+                // Nothing of a refused input was kept; the conversation goes on.
+                Err(err) => {
+                    eprintln!("tern: {err}");
+                    continue;
+                }
+            };
+        if let Some((old, why)) = &delivered.reset {
+            print_out(&format!(
+                "({} reset: session {} is archived; this message starts session {})\n",
+                why.as_str(),
+                old.short(),
+                delivered.session.short()
+            ))?;
+        }
         let mut renderer = Renderer::new(OutputFormat::Text);
         loop {
             tokio::select! {
@@ -78,14 +161,135 @@ pub async fn run(args: ModelArgs) -> anyhow::Result<Outcome> {
                     Some(event) => if renderer.event(&event).is_some() { break },
                     None => break,
                 },
-                _ = interrupts.recv() => handle.cancel().await?,
+                _ = interrupts.recv() => {
+                    chat.manager.handle(&chat.key, &chat.project_dir).await?.cancel().await?;
+                }
+                stop = stops.next() => {
+                    return chat.stop(stop, Some((&mut events, &mut renderer)), args).await;
+                }
             }
         }
-        handle.state().await?;
+        chat.manager
+            .handle(&chat.key, &chat.project_dir)
+            .await?
+            .state()
+            .await?;
     }
+    let id = chat.session().await?;
+    chat.manager.close_all().await;
     let _ = print_out(&format!(
-        "\nContinue this conversation with: tern run --session {} \"…\"\n",
-        handle.id()
+        "\nContinue this conversation with: tern run --session {id} \"…\"\n"
     ));
     Ok(Outcome::Success)
+}
+
+impl Conversation {
+    /// The session the key talks to now (created or resumed if need be).
+    async fn session(&self) -> anyhow::Result<SessionId> {
+        let handle = self.manager.handle(&self.key, &self.project_dir).await?;
+        Ok(handle.id().clone())
+    }
+
+    async fn subscribe(&self) -> anyhow::Result<Subscription> {
+        Ok(self
+            .manager
+            .subscribe(
+                self.key.as_str(),
+                self.project_dir.clone(),
+                OutputFilter::ALL,
+            )
+            .await?)
+    }
+
+    /// Drains the session for `stop`, showing the end of a running turn through `turn`, then
+    /// either ends (a signal) or starts tern again on the same session (a config change).
+    async fn stop(
+        &self,
+        stop: Stop,
+        turn: Option<(&mut Subscription, &mut Renderer)>,
+        args: &ModelArgs,
+    ) -> anyhow::Result<Outcome> {
+        eprintln!("\ntern: {}", stop.notice());
+        let id = self.session().await?;
+        let drain = self.manager.drain(DRAIN_BOUND);
+        tokio::pin!(drain);
+        let mut open = true;
+        let drained = match turn {
+            Some((events, renderer)) => loop {
+                tokio::select! {
+                    biased;
+                    event = events.recv(), if open => match event {
+                        Some(event) => {
+                            renderer.event(&event);
+                        }
+                        None => open = false,
+                    },
+                    drained = &mut drain => {
+                        while let Ok(event) = events.try_recv() {
+                            renderer.event(&event);
+                        }
+                        break drained;
+                    }
+                }
+            },
+            None => drain.await,
+        };
+        if let Err(err) = drained {
+            eprintln!("tern: the drain did not finish cleanly: {err}");
+        }
+        match stop {
+            Stop::Signal(_) => {
+                let _ = print_out(&format!(
+                    "\nContinue this conversation with: tern run --session {id} \"…\"\n"
+                ));
+                Ok(Outcome::Success)
+            }
+            Stop::ConfigChanged => {
+                // Whatever still holds the store lets go as the process image is replaced.
+                let err = lifecycle::restart(&id, args);
+                anyhow::bail!("could not start tern again after the config change: {err}")
+            }
+        }
+    }
+}
+
+/// Tells the person about sessions the last stop interrupted, other than `current`.
+fn report_warm_up(store: &Store, warmed: &[WarmedUp], current: &SessionId) -> anyhow::Result<()> {
+    for session in warmed.iter().filter(|w| &w.id != current) {
+        let title = store
+            .meta(&session.id)?
+            .map(|m| m.title)
+            .unwrap_or_default();
+        let line = if session.resumed {
+            format!(
+                "tern stopped in the middle of session {} ({title}); it has carried on by \
+                 itself: see `tern sessions show {}`\n",
+                session.id.short(),
+                session.id.short()
+            )
+        } else {
+            format!(
+                "tern stopped in the middle of session {} ({title}); it waits for you: \
+                 continue it with `tern run --session {} \"…\"`\n",
+                session.id.short(),
+                session.id.short()
+            )
+        };
+        print_out(&line)?;
+    }
+    Ok(())
+}
+
+/// The text of the last assistant message, if it has any.
+fn last_answer(messages: &[crate::domain::Message]) -> Option<String> {
+    let last = messages.iter().rev().find(|m| m.role == Role::Assistant)?;
+    let text: String = last
+        .content
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::Text { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    (!text.trim().is_empty()).then_some(text)
 }

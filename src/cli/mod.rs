@@ -5,6 +5,7 @@
 mod chat;
 mod cleanup;
 mod doctor;
+mod lifecycle;
 mod prompt;
 mod render;
 mod run;
@@ -24,6 +25,9 @@ pub struct Cli {
     command: Option<Command>,
     #[command(flatten)]
     model: setup::ModelArgs,
+    /// Set when tern starts itself again after a config change: the session to go on with.
+    #[arg(long, hide = true, value_name = "ID")]
+    restarted_from: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -56,11 +60,22 @@ pub enum Outcome {
     Interrupted,
 }
 
+/// A write past the file-size limit (`ulimit -f`) would kill the process with SIGXFSZ;
+/// ignored, it fails with EFBIG like a full disk, which the store reports and recovers from.
+fn ignore_file_size_signal() {
+    // SAFETY: setting a signal's disposition to SIG_IGN has no preconditions and runs before
+    // any other thread exists.
+    unsafe {
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+    }
+}
+
 /// Exit code for setup problems: bad flags, bad config, an unavailable database.
 const EXIT_SETUP: u8 = 2;
 
 /// Parses the command line, runs the command, and turns its result into an exit code.
 pub fn main() -> ExitCode {
+    ignore_file_size_signal();
     let cli = Cli::parse();
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -78,7 +93,7 @@ pub fn main() -> ExitCode {
             Some(Command::Sessions(command)) => sessions::run(command).await,
             Some(Command::Doctor(args)) => doctor::run(args).await,
             Some(Command::Debug(DebugCommand::Prompt(args))) => prompt::run(args).await,
-            None => chat::run(cli.model).await,
+            None => chat::run(cli.model, cli.restarted_from).await,
         }
     });
     // Tool tasks may still be winding down after a cancel; don't wait for them.

@@ -106,6 +106,29 @@ impl SessionManager {
     /// session. An actor found stopped is started again from its journal and the input sent
     /// once more.
     pub async fn send(&self, message: SendUserMessage) -> Result<Delivered, GatewayError> {
+        Ok(self.deliver(message, None).await?.0)
+    }
+
+    /// [`SessionManager::send`], with a subscriber attached (`filter`) to the session the
+    /// input goes to before it is sent, so none of the turn it starts is missed, even when a
+    /// reset gave the key a new session.
+    pub async fn send_watched(
+        &self,
+        message: SendUserMessage,
+        filter: OutputFilter,
+    ) -> Result<(Delivered, Subscription), GatewayError> {
+        let (delivered, events) = self.deliver(message, Some(filter)).await?;
+        match events {
+            Some(events) => Ok((delivered, events)),
+            None => Err(SessionError::Closed.into()),
+        }
+    }
+
+    async fn deliver(
+        &self,
+        message: SendUserMessage,
+        filter: Option<OutputFilter>,
+    ) -> Result<(Delivered, Option<Subscription>), GatewayError> {
         let key = SessionKey::parse(&message.key)?;
         let person = !message.input.kind.is_automation() && !message.input.sender.automated;
         let reset = match self.reset_due(&key, person)? {
@@ -118,18 +141,26 @@ impl SessionManager {
         let mut restarted = false;
         loop {
             let handle = self.handle(&key, &message.project_dir).await?;
-            match handle.send(message.input.clone()).await {
+            let (events, sent) = match filter {
+                Some(filter) => match handle.subscribe(filter).await {
+                    Ok(events) => (Some(events), handle.send(message.input.clone()).await),
+                    Err(err) => (None, Err(err)),
+                },
+                None => (None, handle.send(message.input.clone()).await),
+            };
+            match sent {
                 Err(SessionError::Closed) if !restarted => {
                     tracing::error!(session = %handle.id(), %key, "the session's actor had stopped; restarting it from its journal");
                     self.live.lock().await.remove(&key);
                     restarted = true;
                 }
                 Ok(seq) => {
-                    return Ok(Delivered {
+                    let delivered = Delivered {
                         session: handle.id().clone(),
                         seq,
                         reset,
-                    });
+                    };
+                    return Ok((delivered, events));
                 }
                 Err(err) => return Err(err.into()),
             }

@@ -196,6 +196,24 @@ fn killing_tern_at_random_moments_loses_no_acknowledged_input() {
     assert_eq!(meta.input_count as usize, inputs.len());
     let last_seq = records.last().map_or(0, |r| r.seq);
     assert_eq!(last_seq as usize, records.len(), "no gaps in the journal");
+    let messages = records
+        .iter()
+        .filter(|r| {
+            matches!(
+                r.event,
+                JournalEvent::InputAccepted { .. } | JournalEvent::AssistantMessage { .. }
+            )
+        })
+        .count();
+    assert_eq!(meta.message_count as usize, messages);
+    // The running totals agree with the index they summarise.
+    let listed = store.list().expect("list");
+    let totals = store.totals();
+    assert_eq!(totals.sessions as usize, listed.len());
+    assert_eq!(
+        totals.transcript_bytes,
+        listed.iter().map(|m| m.transcript_bytes).sum::<u64>()
+    );
     eprintln!(
         "crash harness: {} of {kills} runs acknowledged before the kill; {} events",
         acknowledged.len(),

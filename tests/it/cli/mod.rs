@@ -792,3 +792,4 @@ mod envelope;
 mod line_mode;
 mod print_prompt;
 mod repair;
+mod restart;

@@ -1,0 +1,141 @@
+//! What ends a long-lived front end other than the person leaving: a signal to stop
+//! (SIGTERM, or SIGHUP when the terminal goes away) or a change to `config.toml` that the
+//! running process cannot take in. Either way the sessions are drained (running turns end
+//! after their current tool batch, the whole stop bounded to 30 s) so the next start can
+//! warm them up; a config change then starts tern again in the same process (`exec`), on the
+//! same session, with the new configuration.
+
+use super::setup::ModelArgs;
+use crate::config::{self, Config, Environment};
+use crate::domain::SessionId;
+use std::path::PathBuf;
+use std::time::{Duration, SystemTime};
+use tokio::signal::unix::{Signal, SignalKind, signal};
+
+/// The longest a drain may take before running turns are cancelled.
+pub const DRAIN_BOUND: Duration = Duration::from_secs(30);
+
+/// How often the config file is looked at.
+const CONFIG_POLL: Duration = Duration::from_secs(1);
+
+/// Why the front end stops.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Stop {
+    /// A signal asked tern to stop.
+    Signal(&'static str),
+    /// `config.toml` changed in a way that takes a restart.
+    ConfigChanged,
+}
+
+impl Stop {
+    /// What the person is told as the drain begins.
+    pub fn notice(&self) -> String {
+        match self {
+            Self::Signal(name) => format!(
+                "tern is stopping ({name}): a running turn ends after its current tool batch; \
+                 the next start picks it up"
+            ),
+            Self::ConfigChanged => "config.toml changed: tern is restarting to apply it; a \
+                                    running turn ends after its current tool batch and goes on \
+                                    after the restart"
+                .to_owned(),
+        }
+    }
+}
+
+/// Watches for the signals and the config changes that stop a front end.
+pub struct Stops {
+    terminate: Signal,
+    hangup: Signal,
+    config: ConfigWatch,
+}
+
+impl Stops {
+    /// Starts listening. `config` is the configuration the process runs with.
+    pub fn listen(config: &Config) -> std::io::Result<Self> {
+        Ok(Self {
+            terminate: signal(SignalKind::terminate())?,
+            hangup: signal(SignalKind::hangup())?,
+            config: ConfigWatch::new(config),
+        })
+    }
+
+    /// The next reason to stop; pending until there is one.
+    pub async fn next(&mut self) -> Stop {
+        let mut poll = tokio::time::interval(CONFIG_POLL);
+        poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                _ = self.terminate.recv() => return Stop::Signal("SIGTERM"),
+                _ = self.hangup.recv() => return Stop::Signal("SIGHUP"),
+                _ = poll.tick() => if self.config.changed() {
+                    return Stop::ConfigChanged;
+                },
+            }
+        }
+    }
+}
+
+/// The config file as last seen, and the configuration the process runs with.
+struct ConfigWatch {
+    path: PathBuf,
+    running: Config,
+    seen: Option<(SystemTime, u64)>,
+}
+
+impl ConfigWatch {
+    fn new(running: &Config) -> Self {
+        let path = running.config_file.clone();
+        Self {
+            seen: stamp(&path),
+            path,
+            running: running.clone(),
+        }
+    }
+
+    /// Whether the file now holds a different, valid configuration. An invalid one is
+    /// reported once and the running configuration kept.
+    fn changed(&mut self) -> bool {
+        let now = stamp(&self.path);
+        if now == self.seen {
+            return false;
+        }
+        self.seen = now;
+        match config::load(&Environment::from_process()) {
+            Ok((_, new)) if new == self.running => false,
+            Ok(_) => true,
+            Err(err) => {
+                eprintln!(
+                    "tern: config.toml changed but cannot be used, so tern goes on with the \
+                     configuration it started with: {err}"
+                );
+                false
+            }
+        }
+    }
+}
+
+/// When the file was last written and its length; `None` when it does not exist.
+fn stamp(path: &std::path::Path) -> Option<(SystemTime, u64)> {
+    let meta = std::fs::metadata(path).ok()?;
+    Some((meta.modified().ok()?, meta.len()))
+}
+
+/// Replaces this process with tern started again on `session`, with the same model flags.
+/// Returns only if that fails.
+pub fn restart(session: &SessionId, model: &ModelArgs) -> std::io::Error {
+    use std::os::unix::process::CommandExt;
+    let exe = match std::env::current_exe() {
+        Ok(exe) => exe,
+        Err(err) => return err,
+    };
+    let mut command = std::process::Command::new(exe);
+    command.arg("--restarted-from").arg(session.as_str());
+    if let Some(provider) = &model.provider {
+        command.arg("--provider").arg(provider);
+    }
+    if let Some(name) = &model.model {
+        command.arg("--model").arg(name);
+    }
+    command.exec()
+}
