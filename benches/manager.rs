@@ -1,0 +1,216 @@
+//! The session manager under load, and what its maintenance check adds to each write.
+//!
+//! - `check`: `BudgetWatch::check` alone, the comparison every commit makes (goal ≤ 50 µs).
+//! - `append+check`: durable single appends with and without the manager's store observer
+//!   installed (lifecycle events plus the check), p50 and p99: the observer's whole cost.
+//! - `20 sessions`: 20 sessions under one manager, each a task sending inputs one after the
+//!   other through `SessionManager::send` against the mock provider on 127.0.0.1 (a text reply
+//!   per input), so every acknowledgement waits for its durable append while the other
+//!   sessions' turns append too. Reported: p50 and p99 of the acknowledgement, once with each
+//!   session sending its next input the moment its turn ends (the disk saturated: every
+//!   commit is an fsync, and redb commits one at a time) and once with 500 ms between a
+//!   turn's end and the next input, as people type.
+//!
+//! Run with `cargo bench --bench manager` (`-- --inputs N` per session, default 50).
+
+#[allow(unused_imports)]
+#[path = "../tests/support/mod.rs"]
+mod support;
+
+use std::hint::black_box;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use support::{MockProvider, Reply, TernHome};
+use tern::config::{
+    MaintenanceMode, MaintenanceSettings, ProviderKind, ProviderProfile, RetrySettings,
+    SessionSettings,
+};
+use tern::domain::{Audience, InputKind, Sender, SessionId, SessionKey};
+use tern::gateway::maintenance::BudgetWatch;
+use tern::gateway::{SendUserMessage, SessionManager};
+use tern::llm::{self, ModelClient, ModelRoute, RetryPolicy};
+use tern::session::{SessionDeps, UserInput};
+use tern::store::{JournalEvent, SessionMeta, Store, Totals};
+use tern::tools::{ApprovalMode, ToolRegistry};
+
+const SESSIONS: usize = 20;
+
+fn quantile_us(sorted: &[Duration], q: f64) -> f64 {
+    let index = ((sorted.len() - 1) as f64 * q).round() as usize;
+    sorted[index].as_secs_f64() * 1e6
+}
+
+fn limits() -> MaintenanceSettings {
+    MaintenanceSettings {
+        mode: MaintenanceMode::Warn,
+        max_disk_bytes: Some(10 << 30),
+        high_water_bytes: Some(8 << 30),
+        ..MaintenanceSettings::default()
+    }
+}
+
+fn check_alone() {
+    let watch = BudgetWatch::new(limits());
+    let rounds = 1_000_000u64;
+    let start = Instant::now();
+    for i in 0..rounds {
+        black_box(watch.check(black_box(Totals {
+            sessions: 400,
+            transcript_bytes: 1 << 30 | i,
+        })));
+    }
+    let ns = start.elapsed().as_nanos() as f64 / rounds as f64;
+    println!("manager/check: BudgetWatch::check {ns:.1} ns per write (goal ≤ 50 µs)");
+}
+
+fn input(text: &str) -> JournalEvent {
+    JournalEvent::InputAccepted {
+        sender: Sender::local_user(),
+        audience: Audience::Personal,
+        kind: InputKind::Person,
+        text: text.into(),
+    }
+}
+
+/// p50 and p99 of `n` durable appends of ~1 KB on `store`.
+fn appends(store: &Store, n: usize) -> (f64, f64) {
+    let id = SessionId::generate();
+    let meta = SessionMeta::new(id.clone(), SessionKey::cli(&id), PathBuf::from("/p"), 0);
+    store.create_session(&meta).expect("a session");
+    let event = input(&"the session list shows the newest first. ".repeat(25));
+    let mut times: Vec<Duration> = (0..n)
+        .map(|_| {
+            let start = Instant::now();
+            black_box(store.append(&id, &event).expect("append"));
+            start.elapsed()
+        })
+        .collect();
+    times.sort();
+    (quantile_us(&times, 0.5), quantile_us(&times, 0.99))
+}
+
+fn deps(home: &TernHome, mock: &MockProvider) -> Arc<SessionDeps> {
+    let profile = ProviderProfile {
+        name: "mock".into(),
+        kind: ProviderKind::Anthropic,
+        base_url: mock.base_url(),
+        api_key_env: None,
+        api_key: Some("bench".into()),
+        default_model: "primary-model".into(),
+        context_window: 200_000,
+        max_output_tokens: 1000,
+    };
+    let settings = SessionSettings {
+        maintenance: limits(),
+        ..SessionSettings::default()
+    };
+    let policy = RetryPolicy::new(&RetrySettings::default(), &settings);
+    let route = ModelRoute {
+        provider: llm::provider_for(&profile),
+        model: "primary-model".into(),
+        max_output_tokens: 1000,
+        context_window: 200_000,
+    };
+    Arc::new(SessionDeps {
+        store: Arc::new(Store::open(&home.home().join("data/tern.redb")).expect("a store")),
+        client: ModelClient::new(route, None, policy),
+        tools: ToolRegistry::builtin(),
+        settings,
+        approval: ApprovalMode::Never,
+        data_dir: home.home().join("data"),
+        identity_dir: home.home().join("identity"),
+        notes_client: None,
+        overrides: Default::default(),
+        redactor: Default::default(),
+    })
+}
+
+async fn with_and_without_observer(n: usize) {
+    let home = TernHome::new();
+    let mock = MockProvider::start().await;
+    let deps = deps(&home, &mock);
+    let (bare50, bare99) = appends(&deps.store, n);
+    let manager = SessionManager::new(deps.clone());
+    let (seen50, seen99) = appends(&deps.store, n);
+    println!(
+        "manager/append+check: {n} durable appends: without the observer p50 {bare50:.0} µs, \
+         p99 {bare99:.0} µs; with it p50 {seen50:.0} µs, p99 {seen99:.0} µs"
+    );
+    drop(manager);
+}
+
+async fn twenty_sessions(inputs: usize, pause: Duration) {
+    let home = TernHome::new();
+    let mock = MockProvider::start().await;
+    mock.repeat(Reply::text("ok"));
+    mock.disable_recording();
+    let manager = Arc::new(SessionManager::new(deps(&home, &mock)));
+    let project = home.project().canonicalize().expect("the project");
+    let started = Instant::now();
+    let tasks: Vec<_> = (0..SESSIONS)
+        .map(|s| {
+            let manager = manager.clone();
+            let project = project.clone();
+            tokio::spawn(async move {
+                let key = format!("webhook:bench/{s}");
+                let mut acks = Vec::with_capacity(inputs);
+                for i in 0..inputs {
+                    let message = SendUserMessage {
+                        key: key.clone(),
+                        input: UserInput::local(format!("input {i} of session {s}")),
+                        project_dir: project.clone(),
+                    };
+                    let start = Instant::now();
+                    manager.send(message).await.expect("delivered");
+                    acks.push(start.elapsed());
+                    // The next input waits for this turn, as a person would.
+                    let key = SessionKey::parse(&key).expect("a key");
+                    let handle = manager.handle(&key, &project).await.expect("a session");
+                    handle.state().await.expect("idle");
+                    tokio::time::sleep(pause).await;
+                }
+                acks
+            })
+        })
+        .collect();
+    let mut acks = Vec::new();
+    for task in tasks {
+        acks.extend(task.await.expect("a task"));
+    }
+    let elapsed = started.elapsed();
+    acks.sort();
+    println!(
+        "manager/20 sessions, {} ms between turns: {} inputs acknowledged after their durable \
+         append: p50 {:.0} µs, p99 {:.0} µs, max {:.0} µs; {:.1} s in all",
+        pause.as_millis(),
+        acks.len(),
+        quantile_us(&acks, 0.5),
+        quantile_us(&acks, 0.99),
+        quantile_us(&acks, 1.0),
+        elapsed.as_secs_f64()
+    );
+    manager.close_all().await;
+}
+
+fn main() {
+    let benchmarking = std::env::args().any(|arg| arg == "--bench");
+    let inputs = std::env::args()
+        .skip_while(|arg| arg != "--inputs")
+        .nth(1)
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(if benchmarking { 50 } else { 2 });
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    check_alone();
+    runtime.block_on(with_and_without_observer(if benchmarking {
+        2000
+    } else {
+        20
+    }));
+    runtime.block_on(twenty_sessions(inputs, Duration::ZERO));
+    runtime.block_on(twenty_sessions(inputs.min(20), Duration::from_millis(500)));
+}
