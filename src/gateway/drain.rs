@@ -86,6 +86,8 @@ impl SessionManager {
     /// current tool batch (those still running when `bound` passes are cancelled), and the
     /// drained sessions are written to the manifest for [`SessionManager::warm_up`].
     pub async fn drain(&self, bound: Duration) -> Result<Vec<DrainedSession>, GatewayError> {
+        self.stopping
+            .store(true, std::sync::atomic::Ordering::Release);
         let handles: Vec<(SessionKey, SessionHandle)> = self.live.lock().await.drain().collect();
         let deadline = tokio::time::Instant::now() + bound;
         let mut drained = Vec::new();
@@ -166,5 +168,128 @@ impl SessionManager {
 
     fn manifest_path(&self) -> PathBuf {
         self.deps.data_dir.join(MANIFEST)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::{Audience, InputKind, Sender, ToolCall, ToolResult};
+
+    fn records(events: Vec<JournalEvent>) -> Vec<JournalRecord> {
+        events
+            .into_iter()
+            .enumerate()
+            .map(|(i, event)| JournalRecord {
+                seq: i as u64 + 1,
+                at_ms: 0,
+                event,
+            })
+            .collect()
+    }
+
+    fn input() -> JournalEvent {
+        JournalEvent::InputAccepted {
+            sender: Sender::local_user(),
+            audience: Audience::Personal,
+            kind: InputKind::Person,
+            text: "find it".into(),
+        }
+    }
+
+    fn asks(text: &str, calls: &[&str]) -> JournalEvent {
+        let mut content = Vec::new();
+        if !text.is_empty() {
+            content.push(ContentBlock::Text { text: text.into() });
+        }
+        content.extend(calls.iter().map(|id| {
+            ContentBlock::ToolUse(ToolCall {
+                id: (*id).into(),
+                name: "glob".into(),
+                input: serde_json::json!({}),
+            })
+        }));
+        JournalEvent::AssistantMessage {
+            model: "m".into(),
+            content,
+        }
+    }
+
+    fn answers(ids: &[&str]) -> JournalEvent {
+        JournalEvent::ToolResults {
+            results: ids.iter().map(|id| ToolResult::ok(*id, "ok")).collect(),
+        }
+    }
+
+    fn drained() -> JournalEvent {
+        JournalEvent::TurnCompleted {
+            stop: TurnStop::Drained,
+        }
+    }
+
+    fn check(events: Vec<JournalEvent>, expected: bool) {
+        assert_eq!(resumable(&records(events.clone())), expected, "{events:#?}");
+    }
+
+    #[test]
+    fn a_drained_tool_loop_that_said_nothing_resumes() {
+        check(
+            vec![input(), asks("", &["a"]), answers(&["a"]), drained()],
+            true,
+        );
+        // Earlier turns do not count, only the drained one.
+        check(
+            vec![
+                input(),
+                asks("an earlier answer", &[]),
+                JournalEvent::completed(),
+                input(),
+                asks("", &["a", "b"]),
+                answers(&["a", "b"]),
+                drained(),
+            ],
+            true,
+        );
+    }
+
+    #[test]
+    fn a_turn_that_reached_the_person_or_left_a_call_open_does_not() {
+        // Text already shown.
+        check(
+            vec![
+                input(),
+                asks("Looking…", &["a"]),
+                answers(&["a"]),
+                drained(),
+            ],
+            false,
+        );
+        // A call without its result.
+        check(
+            vec![input(), asks("", &["a", "b"]), answers(&["a"]), drained()],
+            false,
+        );
+        // Stopped before any batch ran.
+        check(vec![input(), drained()], false);
+        // The last turn ended normally, or something came after the drain.
+        check(
+            vec![
+                input(),
+                asks("", &["a"]),
+                answers(&["a"]),
+                JournalEvent::completed(),
+            ],
+            false,
+        );
+        check(
+            vec![
+                input(),
+                asks("", &["a"]),
+                answers(&["a"]),
+                drained(),
+                input(),
+            ],
+            false,
+        );
     }
 }

@@ -21,6 +21,7 @@ use crate::store::{Plan, StoreChange};
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use tokio::sync::{Mutex, Notify, broadcast};
 
 /// An input for the session a key talks to.
@@ -69,6 +70,8 @@ pub struct SessionManager {
     due: Arc<Notify>,
     clock: Clock,
     zone: jiff::tz::TimeZone,
+    /// Set by a drain: from then on nothing is delivered and no session is started again.
+    pub(super) stopping: AtomicBool,
 }
 
 impl SessionManager {
@@ -95,6 +98,7 @@ impl SessionManager {
             clock,
             zone,
             deps,
+            stopping: AtomicBool::new(false),
         };
         manager.observe_writes();
         manager.start_maintenance();
@@ -130,6 +134,9 @@ impl SessionManager {
         filter: Option<OutputFilter>,
     ) -> Result<(Delivered, Option<Subscription>), GatewayError> {
         let key = SessionKey::parse(&message.key)?;
+        if self.stopping.load(Ordering::Acquire) {
+            return Err(SessionError::Closed.into());
+        }
         let person = !message.input.kind.is_automation() && !message.input.sender.automated;
         let reset = match self.reset_due(&key, person)? {
             Some((from, why)) => {
@@ -149,7 +156,9 @@ impl SessionManager {
                 None => (None, handle.send(message.input.clone()).await),
             };
             match sent {
-                Err(SessionError::Closed) if !restarted => {
+                Err(SessionError::Closed)
+                    if !restarted && !self.stopping.load(Ordering::Acquire) =>
+                {
                     tracing::error!(session = %handle.id(), %key, "the session's actor had stopped; restarting it from its journal");
                     self.live.lock().await.remove(&key);
                     restarted = true;

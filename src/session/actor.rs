@@ -27,6 +27,7 @@ use crate::tools::{ApprovalMode, ToolRegistry};
 use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
@@ -103,7 +104,8 @@ pub(super) struct SessionActor {
     interrupted_note: Option<String>,
     /// How the running turn ended, once it has said so.
     last_stop: Option<TurnStop>,
-    /// When the session last had something to do (an input, a compaction, a turn's end).
+    /// When the session last had something to do (an input, a compaction, a turn's end, a
+    /// keep-awake guard taken or dropped).
     active_at: Instant,
     waiting_for_state: Vec<oneshot::Sender<SessionState>>,
     turn: Option<RunningTurn>,
@@ -113,6 +115,8 @@ pub(super) struct SessionActor {
     closers: Vec<oneshot::Sender<()>>,
     /// Told, when the actor has stopped, whether inputs were waiting at the drain.
     drainers: Vec<(oneshot::Sender<bool>, bool)>,
+    /// Live [`super::handle::KeepAwake`] guards; none may rest while there are any.
+    awake: Arc<AtomicUsize>,
 }
 
 impl SessionActor {
@@ -124,6 +128,7 @@ impl SessionActor {
         let (tx, rx) = mpsc::channel(REQUEST_QUEUE);
         let id = state.id.clone();
         let dirs = Arc::new(dirs);
+        let awake = Arc::new(AtomicUsize::new(0));
         let actor = SessionActor {
             id: id.clone(),
             project_dir: state.project_dir.clone(),
@@ -142,9 +147,10 @@ impl SessionActor {
             accepting: true,
             closers: Vec::new(),
             drainers: Vec::new(),
+            awake: awake.clone(),
         };
         tokio::spawn(actor.run(rx));
-        SessionHandle { id, tx }
+        SessionHandle { id, tx, awake }
     }
 
     async fn run(mut self, mut requests: mpsc::Receiver<Request>) {
@@ -211,7 +217,10 @@ impl SessionActor {
     }
 
     fn handle(&mut self, request: Request) {
-        if matches!(request, Request::Send { .. } | Request::Compact { .. }) {
+        if matches!(
+            request,
+            Request::Send { .. } | Request::Compact { .. } | Request::Awake
+        ) {
             self.active_at = Instant::now();
             if self.phase == Phase::Passivating {
                 // Woken during the grace: the session stays up.
@@ -271,6 +280,8 @@ impl SessionActor {
                 self.start_next_turn();
             }
             Request::ResumeTurn { .. } => {}
+            // Only the idle clock and the phase change, above.
+            Request::Awake => {}
             Request::Compact { reply } if self.accepting => {
                 self.queue.push_back(Queued::Compact(reply));
                 self.start_next_turn();
@@ -488,6 +499,7 @@ impl SessionActor {
     /// `idle_timeout` not zero. Subscribers do not keep it up.
     fn may_rest(&self) -> bool {
         !self.deps.settings.idle_timeout.is_zero()
+            && self.awake.load(Ordering::Acquire) == 0
             && self.accepting
             && self.turn.is_none()
             && self.queue.is_empty()

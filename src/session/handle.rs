@@ -11,6 +11,7 @@ use crate::domain::{SessionId, SessionKey};
 use crate::store::SessionMeta;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use tokio::sync::{mpsc, oneshot};
 
 /// The cloneable front of a session.
@@ -18,6 +19,34 @@ use tokio::sync::{mpsc, oneshot};
 pub struct SessionHandle {
     pub(super) id: SessionId,
     pub(super) tx: mpsc::Sender<Request>,
+    /// How many [`KeepAwake`] guards are alive; the actor does not rest while any is.
+    pub(super) awake: Arc<AtomicUsize>,
+}
+
+/// Keeps a session from resting while it lives: held by work that runs on after a turn (a
+/// background job, a subagent). When the last one goes, idle time counts from then.
+pub struct KeepAwake {
+    tx: mpsc::Sender<Request>,
+    awake: Arc<AtomicUsize>,
+}
+
+impl Drop for KeepAwake {
+    fn drop(&mut self) {
+        self.awake.fetch_sub(1, Ordering::AcqRel);
+        rouse(&self.tx);
+    }
+}
+
+/// Asks the actor to look again at whether it may rest, without waiting.
+fn rouse(tx: &mpsc::Sender<Request>) {
+    if tx.try_send(Request::Awake).is_err()
+        && let Ok(runtime) = tokio::runtime::Handle::try_current()
+    {
+        let tx = tx.clone();
+        runtime.spawn(async move {
+            let _ = tx.send(Request::Awake).await;
+        });
+    }
 }
 
 pub(super) enum Request {
@@ -44,6 +73,8 @@ pub(super) enum Request {
     ResumeTurn {
         notice: String,
     },
+    /// A [`KeepAwake`] guard was taken or dropped.
+    Awake,
     /// Compact the history now (`/compact`); answered with whether anything changed, once
     /// the compaction ran (after the running turn, if any).
     Compact {
@@ -105,6 +136,17 @@ impl SessionHandle {
 
     pub fn id(&self) -> &SessionId {
         &self.id
+    }
+
+    /// Keeps the session from resting (and wakes it from the grace before rest) until the
+    /// guard is dropped.
+    pub fn keep_awake(&self) -> KeepAwake {
+        self.awake.fetch_add(1, Ordering::AcqRel);
+        rouse(&self.tx);
+        KeepAwake {
+            tx: self.tx.clone(),
+            awake: self.awake.clone(),
+        }
     }
 
     /// Journals `input` durably and returns its journal position; the turn it starts runs

@@ -26,7 +26,7 @@ mod turn;
 pub use actor::SessionDeps;
 pub use envelope::{Rerooted, SessionDirs, SubagentDirs};
 pub use events::{OutputFilter, SessionEvent, Subscription};
-pub use handle::SessionHandle;
+pub use handle::{KeepAwake, SessionHandle};
 pub use input::{SessionError, UserInput};
 pub use layers::preview;
 pub use phase::{IllegalTransition, Phase};

@@ -232,3 +232,44 @@ async fn sessions_idle_at_the_drain_stay_cold() {
     assert!(manager.warm_up().await.unwrap().is_empty());
     assert_eq!(manager.live_sessions().await, 0);
 }
+
+#[tokio::test]
+async fn a_drained_turn_with_input_waiting_behind_it_is_not_resumed() {
+    let world = World::anthropic();
+    let key = "slack:T1/C9/1700000000.3";
+    world.mock.push(
+        Reply::tool_call("glob", json!({"pattern": "*.txt"}))
+            .delay_before(Duration::from_millis(300)),
+    );
+    let manager = SessionManager::new(world.deps());
+    manager
+        .send(message(&world, key, "find the text files"))
+        .await
+        .expect("delivered");
+    // Someone else writes in the thread while the turn runs: it waits for its own turn.
+    let mut other = message(&world, key, "and me?");
+    other.input.sender.id = "U2".into();
+    other.input.sender.name = "colleague".into();
+    let waiting = {
+        let manager = &manager;
+        async move { manager.send(other).await }
+    };
+    let drain = async {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        manager.drain(Duration::from_secs(30)).await
+    };
+    let (waited, drained) = tokio::join!(waiting, drain);
+    assert!(
+        waited.is_err(),
+        "the waiting input is refused, never acknowledged: {waited:?}"
+    );
+    let drained = drained.expect("drained");
+    assert_eq!(drained.len(), 1);
+    assert!(drained[0].waiting);
+
+    let manager = SessionManager::new(world.deps());
+    let warmed = manager.warm_up().await.expect("warmed up");
+    assert_eq!(warmed.len(), 1);
+    assert!(!warmed[0].resumed, "the person is told instead");
+    assert_eq!(world.mock.model_requests().len(), 1, "no call made");
+}

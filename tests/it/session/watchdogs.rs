@@ -252,3 +252,57 @@ async fn an_idle_timeout_of_zero_never_puts_a_session_to_rest() {
     let answered = slow_turn(&handle, "a day later").await;
     assert_eq!(completed(&answered).as_deref(), Some("two"));
 }
+
+#[tokio::test(start_paused = true)]
+async fn work_that_keeps_the_session_awake_defers_rest_until_it_ends() {
+    let mut world = World::anthropic();
+    world.settings.idle_timeout = Duration::from_secs(600);
+    let (handle, _) = session(&world, vec![Step::Answer("one")]);
+    slow_turn(&handle, "start the job").await;
+    // A background job runs on for two hours after the turn.
+    let job = handle.keep_awake();
+    let mut events = handle.subscribe(OutputFilter::ALL).await.unwrap();
+    let seen = timed_events(&mut events, Duration::from_secs(2 * 3600)).await;
+    assert_eq!(
+        phase_at(&seen, tern::session::Phase::Passivating),
+        None,
+        "no rest while the job lives"
+    );
+    let ended = Instant::now();
+    drop(job);
+    let seen = timed_events(&mut events, Duration::from_secs(3600)).await;
+    let resting = phase_at(&seen, tern::session::Phase::Passivating).expect("rests after it");
+    assert_eq!(
+        resting - ended,
+        Duration::from_secs(600),
+        "idle counts from the job's end"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn work_started_during_the_grace_keeps_the_session_up() {
+    let mut world = World::anthropic();
+    world.settings.idle_timeout = Duration::from_secs(60);
+    let (handle, _) = session(&world, vec![Step::Answer("one")]);
+    slow_turn(&handle, "hi").await;
+    let mut events = handle.subscribe(OutputFilter::ALL).await.unwrap();
+    loop {
+        if let SessionEvent::PhaseChanged {
+            phase: tern::session::Phase::Passivating,
+        } = events.recv().await.expect("the session runs")
+        {
+            break;
+        }
+    }
+    let _job = handle.keep_awake();
+    let seen = timed_events(&mut events, Duration::from_secs(3600)).await;
+    assert!(
+        phase_at(&seen, tern::session::Phase::Ready).is_some(),
+        "back to ready: {seen:?}"
+    );
+    assert!(
+        !journal(&world, handle.id())
+            .iter()
+            .any(|e| matches!(e, JournalEvent::Passivated { .. }))
+    );
+}
