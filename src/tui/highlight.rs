@@ -1,0 +1,358 @@
+//! Syntax highlighting of code blocks with syntect, into ratatui styles.
+//!
+//! syntect's syntax and theme sets are decoded from data embedded in the binary on first use
+//! (tens of milliseconds in a release build, see `benches/markdown.rs`); call [`warm_up`] on
+//! a background thread at start-up so the first code block does not pay for it.
+//!
+//! Highlighting is slow next to everything else the renderer does (syntect with its
+//! pure-Rust regex engine manages roughly 15,000 lines a second), and a streaming reply is
+//! rendered again on every tick while earlier code blocks in it stay the same. So results are
+//! memoised: a small least-recently-used table keyed by (theme, language, code). The table is
+//! a cache only; the output is a pure function of the arguments.
+//!
+//! The styles carry syntect's foreground colours as `Color::Rgb` and its bold, italic and
+//! underline; never a background, so the caller's code-block background shows through. To
+//! bring the colours down to the terminal's depth, pass each style through
+//! [`super::Theme::adapt`] (the markdown renderer does).
+
+use std::collections::HashMap;
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::sync::{Arc, LazyLock, Mutex};
+
+use ratatui::style::{Color, Modifier, Style};
+use syntect::easy::HighlightLines;
+use syntect::highlighting::{FontStyle, ThemeSet};
+use syntect::parsing::{SyntaxReference, SyntaxSet};
+use syntect::util::LinesWithEndings;
+
+/// The syntect themes built into the binary, by name.
+pub const SYNTAX_THEMES: &[&str] = &[
+    "base16-ocean.dark",
+    "base16-eighties.dark",
+    "base16-mocha.dark",
+    "base16-ocean.light",
+    "InspiredGitHub",
+    "Solarized (dark)",
+    "Solarized (light)",
+];
+
+/// One highlighted line: its pieces of text with their styles, without the line ending.
+pub type HighlightedLine = Vec<(Style, String)>;
+
+static SYNTAXES: LazyLock<SyntaxSet> = LazyLock::new(SyntaxSet::load_defaults_newlines);
+static THEMES: LazyLock<ThemeSet> = LazyLock::new(ThemeSet::load_defaults);
+
+/// How many highlighted blocks the memo keeps: enough for every code block on screen and in
+/// the reply being streamed.
+const MEMO_CAPACITY: usize = 64;
+
+/// Fence names models use that syntect's default set knows under another name, or not at all
+/// (then the nearest syntax that reads well).
+const ALIASES: &[(&str, &str)] = &[
+    ("ts", "js"),
+    ("typescript", "js"),
+    ("tsx", "js"),
+    ("jsx", "js"),
+    ("mjs", "js"),
+    ("cjs", "js"),
+    ("javascript", "js"),
+    ("node", "js"),
+    ("jsonc", "json"),
+    ("json5", "json"),
+    ("shell", "bash"),
+    ("console", "bash"),
+    ("shellsession", "bash"),
+    ("zsh", "bash"),
+    ("sh", "bash"),
+    ("golang", "go"),
+    ("py3", "python"),
+    ("python3", "python"),
+    ("c++", "cpp"),
+    ("objective-c", "m"),
+    ("yml", "yaml"),
+    ("rs", "rust"),
+];
+
+/// Loads syntect's syntaxes and themes now rather than at the first code block.
+pub fn warm_up() {
+    LazyLock::force(&SYNTAXES);
+    LazyLock::force(&THEMES);
+}
+
+/// Whether code fenced with `lang` would be highlighted rather than shown plain.
+pub fn is_known_language(lang: &str) -> bool {
+    find_syntax(lang).is_some()
+}
+
+/// Highlights `code` as `lang` (a fence name such as `rust`, `py` or `ts`) with the syntect
+/// theme `theme_name`: one entry per line of `code`.
+///
+/// An unknown language or theme gives the lines unstyled (`Style::new()`), for the caller to
+/// show in its plain code style.
+pub fn highlight(code: &str, lang: &str, theme_name: &str) -> Vec<HighlightedLine> {
+    highlight_shared(code, lang, theme_name).to_vec()
+}
+
+/// [`highlight`] without copying the memoised result.
+pub(crate) fn highlight_shared(code: &str, lang: &str, theme_name: &str) -> Arc<[HighlightedLine]> {
+    let Some(syntax) = find_syntax(lang) else {
+        return plain(code).into();
+    };
+    let Some(theme) = THEMES.themes.get(theme_name) else {
+        return plain(code).into();
+    };
+    let key = MemoKey::new(code, &syntax.name, theme_name);
+    if let Some(hit) = memo_get(&key) {
+        return hit;
+    }
+    let lines: Arc<[HighlightedLine]> = run_syntect(code, syntax, theme).into();
+    memo_put(key, Arc::clone(&lines));
+    lines
+}
+
+fn find_syntax(lang: &str) -> Option<&'static SyntaxReference> {
+    let lang = lang.trim().to_ascii_lowercase();
+    if lang.is_empty() {
+        return None;
+    }
+    let name = ALIASES
+        .iter()
+        .find(|(alias, _)| *alias == lang)
+        .map_or(lang.as_str(), |(_, target)| target);
+    let syntaxes = &*SYNTAXES;
+    syntaxes
+        .find_syntax_by_token(name)
+        .filter(|s| s.name != "Plain Text")
+}
+
+fn run_syntect(
+    code: &str,
+    syntax: &SyntaxReference,
+    theme: &syntect::highlighting::Theme,
+) -> Vec<HighlightedLine> {
+    let mut highlighter = HighlightLines::new(syntax, theme);
+    let mut out = Vec::new();
+    let mut lines = LinesWithEndings::from(code);
+    for line in lines.by_ref() {
+        match highlighter.highlight_line(line, &SYNTAXES) {
+            Ok(pieces) => out.push(
+                pieces
+                    .into_iter()
+                    .map(|(style, text)| (convert(style), strip_ending(text).to_string()))
+                    .filter(|(_, text)| !text.is_empty())
+                    .collect(),
+            ),
+            Err(_) => {
+                // A syntax definition that fails on this input: show the rest plain rather
+                // than lose it.
+                out.push(vec![(Style::new(), strip_ending(line).to_string())]);
+                break;
+            }
+        }
+    }
+    out.extend(lines.map(|l| vec![(Style::new(), strip_ending(l).to_string())]));
+    out
+}
+
+/// The lines of `code` unstyled, split the way syntect splits them.
+fn plain(code: &str) -> Vec<HighlightedLine> {
+    LinesWithEndings::from(code)
+        .map(|l| {
+            let text = strip_ending(l);
+            if text.is_empty() {
+                Vec::new()
+            } else {
+                vec![(Style::new(), text.to_string())]
+            }
+        })
+        .collect()
+}
+
+fn strip_ending(line: &str) -> &str {
+    let line = line.strip_suffix('\n').unwrap_or(line);
+    line.strip_suffix('\r').unwrap_or(line)
+}
+
+fn convert(style: syntect::highlighting::Style) -> Style {
+    let fg = style.foreground;
+    let mut out = Style::new().fg(Color::Rgb(fg.r, fg.g, fg.b));
+    let font = style.font_style;
+    if font.contains(FontStyle::BOLD) {
+        out = out.add_modifier(Modifier::BOLD);
+    }
+    if font.contains(FontStyle::ITALIC) {
+        out = out.add_modifier(Modifier::ITALIC);
+    }
+    if font.contains(FontStyle::UNDERLINE) {
+        out = out.add_modifier(Modifier::UNDERLINED);
+    }
+    out
+}
+
+#[derive(PartialEq, Eq)]
+struct MemoKey {
+    hash: u64,
+    code: String,
+    syntax: String,
+    theme: String,
+}
+
+impl MemoKey {
+    fn new(code: &str, syntax: &str, theme: &str) -> Self {
+        let mut hasher = DefaultHasher::new();
+        (code, syntax, theme).hash(&mut hasher);
+        MemoKey {
+            hash: hasher.finish(),
+            code: code.to_string(),
+            syntax: syntax.to_string(),
+            theme: theme.to_string(),
+        }
+    }
+}
+
+struct MemoEntry {
+    key: MemoKey,
+    lines: Arc<[HighlightedLine]>,
+    last_used: u64,
+}
+
+#[derive(Default)]
+struct Memo {
+    entries: HashMap<u64, MemoEntry>,
+    clock: u64,
+}
+
+static MEMO: LazyLock<Mutex<Memo>> = LazyLock::new(Mutex::default);
+
+fn memo_get(key: &MemoKey) -> Option<Arc<[HighlightedLine]>> {
+    // A poisoned lock only means another thread panicked mid-update of a cache: skip it.
+    let mut memo = MEMO.lock().ok()?;
+    memo.clock += 1;
+    let now = memo.clock;
+    let entry = memo.entries.get_mut(&key.hash).filter(|e| e.key == *key)?;
+    entry.last_used = now;
+    Some(Arc::clone(&entry.lines))
+}
+
+fn memo_put(key: MemoKey, lines: Arc<[HighlightedLine]>) {
+    let Ok(mut memo) = MEMO.lock() else {
+        return;
+    };
+    memo.clock += 1;
+    let now = memo.clock;
+    if memo.entries.len() >= MEMO_CAPACITY && !memo.entries.contains_key(&key.hash) {
+        // The partial versions of a block being streamed are used once each and age out
+        // first; blocks that are complete are hit on every redraw and stay.
+        if let Some(oldest) = memo
+            .entries
+            .iter()
+            .min_by_key(|(_, e)| e.last_used)
+            .map(|(h, _)| *h)
+        {
+            memo.entries.remove(&oldest);
+        }
+    }
+    memo.entries.insert(
+        key.hash,
+        MemoEntry {
+            key,
+            lines,
+            last_used: now,
+        },
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text_of(lines: &[HighlightedLine]) -> Vec<String> {
+        lines
+            .iter()
+            .map(|l| l.iter().map(|(_, t)| t.as_str()).collect())
+            .collect()
+    }
+
+    fn colours(line: &HighlightedLine) -> Vec<Option<Color>> {
+        line.iter().map(|(s, _)| s.fg).collect()
+    }
+
+    #[test]
+    fn rust_is_coloured_and_keeps_its_text() {
+        let code = "fn main() {\n    let x = \"hi\";\n}\n";
+        let lines = highlight(code, "rust", "base16-ocean.dark");
+        assert_eq!(
+            text_of(&lines),
+            vec!["fn main() {", "    let x = \"hi\";", "}"]
+        );
+        let distinct: std::collections::HashSet<_> = lines.iter().flat_map(colours).collect();
+        assert!(
+            distinct.len() >= 3,
+            "expected several colours, got {distinct:?}"
+        );
+        assert!(lines.iter().flatten().all(|(s, _)| s.bg.is_none()));
+    }
+
+    #[test]
+    fn fence_aliases_and_case() {
+        for lang in [
+            "rs", "Rust", "py", "python", "ts", "sh", "shell", "json", "yml", "c++",
+        ] {
+            assert!(is_known_language(lang), "{lang}");
+        }
+        for lang in ["", "klingon", "text", "plain"] {
+            assert!(!is_known_language(lang), "{lang}");
+        }
+    }
+
+    #[test]
+    fn unknown_language_or_theme_is_plain() {
+        let code = "a b\n\nc\n";
+        for lines in [
+            highlight(code, "klingon", "base16-ocean.dark"),
+            highlight(code, "rust", "no such theme"),
+        ] {
+            assert_eq!(text_of(&lines), vec!["a b", "", "c"]);
+            assert!(lines.iter().flatten().all(|(s, _)| *s == Style::new()));
+        }
+    }
+
+    #[test]
+    fn line_count_matches_the_code() {
+        assert!(highlight("", "rust", "InspiredGitHub").is_empty());
+        assert_eq!(highlight("x", "rust", "InspiredGitHub").len(), 1);
+        assert_eq!(highlight("x\r\ny\n\n", "rust", "InspiredGitHub").len(), 3);
+        assert_eq!(
+            text_of(&highlight("x\r\ny", "py", "InspiredGitHub")),
+            vec!["x", "y"]
+        );
+    }
+
+    #[test]
+    fn every_listed_theme_exists() {
+        let mut loaded: Vec<&str> = THEMES.themes.keys().map(String::as_str).collect();
+        loaded.sort_unstable();
+        let mut listed = SYNTAX_THEMES.to_vec();
+        listed.sort_unstable();
+        assert_eq!(loaded, listed);
+    }
+
+    #[test]
+    fn memoised_result_equals_a_fresh_one() {
+        let code = "def f(x):\n    return x  # memo test\n";
+        let first = highlight(code, "python", "Solarized (dark)");
+        let second = highlight(code, "python", "Solarized (dark)");
+        assert_eq!(first, second);
+        let other_theme = highlight(code, "python", "Solarized (light)");
+        assert_ne!(first, other_theme);
+    }
+
+    #[test]
+    fn memo_stays_bounded() {
+        for i in 0..(MEMO_CAPACITY + 10) {
+            highlight(&format!("let v{i} = {i};"), "rust", "base16-ocean.dark");
+        }
+        let size = MEMO.lock().map(|m| m.entries.len()).unwrap_or(0);
+        assert!(size <= MEMO_CAPACITY);
+    }
+}
