@@ -5,23 +5,21 @@
 //! a background thread at start-up so the first code block does not pay for it.
 //!
 //! Highlighting is slow next to everything else the renderer does (syntect with its
-//! pure-Rust regex engine manages roughly 15,000 lines a second), and a streaming reply is
-//! rendered again on every tick while earlier code blocks in it stay the same. So results are
-//! memoised: a small least-recently-used table keyed by (theme, language, code). The table is
-//! a cache only; the output is a pure function of the arguments.
+//! pure-Rust regex engine manages several thousand lines a second), and a streaming reply is
+//! rendered again on every tick. So results are memoised ([`memo`]): a finished block is not
+//! highlighted again, and a block that is still growing resumes from its last complete line.
+//! The memo is a cache only; the output is a pure function of the arguments.
 //!
 //! The styles carry syntect's foreground colours as `Color::Rgb` and its bold, italic and
 //! underline; never a background, so the caller's code-block background shows through. To
 //! bring the colours down to the terminal's depth, pass each style through
 //! [`super::Theme::adapt`] (the markdown renderer does).
 
-use std::collections::HashMap;
-use std::hash::{DefaultHasher, Hash, Hasher};
-use std::sync::{Arc, LazyLock, Mutex};
+use std::sync::{Arc, LazyLock};
 
 use ratatui::style::{Color, Modifier, Style};
 use syntect::easy::HighlightLines;
-use syntect::highlighting::{FontStyle, ThemeSet};
+use syntect::highlighting::{FontStyle, Theme as SyntaxTheme, ThemeSet};
 use syntect::parsing::{SyntaxReference, SyntaxSet};
 use syntect::util::LinesWithEndings;
 
@@ -41,10 +39,6 @@ pub type HighlightedLine = Vec<(Style, String)>;
 
 static SYNTAXES: LazyLock<SyntaxSet> = LazyLock::new(SyntaxSet::load_defaults_newlines);
 static THEMES: LazyLock<ThemeSet> = LazyLock::new(ThemeSet::load_defaults);
-
-/// How many highlighted blocks the memo keeps: enough for every code block on screen and in
-/// the reply being streamed.
-const MEMO_CAPACITY: usize = 64;
 
 /// Fence names models use that syntect's default set knows under another name, or not at all
 /// (then the nearest syntax that reads well).
@@ -101,12 +95,14 @@ pub(crate) fn highlight_shared(code: &str, lang: &str, theme_name: &str) -> Arc<
     let Some(theme) = THEMES.themes.get(theme_name) else {
         return plain(code).into();
     };
-    let key = MemoKey::new(code, &syntax.name, theme_name);
-    if let Some(hit) = memo_get(&key) {
-        return hit;
-    }
-    let lines: Arc<[HighlightedLine]> = run_syntect(code, syntax, theme).into();
-    memo_put(key, Arc::clone(&lines));
+    let start = match memo::lookup(code, &syntax.name, theme_name) {
+        memo::Lookup::Hit(lines) => return lines,
+        memo::Lookup::Resume(resume) => Some(resume),
+        memo::Lookup::Miss => None,
+    };
+    let (lines, resume) = run_syntect(code, syntax, theme, start);
+    let lines: Arc<[HighlightedLine]> = lines.into();
+    memo::store(code, &syntax.name, theme_name, Arc::clone(&lines), resume);
     lines
 }
 
@@ -125,15 +121,33 @@ fn find_syntax(lang: &str) -> Option<&'static SyntaxReference> {
         .filter(|s| s.name != "Plain Text")
 }
 
+/// Highlights `code`, or its part after `start` (the lines before it already highlighted).
+/// Also returns where a longer version of the same code could resume: after its last
+/// complete line, since an unfinished last line may still change.
 fn run_syntect(
     code: &str,
     syntax: &SyntaxReference,
-    theme: &syntect::highlighting::Theme,
-) -> Vec<HighlightedLine> {
-    let mut highlighter = HighlightLines::new(syntax, theme);
-    let mut out = Vec::new();
-    let mut lines = LinesWithEndings::from(code);
-    for line in lines.by_ref() {
+    theme: &SyntaxTheme,
+    start: Option<memo::Resume>,
+) -> (Vec<HighlightedLine>, Option<memo::Resume>) {
+    let (mut out, mut offset, mut highlighter) = match start {
+        Some(resume) => (
+            resume.lines.to_vec(),
+            resume.offset,
+            HighlightLines::from_state(theme, resume.highlight, resume.parse),
+        ),
+        None => (Vec::new(), 0, HighlightLines::new(syntax, theme)),
+    };
+    let rest = code.get(offset..).unwrap_or("");
+    let mut lines = LinesWithEndings::from(rest).peekable();
+    let mut resume = None;
+    while let Some(line) = lines.next() {
+        if lines.peek().is_none() && !line.ends_with('\n') {
+            // The unfinished last line: remember the state before it.
+            let (highlight, parse) = highlighter.state();
+            resume = Some((offset, highlight.clone(), parse.clone()));
+            highlighter = HighlightLines::from_state(theme, highlight, parse);
+        }
         match highlighter.highlight_line(line, &SYNTAXES) {
             Ok(pieces) => out.push(
                 pieces
@@ -144,14 +158,35 @@ fn run_syntect(
             ),
             Err(_) => {
                 // A syntax definition that fails on this input: show the rest plain rather
-                // than lose it.
+                // than lose it, and let nothing resume from a broken state.
                 out.push(vec![(Style::new(), strip_ending(line).to_string())]);
-                break;
+                out.extend(lines.map(|l| vec![(Style::new(), strip_ending(l).to_string())]));
+                return (out, None);
             }
         }
+        offset += line.len();
     }
-    out.extend(lines.map(|l| vec![(Style::new(), strip_ending(l).to_string())]));
-    out
+    let resume = match resume {
+        // Nothing complete yet: nothing worth resuming from.
+        Some((0, _, _)) => return (out, None),
+        Some((at, highlight, parse)) => memo::Resume {
+            offset: at,
+            lines: out[..out.len().saturating_sub(1)].into(),
+            highlight,
+            parse,
+        },
+        None if offset == 0 => return (out, None),
+        None => {
+            let (highlight, parse) = highlighter.state();
+            memo::Resume {
+                offset,
+                lines: out.clone().into(),
+                highlight,
+                parse,
+            }
+        }
+    };
+    (out, Some(resume))
 }
 
 /// The lines of `code` unstyled, split the way syntect splits them.
@@ -189,78 +224,7 @@ fn convert(style: syntect::highlighting::Style) -> Style {
     out
 }
 
-#[derive(PartialEq, Eq)]
-struct MemoKey {
-    hash: u64,
-    code: String,
-    syntax: String,
-    theme: String,
-}
-
-impl MemoKey {
-    fn new(code: &str, syntax: &str, theme: &str) -> Self {
-        let mut hasher = DefaultHasher::new();
-        (code, syntax, theme).hash(&mut hasher);
-        MemoKey {
-            hash: hasher.finish(),
-            code: code.to_string(),
-            syntax: syntax.to_string(),
-            theme: theme.to_string(),
-        }
-    }
-}
-
-struct MemoEntry {
-    key: MemoKey,
-    lines: Arc<[HighlightedLine]>,
-    last_used: u64,
-}
-
-#[derive(Default)]
-struct Memo {
-    entries: HashMap<u64, MemoEntry>,
-    clock: u64,
-}
-
-static MEMO: LazyLock<Mutex<Memo>> = LazyLock::new(Mutex::default);
-
-fn memo_get(key: &MemoKey) -> Option<Arc<[HighlightedLine]>> {
-    // A poisoned lock only means another thread panicked mid-update of a cache: skip it.
-    let mut memo = MEMO.lock().ok()?;
-    memo.clock += 1;
-    let now = memo.clock;
-    let entry = memo.entries.get_mut(&key.hash).filter(|e| e.key == *key)?;
-    entry.last_used = now;
-    Some(Arc::clone(&entry.lines))
-}
-
-fn memo_put(key: MemoKey, lines: Arc<[HighlightedLine]>) {
-    let Ok(mut memo) = MEMO.lock() else {
-        return;
-    };
-    memo.clock += 1;
-    let now = memo.clock;
-    if memo.entries.len() >= MEMO_CAPACITY && !memo.entries.contains_key(&key.hash) {
-        // The partial versions of a block being streamed are used once each and age out
-        // first; blocks that are complete are hit on every redraw and stay.
-        if let Some(oldest) = memo
-            .entries
-            .iter()
-            .min_by_key(|(_, e)| e.last_used)
-            .map(|(h, _)| *h)
-        {
-            memo.entries.remove(&oldest);
-        }
-    }
-    memo.entries.insert(
-        key.hash,
-        MemoEntry {
-            key,
-            lines,
-            last_used: now,
-        },
-    );
-}
+mod memo;
 
 #[cfg(test)]
 mod tests {
@@ -348,11 +312,20 @@ mod tests {
     }
 
     #[test]
-    fn memo_stays_bounded() {
-        for i in 0..(MEMO_CAPACITY + 10) {
-            highlight(&format!("let v{i} = {i};"), "rust", "base16-ocean.dark");
+    fn a_growing_block_resumes_and_matches_a_fresh_highlight() {
+        let full =
+            "let s = \"a\nstring over\nlines\";\nfn f() {}\n/* open\ncomment */ let y = 2;\n";
+        // Feed the block as a stream does, a few bytes at a time; each step may resume from
+        // the one before, and must give what highlighting it from scratch gives.
+        let mut cut = 0;
+        while cut < full.len() {
+            cut = (cut + 5).min(full.len());
+            let part = &full[..cut];
+            let streamed = highlight(part, "rust", "base16-mocha.dark");
+            let syntax = find_syntax("rust").expect("rust");
+            let theme = &THEMES.themes["base16-mocha.dark"];
+            let (fresh, _) = run_syntect(part, syntax, theme, None);
+            assert_eq!(streamed, fresh, "after {cut} bytes");
         }
-        let size = MEMO.lock().map(|m| m.entries.len()).unwrap_or(0);
-        assert!(size <= MEMO_CAPACITY);
     }
 }
