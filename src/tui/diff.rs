@@ -147,26 +147,27 @@ fn classify_numbered(unified: &str) -> Vec<(DiffLine<'_>, Option<u64>)> {
         } = &mut state
         {
             let (kind, number) = match line.chars().next() {
+                // Saturating: the numbers come from the text and may be absurd.
                 Some('+') if *new_left > 0 => {
                     *new_left -= 1;
-                    *new_line += 1;
-                    (DiffLine::Added(&line[1..]), *new_line - 1)
+                    let number = *new_line;
+                    *new_line = number.saturating_add(1);
+                    (DiffLine::Added(&line[1..]), number)
                 }
                 Some('-') if *old_left > 0 => {
                     *old_left -= 1;
-                    *old_line += 1;
-                    (DiffLine::Removed(&line[1..]), *old_line - 1)
+                    let number = *old_line;
+                    *old_line = number.saturating_add(1);
+                    (DiffLine::Removed(&line[1..]), number)
                 }
                 // Some tools strip the space of an empty context line.
                 Some(' ') | None if *old_left > 0 && *new_left > 0 => {
                     *old_left -= 1;
                     *new_left -= 1;
-                    *old_line += 1;
-                    *new_line += 1;
-                    (
-                        DiffLine::Context(line.get(1..).unwrap_or("")),
-                        *new_line - 1,
-                    )
+                    *old_line = old_line.saturating_add(1);
+                    let number = *new_line;
+                    *new_line = number.saturating_add(1);
+                    (DiffLine::Context(line.get(1..).unwrap_or("")), number)
                 }
                 Some('\\') => {
                     out.push((DiffLine::Note(line), None));
@@ -206,7 +207,7 @@ fn headers_line<'a>(
 ) -> (DiffLine<'a>, Option<u64>) {
     if line.starts_with("@@") {
         *state = match parse_hunk_header(line) {
-            Some((old_line, old_left, new_line, new_left)) if old_left + new_left > 0 => {
+            Some((old_line, old_left, new_line, new_left)) if old_left > 0 || new_left > 0 => {
                 State::Counted {
                     old_left,
                     new_left,
@@ -453,11 +454,63 @@ index 1..2 100644
     }
 
     #[test]
+    fn absurd_hunk_numbers_do_not_overflow() {
+        let diff = format!("@@ -{0},{0} +{0},{0} @@\n a\n+b\n-c\n", u64::MAX);
+        assert_eq!(diff_stats(&diff), (1, 1));
+        let lines = render_diff_with(
+            &diff,
+            40,
+            &Theme::default(),
+            DiffOptions { line_numbers: true },
+        );
+        // The 89-cell header takes three lines; the others fit in one each.
+        assert_eq!(lines.len(), 6);
+        assert!(lines.iter().all(|l| line_width(l) <= 40));
+    }
+
+    #[test]
     fn tabs_and_control_characters_in_content() {
         check(
             "@@ -1 +1 @@\n-\tx\u{1b}[0m\n+y",
             20,
             &["@@ -1 +1 @@", "-    x[0m", "+y"],
         );
+    }
+
+    mod properties {
+        use proptest::prelude::*;
+
+        use super::*;
+
+        fn diff_text() -> impl Strategy<Value = String> {
+            let piece = prop_oneof![
+                Just("@@ -1,3 +1,2 @@\n".to_string()),
+                Just("@@ -0,0 +1 @@ fn x\n".to_string()),
+                Just("@@ -99999999999999999999 +1 @@\n".to_string()),
+                Just("--- a/x\n+++ b/x\n".to_string()),
+                Just("\\ No newline at end of file\n".to_string()),
+                "[-+ ][a-z\t ]{0,30}\n",
+                any::<String>(),
+            ];
+            proptest::collection::vec(piece, 0..20).prop_map(|p| p.concat())
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig {
+                failure_persistence: None,
+                ..ProptestConfig::default()
+            })]
+
+            #[test]
+            fn never_panics_and_fits(input in diff_text(), width in 0u16..60, numbers: bool) {
+                let options = DiffOptions { line_numbers: numbers };
+                let lines = render_diff_with(&input, width, &Theme::default(), options);
+                for line in &lines {
+                    prop_assert!(line_width(line) <= usize::from(width) + 1);
+                }
+                let (added, removed) = diff_stats(&input);
+                prop_assert!(added + removed <= input.lines().count());
+            }
+        }
     }
 }

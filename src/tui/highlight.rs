@@ -1,8 +1,10 @@
 //! Syntax highlighting of code blocks with syntect, into ratatui styles.
 //!
 //! syntect's syntax and theme sets are decoded from data embedded in the binary on first use
-//! (tens of milliseconds in a release build, see `benches/markdown.rs`); call [`warm_up`] on
-//! a background thread at start-up so the first code block does not pay for it.
+//! (a few milliseconds in a release build), and each language's patterns are compiled the
+//! first time it is highlighted (tens of milliseconds per language, see `benches/markdown.rs`).
+//! Call [`warm_up`] on a background thread at start-up so the first code block does not pay
+//! for either.
 //!
 //! Highlighting is slow next to everything else the renderer does (syntect with its
 //! pure-Rust regex engine manages several thousand lines a second), and a streaming reply is
@@ -67,10 +69,40 @@ const ALIASES: &[(&str, &str)] = &[
     ("rs", "rust"),
 ];
 
-/// Loads syntect's syntaxes and themes now rather than at the first code block.
+/// Languages [`warm_up`] prepares, with a snippet that goes through their common patterns.
+const WARM_UP: &[(&str, &str)] = &[
+    (
+        "rust",
+        "use std::io;\n/// Doc.\n#[derive(Debug)]\npub struct S<'a> { x: &'a str }\nfn f(v: u8) -> Result<(), E> {\n    let s = format!(\"{v}\"); // c\n    match v { 0 => Ok(()), _ => Err(E::new(r\"x\")) }\n}\n",
+    ),
+    (
+        "python",
+        "import os\nfrom x import y\n\n@dec\nclass C(B):\n    \"\"\"Doc.\"\"\"\n    def f(self, a: int = 1) -> str:\n        return f\"{a}\" + 'b'  # c\n",
+    ),
+    (
+        "js",
+        "import { a } from 'b';\nconst f = async (x) => `t${x}`; // c\nclass C { m() { return /r/g; } }\n",
+    ),
+    (
+        "bash",
+        "#!/bin/sh\nset -e\nfor f in *.rs; do echo \"$f\" | grep -q x && exit 1; done # c\n",
+    ),
+    ("json", "{\"a\": [1, 2.5, true, null, \"s\"]}\n"),
+];
+
+/// Loads syntect's syntaxes and themes, and compiles the patterns of the languages replies
+/// use most (Rust, Python, JavaScript, shell, JSON), which syntect otherwise does the first
+/// time each is highlighted. Takes on the order of 100 ms: call it on a background thread at
+/// start-up.
 pub fn warm_up() {
-    LazyLock::force(&SYNTAXES);
-    LazyLock::force(&THEMES);
+    let Some(theme) = THEMES.themes.get(SYNTAX_THEMES[0]) else {
+        return;
+    };
+    for (lang, snippet) in WARM_UP {
+        if let Some(syntax) = find_syntax(lang) {
+            run_syntect(snippet, syntax, theme, None);
+        }
+    }
 }
 
 /// Whether code fenced with `lang` would be highlighted rather than shown plain.
@@ -290,6 +322,14 @@ mod tests {
             text_of(&highlight("x\r\ny", "py", "InspiredGitHub")),
             vec!["x", "y"]
         );
+    }
+
+    #[test]
+    fn warm_up_languages_are_known() {
+        for (lang, _) in WARM_UP {
+            assert!(is_known_language(lang), "{lang}");
+        }
+        warm_up();
     }
 
     #[test]

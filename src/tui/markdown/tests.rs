@@ -1,3 +1,6 @@
+//! Tests of the markdown renderer: each construct at a fixed width, compared as plain text,
+//! with styles checked where they carry meaning; and properties over random input.
+
 use ratatui::style::Color;
 
 use super::*;
