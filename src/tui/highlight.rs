@@ -8,7 +8,7 @@
 //!
 //! Highlighting is slow next to everything else the renderer does (syntect with its
 //! pure-Rust regex engine manages several thousand lines a second), and a streaming reply is
-//! rendered again on every tick. So results are memoised ([`memo`]): a finished block is not
+//! rendered again on every tick. So results are memoised (the `memo` submodule): a finished block is not
 //! highlighted again, and a block that is still growing resumes from its last complete line.
 //! The memo is a cache only; the output is a pure function of the arguments.
 //!

@@ -6,7 +6,9 @@
 //! their wrapped lines indented under the text, block quotes behind a `│` bar on every line
 //! (blank ones included), tables in box-drawing borders, code blocks highlighted and cut at
 //! the width rather than word-wrapped (the rest of a cut line goes on after a `↪`), a link's
-//! URL shown dim after its text when the two differ.
+//! URL shown dim after its text when the two differ. A theme that gives inline code or code
+//! blocks no colour (as under `NO_COLOR`) gets inline code in its backticks and code blocks
+//! indented, so code still stands apart from prose.
 //!
 //! The input is often a reply still being streamed, so any prefix of a document must render
 //! sensibly: pulldown-cmark closes what is open at the end of its input, which makes an
@@ -114,7 +116,14 @@ impl<'t> Renderer<'t> {
                 Event::Text(text) => self.text(&text),
                 Event::Code(code) => {
                     let style = self.text_style().patch(self.theme.inline_code);
-                    self.inline.push(Span::styled(code.into_string(), style));
+                    // Without colour (NO_COLOR) nothing would set the code apart: keep its
+                    // backticks.
+                    let text = if is_invisible(self.theme.inline_code) {
+                        format!("`{code}`")
+                    } else {
+                        code.into_string()
+                    };
+                    self.inline.push(Span::styled(text, style));
                 }
                 Event::Html(html) => match &mut self.html {
                     Some(block) => block.push_str(&html),
@@ -518,7 +527,13 @@ impl<'t> Renderer<'t> {
         };
         let theme = self.theme;
         let highlighted = highlight_shared(&code, &lang, &theme.syntax_theme);
-        let (first, rest) = self.prefixes();
+        let (mut first, mut rest) = self.prefixes();
+        let pad = theme.code_block.bg.is_some();
+        if !pad {
+            // With no background to show where the code is, indent it as plain-text mail does.
+            first.spans.push(Span::raw("  "));
+            rest.spans.push(Span::raw("  "));
+        }
         // A code line cut at the width goes on after a marker, so that it is not taken for a
         // line of its own (which matters in Python).
         let mut continuation = rest.clone();
@@ -529,7 +544,6 @@ impl<'t> Renderer<'t> {
                 ..theme.dim
             }),
         ));
-        let pad = theme.code_block.bg.is_some();
         let mut lines = Vec::new();
         let empty = [Vec::new()];
         // A fence just opened shows as one empty code line, so the block is visible at once.
@@ -602,6 +616,11 @@ impl<'t> Renderer<'t> {
         self.emit_block(lines);
         self.need_blank = true;
     }
+}
+
+/// Whether a style would look like plain text: no colour and no modifier.
+fn is_invisible(style: Style) -> bool {
+    style.fg.is_none() && style.bg.is_none() && style.add_modifier.is_empty()
 }
 
 /// The language named by a fence's info string: its first word, without attributes such as

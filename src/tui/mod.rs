@@ -7,9 +7,9 @@
 //!
 //! - [`theme`]: named styles from TOML theme files, brought down to the terminal's
 //!   [`ColorDepth`].
-//! - [`wrap`]: styled text wrapped to a width in cells, with prefixes; [`WrapCache`].
+//! - [`wrap`](mod@wrap): styled text wrapped to a width in cells, with prefixes; [`WrapCache`].
 //! - [`markdown`]: a reply rendered as a terminal markdown viewer would.
-//! - [`highlight`]: syntect highlighting of code, memoised.
+//! - [`highlight`](mod@highlight): syntect highlighting of code, memoised.
 //! - [`diff`]: unified diffs in colour.
 //!
 //! [`Line`]: ratatui::text::Line

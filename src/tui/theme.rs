@@ -41,7 +41,7 @@ macro_rules! theme_styles {
         pub struct Theme {
             /// The theme's name: a built-in name or the stem of the user's file.
             pub name: String,
-            /// The syntect theme code blocks are highlighted with (see [`super::highlight`]).
+            /// The syntect theme code blocks are highlighted with (see [`super::highlight`](mod@super::highlight)).
             pub syntax_theme: String,
             /// The colour depth the styles were brought down to by [`Theme::for_depth`].
             pub depth: ColorDepth,

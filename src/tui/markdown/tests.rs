@@ -466,6 +466,19 @@ fn colours_follow_the_theme_depth() {
 }
 
 #[test]
+fn without_colour_code_keeps_its_backticks_and_blocks_are_indented() {
+    let none = Theme::default().for_depth(ColorDepth::NoColor);
+    let lines = render_markdown("Run `cargo test` now.\n\n```sh\ncargo test\n```", 40, &none);
+    assert_eq!(plain(&lines), "Run `cargo test` now.\n\n  cargo test");
+    // With colour, neither.
+    check(
+        "Run `cargo test` now.\n\n```sh\ncargo test\n```",
+        40,
+        "Run cargo test now.\n\ncargo test",
+    );
+}
+
+#[test]
 fn a_whole_reply() {
     let reply = "\
 ## Plan
