@@ -13,3 +13,4 @@ pub mod prompt;
 pub mod session;
 pub mod store;
 pub mod tools;
+pub mod tui;

@@ -1,0 +1,371 @@
+//! Syntax highlighting of code blocks with syntect, into ratatui styles.
+//!
+//! syntect's syntax and theme sets are decoded from data embedded in the binary on first use
+//! (a few milliseconds in a release build), and each language's patterns are compiled the
+//! first time it is highlighted (tens of milliseconds per language, see `benches/markdown.rs`).
+//! Call [`warm_up`] on a background thread at start-up so the first code block does not pay
+//! for either.
+//!
+//! Highlighting is slow next to everything else the renderer does (syntect with its
+//! pure-Rust regex engine manages several thousand lines a second), and a streaming reply is
+//! rendered again on every tick. So results are memoised (the `memo` submodule): a finished block is not
+//! highlighted again, and a block that is still growing resumes from its last complete line.
+//! The memo is a cache only; the output is a pure function of the arguments.
+//!
+//! The styles carry syntect's foreground colours as `Color::Rgb` and its bold, italic and
+//! underline; never a background, so the caller's code-block background shows through. To
+//! bring the colours down to the terminal's depth, pass each style through
+//! [`super::Theme::adapt`] (the markdown renderer does).
+
+use std::sync::{Arc, LazyLock};
+
+use ratatui::style::{Color, Modifier, Style};
+use syntect::easy::HighlightLines;
+use syntect::highlighting::{FontStyle, Theme as SyntaxTheme, ThemeSet};
+use syntect::parsing::{SyntaxReference, SyntaxSet};
+use syntect::util::LinesWithEndings;
+
+/// The syntect themes built into the binary, by name.
+pub const SYNTAX_THEMES: &[&str] = &[
+    "base16-ocean.dark",
+    "base16-eighties.dark",
+    "base16-mocha.dark",
+    "base16-ocean.light",
+    "InspiredGitHub",
+    "Solarized (dark)",
+    "Solarized (light)",
+];
+
+/// One highlighted line: its pieces of text with their styles, without the line ending.
+pub type HighlightedLine = Vec<(Style, String)>;
+
+static SYNTAXES: LazyLock<SyntaxSet> = LazyLock::new(SyntaxSet::load_defaults_newlines);
+static THEMES: LazyLock<ThemeSet> = LazyLock::new(ThemeSet::load_defaults);
+
+/// Fence names models use that syntect's default set knows under another name, or not at all
+/// (then the nearest syntax that reads well).
+const ALIASES: &[(&str, &str)] = &[
+    ("ts", "js"),
+    ("typescript", "js"),
+    ("tsx", "js"),
+    ("jsx", "js"),
+    ("mjs", "js"),
+    ("cjs", "js"),
+    ("javascript", "js"),
+    ("node", "js"),
+    ("jsonc", "json"),
+    ("json5", "json"),
+    ("shell", "bash"),
+    ("console", "bash"),
+    ("shellsession", "bash"),
+    ("zsh", "bash"),
+    ("sh", "bash"),
+    ("golang", "go"),
+    ("py3", "python"),
+    ("python3", "python"),
+    ("c++", "cpp"),
+    ("objective-c", "m"),
+    ("yml", "yaml"),
+    ("rs", "rust"),
+];
+
+/// Languages [`warm_up`] prepares, with a snippet that goes through their common patterns.
+const WARM_UP: &[(&str, &str)] = &[
+    (
+        "rust",
+        "use std::io;\n/// Doc.\n#[derive(Debug)]\npub struct S<'a> { x: &'a str }\nfn f(v: u8) -> Result<(), E> {\n    let s = format!(\"{v}\"); // c\n    match v { 0 => Ok(()), _ => Err(E::new(r\"x\")) }\n}\n",
+    ),
+    (
+        "python",
+        "import os\nfrom x import y\n\n@dec\nclass C(B):\n    \"\"\"Doc.\"\"\"\n    def f(self, a: int = 1) -> str:\n        return f\"{a}\" + 'b'  # c\n",
+    ),
+    (
+        "js",
+        "import { a } from 'b';\nconst f = async (x) => `t${x}`; // c\nclass C { m() { return /r/g; } }\n",
+    ),
+    (
+        "bash",
+        "#!/bin/sh\nset -e\nfor f in *.rs; do echo \"$f\" | grep -q x && exit 1; done # c\n",
+    ),
+    ("json", "{\"a\": [1, 2.5, true, null, \"s\"]}\n"),
+];
+
+/// Loads syntect's syntaxes and themes, and compiles the patterns of the languages replies
+/// use most (Rust, Python, JavaScript, shell, JSON), which syntect otherwise does the first
+/// time each is highlighted. Takes on the order of 100 ms: call it on a background thread at
+/// start-up.
+pub fn warm_up() {
+    let Some(theme) = THEMES.themes.get(SYNTAX_THEMES[0]) else {
+        return;
+    };
+    for (lang, snippet) in WARM_UP {
+        if let Some(syntax) = find_syntax(lang) {
+            run_syntect(snippet, syntax, theme, None);
+        }
+    }
+}
+
+/// Whether code fenced with `lang` would be highlighted rather than shown plain.
+pub fn is_known_language(lang: &str) -> bool {
+    find_syntax(lang).is_some()
+}
+
+/// Highlights `code` as `lang` (a fence name such as `rust`, `py` or `ts`) with the syntect
+/// theme `theme_name`: one entry per line of `code`.
+///
+/// An unknown language or theme gives the lines unstyled (`Style::new()`), for the caller to
+/// show in its plain code style.
+pub fn highlight(code: &str, lang: &str, theme_name: &str) -> Vec<HighlightedLine> {
+    highlight_shared(code, lang, theme_name).to_vec()
+}
+
+/// [`highlight`] without copying the memoised result.
+pub(crate) fn highlight_shared(code: &str, lang: &str, theme_name: &str) -> Arc<[HighlightedLine]> {
+    let Some(syntax) = find_syntax(lang) else {
+        return plain(code).into();
+    };
+    let Some(theme) = THEMES.themes.get(theme_name) else {
+        return plain(code).into();
+    };
+    let start = match memo::lookup(code, &syntax.name, theme_name) {
+        memo::Lookup::Hit(lines) => return lines,
+        memo::Lookup::Resume(resume) => Some(resume),
+        memo::Lookup::Miss => None,
+    };
+    let (lines, resume) = run_syntect(code, syntax, theme, start);
+    let lines: Arc<[HighlightedLine]> = lines.into();
+    memo::store(code, &syntax.name, theme_name, Arc::clone(&lines), resume);
+    lines
+}
+
+fn find_syntax(lang: &str) -> Option<&'static SyntaxReference> {
+    let lang = lang.trim().to_ascii_lowercase();
+    if lang.is_empty() {
+        return None;
+    }
+    let name = ALIASES
+        .iter()
+        .find(|(alias, _)| *alias == lang)
+        .map_or(lang.as_str(), |(_, target)| target);
+    let syntaxes = &*SYNTAXES;
+    syntaxes
+        .find_syntax_by_token(name)
+        .filter(|s| s.name != "Plain Text")
+}
+
+/// Highlights `code`, or its part after `start` (the lines before it already highlighted).
+/// Also returns where a longer version of the same code could resume: after its last
+/// complete line, since an unfinished last line may still change.
+fn run_syntect(
+    code: &str,
+    syntax: &SyntaxReference,
+    theme: &SyntaxTheme,
+    start: Option<memo::Resume>,
+) -> (Vec<HighlightedLine>, Option<memo::Resume>) {
+    let (mut out, mut offset, mut highlighter) = match start {
+        Some(resume) => (
+            resume.lines.to_vec(),
+            resume.offset,
+            HighlightLines::from_state(theme, resume.highlight, resume.parse),
+        ),
+        None => (Vec::new(), 0, HighlightLines::new(syntax, theme)),
+    };
+    let rest = code.get(offset..).unwrap_or("");
+    let mut lines = LinesWithEndings::from(rest).peekable();
+    let mut resume = None;
+    while let Some(line) = lines.next() {
+        if lines.peek().is_none() && !line.ends_with('\n') {
+            // The unfinished last line: remember the state before it.
+            let (highlight, parse) = highlighter.state();
+            resume = Some((offset, highlight.clone(), parse.clone()));
+            highlighter = HighlightLines::from_state(theme, highlight, parse);
+        }
+        match highlighter.highlight_line(line, &SYNTAXES) {
+            Ok(pieces) => out.push(
+                pieces
+                    .into_iter()
+                    .map(|(style, text)| (convert(style), strip_ending(text).to_string()))
+                    .filter(|(_, text)| !text.is_empty())
+                    .collect(),
+            ),
+            Err(_) => {
+                // A syntax definition that fails on this input: show the rest plain rather
+                // than lose it, and let nothing resume from a broken state.
+                out.push(vec![(Style::new(), strip_ending(line).to_string())]);
+                out.extend(lines.map(|l| vec![(Style::new(), strip_ending(l).to_string())]));
+                return (out, None);
+            }
+        }
+        offset += line.len();
+    }
+    let resume = match resume {
+        // Nothing complete yet: nothing worth resuming from.
+        Some((0, _, _)) => return (out, None),
+        Some((at, highlight, parse)) => memo::Resume {
+            offset: at,
+            lines: out[..out.len().saturating_sub(1)].into(),
+            highlight,
+            parse,
+        },
+        None if offset == 0 => return (out, None),
+        None => {
+            let (highlight, parse) = highlighter.state();
+            memo::Resume {
+                offset,
+                lines: out.clone().into(),
+                highlight,
+                parse,
+            }
+        }
+    };
+    (out, Some(resume))
+}
+
+/// The lines of `code` unstyled, split the way syntect splits them.
+fn plain(code: &str) -> Vec<HighlightedLine> {
+    LinesWithEndings::from(code)
+        .map(|l| {
+            let text = strip_ending(l);
+            if text.is_empty() {
+                Vec::new()
+            } else {
+                vec![(Style::new(), text.to_string())]
+            }
+        })
+        .collect()
+}
+
+fn strip_ending(line: &str) -> &str {
+    let line = line.strip_suffix('\n').unwrap_or(line);
+    line.strip_suffix('\r').unwrap_or(line)
+}
+
+fn convert(style: syntect::highlighting::Style) -> Style {
+    let fg = style.foreground;
+    let mut out = Style::new().fg(Color::Rgb(fg.r, fg.g, fg.b));
+    let font = style.font_style;
+    if font.contains(FontStyle::BOLD) {
+        out = out.add_modifier(Modifier::BOLD);
+    }
+    if font.contains(FontStyle::ITALIC) {
+        out = out.add_modifier(Modifier::ITALIC);
+    }
+    if font.contains(FontStyle::UNDERLINE) {
+        out = out.add_modifier(Modifier::UNDERLINED);
+    }
+    out
+}
+
+mod memo;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text_of(lines: &[HighlightedLine]) -> Vec<String> {
+        lines
+            .iter()
+            .map(|l| l.iter().map(|(_, t)| t.as_str()).collect())
+            .collect()
+    }
+
+    fn colours(line: &HighlightedLine) -> Vec<Option<Color>> {
+        line.iter().map(|(s, _)| s.fg).collect()
+    }
+
+    #[test]
+    fn rust_is_coloured_and_keeps_its_text() {
+        let code = "fn main() {\n    let x = \"hi\";\n}\n";
+        let lines = highlight(code, "rust", "base16-ocean.dark");
+        assert_eq!(
+            text_of(&lines),
+            vec!["fn main() {", "    let x = \"hi\";", "}"]
+        );
+        let distinct: std::collections::HashSet<_> = lines.iter().flat_map(colours).collect();
+        assert!(
+            distinct.len() >= 3,
+            "expected several colours, got {distinct:?}"
+        );
+        assert!(lines.iter().flatten().all(|(s, _)| s.bg.is_none()));
+    }
+
+    #[test]
+    fn fence_aliases_and_case() {
+        for lang in [
+            "rs", "Rust", "py", "python", "ts", "sh", "shell", "json", "yml", "c++",
+        ] {
+            assert!(is_known_language(lang), "{lang}");
+        }
+        for lang in ["", "klingon", "text", "plain"] {
+            assert!(!is_known_language(lang), "{lang}");
+        }
+    }
+
+    #[test]
+    fn unknown_language_or_theme_is_plain() {
+        let code = "a b\n\nc\n";
+        for lines in [
+            highlight(code, "klingon", "base16-ocean.dark"),
+            highlight(code, "rust", "no such theme"),
+        ] {
+            assert_eq!(text_of(&lines), vec!["a b", "", "c"]);
+            assert!(lines.iter().flatten().all(|(s, _)| *s == Style::new()));
+        }
+    }
+
+    #[test]
+    fn line_count_matches_the_code() {
+        assert!(highlight("", "rust", "InspiredGitHub").is_empty());
+        assert_eq!(highlight("x", "rust", "InspiredGitHub").len(), 1);
+        assert_eq!(highlight("x\r\ny\n\n", "rust", "InspiredGitHub").len(), 3);
+        assert_eq!(
+            text_of(&highlight("x\r\ny", "py", "InspiredGitHub")),
+            vec!["x", "y"]
+        );
+    }
+
+    #[test]
+    fn warm_up_languages_are_known() {
+        for (lang, _) in WARM_UP {
+            assert!(is_known_language(lang), "{lang}");
+        }
+        warm_up();
+    }
+
+    #[test]
+    fn every_listed_theme_exists() {
+        let mut loaded: Vec<&str> = THEMES.themes.keys().map(String::as_str).collect();
+        loaded.sort_unstable();
+        let mut listed = SYNTAX_THEMES.to_vec();
+        listed.sort_unstable();
+        assert_eq!(loaded, listed);
+    }
+
+    #[test]
+    fn memoised_result_equals_a_fresh_one() {
+        let code = "def f(x):\n    return x  # memo test\n";
+        let first = highlight(code, "python", "Solarized (dark)");
+        let second = highlight(code, "python", "Solarized (dark)");
+        assert_eq!(first, second);
+        let other_theme = highlight(code, "python", "Solarized (light)");
+        assert_ne!(first, other_theme);
+    }
+
+    #[test]
+    fn a_growing_block_resumes_and_matches_a_fresh_highlight() {
+        let full =
+            "let s = \"a\nstring over\nlines\";\nfn f() {}\n/* open\ncomment */ let y = 2;\n";
+        // Feed the block as a stream does, a few bytes at a time; each step may resume from
+        // the one before, and must give what highlighting it from scratch gives.
+        let mut cut = 0;
+        while cut < full.len() {
+            cut = (cut + 5).min(full.len());
+            let part = &full[..cut];
+            let streamed = highlight(part, "rust", "base16-mocha.dark");
+            let syntax = find_syntax("rust").expect("rust");
+            let theme = &THEMES.themes["base16-mocha.dark"];
+            let (fresh, _) = run_syntect(part, syntax, theme, None);
+            assert_eq!(streamed, fresh, "after {cut} bytes");
+        }
+    }
+}

@@ -1,0 +1,169 @@
+//! The memo of highlighted code blocks: a small least-recently-used table.
+//!
+//! An exact match (same code, syntax and theme) is returned as it is. Otherwise the entry
+//! whose code is the longest prefix of the new code, up to a line boundary, lets the
+//! highlighter resume from that line with syntect's saved state: this is the block a reply is
+//! still streaming, one token longer than at the last redraw. Lines are highlighted from the
+//! state at their start only, so resuming gives exactly what starting over would.
+
+use std::collections::HashMap;
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::sync::{Arc, LazyLock, Mutex};
+
+use syntect::highlighting::HighlightState;
+use syntect::parsing::ParseState;
+
+use super::HighlightedLine;
+
+/// How many blocks are kept: every code block on screen plus the versions of the block being
+/// streamed, which age out first since each is used once.
+pub(super) const CAPACITY: usize = 64;
+
+/// Where a longer version of a block can pick up: the byte offset after a complete line, the
+/// lines highlighted up to it, and syntect's state there.
+#[derive(Clone)]
+pub(super) struct Resume {
+    pub offset: usize,
+    pub lines: Arc<[HighlightedLine]>,
+    pub highlight: HighlightState,
+    pub parse: ParseState,
+}
+
+/// What the memo knows about a block.
+pub(super) enum Lookup {
+    /// This very block, highlighted.
+    Hit(Arc<[HighlightedLine]>),
+    /// An earlier, shorter version of it.
+    Resume(Resume),
+    Miss,
+}
+
+struct Entry {
+    code: String,
+    syntax: String,
+    theme: String,
+    lines: Arc<[HighlightedLine]>,
+    resume: Option<Resume>,
+    last_used: u64,
+}
+
+#[derive(Default)]
+struct Memo {
+    entries: HashMap<u64, Entry>,
+    clock: u64,
+}
+
+static MEMO: LazyLock<Mutex<Memo>> = LazyLock::new(Mutex::default);
+
+fn key(code: &str, syntax: &str, theme: &str) -> u64 {
+    let mut hasher = DefaultHasher::new();
+    (code, syntax, theme).hash(&mut hasher);
+    hasher.finish()
+}
+
+/// Looks a block up.
+pub(super) fn lookup(code: &str, syntax: &str, theme: &str) -> Lookup {
+    // A poisoned lock only means a thread panicked while updating a cache: do without it.
+    let Ok(mut memo) = MEMO.lock() else {
+        return Lookup::Miss;
+    };
+    memo.clock += 1;
+    let now = memo.clock;
+    if let Some(entry) = memo
+        .entries
+        .get_mut(&key(code, syntax, theme))
+        .filter(|e| e.code == code && e.syntax == syntax && e.theme == theme)
+    {
+        entry.last_used = now;
+        return Lookup::Hit(Arc::clone(&entry.lines));
+    }
+    memo.entries
+        .values()
+        .filter(|e| e.syntax == syntax && e.theme == theme)
+        .filter_map(|e| {
+            let resume = e.resume.as_ref()?;
+            let prefix = e.code.get(..resume.offset)?;
+            code.starts_with(prefix).then_some(resume)
+        })
+        .max_by_key(|r| r.offset)
+        .cloned()
+        .map_or(Lookup::Miss, Lookup::Resume)
+}
+
+/// Stores a highlighted block, evicting the least recently used one when full.
+pub(super) fn store(
+    code: &str,
+    syntax: &str,
+    theme: &str,
+    lines: Arc<[HighlightedLine]>,
+    resume: Option<Resume>,
+) {
+    let Ok(mut memo) = MEMO.lock() else {
+        return;
+    };
+    memo.clock += 1;
+    let now = memo.clock;
+    let hash = key(code, syntax, theme);
+    if memo.entries.len() >= CAPACITY && !memo.entries.contains_key(&hash) {
+        let oldest = memo
+            .entries
+            .iter()
+            .min_by_key(|(_, e)| e.last_used)
+            .map(|(h, _)| *h);
+        if let Some(oldest) = oldest {
+            memo.entries.remove(&oldest);
+        }
+    }
+    memo.entries.insert(
+        hash,
+        Entry {
+            code: code.to_string(),
+            syntax: syntax.to_string(),
+            theme: theme.to_string(),
+            lines,
+            resume,
+            last_used: now,
+        },
+    );
+}
+
+#[cfg(test)]
+pub(super) fn len() -> usize {
+    MEMO.lock().map(|m| m.entries.len()).unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stays_bounded() {
+        for i in 0..(CAPACITY + 10) {
+            super::super::highlight(&format!("let v{i} = {i};"), "rust", "base16-ocean.dark");
+        }
+        assert!(len() <= CAPACITY);
+    }
+
+    #[test]
+    fn a_longer_version_resumes_after_the_last_complete_line() {
+        let syntax = "Python";
+        let theme = "InspiredGitHub";
+        super::super::highlight("x = 1\ny = (2", "python", theme);
+        match lookup("x = 1\ny = (2,\n 3)\n", syntax, theme) {
+            Lookup::Resume(resume) => {
+                assert_eq!(resume.offset, "x = 1\n".len());
+                assert_eq!(resume.lines.len(), 1);
+            }
+            _ => panic!("expected to resume"),
+        }
+        // Code that differs before the saved line cannot resume from it.
+        assert!(matches!(
+            lookup("z = 1\ny = (2", syntax, theme),
+            Lookup::Miss
+        ));
+        assert!(matches!(
+            lookup("x = 1\ny = (2", syntax, theme),
+            Lookup::Hit(_)
+        ));
+    }
+}

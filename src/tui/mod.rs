@@ -1,0 +1,31 @@
+//! The rendering primitives of the full-screen terminal UI: themes, wrapping, markdown, code
+//! highlighting and diffs, all pure functions from text to ratatui [`Line`]s.
+//!
+//! Nothing here draws or reads the terminal; the app, its event loop and its views sit on top.
+//! Only this module imports ratatui (and, later, crossterm): the rest of tern never sees a
+//! terminal type.
+//!
+//! - [`theme`]: named styles from TOML theme files, brought down to the terminal's
+//!   [`ColorDepth`].
+//! - [`wrap`](mod@wrap): styled text wrapped to a width in cells, with prefixes; [`WrapCache`].
+//! - [`markdown`]: a reply rendered as a terminal markdown viewer would.
+//! - [`highlight`](mod@highlight): syntect highlighting of code, memoised.
+//! - [`diff`]: unified diffs in colour.
+//!
+//! [`Line`]: ratatui::text::Line
+
+pub mod color;
+pub mod diff;
+pub mod highlight;
+pub mod markdown;
+mod table;
+pub mod theme;
+mod theme_file;
+pub mod wrap;
+
+pub use color::ColorDepth;
+pub use diff::{DiffOptions, diff_stats, render_diff, render_diff_with};
+pub use highlight::{HighlightedLine, highlight};
+pub use markdown::render_markdown;
+pub use theme::{Theme, ThemeError};
+pub use wrap::{WrapCache, hard_wrap, wrap, wrap_prefixed};
