@@ -12,8 +12,7 @@ use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 use tokio::signal::unix::{Signal, SignalKind, signal};
 
-/// The longest a drain may take before running turns are cancelled.
-pub const DRAIN_BOUND: Duration = Duration::from_secs(30);
+pub use crate::gateway::DRAIN_BOUND;
 
 /// How often the config file is looked at.
 const CONFIG_POLL: Duration = Duration::from_secs(1);
@@ -121,16 +120,27 @@ fn stamp(path: &std::path::Path) -> Option<(SystemTime, u64)> {
     Some((meta.modified().ok()?, meta.len()))
 }
 
-/// Replaces this process with tern started again on `session`, with the same model flags.
+/// Replaces this process with tern started again on `session`, with these model flags.
 /// Returns only if that fails.
 pub fn restart(session: &SessionId, model: &ModelArgs) -> std::io::Error {
+    exec_tern(Some(session), model)
+}
+
+/// Replaces this process with a fresh `tern` (after the first-run screen wrote a config).
+pub fn start_again(model: &ModelArgs) -> std::io::Error {
+    exec_tern(None, model)
+}
+
+fn exec_tern(session: Option<&SessionId>, model: &ModelArgs) -> std::io::Error {
     use std::os::unix::process::CommandExt;
     let exe = match std::env::current_exe() {
         Ok(exe) => exe,
         Err(err) => return err,
     };
     let mut command = std::process::Command::new(exe);
-    command.arg("--restarted-from").arg(session.as_str());
+    if let Some(session) = session {
+        command.arg("--restarted-from").arg(session.as_str());
+    }
     if let Some(provider) = &model.provider {
         command.arg("--provider").arg(provider);
     }

@@ -5,26 +5,39 @@
 mod chat;
 mod cleanup;
 mod doctor;
+mod first_run;
 mod lifecycle;
 mod prompt;
 mod render;
 mod run;
 mod sessions;
 mod setup;
+mod tui;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 /// tern: a terminal-first AI coding assistant.
 ///
-/// With no subcommand, tern starts an interactive conversation in this terminal.
+/// With no subcommand, tern starts an interactive conversation in this terminal: the
+/// full-screen interface, or one line per message when input or output is not a terminal.
 #[derive(Debug, Parser)]
-#[command(name = "tern", version, about, long_about = None)]
+#[command(name = "tern", version, about, long_about = None, args_conflicts_with_subcommands = true)]
 pub struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
     #[command(flatten)]
     model: setup::ModelArgs,
+    /// Continue the latest session of this folder.
+    #[arg(short = 'c', long = "continue", conflicts_with = "resume")]
+    r#continue: bool,
+    /// Resume a session: the one with this id (a unique prefix is enough), or choose from a
+    /// list when no id is given.
+    #[arg(short = 'r', long, value_name = "ID", num_args = 0..=1, default_missing_value = "")]
+    resume: Option<String>,
+    /// A first message to send as tern starts.
+    #[arg(value_name = "PROMPT")]
+    prompt: Option<String>,
     /// Set when tern starts itself again after a config change: the session to go on with.
     #[arg(long, hide = true, value_name = "ID")]
     restarted_from: Option<String>,
@@ -60,6 +73,24 @@ pub enum Outcome {
     Interrupted,
 }
 
+/// `tern` without a subcommand: the full-screen interface in a terminal, the line mode
+/// otherwise (pipes, scripts, tests).
+async fn interactive(cli: Cli) -> anyhow::Result<Outcome> {
+    use std::io::IsTerminal;
+    let terminal = std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
+    if terminal {
+        return tui::run(tui::LaunchArgs {
+            model: cli.model,
+            r#continue: cli.r#continue,
+            resume: cli.resume.filter(|id| !id.is_empty()),
+            restarted_from: cli.restarted_from,
+            prompt: cli.prompt,
+        })
+        .await;
+    }
+    chat::run(cli.model, cli.restarted_from).await
+}
+
 /// A write past the file-size limit (`ulimit -f`) would kill the process with SIGXFSZ;
 /// ignored, it fails with EFBIG like a full disk, which the store reports and recovers from.
 fn ignore_file_size_signal() {
@@ -93,7 +124,7 @@ pub fn main() -> ExitCode {
             Some(Command::Sessions(command)) => sessions::run(command).await,
             Some(Command::Doctor(args)) => doctor::run(args).await,
             Some(Command::Debug(DebugCommand::Prompt(args))) => prompt::run(args).await,
-            None => chat::run(cli.model, cli.restarted_from).await,
+            None => interactive(cli).await,
         }
     });
     // Tool tasks may still be winding down after a cancel; don't wait for them.

@@ -3,6 +3,7 @@
 
 use crate::domain::{ErrorCategory, SessionId, TurnStop, Usage};
 use crate::session::SessionEvent;
+pub use crate::tools::summary::{clip, summarize_input};
 use serde_json::json;
 use std::io::{IsTerminal, Write};
 use std::path::Path;
@@ -257,23 +258,4 @@ fn line(value: &serde_json::Value) {
     let _ = serde_json::to_writer(&mut out, value);
     let _ = out.write_all(b"\n");
     let _ = out.flush();
-}
-
-/// A one-line view of a tool call's arguments: the path, command or pattern when there is
-/// one, otherwise compact JSON.
-pub fn summarize_input(input: &serde_json::Value) -> String {
-    for key in ["command", "path", "pattern"] {
-        if let Some(value) = input.get(key).and_then(|v| v.as_str()) {
-            return clip(value, 100);
-        }
-    }
-    clip(&input.to_string(), 100)
-}
-
-/// Cuts `text` to at most `max` characters, marking the cut.
-pub fn clip(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((at, _)) => format!("{}…", &text[..at]),
-        None => text.to_owned(),
-    }
 }

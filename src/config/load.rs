@@ -25,7 +25,7 @@ use super::raw::{
 };
 use super::settings::{
     Config, MaintenanceMode, MaintenanceSettings, ModelRef, ModelRoles, ProviderKind,
-    ProviderProfile, ResetSettings, RetrySettings, SessionSettings,
+    ProviderProfile, ResetSettings, RetrySettings, SessionSettings, UiSettings,
 };
 use super::units::{DURATION_FORMS, SIZE_FORMS, parse_duration, parse_size};
 
@@ -75,6 +75,13 @@ pub fn load_from_str(text: &str, path: &Path, env: &Environment) -> Result<Confi
         models,
         session,
         retry,
+        ui: UiSettings {
+            theme: raw
+                .ui
+                .theme
+                .filter(|t| !t.trim().is_empty())
+                .unwrap_or_else(|| UiSettings::default().theme),
+        },
     })
 }
 

@@ -25,5 +25,5 @@ pub use load::{load, load_from_str};
 pub use paths::Paths;
 pub use settings::{
     Config, MaintenanceMode, MaintenanceSettings, ModelRef, ModelRoles, ProviderKind,
-    ProviderProfile, ResetSettings, RetrySettings, SessionSettings,
+    ProviderProfile, ResetSettings, RetrySettings, SessionSettings, UiSettings,
 };

@@ -22,6 +22,15 @@ pub(crate) struct RawConfig {
     pub session: RawSession,
     #[serde(default)]
     pub retry: RawRetry,
+    #[serde(default)]
+    pub ui: RawUi,
+}
+
+/// `[ui]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawUi {
+    pub theme: Option<String>,
 }
 
 /// `[models]`.

@@ -113,6 +113,9 @@ impl Config {
             None => writeln!(out, "idle_minutes = 0 (off)")?,
         }
 
+        writeln!(out, "\n[ui]")?;
+        writeln!(out, "theme = {}", self.ui.theme)?;
+
         let r = &self.retry;
         writeln!(out, "\n[retry]")?;
         writeln!(out, "max_attempts = {}", r.max_attempts)?;

@@ -20,6 +20,23 @@ pub struct Config {
     pub session: SessionSettings,
     /// `[retry]`: how failed model calls are retried.
     pub retry: RetrySettings,
+    /// `[ui]`: the terminal interface.
+    pub ui: UiSettings,
+}
+
+/// `[ui]`: the terminal interface.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UiSettings {
+    /// A built-in theme (`dark`, `light`, `high-contrast`) or one in `<config>/themes/`.
+    pub theme: String,
+}
+
+impl Default for UiSettings {
+    fn default() -> Self {
+        Self {
+            theme: "dark".to_owned(),
+        }
+    }
 }
 
 /// The wire format a provider speaks.

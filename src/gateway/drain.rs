@@ -10,6 +10,9 @@ use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use std::time::Duration;
 
+/// The longest a drain may take before running turns are cancelled.
+pub const DRAIN_BOUND: Duration = Duration::from_secs(30);
+
 /// Where the drained sessions are listed between a stop and the next start.
 const MANIFEST: &str = "drained.json";
 

@@ -8,7 +8,7 @@ pub mod maintenance;
 mod manager;
 pub mod reset;
 
-pub use drain::{DrainedSession, WarmedUp};
+pub use drain::{DRAIN_BOUND, DrainedSession, WarmedUp};
 pub use events::{LifecycleBus, LifecycleEvent};
 pub use manager::{Clock, Delivered, GatewayError, SendUserMessage, SessionManager};
 pub use reset::ResetReason;

@@ -13,6 +13,7 @@ pub mod decode;
 mod error;
 mod history;
 mod http;
+pub mod local;
 mod ollama;
 mod openai;
 #[cfg(test)]

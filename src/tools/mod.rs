@@ -23,7 +23,10 @@ pub mod registry;
 mod regular_file;
 pub mod set_working_directory;
 pub mod shell_execute;
+pub mod summary;
 mod walk;
+
+pub use walk::list_files;
 
 pub use output::{OutputCap, cap_head_tail};
 pub use policy::{ApprovalMode, ApprovalNeed, Decision, decide};

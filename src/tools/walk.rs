@@ -46,3 +46,21 @@ pub(crate) fn files<'a>(
         Err(_) => Some(Step::Unreadable),
     })
 }
+
+/// Up to `limit` files under `root`, as paths relative to it, in the walk's order (as
+/// `rg --files` lists them): for completing file names as the person types.
+pub fn list_files(root: &Path, limit: usize) -> Vec<String> {
+    let never = CancellationToken::new();
+    files(root, Order::Unsorted, &never)
+        .filter_map(|step| match step {
+            Step::File(entry) => entry
+                .path()
+                .strip_prefix(root)
+                .ok()
+                .and_then(|p| p.to_str())
+                .map(str::to_owned),
+            Step::Unreadable | Step::Cancelled => None,
+        })
+        .take(limit)
+        .collect()
+}

@@ -14,13 +14,23 @@
 //!
 //! [`Line`]: ratatui::text::Line
 
+pub mod app;
 pub mod color;
+pub mod composer;
 pub mod diff;
 pub mod highlight;
 pub mod markdown;
+pub mod popup;
+pub mod runner;
+pub mod schedule;
+pub mod setup;
+pub mod status;
 mod table;
+pub mod terminal;
 pub mod theme;
 mod theme_file;
+pub mod transcript;
+pub mod view;
 pub mod wrap;
 
 pub use color::ColorDepth;

@@ -1,0 +1,191 @@
+//! `tern` in a terminal: the full-screen interface. Which session it opens (`-c`, `-r ID`, a
+//! restart's `--restarted-from`, or a new one), the model, the theme and the stop signals are
+//! settled here; the interface itself is `crate::tui`. With no usable provider it shows the
+//! setup screen instead.
+
+use super::Outcome;
+use super::lifecycle::{self, Stop, Stops};
+use super::setup::{self, ModelArgs};
+use crate::domain::{SessionId, SessionKey};
+use crate::gateway::{SessionManager, WarmedUp};
+use crate::store::{SessionMeta, Store};
+use crate::tools::ApprovalMode;
+use crate::tui::app::App;
+use crate::tui::popup::FileIndex;
+use crate::tui::runner::{self, Exit, Launch, Stopping};
+use crate::tui::status::Status;
+use crate::tui::{ColorDepth, Theme};
+use anyhow::Context;
+use std::sync::Arc;
+
+/// How the interface was asked to start.
+#[derive(Debug, Clone, Default)]
+pub struct LaunchArgs {
+    pub model: ModelArgs,
+    /// `-c`: the latest session of this folder.
+    pub r#continue: bool,
+    /// `-r ID`: that session.
+    pub resume: Option<String>,
+    /// A restart's session.
+    pub restarted_from: Option<String>,
+    /// A first message.
+    pub prompt: Option<String>,
+}
+
+pub async fn run(args: LaunchArgs) -> anyhow::Result<Outcome> {
+    let loaded = setup::load()?;
+    let store = setup::open_store(&loaded.paths)?;
+    let found = find(&args, &store)?;
+    let model_args = args.model.or_session(found.as_ref());
+    let client = match setup::model_client(&loaded.config, &model_args, setup::KeyCheck::Required) {
+        Ok(client) => client,
+        Err(err) => return super::first_run::run(&loaded, &err.to_string()).await,
+    };
+    let status = Status {
+        model: client.primary.model.clone(),
+        provider: client.primary.provider.name().to_owned(),
+        context_window: client.primary.context_window,
+        ..Status::default()
+    };
+    let deps = setup::session_deps(
+        &loaded,
+        store.clone(),
+        client,
+        ApprovalMode::Edits,
+        args.model.overrides(),
+    );
+    let manager = Arc::new(SessionManager::new(deps));
+    let warmed = manager.warm_up().await?;
+    let (key, resumed, project_dir) = match &found {
+        Some(meta) => (
+            meta.key.clone(),
+            Some(meta.id.clone()),
+            meta.project_dir.clone(),
+        ),
+        None => (
+            SessionKey::cli(&SessionId::generate()),
+            None,
+            setup::project_dir()?,
+        ),
+    };
+    let themes_dir = loaded.paths.config_dir.join("themes");
+    let depth = ColorDepth::detect(|name| std::env::var(name).ok());
+    let theme = match Theme::load(&loaded.config.ui.theme, &themes_dir) {
+        Ok(theme) => theme,
+        Err(err) => {
+            eprintln!("tern: {err}; using the dark theme");
+            Theme::default()
+        }
+    }
+    .for_depth(depth);
+    // Code highlighting compiles its grammars the first time; do it before it is needed.
+    let _ = std::thread::Builder::new()
+        .name("tern-highlight".into())
+        .spawn(crate::tui::highlight::warm_up);
+    let mut app = App::new(
+        theme,
+        themes_dir,
+        FileIndex::spawn(project_dir.clone()),
+        status,
+    );
+    tell_warm_up(&mut app, &store, &warmed, resumed.as_ref());
+    if args.restarted_from.is_some() {
+        app.notice("tern restarted with the changed configuration");
+    }
+
+    let (stop_tx, stop) = tokio::sync::oneshot::channel();
+    let mut stops = Stops::listen(&loaded.config).context("could not listen for stop signals")?;
+    tokio::spawn(async move {
+        let reason = stops.next().await;
+        let _ = stop_tx.send(Stopping {
+            notice: reason.notice(),
+            restart: reason == Stop::ConfigChanged,
+        });
+    });
+    let launch = Launch {
+        manager: manager.clone(),
+        store,
+        key,
+        resumed,
+        project_dir,
+        prompt: args.prompt.clone(),
+        stop,
+    };
+    let exit = runner::run(app, launch)
+        .await
+        .context("the terminal interface stopped")?;
+    drop(manager);
+    match exit {
+        Exit::Quit { session }
+        | Exit::Drained {
+            session,
+            restart: false,
+        } => {
+            if let Some(id) = session {
+                println!("Continue this conversation with: tern -r {}", id.short());
+            }
+            Ok(Outcome::Success)
+        }
+        Exit::Drained {
+            session,
+            restart: true,
+        } => {
+            let err = match &session {
+                Some(id) => lifecycle::restart(id, &args.model),
+                None => lifecycle::start_again(&args.model),
+            };
+            anyhow::bail!("could not start tern again after the config change: {err}")
+        }
+        Exit::SwitchModel { session, model } => {
+            let model_args = ModelArgs {
+                provider: args.model.provider.clone(),
+                model: Some(model),
+            };
+            let err = match &session {
+                Some(id) => lifecycle::restart(id, &model_args),
+                None => lifecycle::start_again(&model_args),
+            };
+            anyhow::bail!("could not start tern again with the other model: {err}")
+        }
+    }
+}
+
+/// The stored session to open, if any: a restart's, `-r ID`, or `-c` (the latest here).
+fn find(args: &LaunchArgs, store: &Store) -> anyhow::Result<Option<SessionMeta>> {
+    if let Some(id) = args.restarted_from.as_deref().or(args.resume.as_deref()) {
+        return Ok(Some(store.resolve(id)?));
+    }
+    if !args.r#continue {
+        return Ok(None);
+    }
+    let here = setup::project_dir()?;
+    match store.latest_for_project(&here)? {
+        Some(meta) => Ok(Some(meta)),
+        None => anyhow::bail!(
+            "there is no earlier session for {} to continue; start one with `tern`",
+            here.display()
+        ),
+    }
+}
+
+/// Tells the person about sessions the last stop interrupted, other than the one shown.
+fn tell_warm_up(app: &mut App, store: &Store, warmed: &[WarmedUp], shown: Option<&SessionId>) {
+    for session in warmed.iter().filter(|w| Some(&w.id) != shown) {
+        let title = store
+            .meta(&session.id)
+            .ok()
+            .flatten()
+            .map(|m| m.title)
+            .unwrap_or_default();
+        let how = if session.resumed {
+            "it has carried on by itself"
+        } else {
+            "it waits for you"
+        };
+        app.notice(format!(
+            "tern stopped in the middle of session {} ({title}); {how}: tern -r {}",
+            session.id.short(),
+            session.id.short()
+        ));
+    }
+}

@@ -1,0 +1,516 @@
+//! The terminal UI's state and what input does to it. Pure: keys, pastes, session events
+//! and the results of background work come in; changed state and [`Action`]s for the runner
+//! to carry out (send a message, cancel the turn, run a command…) come out. Only the runner
+//! (`runner.rs`) touches the terminal, the session manager or the clock.
+
+use super::composer::{Composer, Edit};
+use super::popup::{self, Choices, FileIndex};
+use super::status::Status;
+use super::theme::Theme;
+use super::transcript::{CellKind, Transcript};
+use crate::domain::SessionId;
+use crate::session::{Phase, SessionEvent};
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseEvent, MouseEventKind};
+use std::path::PathBuf;
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// How close two Ctrl-C presses must be to quit.
+const QUIT_WINDOW: Duration = Duration::from_secs(1);
+/// How long a flash message stays in the status line.
+const FLASH: Duration = Duration::from_secs(3);
+/// Lines the mouse wheel scrolls.
+const WHEEL_LINES: usize = 3;
+
+/// Work for the runner.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// Send a message to the session.
+    Send(String),
+    /// Stop the running turn.
+    Cancel,
+    /// Run a command the person typed after `!`.
+    Shell(String),
+    Compact,
+    /// Archive this conversation and start a new one.
+    Reset,
+    /// Open the session picker.
+    Pick,
+    /// Start tern again on this session with another model.
+    SwitchModel(String),
+    /// Write the transcript as markdown to this file.
+    Export(PathBuf),
+    Quit,
+}
+
+/// Results of background work, for the app.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AppEvent {
+    /// A message could not be delivered; it was not kept.
+    NotSent {
+        text: String,
+        error: String,
+    },
+    /// A `!` command finished.
+    ShellDone {
+        command: String,
+        output: String,
+        ok: bool,
+    },
+    /// A compaction on demand ended: whether it changed anything, or why it failed.
+    Compacted(Result<bool, String>),
+    /// The key talks to a new session now.
+    Renewed {
+        old: Option<SessionId>,
+        new: SessionId,
+    },
+    Branch(Option<String>),
+    Exported(Result<PathBuf, String>),
+    /// Something the person should read, shown as a notice.
+    Notice(String),
+}
+
+/// An open popup.
+#[derive(Debug, Clone)]
+enum Popup {
+    Slash(Choices),
+    Files(Choices),
+}
+
+/// Everything on screen.
+pub struct App {
+    pub transcript: Transcript,
+    pub composer: Composer,
+    pub status: Status,
+    pub theme: Theme,
+    /// Where user themes live, and the terminal's colour depth.
+    themes_dir: PathBuf,
+    files: FileIndex,
+    popup: Option<Popup>,
+    /// Output of `!` commands, added to the next message so the model sees it.
+    shell_context: Vec<String>,
+    last_ctrl_c: Option<Instant>,
+    pub session: Option<SessionId>,
+    /// Whether a turn (or a compaction) is running.
+    pub busy: bool,
+}
+
+impl App {
+    pub fn new(theme: Theme, themes_dir: PathBuf, files: FileIndex, status: Status) -> Self {
+        Self {
+            transcript: Transcript::default(),
+            composer: Composer::default(),
+            status,
+            theme,
+            themes_dir,
+            files,
+            popup: None,
+            shell_context: Vec::new(),
+            last_ctrl_c: None,
+            session: None,
+            busy: false,
+        }
+    }
+
+    /// Handles a key press.
+    pub fn key(&mut self, key: KeyEvent, now: Instant) -> Vec<Action> {
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        if self.popup.is_some()
+            && let Some(actions) = self.popup_key(key)
+        {
+            return actions;
+        }
+        match key.code {
+            KeyCode::Char('c') if ctrl => return self.ctrl_c(now),
+            KeyCode::Char('d') if ctrl && self.composer.is_empty() => return vec![Action::Quit],
+            KeyCode::Esc if self.busy => return vec![Action::Cancel],
+            KeyCode::Esc => return Vec::new(),
+            KeyCode::Char('t') if ctrl => {
+                self.transcript.view.thinking_open = !self.transcript.view.thinking_open;
+                return Vec::new();
+            }
+            KeyCode::Char('o') if ctrl => {
+                self.transcript.view.tools_open = !self.transcript.view.tools_open;
+                return Vec::new();
+            }
+            KeyCode::PageUp => {
+                let page = self.transcript.page();
+                self.transcript.scroll_up(page, &self.theme);
+                return Vec::new();
+            }
+            KeyCode::PageDown => {
+                let page = self.transcript.page();
+                self.transcript.scroll_down(page, &self.theme);
+                return Vec::new();
+            }
+            KeyCode::Home if ctrl || self.composer.is_empty() => {
+                self.transcript.to_top();
+                return Vec::new();
+            }
+            KeyCode::End if ctrl || self.composer.is_empty() => {
+                self.transcript.to_bottom();
+                return Vec::new();
+            }
+            _ => {}
+        }
+        let actions = match self.composer.key(key) {
+            Edit::Submit(text) => self.submit(text),
+            Edit::Changed | Edit::Ignored => Vec::new(),
+        };
+        self.update_popup();
+        actions
+    }
+
+    /// A bracketed paste goes into the composer.
+    pub fn paste(&mut self, text: &str) {
+        self.composer.paste(text);
+        self.update_popup();
+    }
+
+    pub fn mouse(&mut self, event: MouseEvent) {
+        match event.kind {
+            MouseEventKind::ScrollUp => self.transcript.scroll_up(WHEEL_LINES, &self.theme),
+            MouseEventKind::ScrollDown => self.transcript.scroll_down(WHEEL_LINES, &self.theme),
+            _ => {}
+        }
+    }
+
+    /// Ctrl-C clears the composer; a second one within a second quits.
+    fn ctrl_c(&mut self, now: Instant) -> Vec<Action> {
+        if !self.composer.is_empty() {
+            self.composer.clear();
+            self.popup = None;
+            self.last_ctrl_c = None;
+            return Vec::new();
+        }
+        if self
+            .last_ctrl_c
+            .is_some_and(|at| now.saturating_duration_since(at) <= QUIT_WINDOW)
+        {
+            return vec![Action::Quit];
+        }
+        self.last_ctrl_c = Some(now);
+        self.flash("press Ctrl-C again to quit", now);
+        Vec::new()
+    }
+
+    fn flash(&mut self, text: &str, now: Instant) {
+        self.status.flash = Some((text.to_owned(), now));
+    }
+
+    /// Sends `text` as if it had been typed and sent (`tern "…"`).
+    pub fn submit_text(&mut self, text: String) -> Vec<Action> {
+        self.composer.remember(&text);
+        self.submit(text)
+    }
+
+    /// What the composer's text asks for.
+    fn submit(&mut self, text: String) -> Vec<Action> {
+        let trimmed = text.trim();
+        if let Some(command) = trimmed.strip_prefix('/')
+            && !command.starts_with('/')
+        {
+            return self.slash(command);
+        }
+        if let Some(command) = trimmed.strip_prefix('!') {
+            let command = command.trim();
+            if command.is_empty() {
+                return Vec::new();
+            }
+            return vec![Action::Shell(command.to_owned())];
+        }
+        let mut message = std::mem::take(&mut self.shell_context).join("\n\n");
+        if !message.is_empty() {
+            message.push_str("\n\n");
+        }
+        message.push_str(&text);
+        self.transcript.sent(&text);
+        self.transcript.to_bottom();
+        vec![Action::Send(message)]
+    }
+
+    /// Runs a slash command.
+    fn slash(&mut self, line: &str) -> Vec<Action> {
+        let (name, arg) = match line.split_once(char::is_whitespace) {
+            Some((name, arg)) => (name, arg.trim()),
+            None => (line, ""),
+        };
+        match name {
+            "new" | "reset" => vec![Action::Reset],
+            "resume" => vec![Action::Pick],
+            "compact" => vec![Action::Compact],
+            "quit" | "exit" => vec![Action::Quit],
+            "model" if arg.is_empty() => {
+                self.notice(format!(
+                    "model: {} ({}); `/model NAME` switches (tern restarts on this session)",
+                    self.status.model, self.status.provider
+                ));
+                Vec::new()
+            }
+            "model" => vec![Action::SwitchModel(arg.to_owned())],
+            "theme" => {
+                self.theme_command(arg);
+                Vec::new()
+            }
+            "export" => {
+                let path = if arg.is_empty() {
+                    let id = self.session.as_ref().map_or("new", |id| id.short());
+                    PathBuf::from(format!("tern-{id}.md"))
+                } else {
+                    PathBuf::from(arg)
+                };
+                vec![Action::Export(path)]
+            }
+            "status" => {
+                self.notice(self.status_text());
+                Vec::new()
+            }
+            "help" => {
+                self.notice(help_text());
+                Vec::new()
+            }
+            other => {
+                self.notice(format!("unknown command /{other}; /help lists them"));
+                Vec::new()
+            }
+        }
+    }
+
+    fn theme_command(&mut self, name: &str) {
+        if name.is_empty() {
+            let names: Vec<&str> = Theme::names().collect();
+            self.notice(format!(
+                "theme: {}; built in: {}; your own go in {} as NAME.toml",
+                self.theme.name,
+                names.join(", "),
+                self.themes_dir.display()
+            ));
+            return;
+        }
+        match Theme::load(name, &self.themes_dir) {
+            Ok(theme) => {
+                self.theme = theme.for_depth(self.theme.depth);
+                self.transcript.view.theme_epoch += 1;
+                self.notice(format!("theme: {name}"));
+            }
+            Err(err) => self.notice(err.to_string()),
+        }
+    }
+
+    fn status_text(&self) -> String {
+        let s = &self.status;
+        let t = &s.tokens;
+        format!(
+            "session {} · {} ({}) · context {} of {} tokens · session tokens: input {}, output \
+             {}, cache read {}, cache write {}{}",
+            self.session.as_ref().map_or("(none yet)", |id| id.as_str()),
+            s.model,
+            s.provider,
+            s.context_tokens,
+            s.context_window,
+            t.input_tokens,
+            t.output_tokens,
+            t.cache_read_input_tokens,
+            t.cache_creation_input_tokens,
+            s.branch
+                .as_ref()
+                .map_or(String::new(), |b| format!(" · branch {b}"))
+        )
+    }
+
+    pub fn notice(&mut self, text: impl Into<String>) {
+        self.transcript.push(CellKind::Notice { text: text.into() });
+    }
+
+    /// Opens, updates or closes the popup from the composer's text.
+    fn update_popup(&mut self) {
+        let shown = self.composer.shown();
+        if let Some(typed) = shown.strip_prefix('/')
+            && !typed.contains(char::is_whitespace)
+        {
+            self.popup = Some(Popup::Slash(popup::slash_choices(typed)));
+            return;
+        }
+        let (_, word) = self.composer.current_word();
+        if let Some(query) = word.strip_prefix('@') {
+            self.popup = Some(Popup::Files(self.files.choices(query)));
+            return;
+        }
+        self.popup = None;
+    }
+
+    /// Keys while a popup is open; `None` lets the key through to the composer.
+    fn popup_key(&mut self, key: KeyEvent) -> Option<Vec<Action>> {
+        let popup = self.popup.as_mut()?;
+        let choices = match popup {
+            Popup::Slash(c) | Popup::Files(c) => c,
+        };
+        match key.code {
+            KeyCode::Up => choices.up(),
+            KeyCode::Down => choices.down(),
+            KeyCode::Esc => self.popup = None,
+            KeyCode::Tab | KeyCode::Enter if !choices.is_empty() => {
+                let chosen = choices.chosen().unwrap_or_default().to_owned();
+                let is_slash = matches!(popup, Popup::Slash(_));
+                self.popup = None;
+                if is_slash {
+                    if key.code == KeyCode::Enter {
+                        self.composer.clear();
+                        return Some(self.submit(chosen));
+                    }
+                    self.composer.set(&format!("{chosen} "));
+                } else {
+                    self.composer.replace_current_word(&format!("{chosen} "));
+                }
+            }
+            _ => return None,
+        }
+        Some(Vec::new())
+    }
+
+    /// Applies an event of the session.
+    pub fn session_event(&mut self, event: &SessionEvent, now: Instant) {
+        match event {
+            SessionEvent::PhaseChanged { phase } => match phase {
+                Phase::Processing => self.working(now, "working"),
+                Phase::Compacting => self.working(now, "compacting"),
+                Phase::Ready | Phase::Passivating => {
+                    self.busy = false;
+                    self.status.working = None;
+                }
+                Phase::Recovering => {}
+            },
+            SessionEvent::Usage { usage, .. } => {
+                self.status.tokens.add(usage);
+                self.status.context_tokens = usage.context_tokens() + usage.output_tokens;
+            }
+            SessionEvent::TurnCompleted { .. } | SessionEvent::TurnFailed { .. } => {
+                self.busy = false;
+                self.status.working = None;
+            }
+            _ => {}
+        }
+        self.transcript.apply(event, now);
+    }
+
+    fn working(&mut self, now: Instant, what: &'static str) {
+        self.busy = true;
+        if self.status.working.map(|(_, w)| w) != Some(what) {
+            self.status.working = Some((now, what));
+        }
+    }
+
+    /// Applies the result of background work.
+    pub fn app_event(&mut self, event: AppEvent) {
+        match event {
+            AppEvent::NotSent { text, error } => {
+                if let Some(at) = self.transcript.cells.iter().rposition(
+                    |c| matches!(&c.kind, CellKind::User { text: t, queued: true } if *t == text),
+                ) {
+                    self.transcript.cells.remove(at);
+                }
+                self.transcript.push(CellKind::Error {
+                    category: "not sent".into(),
+                    message: format!("{error} (your message is back in the composer)"),
+                });
+                if self.composer.is_empty() {
+                    self.composer.set(&text);
+                }
+            }
+            AppEvent::ShellDone {
+                command,
+                output,
+                ok,
+            } => {
+                self.shell_context.push(format!(
+                    "[I ran `{command}` in the project; its output follows, for context]\n```\n{}\n```",
+                    output.trim_end()
+                ));
+                self.transcript.push(CellKind::Shell {
+                    command,
+                    output,
+                    ok,
+                });
+            }
+            AppEvent::Compacted(Ok(false)) => {
+                self.notice("nothing to compact: the conversation is already short")
+            }
+            AppEvent::Compacted(Ok(true)) => {}
+            AppEvent::Compacted(Err(err)) => self.notice(format!("compaction failed: {err}")),
+            AppEvent::Renewed { old, new } => {
+                self.transcript = Transcript::default();
+                let note = match old {
+                    Some(old) => format!(
+                        "new session {}; session {} is archived (tern sessions list --archived)",
+                        new.short(),
+                        old.short()
+                    ),
+                    None => format!("new session {}", new.short()),
+                };
+                self.notice(note);
+                self.session = Some(new);
+                self.status.tokens = Default::default();
+                self.status.context_tokens = 0;
+                self.status.title.clear();
+            }
+            AppEvent::Branch(branch) => self.status.branch = branch,
+            AppEvent::Exported(Ok(path)) => {
+                self.notice(format!("transcript written to {}", path.display()))
+            }
+            AppEvent::Exported(Err(err)) => self.notice(format!("export failed: {err}")),
+            AppEvent::Notice(text) => self.notice(text),
+        }
+    }
+
+    /// Per-frame upkeep: streamed text committed, old flashes cleared. Returns whether the
+    /// screen needs frames to keep coming (something moves by itself).
+    pub fn tick(&mut self, now: Instant) -> bool {
+        self.transcript.commit_pending();
+        if self
+            .status
+            .flash
+            .as_ref()
+            .is_some_and(|(_, at)| now.saturating_duration_since(*at) > FLASH)
+        {
+            self.status.flash = None;
+        }
+        self.status.scrolled = !self.transcript.at_bottom();
+        self.busy
+            || self.status.flash.is_some()
+            || self.transcript.cells.last().is_some_and(|c| c.is_live())
+            || self.transcript.has_pending()
+    }
+
+    /// The open popup's title and choices, for drawing.
+    pub fn popup(&self) -> Option<(&'static str, &Choices)> {
+        match &self.popup {
+            Some(Popup::Slash(c)) => Some(("commands", c)),
+            Some(Popup::Files(c)) => Some(("files", c)),
+            None => None,
+        }
+    }
+
+    /// What the empty composer says.
+    pub fn hint(&self) -> &'static str {
+        if self.busy {
+            "write to add to this turn · esc interrupts"
+        } else {
+            "message tern · / commands · @ files · ! shell · ctrl+c ctrl+c quits"
+        }
+    }
+}
+
+/// `/help`.
+fn help_text() -> String {
+    let mut out = String::from("commands:");
+    for c in popup::COMMANDS {
+        out.push_str(&format!("\n/{} {} — {}", c.name, c.args, c.help));
+    }
+    out.push_str(
+        "\nkeys: enter sends · shift+enter, alt+enter or ctrl+j: new line · up/down: history · \
+         esc: interrupt · ctrl+c: clear, twice quits · ctrl+d: quit · pgup/pgdn, wheel, \
+         home/end: scroll · ctrl+t: thinking · ctrl+o: tool output · @: files · !cmd: run a \
+         command (its output goes with your next message) · shift+drag selects text",
+    );
+    out
+}

@@ -1,0 +1,445 @@
+//! One entry of the transcript and how it is drawn: the person's messages, the assistant's
+//! markdown, thinking (collapsed unless opened), tool calls with their outcome and output
+//! (file changes as diffs), `!` commands, errors and tern's own notices.
+//!
+//! A cell renders to lines for a width; the result is cached per width and view, so a line
+//! is wrapped again only when the width, the view or the cell changed. A running tool's
+//! header (its spinner and clock) is the one part drawn fresh every frame.
+
+use crate::tools::summary::summarize_input;
+use crate::tui::theme::Theme;
+use crate::tui::wrap::{hard_wrap, wrap_prefixed};
+use crate::tui::{render_diff, render_markdown};
+use ratatui::style::{Modifier, Style};
+use ratatui::text::{Line, Span};
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// Lines of tool output shown while the output is collapsed.
+const COLLAPSED_OUTPUT_LINES: usize = 4;
+/// Lines of a diff shown while collapsed.
+const COLLAPSED_DIFF_LINES: usize = 14;
+/// Most lines of tool output ever shown; the rest is in the session's journal.
+const MAX_OUTPUT_LINES: usize = 400;
+
+/// The spinner's frames, one every 80 ms.
+const SPINNER: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
+
+/// How the whole transcript is shown right now; part of every cell's cache key.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct View {
+    /// Thinking shown in full (Ctrl-T), not as one line.
+    pub thinking_open: bool,
+    /// Tool output shown in full (Ctrl-O), not its first lines.
+    pub tools_open: bool,
+    /// Bumped when the theme changes.
+    pub theme_epoch: u32,
+}
+
+/// A tool call's state.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ToolStatus {
+    Running { since: Instant },
+    Done { ok: bool, took: Option<Duration> },
+}
+
+/// A tool call and what came of it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCell {
+    pub id: String,
+    pub name: String,
+    pub input: serde_json::Value,
+    pub status: ToolStatus,
+    pub output: String,
+}
+
+/// What a cell shows.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CellKind {
+    /// A message the person sent; `queued` until the session has taken it in.
+    User {
+        text: String,
+        queued: bool,
+    },
+    /// The assistant's reply, streamed in; `interrupted` when the person stopped it.
+    Assistant {
+        text: String,
+        streaming: bool,
+        interrupted: bool,
+    },
+    Thinking {
+        text: String,
+    },
+    Tool(ToolCell),
+    /// A command the person ran with `!`.
+    Shell {
+        command: String,
+        output: String,
+        ok: bool,
+    },
+    Error {
+        category: String,
+        message: String,
+    },
+    Notice {
+        text: String,
+    },
+}
+
+/// A transcript entry with its rendering cache.
+#[derive(Debug, Clone)]
+pub struct Cell {
+    pub kind: CellKind,
+    /// Bumped on every change, so the cache knows it is stale.
+    generation: u64,
+    cache: Option<Cached>,
+}
+
+#[derive(Debug, Clone)]
+struct Cached {
+    width: u16,
+    generation: u64,
+    view: View,
+    lines: Vec<Line<'static>>,
+}
+
+impl Cell {
+    pub fn new(kind: CellKind) -> Self {
+        Self {
+            kind,
+            generation: 0,
+            cache: None,
+        }
+    }
+
+    /// Changes the cell; its cached lines are drawn again next time.
+    pub fn edit(&mut self) -> &mut CellKind {
+        self.generation += 1;
+        &mut self.kind
+    }
+
+    /// Whether part of the cell changes with time alone (a running tool's clock).
+    pub fn is_live(&self) -> bool {
+        matches!(
+            &self.kind,
+            CellKind::Tool(ToolCell {
+                status: ToolStatus::Running { .. },
+                ..
+            })
+        )
+    }
+
+    /// The cell's height in lines at `width` (its trailing blank line included).
+    pub fn height(&mut self, width: u16, view: View, theme: &Theme) -> usize {
+        self.lines(width, view, theme).len()
+    }
+
+    /// The cell's lines at `width`, from the cache when it is current. A live cell's first
+    /// line is a placeholder: call [`Cell::live_header`] for it.
+    pub fn lines(&mut self, width: u16, view: View, theme: &Theme) -> &[Line<'static>] {
+        let current = self
+            .cache
+            .as_ref()
+            .is_some_and(|c| c.width == width && c.generation == self.generation && c.view == view);
+        if !current {
+            let lines = render(&self.kind, width, view, theme);
+            self.cache = Some(Cached {
+                width,
+                generation: self.generation,
+                view,
+                lines,
+            });
+        }
+        match &self.cache {
+            Some(cached) => &cached.lines,
+            None => &[],
+        }
+    }
+
+    /// The header line of a running tool at `now`: spinner and elapsed time.
+    pub fn live_header(&self, now: Instant, width: u16, theme: &Theme) -> Option<Line<'static>> {
+        let CellKind::Tool(tool) = &self.kind else {
+            return None;
+        };
+        let ToolStatus::Running { since } = tool.status else {
+            return None;
+        };
+        let elapsed = now.saturating_duration_since(since);
+        let frame = SPINNER[(elapsed.as_millis() / 80) as usize % SPINNER.len()];
+        let icon = Span::styled(frame.to_owned(), theme.tool_running);
+        Some(tool_header(
+            tool,
+            icon,
+            Some(format_duration(elapsed)),
+            width,
+            theme,
+        ))
+    }
+
+    /// Drops the cached lines (to free memory for cells far off screen).
+    pub fn forget(&mut self) {
+        self.cache = None;
+    }
+}
+
+/// Renders `kind` at `width`; every cell ends with a blank line.
+fn render(kind: &CellKind, width: u16, view: View, theme: &Theme) -> Vec<Line<'static>> {
+    let width = width.max(4);
+    let mut lines = match kind {
+        CellKind::User { text, queued } => {
+            let mut lines = prefixed_text(text, width, "› ", theme.accent, theme.user_message);
+            if *queued {
+                lines.push(Line::styled(
+                    "  queued: it goes in at the next tool step, or after this turn",
+                    theme.dim,
+                ));
+            }
+            lines
+        }
+        CellKind::Assistant {
+            text, interrupted, ..
+        } => {
+            let mut lines = markdown_block(text, width, theme);
+            if *interrupted {
+                lines.push(Line::styled("  ⎿ interrupted", theme.warning));
+            }
+            lines
+        }
+        CellKind::Thinking { text } => thinking(text, width, view, theme),
+        CellKind::Tool(tool) => tool_lines(tool, width, view, theme),
+        CellKind::Shell {
+            command,
+            output,
+            ok,
+        } => {
+            let icon = if *ok {
+                Span::styled("!".to_owned(), theme.accent)
+            } else {
+                Span::styled("!".to_owned(), theme.failure)
+            };
+            let mut lines = vec![Line::from(vec![
+                icon,
+                Span::raw(" "),
+                Span::styled(command.clone(), theme.tool_name),
+            ])];
+            lines.extend(output_lines(output, width, view, *ok, theme));
+            lines
+        }
+        CellKind::Error { category, message } => prefixed_text(
+            &format!("{category}: {message}"),
+            width,
+            "✗ ",
+            theme.error,
+            theme.error,
+        ),
+        CellKind::Notice { text } => prefixed_text(text, width, "· ", theme.notice, theme.notice),
+    };
+    lines.push(Line::default());
+    lines
+}
+
+/// Prose wrapped after a marker on its first line, indented as wide on the others.
+fn prefixed_text(
+    text: &str,
+    width: u16,
+    marker: &str,
+    marker_style: Style,
+    style: Style,
+) -> Vec<Line<'static>> {
+    let first = Line::from(Span::styled(marker.to_owned(), marker_style));
+    let rest = Line::from(" ".repeat(crate::tui::wrap::str_width(marker)));
+    let text = if text.is_empty() { " " } else { text };
+    wrap_prefixed(
+        &[Span::styled(text.to_owned(), style)],
+        width,
+        &first,
+        &rest,
+    )
+}
+
+/// Markdown indented two cells, with a bullet on its first line.
+fn markdown_block(text: &str, width: u16, theme: &Theme) -> Vec<Line<'static>> {
+    let mut lines = render_markdown(text, width.saturating_sub(2), theme);
+    if lines.is_empty() {
+        lines.push(Line::default());
+    }
+    for (i, line) in lines.iter_mut().enumerate() {
+        let marker = if i == 0 {
+            Span::styled("• ".to_owned(), theme.dim)
+        } else {
+            Span::raw("  ")
+        };
+        line.spans.insert(0, marker);
+    }
+    lines
+}
+
+fn thinking(text: &str, width: u16, view: View, theme: &Theme) -> Vec<Line<'static>> {
+    let count = text.lines().filter(|l| !l.trim().is_empty()).count();
+    let style = theme.thinking.add_modifier(Modifier::ITALIC);
+    if !view.thinking_open {
+        return vec![Line::styled(
+            format!("✻ thinking · {count} lines · ctrl+t to show"),
+            style,
+        )];
+    }
+    let mut lines = vec![Line::styled("✻ thinking · ctrl+t to hide", style)];
+    let bar = Line::from(Span::styled("┊ ".to_owned(), theme.dim));
+    for paragraph in text.lines() {
+        let span = Span::styled(paragraph.to_owned(), style);
+        lines.extend(wrap_prefixed(&[span], width, &bar, &bar));
+    }
+    lines
+}
+
+fn tool_lines(tool: &ToolCell, width: u16, view: View, theme: &Theme) -> Vec<Line<'static>> {
+    let (icon, took) = match &tool.status {
+        // A placeholder of the same width; the live header replaces it every frame.
+        ToolStatus::Running { .. } => (
+            Span::styled(SPINNER[0].to_owned(), theme.tool_running),
+            None,
+        ),
+        ToolStatus::Done { ok: true, took } => (
+            Span::styled("✓".to_owned(), theme.success),
+            took.map(format_duration),
+        ),
+        ToolStatus::Done { ok: false, took } => (
+            Span::styled("✗".to_owned(), theme.failure),
+            took.map(format_duration),
+        ),
+    };
+    let mut lines = vec![tool_header(tool, icon, took, width, theme)];
+    let ok = !matches!(tool.status, ToolStatus::Done { ok: false, .. });
+    let diff = match tool.name.as_str() {
+        "file_edit" if ok && tool.output.contains("\n@@") => Some(tool.output.clone()),
+        "file_write" if ok => written_as_diff(&tool.input),
+        _ => None,
+    };
+    match diff {
+        Some(diff) => {
+            let mut body = render_diff(&diff, width.saturating_sub(4), theme);
+            let total = body.len();
+            if !view.tools_open && total > COLLAPSED_DIFF_LINES {
+                body.truncate(COLLAPSED_DIFF_LINES);
+                body.push(Line::styled(
+                    format!(
+                        "… {} more lines · ctrl+o to show",
+                        total - COLLAPSED_DIFF_LINES
+                    ),
+                    theme.dim,
+                ));
+            }
+            lines.extend(indent(body, "    "));
+        }
+        None if !matches!(tool.status, ToolStatus::Running { .. }) => {
+            lines.extend(output_lines(&tool.output, width, view, ok, theme));
+        }
+        None => {}
+    }
+    lines
+}
+
+/// `name summary · 1.2s`, cut to the width.
+fn tool_header(
+    tool: &ToolCell,
+    icon: Span<'static>,
+    took: Option<String>,
+    width: u16,
+    theme: &Theme,
+) -> Line<'static> {
+    let mut spans = vec![
+        icon,
+        Span::raw(" "),
+        Span::styled(tool.name.clone(), theme.tool_name),
+        Span::raw(" "),
+        Span::styled(summarize_input(&tool.input), theme.dim),
+    ];
+    if let Some(took) = took {
+        spans.push(Span::styled(format!(" · {took}"), theme.dim));
+    }
+    let mut lines = hard_wrap(&spans, width, &Line::default(), &Line::default());
+    lines.truncate(1);
+    lines.pop().unwrap_or_default()
+}
+
+/// A tool's output under its header: the first lines while collapsed.
+fn output_lines(
+    output: &str,
+    width: u16,
+    view: View,
+    ok: bool,
+    theme: &Theme,
+) -> Vec<Line<'static>> {
+    let style = if ok { theme.dim } else { theme.error };
+    let all: Vec<&str> = output.trim_end_matches('\n').lines().collect();
+    if all.is_empty() {
+        return Vec::new();
+    }
+    let shown = if view.tools_open {
+        MAX_OUTPUT_LINES
+    } else {
+        COLLAPSED_OUTPUT_LINES
+    };
+    let first = Line::from(Span::styled("  ⎿ ".to_owned(), theme.dim));
+    let rest = Line::from("    ");
+    let mut lines = Vec::new();
+    for (i, text) in all.iter().take(shown).enumerate() {
+        let lead = if i == 0 { &first } else { &rest };
+        let mut wrapped = hard_wrap(
+            &[Span::styled((*text).to_owned(), style)],
+            width,
+            lead,
+            &rest,
+        );
+        if !view.tools_open {
+            wrapped.truncate(2);
+        }
+        lines.extend(wrapped);
+    }
+    if all.len() > shown {
+        let hint = if view.tools_open {
+            "in the session's journal"
+        } else {
+            "ctrl+o to show"
+        };
+        lines.push(Line::styled(
+            format!("    … {} more lines · {hint}", all.len() - shown),
+            theme.dim,
+        ));
+    }
+    lines
+}
+
+/// What `file_write` wrote, as a diff that adds every line.
+fn written_as_diff(input: &serde_json::Value) -> Option<String> {
+    let path = input.get("path")?.as_str()?;
+    let content = input.get("content")?.as_str()?;
+    let count = content.lines().count();
+    let mut diff = format!("+++ b/{path}\n@@ -0,0 +1,{count} @@\n");
+    for line in content.lines() {
+        diff.push('+');
+        diff.push_str(line);
+        diff.push('\n');
+    }
+    Some(diff)
+}
+
+fn indent(lines: Vec<Line<'static>>, by: &'static str) -> Vec<Line<'static>> {
+    lines
+        .into_iter()
+        .map(|mut line| {
+            line.spans.insert(0, Span::raw(by));
+            line
+        })
+        .collect()
+}
+
+/// `850ms`, `4.2s`, `3m05s`.
+pub fn format_duration(d: Duration) -> String {
+    let ms = d.as_millis();
+    match ms {
+        0..1000 => format!("{ms}ms"),
+        1000..60_000 => format!("{:.1}s", d.as_secs_f64()),
+        _ => format!("{}m{:02}s", d.as_secs() / 60, d.as_secs() % 60),
+    }
+}

@@ -1,0 +1,228 @@
+//! The transcript: the session's cells in order, the part of them on screen, and how session
+//! events change them.
+//!
+//! Drawing is virtualised: the view is anchored either to the bottom (it follows new output)
+//! or to a line of a cell (the person scrolled up), and a frame renders only the cells it
+//! shows, from their per-width caches. A 10,000-message session costs what a screenful does.
+//! Streamed text is gathered as it arrives and committed to its cell once per frame.
+
+mod cell;
+mod history;
+mod stream;
+
+pub use cell::{Cell, CellKind, ToolCell, ToolStatus, View, format_duration};
+pub use history::cells_from_history;
+
+use crate::tui::theme::Theme;
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use tokio::time::Instant;
+
+/// Where the view is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Scroll {
+    /// The last lines are shown, and new output scrolls into view.
+    #[default]
+    Bottom,
+    /// The view's first line is line `line` of cell `cell`.
+    At { cell: usize, line: usize },
+}
+
+/// The cells and the view onto them.
+#[derive(Debug, Default)]
+pub struct Transcript {
+    pub cells: Vec<Cell>,
+    pub view: View,
+    pub scroll: Scroll,
+    /// Text and thinking received since the last frame, and the round they belong to.
+    stream: stream::Stream,
+    /// The height and width of the last frame, for paging.
+    last_area: (u16, u16),
+}
+
+impl Transcript {
+    /// A transcript holding `cells` (a resumed session's history), viewed from the bottom.
+    pub fn with_cells(cells: Vec<Cell>) -> Self {
+        Self {
+            cells,
+            ..Self::default()
+        }
+    }
+
+    pub fn push(&mut self, kind: CellKind) {
+        self.cells.push(Cell::new(kind));
+    }
+
+    /// Whether the view follows new output.
+    pub fn at_bottom(&self) -> bool {
+        self.scroll == Scroll::Bottom
+    }
+
+    /// Draws the visible part into `area` of `buf`.
+    pub fn render(&mut self, area: Rect, buf: &mut Buffer, theme: &Theme, now: Instant) {
+        self.last_area = (area.height, area.width);
+        if area.height == 0 || area.width == 0 {
+            return;
+        }
+        let (width, height) = (area.width, area.height as usize);
+        let view = self.view;
+        let (mut cell, mut skip) = match self.scroll {
+            Scroll::Bottom => self.top_for_bottom(width, height, theme),
+            Scroll::At { cell, line } => (cell.min(self.cells.len()), line),
+        };
+        let mut y = 0;
+        while y < height && cell < self.cells.len() {
+            let live = self.cells[cell].live_header(now, width, theme);
+            let lines = self.cells[cell].lines(width, view, theme);
+            for (i, line) in lines.iter().enumerate().skip(skip) {
+                if y >= height {
+                    break;
+                }
+                let line = match (&live, i) {
+                    (Some(header), 0) => header,
+                    _ => line,
+                };
+                buf.set_line(area.x, area.y + y as u16, line, area.width);
+                y += 1;
+            }
+            skip = 0;
+            cell += 1;
+        }
+        // Scrolled down to the end: follow new output again.
+        if y < height && matches!(self.scroll, Scroll::At { .. }) && cell >= self.cells.len() {
+            self.scroll = Scroll::Bottom;
+        }
+    }
+
+    /// The first cell and line shown when the view is at the bottom.
+    fn top_for_bottom(&mut self, width: u16, height: usize, theme: &Theme) -> (usize, usize) {
+        let view = self.view;
+        let mut need = height;
+        for index in (0..self.cells.len()).rev() {
+            let h = self.cells[index].height(width, view, theme);
+            if h >= need {
+                return (index, h - need);
+            }
+            need -= h;
+        }
+        (0, 0)
+    }
+
+    /// Scrolls up by `lines`.
+    pub fn scroll_up(&mut self, lines: usize, theme: &Theme) {
+        let (height, width) = self.last_area;
+        let (mut cell, mut line) = match self.scroll {
+            Scroll::Bottom => self.top_for_bottom(width, height as usize, theme),
+            Scroll::At { cell, line } => (cell, line),
+        };
+        let mut left = lines;
+        while left > 0 {
+            if line >= left {
+                line -= left;
+                left = 0;
+            } else if cell == 0 {
+                line = 0;
+                left = 0;
+            } else {
+                left -= line + 1;
+                cell -= 1;
+                line = self.cells[cell]
+                    .height(width, self.view, theme)
+                    .saturating_sub(1);
+            }
+        }
+        self.scroll = Scroll::At { cell, line };
+    }
+
+    /// Scrolls down by `lines`; reaching the end follows new output again.
+    pub fn scroll_down(&mut self, lines: usize, theme: &Theme) {
+        let Scroll::At { mut cell, mut line } = self.scroll else {
+            return;
+        };
+        let (height, width) = self.last_area;
+        let bottom = self.top_for_bottom(width, height as usize, theme);
+        let mut left = lines;
+        while left > 0 && cell < self.cells.len() {
+            let h = self.cells[cell].height(width, self.view, theme);
+            if line + left < h {
+                line += left;
+                left = 0;
+            } else {
+                left -= h - line;
+                cell += 1;
+                line = 0;
+            }
+        }
+        self.scroll = if (cell, line) >= bottom {
+            Scroll::Bottom
+        } else {
+            Scroll::At { cell, line }
+        };
+    }
+
+    /// A screen's worth of lines, less two kept for context.
+    pub fn page(&self) -> usize {
+        (self.last_area.0 as usize).saturating_sub(2).max(1)
+    }
+
+    pub fn to_top(&mut self) {
+        self.scroll = Scroll::At { cell: 0, line: 0 };
+    }
+
+    pub fn to_bottom(&mut self) {
+        self.scroll = Scroll::Bottom;
+    }
+
+    /// Frees the cached lines of cells far from the view, keeping memory in step with what
+    /// is shown rather than with the session's length.
+    pub fn forget_far(&mut self, keep_around: usize) {
+        let centre = match self.scroll {
+            Scroll::Bottom => self.cells.len(),
+            Scroll::At { cell, .. } => cell,
+        };
+        let low = centre.saturating_sub(keep_around);
+        let high = centre.saturating_add(keep_around);
+        for (i, cell) in self.cells.iter_mut().enumerate() {
+            if i < low || i > high {
+                cell.forget();
+            }
+        }
+    }
+
+    /// The whole transcript as markdown, for `/export`.
+    pub fn to_markdown(&self) -> String {
+        let mut out = String::new();
+        for cell in &self.cells {
+            match &cell.kind {
+                CellKind::User { text, .. } => {
+                    out.push_str("## You\n\n");
+                    out.push_str(text);
+                    out.push_str("\n\n");
+                }
+                CellKind::Assistant { text, .. } => {
+                    out.push_str(text);
+                    out.push_str("\n\n");
+                }
+                CellKind::Thinking { .. } => {}
+                CellKind::Tool(tool) => {
+                    out.push_str(&format!(
+                        "> **{}** `{}`\n\n",
+                        tool.name,
+                        crate::tools::summary::summarize_input(&tool.input)
+                    ));
+                    if !tool.output.is_empty() {
+                        out.push_str(&format!("```\n{}\n```\n\n", tool.output.trim_end()));
+                    }
+                }
+                CellKind::Shell {
+                    command, output, ..
+                } => out.push_str(&format!("```\n$ {command}\n{}\n```\n\n", output.trim_end())),
+                CellKind::Error { category, message } => {
+                    out.push_str(&format!("> error ({category}): {message}\n\n"));
+                }
+                CellKind::Notice { text } => out.push_str(&format!("> {text}\n\n")),
+            }
+        }
+        out
+    }
+}

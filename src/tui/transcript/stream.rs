@@ -1,0 +1,299 @@
+//! How session events change the transcript. Text and thinking deltas are gathered and
+//! committed to their cell once per frame ([`Transcript::commit_pending`]); tool calls,
+//! results and turn ends apply at once.
+
+use super::Transcript;
+use super::cell::{CellKind, ToolCell, ToolStatus};
+use crate::domain::{ErrorCategory, TurnStop};
+use crate::session::SessionEvent;
+use tokio::time::Instant;
+
+/// What is being streamed now.
+#[derive(Debug, Default)]
+pub(super) struct Stream {
+    text: String,
+    thinking: String,
+    /// The cell the current round's text goes to, once it has any.
+    answer: Option<usize>,
+    thought: Option<usize>,
+}
+
+impl Transcript {
+    /// Applies one session event.
+    pub fn apply(&mut self, event: &SessionEvent, now: Instant) {
+        match event {
+            SessionEvent::InputAccepted { text, .. } => self.accepted(text),
+            SessionEvent::TextDelta { text } => self.stream.text.push_str(text),
+            SessionEvent::ThinkingDelta { text } => self.stream.thinking.push_str(text),
+            SessionEvent::Retry {
+                attempt,
+                category,
+                message,
+                ..
+            } => {
+                self.void_round();
+                self.push(CellKind::Notice {
+                    text: format!("retrying (attempt {attempt}) after {category}: {message}"),
+                });
+            }
+            SessionEvent::Fallback { model, message } => {
+                self.end_round();
+                self.push(CellKind::Notice {
+                    text: format!("switching to the fallback model {model}: {message}"),
+                });
+            }
+            SessionEvent::ToolCall { id, name, input } => {
+                self.end_round();
+                self.push(CellKind::Tool(ToolCell {
+                    id: id.clone(),
+                    name: name.clone(),
+                    input: input.clone(),
+                    status: ToolStatus::Running { since: now },
+                    output: String::new(),
+                }));
+            }
+            SessionEvent::ToolResult {
+                id,
+                content,
+                is_error,
+                ..
+            } => self.tool_done(id, content, *is_error, now),
+            SessionEvent::Compacted {
+                messages_before,
+                messages_after,
+                tokens_before,
+                tokens_after,
+                notes,
+                ..
+            } => {
+                let notes = if *notes {
+                    "with notes"
+                } else {
+                    "without notes"
+                };
+                self.push(CellKind::Notice {
+                    text: format!(
+                        "compacted the conversation to fit the context window: \
+                         {messages_before} → {messages_after} messages, about {tokens_before} → \
+                         {tokens_after} tokens ({notes})"
+                    ),
+                });
+            }
+            SessionEvent::TurnCompleted { text, stop, .. } => {
+                let streamed = self.stream.answer.is_some() || !self.stream.text.is_empty();
+                self.end_round();
+                if !streamed && !text.trim().is_empty() {
+                    self.push(CellKind::Assistant {
+                        text: text.clone(),
+                        streaming: false,
+                        interrupted: false,
+                    });
+                }
+                if *stop != TurnStop::Completed {
+                    self.push(CellKind::Notice {
+                        text: format!("the turn ended: {}", stop_words(*stop)),
+                    });
+                }
+            }
+            SessionEvent::TurnFailed {
+                category,
+                message,
+                stop,
+            } => self.failed(*category, message, *stop),
+            SessionEvent::PhaseChanged { .. } | SessionEvent::Usage { .. } => {}
+        }
+    }
+
+    /// Moves what was streamed since the last frame into its cells. Returns whether anything
+    /// changed.
+    pub fn commit_pending(&mut self) -> bool {
+        let mut changed = false;
+        if !self.stream.thinking.is_empty() {
+            let chunk = std::mem::take(&mut self.stream.thinking);
+            let at = match self.stream.thought {
+                Some(at) => at,
+                None => {
+                    self.push(CellKind::Thinking {
+                        text: String::new(),
+                    });
+                    self.cells.len() - 1
+                }
+            };
+            self.stream.thought = Some(at);
+            if let CellKind::Thinking { text } = self.cells[at].edit() {
+                text.push_str(&chunk);
+            }
+            changed = true;
+        }
+        if !self.stream.text.is_empty() {
+            let chunk = std::mem::take(&mut self.stream.text);
+            let at = match self.stream.answer {
+                Some(at) => at,
+                None => {
+                    self.push(CellKind::Assistant {
+                        text: String::new(),
+                        streaming: true,
+                        interrupted: false,
+                    });
+                    self.cells.len() - 1
+                }
+            };
+            self.stream.answer = Some(at);
+            if let CellKind::Assistant { text, .. } = self.cells[at].edit() {
+                text.push_str(&chunk);
+            }
+            changed = true;
+        }
+        changed
+    }
+
+    /// Whether streamed text waits to be committed.
+    pub fn has_pending(&self) -> bool {
+        !self.stream.text.is_empty() || !self.stream.thinking.is_empty()
+    }
+
+    /// A message the person sent, shown at once and marked queued until accepted.
+    pub fn sent(&mut self, text: &str) {
+        self.push(CellKind::User {
+            text: text.to_owned(),
+            queued: true,
+        });
+    }
+
+    /// The oldest queued message was taken in; an input from elsewhere is added.
+    fn accepted(&mut self, text: &str) {
+        let queued = self
+            .cells
+            .iter()
+            .position(|c| matches!(c.kind, CellKind::User { queued: true, .. }));
+        match queued {
+            Some(at) => {
+                let cell = self.cells.remove(at);
+                let CellKind::User { text: sent, .. } = cell.kind else {
+                    return;
+                };
+                // It goes where the session took it in: after what came before it.
+                self.end_round();
+                self.push(CellKind::User {
+                    text: sent,
+                    queued: false,
+                });
+            }
+            None => {
+                self.end_round();
+                self.push(CellKind::User {
+                    text: text.to_owned(),
+                    queued: false,
+                });
+            }
+        }
+    }
+
+    /// Ends the current model round: what was streamed is final.
+    fn end_round(&mut self) {
+        self.commit_pending();
+        if let Some(at) = self.stream.answer.take()
+            && let CellKind::Assistant { streaming, .. } = self.cells[at].edit()
+        {
+            *streaming = false;
+        }
+        self.stream.thought = None;
+    }
+
+    /// A retry voids what the failed call streamed.
+    fn void_round(&mut self) {
+        self.stream.text.clear();
+        self.stream.thinking.clear();
+        let mut gone: Vec<usize> = [self.stream.answer.take(), self.stream.thought.take()]
+            .into_iter()
+            .flatten()
+            .collect();
+        gone.sort_unstable_by(|a, b| b.cmp(a));
+        for at in gone {
+            if at < self.cells.len() {
+                self.cells.remove(at);
+            }
+        }
+    }
+
+    fn tool_done(&mut self, id: &str, content: &str, is_error: bool, now: Instant) {
+        let found = self
+            .cells
+            .iter_mut()
+            .rev()
+            .find(|c| matches!(&c.kind, CellKind::Tool(tool) if tool.id == id));
+        let Some(cell) = found else {
+            return;
+        };
+        if let CellKind::Tool(tool) = cell.edit() {
+            let took = match tool.status {
+                ToolStatus::Running { since } => Some(now.saturating_duration_since(since)),
+                ToolStatus::Done { took, .. } => took,
+            };
+            tool.status = ToolStatus::Done {
+                ok: !is_error,
+                took,
+            };
+            tool.output = content.to_owned();
+        }
+    }
+
+    fn failed(&mut self, category: ErrorCategory, message: &str, stop: TurnStop) {
+        self.commit_pending();
+        let interrupted =
+            matches!(stop, TurnStop::Interrupted) || category == ErrorCategory::Cancelled;
+        if let Some(at) = self.stream.answer.take()
+            && let CellKind::Assistant {
+                streaming,
+                interrupted: marked,
+                ..
+            } = self.cells[at].edit()
+        {
+            *streaming = false;
+            *marked = true;
+        }
+        self.stream.thought = None;
+        // Tools still shown as running were stopped with the turn.
+        for cell in self.cells.iter_mut().rev().take(64) {
+            if let CellKind::Tool(tool) = &cell.kind
+                && matches!(tool.status, ToolStatus::Running { .. })
+                && let CellKind::Tool(tool) = cell.edit()
+            {
+                tool.status = ToolStatus::Done {
+                    ok: false,
+                    took: None,
+                };
+                tool.output = "stopped with the turn".to_owned();
+            }
+        }
+        if interrupted {
+            self.push(CellKind::Notice {
+                text: "interrupted; the conversation goes on from here".to_owned(),
+            });
+        } else {
+            let detail = match stop {
+                TurnStop::OutputLimit => {
+                    format!("{message} (the cut-off reply is not kept as an answer)")
+                }
+                _ => message.to_owned(),
+            };
+            self.push(CellKind::Error {
+                category: category.to_string(),
+                message: detail,
+            });
+        }
+    }
+}
+
+/// Why a turn stopped, in words.
+pub fn stop_words(stop: TurnStop) -> String {
+    match stop {
+        TurnStop::Completed => "completed".to_owned(),
+        TurnStop::LoopGuard => {
+            "it kept repeating or failing tool calls, so tern stopped it".to_owned()
+        }
+        TurnStop::InterruptedByPerson => "your message ended the automated turn".to_owned(),
+        TurnStop::Drained => "tern stopped; the turn goes on after the restart".to_owned(),
+        other => other.to_string(),
+    }
+}
