@@ -404,6 +404,9 @@ impl Composer {
     pub fn render(&self, area: Rect, buf: &mut Buffer, theme: &Theme, hint: &str) -> Position {
         let (rows, (crow, ccol)) = self.rows(area.width);
         let visible = area.height as usize;
+        if visible == 0 || area.width == 0 {
+            return Position { x: area.x, y: area.y };
+        }
         let first = (crow + 1).saturating_sub(visible);
         if self.is_empty() && !hint.is_empty() {
             let line = Line::from(vec![

@@ -14,3 +14,4 @@ mod prompt;
 mod session;
 mod store;
 mod tools;
+mod tui;

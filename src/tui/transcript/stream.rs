@@ -154,6 +154,8 @@ impl Transcript {
 
     /// A message the person sent, shown at once and marked queued until accepted.
     pub fn sent(&mut self, text: &str) {
+        // What streamed before it was written goes above it.
+        self.commit_pending();
         self.push(CellKind::User {
             text: text.to_owned(),
             queued: true,

@@ -1,0 +1,372 @@
+//! The terminal interface drawn at fixed sizes (ratatui's test backend) and pinned with insta
+//! snapshots: the screen as text, one snapshot per view and size. The app is driven the way
+//! the runner drives it: keys, pastes and session events in, frames out, on a fixed clock.
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use serde_json::json;
+use std::path::PathBuf;
+use std::time::Duration;
+use tern::domain::{ErrorCategory, TurnStop, Usage};
+use tern::session::{Phase, SessionEvent};
+use tern::tui::app::App;
+use tern::tui::popup::FileIndex;
+use tern::tui::status::Status;
+use tern::tui::{Theme, view};
+use tokio::time::Instant;
+
+fn settings() -> insta::Settings {
+    let mut settings = insta::Settings::clone_current();
+    settings
+        .set_snapshot_path(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/it/snapshots"));
+    settings.set_prepend_module_to_snapshot(false);
+    settings
+}
+
+/// An app as a fresh `tern` shows it, with a fixed model and branch.
+fn app() -> App {
+    let status = Status {
+        model: "claude-sonnet-4-5".into(),
+        provider: "anthropic".into(),
+        context_window: 200_000,
+        branch: Some("main".into()),
+        ..Status::default()
+    };
+    let files = FileIndex::of(vec![
+        "src/main.rs".into(),
+        "src/tui/app.rs".into(),
+        "src/tui/markdown.rs".into(),
+        "README.md".into(),
+    ]);
+    App::new(Theme::default(), "/home/dev/.config/tern/themes".into(), files, status)
+}
+
+/// The screen as text after one frame at `now`.
+fn screen(app: &mut App, width: u16, height: u16, now: Instant) -> String {
+    app.tick(now);
+    let mut terminal = Terminal::new(TestBackend::new(width, height)).expect("a test terminal");
+    terminal
+        .draw(|frame| view::draw(frame, app, now))
+        .expect("a frame");
+    let buffer = terminal.backend().buffer();
+    let mut out = String::new();
+    for y in 0..height {
+        let row: String = (0..width)
+            .map(|x| buffer[(x, y)].symbol().to_owned())
+            .collect();
+        out.push_str(row.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+/// Snapshots the app at 80x24 and 120x40 as `name_80x24` and `name_120x40`.
+fn check(name: &str, app: &mut App, now: Instant) {
+    settings().bind(|| {
+        for (w, h) in [(80, 24), (120, 40)] {
+            insta::assert_snapshot!(format!("tui_{name}_{w}x{h}"), screen(app, w, h, now));
+        }
+    });
+}
+
+fn key(app: &mut App, code: KeyCode, now: Instant) {
+    app.key(KeyEvent::new(code, KeyModifiers::NONE), now);
+}
+
+fn typed(app: &mut App, text: &str, now: Instant) {
+    for ch in text.chars() {
+        key(app, KeyCode::Char(ch), now);
+    }
+}
+
+fn events(app: &mut App, events: &[SessionEvent], at: Instant) {
+    for event in events {
+        app.session_event(event, at);
+    }
+}
+
+fn text(t: &str) -> SessionEvent {
+    SessionEvent::TextDelta { text: t.into() }
+}
+
+fn started(app: &mut App, message: &str, at: Instant) {
+    app.submit_text(message.into());
+    events(
+        app,
+        &[
+            SessionEvent::InputAccepted {
+                seq: 1,
+                text: message.into(),
+            },
+            SessionEvent::PhaseChanged {
+                phase: Phase::Processing,
+            },
+        ],
+        at,
+    );
+}
+
+fn completed(app: &mut App, answer: &str, at: Instant) {
+    events(
+        app,
+        &[
+            SessionEvent::Usage {
+                model: "claude-sonnet-4-5".into(),
+                usage: Usage {
+                    input_tokens: 1800,
+                    output_tokens: 420,
+                    cache_creation_input_tokens: 0,
+                    cache_read_input_tokens: 21_000,
+                },
+            },
+            SessionEvent::TurnCompleted {
+                text: answer.into(),
+                usage: Usage::default(),
+                stop: TurnStop::Completed,
+            },
+            SessionEvent::PhaseChanged {
+                phase: Phase::Ready,
+            },
+        ],
+        at,
+    );
+}
+
+const MARKDOWN: &str = "## The fix\n\nThe panic comes from `unwrap()` on a **missing** key. \
+                        Two changes:\n\n1. return an error instead\n2. test the empty case\n\n\
+                        ```rust\nfn lookup(map: &Map, key: &str) -> Result<u32, Missing> {\n    \
+                        map.get(key).copied().ok_or(Missing(key.into()))\n}\n```\n\n> See \
+                        [the docs](https://doc.rust-lang.org/std/option/) for `ok_or`.\n";
+
+#[test]
+fn an_empty_session() {
+    let now = Instant::now();
+    check("empty", &mut app(), now);
+}
+
+#[test]
+fn a_reply_streaming_mid_line() {
+    let now = Instant::now();
+    let mut app = app();
+    started(&mut app, "what does the session actor do?", now);
+    events(
+        &mut app,
+        &[text("It owns a session's state and runs one turn at a time. When an input "), text("arrives during a tu")],
+        now,
+    );
+    check("streaming", &mut app, now + Duration::from_millis(2300));
+}
+
+#[test]
+fn markdown_with_a_code_block() {
+    let now = Instant::now();
+    let mut app = app();
+    started(&mut app, "why does lookup panic?", now);
+    events(&mut app, &[text(MARKDOWN)], now);
+    completed(&mut app, MARKDOWN, now);
+    check("markdown", &mut app, now);
+}
+
+#[test]
+fn tool_cells_running_succeeded_and_failed() {
+    let now = Instant::now();
+    let mut app = app();
+    started(&mut app, "run the tests and look at the config", now);
+    let call = |id: &str, name: &str, input: serde_json::Value| SessionEvent::ToolCall {
+        id: id.into(),
+        name: name.into(),
+        input,
+    };
+    let result = |id: &str, name: &str, content: &str, is_error: bool| SessionEvent::ToolResult {
+        id: id.into(),
+        name: name.into(),
+        content: content.into(),
+        is_error,
+    };
+    events(
+        &mut app,
+        &[
+            text("Let me look."),
+            call("t1", "file_read", json!({"path": "Cargo.toml"})),
+            call("t2", "grep", json!({"pattern": "fn lookup", "path": "src"})),
+            call("t3", "shell_execute", json!({"command": "cargo test --lib"})),
+        ],
+        now,
+    );
+    let later = now + Duration::from_millis(1500);
+    events(
+        &mut app,
+        &[
+            result("t1", "file_read", "[package]\nname = \"demo\"\nversion = \"0.1.0\"\nedition = \"2024\"\n\n[dependencies]\nserde = \"1\"\n", false),
+            result("t2", "grep", "No match for `fn lookup` in src.", true),
+        ],
+        later,
+    );
+    check("tools", &mut app, now + Duration::from_millis(4200));
+    // Ctrl-O shows the whole output.
+    app.key(KeyEvent::new(KeyCode::Char('o'), KeyModifiers::CONTROL), later);
+    settings().bind(|| {
+        insta::assert_snapshot!("tui_tools_open_80x24", screen(&mut app, 80, 24, now + Duration::from_millis(4200)));
+    });
+}
+
+#[test]
+fn a_file_edit_shows_its_diff() {
+    let now = Instant::now();
+    let mut app = app();
+    started(&mut app, "fix the typo in the greeting", now);
+    let diff = "--- a/src/main.rs\n+++ b/src/main.rs\n@@ -1,5 +1,5 @@\n fn main() {\n-    println!(\"Helo, world!\");\n+    println!(\"Hello, world!\");\n     run();\n }\n \n";
+    events(
+        &mut app,
+        &[
+            SessionEvent::ToolCall {
+                id: "e1".into(),
+                name: "file_edit".into(),
+                input: json!({"path": "src/main.rs", "old": "Helo", "new": "Hello"}),
+            },
+            SessionEvent::ToolResult {
+                id: "e1".into(),
+                name: "file_edit".into(),
+                content: format!("Edited src/main.rs: 1 replacement.\n{diff}"),
+                is_error: false,
+            },
+        ],
+        now + Duration::from_millis(40),
+    );
+    completed(&mut app, "Fixed: `Helo` → `Hello`.", now);
+    events(&mut app, &[], now);
+    check("diff", &mut app, now);
+}
+
+#[test]
+fn thinking_collapsed_and_expanded() {
+    let now = Instant::now();
+    let mut app = app();
+    started(&mut app, "which file holds the retry policy?", now);
+    events(
+        &mut app,
+        &[
+            SessionEvent::ThinkingDelta {
+                text: "The person asks about retries.\nThe llm module has retry.rs.\nThat is the pure decision; the client applies it.".into(),
+            },
+            text("It is `src/llm/retry.rs`: pure decisions and the backoff."),
+        ],
+        now,
+    );
+    completed(&mut app, "It is `src/llm/retry.rs`: pure decisions and the backoff.", now);
+    check("thinking_collapsed", &mut app, now);
+    app.key(KeyEvent::new(KeyCode::Char('t'), KeyModifiers::CONTROL), now);
+    check("thinking_expanded", &mut app, now);
+}
+
+#[test]
+fn the_slash_popup() {
+    let now = Instant::now();
+    let mut app = app();
+    typed(&mut app, "/", now);
+    check("slash", &mut app, now);
+    typed(&mut app, "co", now);
+    settings().bind(|| {
+        insta::assert_snapshot!("tui_slash_filtered_80x24", screen(&mut app, 80, 24, now));
+    });
+}
+
+#[test]
+fn the_file_completion() {
+    let now = Instant::now();
+    let mut app = app();
+    typed(&mut app, "explain @tuima", now);
+    check("files", &mut app, now);
+    key(&mut app, KeyCode::Tab, now);
+    assert_eq!(app.composer.shown(), "explain src/tui/markdown.rs ");
+}
+
+#[test]
+fn errors_queued_messages_and_interruptions() {
+    let now = Instant::now();
+    let mut app = app();
+    started(&mut app, "summarise the changes", now);
+    events(&mut app, &[text("The branch changes three")], now);
+    // Written while the turn runs: queued until the session takes it in.
+    typed(&mut app, "also list the tests", now);
+    key(&mut app, KeyCode::Enter, now);
+    events(
+        &mut app,
+        &[SessionEvent::TurnFailed {
+            category: ErrorCategory::Cancelled,
+            message: "the turn was cancelled".into(),
+            stop: TurnStop::Interrupted,
+        }],
+        now,
+    );
+    events(
+        &mut app,
+        &[SessionEvent::TurnFailed {
+            category: ErrorCategory::RateLimit,
+            message: "rate limited by the provider; retry in 30 s".into(),
+            stop: TurnStop::Error {
+                category: ErrorCategory::RateLimit,
+            },
+        }],
+        now,
+    );
+    check("errors", &mut app, now);
+}
+
+#[test]
+fn a_tiny_terminal_still_draws() {
+    let now = Instant::now();
+    let mut app = app();
+    started(&mut app, "why does lookup panic?", now);
+    events(&mut app, &[text(MARKDOWN)], now);
+    completed(&mut app, MARKDOWN, now);
+    settings().bind(|| {
+        insta::assert_snapshot!("tui_tiny_20x5", screen(&mut app, 20, 5, now));
+    });
+    // Every size down to nothing, and back: no panic, lines never wider than the screen.
+    for (w, h) in [(1, 1), (2, 1), (5, 2), (0, 0), (20, 5), (200, 60), (13, 3)] {
+        let shown = screen(&mut app, w, h, now);
+        assert!(shown.lines().all(|l| l.chars().count() <= w as usize), "{w}x{h}:\n{shown}");
+    }
+}
+
+#[test]
+fn the_setup_screen() {
+    use tern::llm::local::LocalServer;
+    use tern::tui::setup::SetupScreen;
+    let screen_for = |servers: Vec<LocalServer>, w, h| {
+        let setup = SetupScreen {
+            problem: "no model provider is configured. Any one of these works:\n  - export ANTHROPIC_API_KEY=<key> for Anthropic\n  - export OLLAMA_HOST=127.0.0.1:11434 for a local Ollama".into(),
+            config_file: "/home/dev/.config/tern/config.toml".into(),
+            servers,
+            selected: 0,
+        };
+        let mut terminal = Terminal::new(TestBackend::new(w, h)).unwrap();
+        terminal
+            .draw(|frame| setup.render(frame, &Theme::default()))
+            .unwrap();
+        let buffer = terminal.backend().buffer().clone();
+        (0..h)
+            .map(|y| {
+                (0..w)
+                    .map(|x| buffer[(x, y)].symbol().to_owned())
+                    .collect::<String>()
+                    .trim_end()
+                    .to_owned()
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let found = vec![LocalServer {
+        name: "Ollama",
+        kind: tern::config::ProviderKind::Ollama,
+        base_url: "http://127.0.0.1:11434".into(),
+        model: Some("qwen2.5-coder:7b".into()),
+    }];
+    settings().bind(|| {
+        insta::assert_snapshot!("tui_setup_found_80x24", screen_for(found.clone(), 80, 24));
+        insta::assert_snapshot!("tui_setup_found_120x40", screen_for(found, 120, 40));
+        insta::assert_snapshot!("tui_setup_none_80x24", screen_for(Vec::new(), 80, 24));
+    });
+}
