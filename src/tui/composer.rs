@@ -405,7 +405,10 @@ impl Composer {
         let (rows, (crow, ccol)) = self.rows(area.width);
         let visible = area.height as usize;
         if visible == 0 || area.width == 0 {
-            return Position { x: area.x, y: area.y };
+            return Position {
+                x: area.x,
+                y: area.y,
+            };
         }
         let first = (crow + 1).saturating_sub(visible);
         if self.is_empty() && !hint.is_empty() {

@@ -39,7 +39,12 @@ fn app() -> App {
         "src/tui/markdown.rs".into(),
         "README.md".into(),
     ]);
-    App::new(Theme::default(), "/home/dev/.config/tern/themes".into(), files, status)
+    App::new(
+        Theme::default(),
+        "/home/dev/.config/tern/themes".into(),
+        files,
+        status,
+    )
 }
 
 /// The screen as text after one frame at `now`.
@@ -152,7 +157,10 @@ fn a_reply_streaming_mid_line() {
     started(&mut app, "what does the session actor do?", now);
     events(
         &mut app,
-        &[text("It owns a session's state and runs one turn at a time. When an input "), text("arrives during a tu")],
+        &[
+            text("It owns a session's state and runs one turn at a time. When an input "),
+            text("arrives during a tu"),
+        ],
         now,
     );
     check("streaming", &mut app, now + Duration::from_millis(2300));
@@ -190,7 +198,11 @@ fn tool_cells_running_succeeded_and_failed() {
             text("Let me look."),
             call("t1", "file_read", json!({"path": "Cargo.toml"})),
             call("t2", "grep", json!({"pattern": "fn lookup", "path": "src"})),
-            call("t3", "shell_execute", json!({"command": "cargo test --lib"})),
+            call(
+                "t3",
+                "shell_execute",
+                json!({"command": "cargo test --lib"}),
+            ),
         ],
         now,
     );
@@ -198,16 +210,27 @@ fn tool_cells_running_succeeded_and_failed() {
     events(
         &mut app,
         &[
-            result("t1", "file_read", "[package]\nname = \"demo\"\nversion = \"0.1.0\"\nedition = \"2024\"\n\n[dependencies]\nserde = \"1\"\n", false),
+            result(
+                "t1",
+                "file_read",
+                "[package]\nname = \"demo\"\nversion = \"0.1.0\"\nedition = \"2024\"\n\n[dependencies]\nserde = \"1\"\n",
+                false,
+            ),
             result("t2", "grep", "No match for `fn lookup` in src.", true),
         ],
         later,
     );
     check("tools", &mut app, now + Duration::from_millis(4200));
     // Ctrl-O shows the whole output.
-    app.key(KeyEvent::new(KeyCode::Char('o'), KeyModifiers::CONTROL), later);
+    app.key(
+        KeyEvent::new(KeyCode::Char('o'), KeyModifiers::CONTROL),
+        later,
+    );
     settings().bind(|| {
-        insta::assert_snapshot!("tui_tools_open_80x24", screen(&mut app, 80, 24, now + Duration::from_millis(4200)));
+        insta::assert_snapshot!(
+            "tui_tools_open_80x24",
+            screen(&mut app, 80, 24, now + Duration::from_millis(4200))
+        );
     });
 }
 
@@ -254,9 +277,16 @@ fn thinking_collapsed_and_expanded() {
         ],
         now,
     );
-    completed(&mut app, "It is `src/llm/retry.rs`: pure decisions and the backoff.", now);
+    completed(
+        &mut app,
+        "It is `src/llm/retry.rs`: pure decisions and the backoff.",
+        now,
+    );
     check("thinking_collapsed", &mut app, now);
-    app.key(KeyEvent::new(KeyCode::Char('t'), KeyModifiers::CONTROL), now);
+    app.key(
+        KeyEvent::new(KeyCode::Char('t'), KeyModifiers::CONTROL),
+        now,
+    );
     check("thinking_expanded", &mut app, now);
 }
 
@@ -327,7 +357,10 @@ fn a_tiny_terminal_still_draws() {
     // Every size down to nothing, and back: no panic, lines never wider than the screen.
     for (w, h) in [(1, 1), (2, 1), (5, 2), (0, 0), (20, 5), (200, 60), (13, 3)] {
         let shown = screen(&mut app, w, h, now);
-        assert!(shown.lines().all(|l| l.chars().count() <= w as usize), "{w}x{h}:\n{shown}");
+        assert!(
+            shown.lines().all(|l| l.chars().count() <= w as usize),
+            "{w}x{h}:\n{shown}"
+        );
     }
 }
 

@@ -793,3 +793,4 @@ mod line_mode;
 mod print_prompt;
 mod repair;
 mod restart;
+mod terminal;
