@@ -14,17 +14,19 @@ mod mock_provider;
 use mock_provider::{MockProvider, Reply};
 use std::process::ExitCode;
 
-const USAGE: &str = "usage: mock_provider [--port PORT] [--reply TEXT]
-  --port PORT   port on 127.0.0.1 to listen on; 0 (the default) picks a free one
-  --reply TEXT  the text every request gets (default: \"Hello!\")";
+const USAGE: &str = "usage: mock_provider [--port PORT] [--reply TEXT] [--between-us N]
+  --port PORT      port on 127.0.0.1 to listen on; 0 (the default) picks a free one
+  --reply TEXT     the text every request gets (default: \"Hello!\"), streamed a word per event
+  --between-us N   microseconds between streamed events (default 0: as fast as it can)";
 
 fn main() -> ExitCode {
     let mut port: u16 = 0;
     let mut reply = String::from("Hello!");
+    let mut between = std::time::Duration::ZERO;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         let value = match arg.as_str() {
-            "--port" | "--reply" => args.next(),
+            "--port" | "--reply" | "--between-us" => args.next(),
             "-h" | "--help" => {
                 println!("{USAGE}");
                 return ExitCode::SUCCESS;
@@ -40,6 +42,14 @@ fn main() -> ExitCode {
         };
         if arg == "--reply" {
             reply = value;
+        } else if arg == "--between-us" {
+            match value.parse() {
+                Ok(us) => between = std::time::Duration::from_micros(us),
+                Err(_) => {
+                    eprintln!("mock_provider: --between-us takes a number, not {value:?}");
+                    return ExitCode::from(2);
+                }
+            }
         } else if let Ok(parsed) = value.parse() {
             port = parsed;
         } else {
@@ -56,7 +66,7 @@ fn main() -> ExitCode {
         }
     };
     mock.disable_recording();
-    mock.repeat(Reply::text(reply));
+    mock.repeat(Reply::text(reply).delay_between_events(between));
     // Stdout is line-buffered, so the URL is visible to a reading script at once.
     println!("{}", mock.base_url());
     // The server runs on its own thread; this one only keeps the process alive.

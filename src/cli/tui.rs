@@ -78,10 +78,6 @@ pub async fn run(args: LaunchArgs) -> anyhow::Result<Outcome> {
         }
     }
     .for_depth(depth);
-    // Code highlighting compiles its grammars the first time; do it before it is needed.
-    let _ = std::thread::Builder::new()
-        .name("tern-highlight".into())
-        .spawn(crate::tui::highlight::warm_up);
     let mut app = App::new(
         theme,
         themes_dir,

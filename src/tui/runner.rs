@@ -81,6 +81,10 @@ struct Runner {
     tx: mpsc::UnboundedSender<AppEvent>,
     frames: FrameScheduler,
     tools: ToolRegistry,
+    /// `TERN_FRAME_LOG`: a file that gets one line per frame drawn (the wall-clock time in
+    /// microseconds since the Unix epoch and the microseconds the frame took), for measuring
+    /// start-up and frame rates from outside.
+    frame_log: Option<std::fs::File>,
 }
 
 /// Runs the UI until the person leaves or something stops it.
@@ -96,6 +100,13 @@ pub async fn run(mut app: App, launch: Launch) -> std::io::Result<Exit> {
         tx,
         frames: FrameScheduler::default(),
         tools: ToolRegistry::builtin(),
+        frame_log: std::env::var_os("TERN_FRAME_LOG").and_then(|path| {
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .ok()
+        }),
     };
     if let Some(id) = launch.resumed {
         runner.open(&mut app, id).await;
@@ -181,6 +192,7 @@ impl Runner {
     /// Shows a stored session: its transcript from the journal, its totals, and its events
     /// from now on.
     async fn open(&mut self, app: &mut App, id: SessionId) {
+        warm_up_highlighting();
         match self.store.load(&id) {
             Ok(records) => app.transcript = Transcript::with_cells(cells_from_history(&records)),
             Err(err) => app.notice(format!("could not read the session's journal: {err}")),
@@ -222,6 +234,12 @@ impl Runner {
         let moving = app.tick(now);
         terminal.screen.draw(|frame| view::draw(frame, app, now))?;
         self.frames.drawn(now);
+        if let Some(log) = &mut self.frame_log {
+            use std::io::Write;
+            let took = now.elapsed().as_micros();
+            let at = jiff::Timestamp::now().as_microsecond();
+            let _ = writeln!(log, "{at} {took}");
+        }
         if moving {
             let next = if app.transcript.has_pending() {
                 now
@@ -304,6 +322,7 @@ impl Runner {
     /// Sends a message: subscribed first (so none of its turn is missed), then delivered by
     /// a task, since an input sent during a turn is acknowledged only when it goes in.
     async fn send(&mut self, app: &mut App, text: String) {
+        warm_up_highlighting();
         if self.events.is_none() {
             self.subscribe(app, None).await;
         }
@@ -424,6 +443,18 @@ impl Runner {
             }
         }
     }
+}
+
+/// Loads the code highlighter's grammars on a thread of its own, once: with the first
+/// message rather than at start, so an idle tern stays small, and before the reply's first
+/// code block needs them.
+fn warm_up_highlighting() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let _ = std::thread::Builder::new()
+            .name("tern-highlight".into())
+            .spawn(super::highlight::warm_up);
+    });
 }
 
 /// The next event of the session, or pending forever when there is no subscription.

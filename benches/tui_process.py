@@ -1,0 +1,238 @@
+#!/usr/bin/env python3
+"""Whole-process measurements of tern's terminal interface, in a real terminal (tmux).
+
+- first frame: from launching `tern` to its first frame drawn (the frame log's first line),
+  and the process's RSS 10 s after start, idle;
+- streaming: a 4,000-word reply streamed by the mock at 2,000 words a second: CPU time of
+  the tern process over the stream, frames drawn per second, and whether every word arrived
+  (the transcript exported with /export compared with what the mock sent);
+- a 10,000-message session opened with `tern -r ID`: first frame, RSS, and the time each
+  frame takes while paging through the middle of it (from the frame log).
+
+Build first:  cargo build --release --bin tern --examples
+Then:         python3 benches/tui_process.py [--runs 5]
+Needs tmux. Frame times come from TERN_FRAME_LOG, which tern writes one line per frame to.
+"""
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TERN = os.path.join(ROOT, "target/release/tern")
+MOCK = os.path.join(ROOT, "target/release/examples/mock_provider")
+SEED = os.path.join(ROOT, "target/release/examples/seed_session")
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def rss_mib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def cpu_seconds(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+class Mock:
+    def __init__(self, reply, between_us=0):
+        self.proc = subprocess.Popen(
+            [MOCK, "--reply", reply, "--between-us", str(between_us)],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        self.url = self.proc.stdout.readline().strip()
+
+    def stop(self):
+        self.proc.kill()
+        self.proc.wait()
+
+
+class Tern:
+    """tern in a tmux window of its own server."""
+
+    def __init__(self, home, project, mock, args=(), size=(120, 40)):
+        self.socket = f"tern-bench-{os.getpid()}-{time.monotonic_ns()}"
+        self.frames = os.path.join(home, "frames.log")
+        if os.path.exists(self.frames):
+            os.remove(self.frames)
+        env = {
+            "TERN_HOME": home,
+            "ANTHROPIC_API_KEY": "bench",
+            "ANTHROPIC_BASE_URL": mock.url,
+            "TERN_FRAME_LOG": self.frames,
+            "TERM": "xterm-256color",
+        }
+        command = ["tmux", "-L", self.socket, "-f", "/dev/null", "new-session", "-d",
+                   "-x", str(size[0]), "-y", str(size[1]), "-c", project]
+        for name, value in env.items():
+            command += ["-e", f"{name}={value}"]
+        self.started = time.time()
+        subprocess.run(command + [" ".join([TERN, *args])], check=True)
+        out = subprocess.run(["tmux", "-L", self.socket, "list-panes", "-F", "#{pane_pid}"],
+                             capture_output=True, text=True, check=True)
+        self.pid = int(out.stdout.split()[0])
+
+    def keys(self, *keys):
+        subprocess.run(["tmux", "-L", self.socket, "send-keys", *keys], check=True)
+
+    def screen(self):
+        return subprocess.run(["tmux", "-L", self.socket, "capture-pane", "-p", "-J"],
+                              capture_output=True, text=True).stdout
+
+    def wait_for(self, text, timeout=60):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if text in self.screen():
+                return
+            time.sleep(0.02)
+        raise RuntimeError(f"never saw {text!r}:\n{self.screen()}")
+
+    def frame_log(self):
+        try:
+            with open(self.frames) as f:
+                return [tuple(int(x) for x in line.split()) for line in f if line.strip()]
+        except FileNotFoundError:
+            return []
+
+    def first_frame_ms(self, timeout=10):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            log = self.frame_log()
+            if log:
+                return log[0][0] / 1e3 - self.started * 1e3
+            time.sleep(0.002)
+        raise RuntimeError("no frame drawn")
+
+    def stop(self):
+        subprocess.run(["tmux", "-L", self.socket, "kill-server"], capture_output=True)
+
+
+def project_dir(root):
+    project = os.path.join(root, "project")
+    os.makedirs(project)
+    subprocess.run(["git", "init", "-q", project], check=True)
+    with open(os.path.join(project, "README.md"), "w") as f:
+        f.write("# demo\n")
+    return project
+
+
+def first_frame_and_idle(runs):
+    mock = Mock("Hello!")
+    firsts, rss = [], []
+    for i in range(runs):
+        root = tempfile.mkdtemp(prefix="tern-bench-")
+        try:
+            project = project_dir(root)
+            tern = Tern(os.path.join(root, "home"), project, mock)
+            firsts.append(tern.first_frame_ms())
+            if i == 0:
+                time.sleep(10)
+                rss.append(rss_mib(tern.pid))
+            tern.stop()
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
+    mock.stop()
+    print(f"first frame: median {statistics.median(firsts):.1f} ms over {runs} runs "
+          f"(min {min(firsts):.1f}, max {max(firsts):.1f}); goal ≤ 50 ms")
+    print(f"idle RSS 10 s after start: {rss[0]:.1f} MiB; goal ≤ 25 MiB")
+
+
+def streaming():
+    words = [f"word{i}" for i in range(4000)]
+    reply = " ".join(words)
+    mock = Mock(reply, between_us=500)
+    root = tempfile.mkdtemp(prefix="tern-bench-")
+    try:
+        project = project_dir(root)
+        tern = Tern(os.path.join(root, "home"), project, mock)
+        tern.wait_for("message tern")
+        before_cpu = cpu_seconds(tern.pid)
+        start = time.time()
+        tern.keys("-l", "stream please")
+        tern.keys("Enter")
+        tern.wait_for("word3999", timeout=60)
+        tern.wait_for("ready ·", timeout=60)
+        elapsed = time.time() - start
+        cpu = cpu_seconds(tern.pid) - before_cpu
+        frames = [at for at, _ in tern.frame_log() if at / 1e6 >= start and at / 1e6 <= start + elapsed]
+        fps = len(frames) / elapsed
+        busiest = 0
+        for at in frames:
+            busiest = max(busiest, sum(1 for other in frames if at <= other < at + 1_000_000))
+        export = os.path.join(root, "out.md")
+        tern.keys("-l", f"/export {export}")
+        tern.keys("Enter")
+        deadline = time.time() + 10
+        while not os.path.exists(export) and time.time() < deadline:
+            time.sleep(0.05)
+        with open(export) as f:
+            exported = f.read()
+        complete = reply in exported
+        tern.stop()
+        print(f"streaming 4,000 words at 2,000/s: {elapsed:.2f} s, tern CPU {cpu:.2f} s "
+              f"({100 * cpu / elapsed:.0f}% of one core), {fps:.0f} frames/s on average, "
+              f"{busiest} in the busiest second (cap 60); every word arrived: {complete}")
+    finally:
+        mock.stop()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def long_session():
+    mock = Mock("ok")
+    root = tempfile.mkdtemp(prefix="tern-bench-")
+    try:
+        project = project_dir(root)
+        home = os.path.join(root, "home")
+        env = dict(os.environ, TERN_HOME=home)
+        seeded = subprocess.run([SEED, "--messages", "10000", "--project", project], env=env,
+                                capture_output=True, text=True, check=True)
+        session = seeded.stdout.strip()
+        tern = Tern(home, project, mock, args=("-r", session))
+        first = tern.first_frame_ms(timeout=30)
+        tern.wait_for("Finding 4999")
+        time.sleep(1)
+        rss_open = rss_mib(tern.pid)
+        before = len(tern.frame_log())
+        for _ in range(150):
+            tern.keys("PageUp")
+            time.sleep(0.02)
+        time.sleep(0.5)
+        paging = [took for _, took in tern.frame_log()[before:]]
+        rss_paged = rss_mib(tern.pid)
+        tern.keys("End")
+        time.sleep(0.3)
+        tern.stop()
+        paging.sort()
+        print(f"10,000-message session: first frame {first:.0f} ms, RSS {rss_open:.1f} MiB "
+              f"open, {rss_paged:.1f} MiB after paging {len(paging)} frames up into it; frame "
+              f"while paging: median {paging[len(paging) // 2] / 1000:.2f} ms, p99 "
+              f"{paging[int(len(paging) * 0.99)] / 1000:.2f} ms; goals ≤ 60 MiB, ≤ 2 ms")
+    finally:
+        mock.stop()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5)
+    args = parser.parse_args()
+    for binary in (TERN, MOCK, SEED):
+        if not os.path.exists(binary):
+            raise SystemExit(f"{binary} is missing: cargo build --release --bin tern --examples")
+    first_frame_and_idle(args.runs)
+    streaming()
+    long_session()
+
+
+if __name__ == "__main__":
+    main()
