@@ -7,6 +7,7 @@
 //! queue and are journaled (and only then acknowledged) when their own turn starts; see
 //! [`joining`](super::joining).
 
+use super::asking::ApprovalSlot;
 use super::envelope::SessionDirs;
 use super::events::{SessionEvent, Subscribers};
 use super::handle::{Request, SessionHandle};
@@ -66,6 +67,8 @@ struct RunningTurn {
     /// Whom the turn answers; `None` for a compaction on demand.
     owner: Option<TurnOwner>,
     joining: Joining,
+    /// Where the call waiting for a person, if any, takes its answer.
+    approvals: ApprovalSlot,
     events: mpsc::UnboundedReceiver<SessionEvent>,
     task: JoinHandle<SessionState>,
 }
@@ -246,6 +249,28 @@ impl SessionActor {
             Request::Close { reply } => {
                 self.closers.push(reply);
                 self.accepting = false;
+                // Whoever would answer a question is leaving: stop as a drain does rather
+                // than wait for ever.
+                if self.deps.approval == ApprovalMode::Ask
+                    && let Some(turn) = &self.turn
+                {
+                    turn.stop_after_batch.request(TurnStop::Drained);
+                }
+            }
+            Request::Answer {
+                call_id,
+                answer,
+                reply,
+            } => {
+                let delivered = self
+                    .turn
+                    .as_ref()
+                    .is_some_and(|turn| turn.approvals.deliver(&call_id, answer));
+                let _ = reply.send(if delivered {
+                    Ok(())
+                } else {
+                    Err(SessionError::NotWaiting { call_id })
+                });
             }
             Request::Cancel => {
                 if let Some(turn) = &self.turn {
@@ -388,6 +413,8 @@ impl SessionActor {
         let turn_cancel = cancel.clone();
         let turn_stop = stop_after_batch.clone();
         let turn_joining = joining.clone();
+        let approvals = ApprovalSlot::default();
+        let turn_approvals = approvals.clone();
         let task = tokio::spawn(async move {
             let turn = Turn {
                 deps: &deps,
@@ -398,6 +425,7 @@ impl SessionActor {
                 stop_after_batch: turn_stop,
                 joining: turn_joining,
                 events,
+                approvals: turn_approvals,
             };
             turn.run(&mut state).await;
             state
@@ -407,6 +435,7 @@ impl SessionActor {
             stop_after_batch,
             owner: Some(owner),
             joining,
+            approvals,
             events: receiver,
             task,
         });
@@ -473,6 +502,7 @@ impl SessionActor {
                 stop_after_batch: StopAfterBatch::default(),
                 joining: Joining::default(),
                 events,
+                approvals: ApprovalSlot::default(),
             };
             let outcome = turn.compact_on_demand(&mut state).await;
             let _ = reply.send(outcome.map_err(SessionError::Turn));
@@ -483,6 +513,7 @@ impl SessionActor {
             stop_after_batch: StopAfterBatch::default(),
             owner: None,
             joining: Joining::default(),
+            approvals: ApprovalSlot::default(),
             events: receiver,
             task,
         });

@@ -787,6 +787,17 @@ fn run_compact_compacts_the_latest_session_and_reports_it() {
     assert!(stderr(&alone).contains("--compact works on an existing session"));
 }
 
+#[test]
+fn run_refuses_to_ask_with_nobody_to_answer() {
+    let cli = Cli::new();
+    let asked = cli.run(&["run", "--approve", "ask", "hi"]);
+    assert_eq!(asked.status.code(), Some(2), "{}", stderr(&asked));
+    let said = stderr(&asked);
+    assert!(said.contains("`tern run` has nobody to answer"), "{said}");
+    assert!(said.contains("--approve edits"), "{said}");
+    assert!(cli.mock.model_requests().is_empty(), "nothing was sent");
+}
+
 mod cleanup;
 mod envelope;
 mod line_mode;

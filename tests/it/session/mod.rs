@@ -244,6 +244,7 @@ fn tool_result_texts(request: &Value) -> Vec<String> {
     out
 }
 
+mod approvals;
 mod errors;
 mod gateway;
 mod joins;
