@@ -98,7 +98,10 @@ pub async fn run(args: RunArgs) -> anyhow::Result<Outcome> {
         (None, true) => None,
         _ => Some(read_prompt(args.prompt.as_deref())?),
     };
-    let loaded = setup::load()?;
+    let mut loaded = setup::load()?;
+    // The run ends with its turn: a title call after it would delay the exit or be cut off,
+    // so the session keeps the title its first input gave.
+    loaded.config.session.sidecar_titles = false;
     let store = setup::open_store(&loaded.paths)?;
     let which = Which {
         r#continue: args.r#continue,

@@ -24,6 +24,7 @@ pub mod phase;
 mod redact;
 pub mod snapshot;
 pub mod state;
+mod titling;
 mod turn;
 
 pub use crate::domain::{Answer, ApprovalDetail, Grant};

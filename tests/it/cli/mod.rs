@@ -11,6 +11,10 @@ struct Cli {
     mock: MockProvider,
 }
 
+/// Config for a line-mode test whose script holds only the conversation: no title call after
+/// the first turn (a headless `tern run` never makes one).
+const NO_TITLES: &str = "[session]\nsidecar_titles = false\n";
+
 impl Cli {
     fn new() -> Self {
         Self {

@@ -355,3 +355,32 @@ async fn a_call_waiting_for_approval_outlasts_every_timer() {
     assert_eq!(completed(&rest).as_deref(), Some("written"), "{rest:?}");
     assert_eq!(world.home.read_file("late.txt"), "worth the wait\n");
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_title_call_that_never_answers_is_given_up_after_the_sidecar_timeout() {
+    let mut world = World::anthropic();
+    world.settings.sidecar_titles = true;
+    world.settings.sidecar_llm_timeout = Duration::from_secs(90);
+    world.settings.idle_timeout = Duration::from_secs(30);
+    let (handle, provider) = session(&world, vec![Step::Answer("done"), Step::Hang]);
+    let events = slow_turn(&handle, "name this session").await;
+    assert_eq!(completed(&events).as_deref(), Some("done"), "not held up");
+    let ended = Instant::now();
+    let mut events = handle.subscribe(OutputFilter::ALL).await.unwrap();
+    let seen = timed_events(&mut events, Duration::from_secs(4 * 3600)).await;
+    // The title call began as the turn ended and hung; the session rests only once it is
+    // given up, at the sidecar timeout rather than the shorter idle timeout.
+    let called_at = provider.called_at.lock().unwrap().clone();
+    assert_eq!(called_at.len(), 2);
+    assert_eq!(called_at[1], ended);
+    let resting = phase_at(&seen, tern::session::Phase::Passivating).expect("put to rest");
+    assert_eq!(resting - ended, Duration::from_secs(90));
+    assert!(
+        !seen
+            .iter()
+            .any(|(_, e)| matches!(e, SessionEvent::TitleChanged { .. })),
+        "{seen:?}"
+    );
+    let meta = world.store.meta(handle.id()).unwrap().unwrap();
+    assert_eq!(meta.title, "name this session");
+}
