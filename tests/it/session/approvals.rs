@@ -500,3 +500,55 @@ async fn closing_while_asking_does_not_wait_for_an_answer() {
     );
     assert!(!world.home.project().join("never").exists());
 }
+
+#[tokio::test]
+async fn always_for_reading_outside_the_project_covers_that_tool_only() {
+    let world = asking_world();
+    let outside = world.home.root().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(outside.join("one.txt"), "ONE\n").unwrap();
+    std::fs::write(outside.join("two.txt"), "TWO\n").unwrap();
+    let one = outside.join("one.txt").canonicalize().unwrap();
+    let two = outside.join("two.txt").canonicalize().unwrap();
+    world.mock.push(Reply::tool_call(
+        "file_read",
+        json!({"path": one.to_str().unwrap()}),
+    ));
+    world.mock.push(Reply::text("ONE."));
+    world.mock.push(Reply::tool_calls([
+        ("file_read", json!({"path": two.to_str().unwrap()})),
+        (
+            "grep",
+            json!({"pattern": "TWO", "path": outside.to_str().unwrap()}),
+        ),
+    ]));
+    world.mock.push(Reply::text("TWO."));
+    let handle = world.create();
+
+    let (mut events, asked) = ask(&handle, "read one").await;
+    assert_eq!(
+        asked.summary,
+        format!("`file_read`: read {} (outside the project)", one.display())
+    );
+    assert_eq!(
+        asked.detail,
+        ApprovalDetail::Outside {
+            path: one.clone(),
+            access: "read".into()
+        }
+    );
+    handle.answer(&asked.call_id, Answer::Always).await.unwrap();
+    until_turns_end(&mut events, 1).await;
+
+    // Another file outside: file_read runs unasked, grep is another tool and is asked.
+    let (mut events, asked) = ask(&handle, "read two").await;
+    assert_eq!(asked.tool, "grep");
+    handle
+        .answer(&asked.call_id, Answer::Deny { reason: None })
+        .await
+        .unwrap();
+    until_turns_end(&mut events, 1).await;
+    let results = tool_result_texts(&world.mock.model_requests()[3].body);
+    assert!(results[1].contains("TWO"), "{results:?}");
+    assert!(results[2].contains("declined"), "{results:?}");
+}
