@@ -37,7 +37,8 @@ pub struct RunArgs {
     #[arg(long)]
     compact: bool,
     /// What tools may do without asking: never (refuse writes and commands), edits (allow
-    /// file changes inside the project), all.
+    /// file changes inside the project), all. (ask, which puts each call to a person, needs
+    /// the interactive interface.)
     #[arg(long, value_enum, default_value_t = Approve::Never)]
     approve: Approve,
     #[command(flatten)]
@@ -49,6 +50,8 @@ enum Approve {
     Never,
     Edits,
     All,
+    /// Accepted so that `tern run` can say why it cannot ask, rather than call it unknown.
+    Ask,
 }
 
 impl From<Approve> for ApprovalMode {
@@ -57,11 +60,19 @@ impl From<Approve> for ApprovalMode {
             Approve::Never => ApprovalMode::Never,
             Approve::Edits => ApprovalMode::Edits,
             Approve::All => ApprovalMode::All,
+            Approve::Ask => ApprovalMode::Ask,
         }
     }
 }
 
 pub async fn run(args: RunArgs) -> anyhow::Result<Outcome> {
+    if args.approve == Approve::Ask {
+        bail!(
+            "--approve ask puts each write and command to a person, and `tern run` has nobody \
+             to answer (it would wait for ever); choose what may run without asking instead: \
+             --approve never (the default), --approve edits or --approve all"
+        );
+    }
     if args.print_prompt {
         let format = match args.output_format {
             OutputFormat::Text => PromptFormat::Text,
@@ -87,7 +98,10 @@ pub async fn run(args: RunArgs) -> anyhow::Result<Outcome> {
         (None, true) => None,
         _ => Some(read_prompt(args.prompt.as_deref())?),
     };
-    let loaded = setup::load()?;
+    let mut loaded = setup::load()?;
+    // The run ends with its turn: a title call after it would delay the exit or be cut off,
+    // so the session keeps the title its first input gave.
+    loaded.config.session.sidecar_titles = false;
     let store = setup::open_store(&loaded.paths)?;
     let which = Which {
         r#continue: args.r#continue,

@@ -4,7 +4,7 @@ use super::Outcome;
 use super::cleanup::{self, CleanupMode};
 use super::render::{clip, print_out, summarize_input};
 use super::setup;
-use crate::domain::{ContentBlock, TurnStop, Usage};
+use crate::domain::{Answer, ContentBlock, TurnStop, Usage};
 use crate::store::{JournalEvent, JournalRecord, SessionMeta};
 
 #[derive(Debug, clap::Subcommand)]
@@ -234,6 +234,25 @@ fn transcript(meta: &SessionMeta, records: &[JournalRecord]) -> String {
                     usage.cache_creation_input_tokens,
                     usage.output_tokens
                 ));
+            }
+            JournalEvent::ApprovalRequested { prompt, .. } => {
+                out.push_str(&format!("  ? asked: {}\n", clip(prompt, 100)));
+            }
+            JournalEvent::ApprovalDecided { answer, grant, .. } => {
+                let decided = match (answer, grant) {
+                    (
+                        Answer::Deny {
+                            reason: Some(reason),
+                        },
+                        _,
+                    ) => {
+                        format!("declined: {}", clip(reason, 90))
+                    }
+                    (Answer::Deny { reason: None }, _) => "declined".to_owned(),
+                    (_, Some(grant)) => format!("allowed, and from now on {grant}"),
+                    _ => "allowed".to_owned(),
+                };
+                out.push_str(&format!("    {decided}\n"));
             }
             JournalEvent::TitleChanged { .. }
             | JournalEvent::WorkingDirectoryChanged { .. }

@@ -51,7 +51,7 @@ pub async fn run(args: LaunchArgs) -> anyhow::Result<Outcome> {
         &loaded,
         store.clone(),
         client,
-        ApprovalMode::Edits,
+        ApprovalMode::Ask,
         args.model.overrides(),
     );
     let manager = Arc::new(SessionManager::new(deps));

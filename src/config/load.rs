@@ -174,6 +174,7 @@ impl Validator<'_> {
                 raw.sidecar_llm_timeout,
                 d.sidecar_llm_timeout,
             )?,
+            sidecar_titles: raw.sidecar_titles.unwrap_or(d.sidecar_titles),
             // Zero is meaningful here: it turns passivation off.
             idle_timeout: self.duration(
                 &["session", "idle_timeout"],

@@ -64,6 +64,7 @@ pub(crate) struct RawSession {
     pub no_progress_timeout: Option<Value>,
     pub tool_execution_timeout: Option<Value>,
     pub sidecar_llm_timeout: Option<Value>,
+    pub sidecar_titles: Option<bool>,
     pub idle_timeout: Option<Value>,
     pub compaction_threshold: Option<f64>,
     pub keep_recent_tool_results: Option<u64>,

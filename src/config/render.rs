@@ -72,6 +72,7 @@ impl Config {
         ] {
             writeln!(out, "{name} = {}", format_duration(value))?;
         }
+        writeln!(out, "sidecar_titles = {}", s.sidecar_titles)?;
         if s.idle_timeout.is_zero() {
             writeln!(out, "idle_timeout = 0 (passivation off)")?;
         } else {

@@ -119,6 +119,8 @@ pub struct SessionSettings {
     pub tool_execution_timeout: Duration,
     /// Side calls (titles, compaction notes).
     pub sidecar_llm_timeout: Duration,
+    /// Whether a session's first completed turn is followed by a side call naming it.
+    pub sidecar_titles: bool,
     /// Idle time before a session passivates; zero disables passivation.
     pub idle_timeout: Duration,
     /// Fraction of the context window at which compaction starts.
@@ -145,6 +147,7 @@ impl Default for SessionSettings {
             no_progress_timeout: Duration::from_secs(1200),
             tool_execution_timeout: Duration::from_secs(90),
             sidecar_llm_timeout: Duration::from_secs(90),
+            sidecar_titles: true,
             idle_timeout: Duration::from_secs(3600),
             compaction_threshold: 0.75,
             keep_recent_tool_results: 3,

@@ -1,9 +1,11 @@
 //! Plain data shared by every layer: identifiers, messages and their content blocks, tool
-//! calls and results, token usage, audiences, senders, error categories and why turns end.
+//! calls and results, approvals, token usage, audiences, senders, error categories and why
+//! turns end.
 //!
 //! Nothing here does IO or imports a storage, network or terminal crate; every other module
 //! may depend on `domain`, and `domain` depends on none of them.
 
+mod approval;
 mod error;
 mod ids;
 mod message;
@@ -11,6 +13,7 @@ mod sender;
 mod stop;
 mod usage;
 
+pub use approval::{Answer, ApprovalDetail, ApprovalNeed, Grant, NeedKind};
 pub use error::ErrorCategory;
 pub use ids::{InvalidSessionKey, SessionId, SessionKey};
 pub use message::{ContentBlock, Message, Role, ToolCall, ToolResult};

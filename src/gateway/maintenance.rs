@@ -102,16 +102,18 @@ impl Inventory {
     }
 }
 
-/// Carries out `plan`: each session leaves the database, then its folder goes; orphaned
+/// Carries out `plan`: each session's folder goes, then its entry in the database; orphaned
 /// folders go. Stops at the first failure, which names the path and what to check.
 pub fn carry_out(store: &Store, inventory: &Inventory, plan: &Plan) -> Result<(), CleanupError> {
     for removal in &plan.removals {
         match removal {
+            // The folder goes first: a session whose folder could not be removed stays in
+            // the index for the next pass, and once `session.deleted` is told both are gone.
             Removal::Session { id, .. } => {
-                store.delete_session(id).map_err(CleanupError::Store)?;
                 if let Some((folder, _)) = inventory.folders.get(id) {
                     remove_dir(folder)?;
                 }
+                store.delete_session(id).map_err(CleanupError::Store)?;
             }
             Removal::Orphan { path, .. } => remove_dir(path)?,
         }

@@ -5,8 +5,10 @@
 //! there is never more than one writer. Inputs that arrive during a turn either join it (the
 //! same person: journaled and acknowledged at its next tool-batch boundary) or wait in a
 //! queue and are journaled (and only then acknowledged) when their own turn starts; see
-//! [`joining`](super::joining).
+//! [`joining`](super::joining). After the first completed turn a title call runs beside the
+//! idle session ([`titling`](super::titling)); the actor journals its answer.
 
+use super::asking::ApprovalSlot;
 use super::envelope::SessionDirs;
 use super::events::{SessionEvent, Subscribers};
 use super::handle::{Request, SessionHandle};
@@ -17,6 +19,7 @@ use super::phase::{IllegalTransition, Phase};
 use super::redact::Redactor;
 use super::snapshot;
 use super::state::SessionState;
+use super::titling::Titler;
 use super::turn::{Joining, PendingInput, StopAfterBatch, Turn};
 use crate::config::SessionSettings;
 use crate::domain::{Audience, ErrorCategory, SessionId, TurnStop};
@@ -66,6 +69,8 @@ struct RunningTurn {
     /// Whom the turn answers; `None` for a compaction on demand.
     owner: Option<TurnOwner>,
     joining: Joining,
+    /// Where the call waiting for a person, if any, takes its answer.
+    approvals: ApprovalSlot,
     events: mpsc::UnboundedReceiver<SessionEvent>,
     task: JoinHandle<SessionState>,
 }
@@ -117,6 +122,8 @@ pub(super) struct SessionActor {
     drainers: Vec<(oneshot::Sender<bool>, bool)>,
     /// Live [`super::handle::KeepAwake`] guards; none may rest while there are any.
     awake: Arc<AtomicUsize>,
+    /// The model call naming the session after its first turn.
+    titles: Titler,
 }
 
 impl SessionActor {
@@ -148,6 +155,7 @@ impl SessionActor {
             closers: Vec::new(),
             drainers: Vec::new(),
             awake: awake.clone(),
+            titles: Titler::default(),
         };
         tokio::spawn(actor.run(rx));
         SessionHandle { id, tx, awake }
@@ -170,6 +178,7 @@ impl SessionActor {
                     }
                 },
                 _ = sleep_until(self.rest_at()), if self.may_rest() => self.rest(),
+                () = self.titles.finished() => self.apply_title(),
                 update = next_turn_update(&mut self.turn) => match update {
                     // A turn changing phase (compacting and back) goes through the table.
                     TurnUpdate::Event(SessionEvent::PhaseChanged { phase }) => {
@@ -204,6 +213,8 @@ impl SessionActor {
         for queued in self.queue.drain(..) {
             refuse(queued, || SessionError::Closed);
         }
+        // A title still being asked for is best effort: it goes with the session.
+        self.titles.abort();
         let closers = std::mem::take(&mut self.closers);
         let drainers = std::mem::take(&mut self.drainers);
         drop(self);
@@ -246,6 +257,28 @@ impl SessionActor {
             Request::Close { reply } => {
                 self.closers.push(reply);
                 self.accepting = false;
+                // Whoever would answer a question is leaving: stop as a drain does rather
+                // than wait for ever.
+                if self.deps.approval == ApprovalMode::Ask
+                    && let Some(turn) = &self.turn
+                {
+                    turn.stop_after_batch.request(TurnStop::Drained);
+                }
+            }
+            Request::Answer {
+                call_id,
+                answer,
+                reply,
+            } => {
+                let delivered = self
+                    .turn
+                    .as_ref()
+                    .is_some_and(|turn| turn.approvals.deliver(&call_id, answer));
+                let _ = reply.send(if delivered {
+                    Ok(())
+                } else {
+                    Err(SessionError::NotWaiting { call_id })
+                });
             }
             Request::Cancel => {
                 if let Some(turn) = &self.turn {
@@ -388,6 +421,8 @@ impl SessionActor {
         let turn_cancel = cancel.clone();
         let turn_stop = stop_after_batch.clone();
         let turn_joining = joining.clone();
+        let approvals = ApprovalSlot::default();
+        let turn_approvals = approvals.clone();
         let task = tokio::spawn(async move {
             let turn = Turn {
                 deps: &deps,
@@ -398,6 +433,7 @@ impl SessionActor {
                 stop_after_batch: turn_stop,
                 joining: turn_joining,
                 events,
+                approvals: turn_approvals,
             };
             turn.run(&mut state).await;
             state
@@ -407,6 +443,7 @@ impl SessionActor {
             stop_after_batch,
             owner: Some(owner),
             joining,
+            approvals,
             events: receiver,
             task,
         });
@@ -473,6 +510,7 @@ impl SessionActor {
                 stop_after_batch: StopAfterBatch::default(),
                 joining: Joining::default(),
                 events,
+                approvals: ApprovalSlot::default(),
             };
             let outcome = turn.compact_on_demand(&mut state).await;
             let _ = reply.send(outcome.map_err(SessionError::Turn));
@@ -483,6 +521,7 @@ impl SessionActor {
             stop_after_batch: StopAfterBatch::default(),
             owner: None,
             joining: Joining::default(),
+            approvals: ApprovalSlot::default(),
             events: receiver,
             task,
         });
@@ -495,13 +534,15 @@ impl SessionActor {
         Ok(seq)
     }
 
-    /// Whether the session may go to rest: idle, nothing running or waiting, not closing, and
-    /// `idle_timeout` not zero. Subscribers do not keep it up.
+    /// Whether the session may go to rest: idle, nothing running or waiting (a title call
+    /// included, which `sidecar_llm_timeout` bounds), not closing, and `idle_timeout` not
+    /// zero. Subscribers do not keep it up.
     fn may_rest(&self) -> bool {
         !self.deps.settings.idle_timeout.is_zero()
             && self.awake.load(Ordering::Acquire) == 0
             && self.accepting
             && self.turn.is_none()
+            && !self.titles.running()
             && self.queue.is_empty()
             && self.state.is_some()
             && matches!(self.phase, Phase::Ready | Phase::Passivating)
@@ -542,18 +583,36 @@ impl SessionActor {
 
     fn finish_turn(&mut self, state: SessionState) {
         self.active_at = Instant::now();
+        let stop = self.last_stop.take();
         // The note is for the turn after one a person's message really ended.
-        if self.last_stop.take() != Some(TurnStop::InterruptedByPerson) {
+        if stop != Some(TurnStop::InterruptedByPerson) {
             self.interrupted_note = None;
         }
         for reply in self.waiting_for_state.drain(..) {
             let _ = reply.send(state.clone());
         }
         self.state = Some(state);
+        self.apply_title();
+        if let Some(state) = &self.state
+            && self.accepting
+        {
+            self.titles.start_after(&self.deps, state, stop);
+        }
         if let Err(err) = self.set_phase(Phase::Ready) {
             tracing::error!(%err, "could not end a turn");
         }
         self.start_next_turn();
+    }
+
+    /// Journals the title the title call found, if there is one and the actor holds the
+    /// state (otherwise it waits for the running turn to end).
+    fn apply_title(&mut self) {
+        let Some(state) = self.state.as_mut() else {
+            return;
+        };
+        if let Some(event) = self.titles.journal(&self.deps, state) {
+            self.publish(&event);
+        }
     }
 
     /// The turn's task died, which is a bug. The journal is the truth: rebuild from it, end

@@ -2,16 +2,19 @@
 //!
 //! Each call is planned (unknown tool, malformed arguments, audience, approval) just before
 //! it runs; runs of consecutive read-only calls execute concurrently and every other call
-//! runs alone, in order. Results always come back in call order, one per call, so
-//! the history stays paired whatever happened.
+//! runs alone, in order. A call a person must decide on is handed to the batch's
+//! [`Approver`] once every call before it has run, and the batch waits for the ruling, with
+//! no time limit: the tool's watchdog starts only when the call does. Results always come
+//! back in call order, one per call, so the history stays paired whatever happened.
 
-use crate::domain::{Audience, ToolCall, ToolResult};
+use crate::domain::{ApprovalNeed, Audience, ToolCall, ToolResult};
 use crate::tools::{
     self, ApprovalMode, Decision, Tool, ToolContext, ToolEffect, ToolOutput, ToolRegistry,
 };
 use futures_util::FutureExt;
 use futures_util::future::join_all;
 use std::collections::BTreeMap;
+use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use tokio_util::sync::CancellationToken;
 
@@ -23,12 +26,45 @@ pub struct CallOutcome {
 }
 
 /// The result of a call that a cancel stopped before it began.
-const NOT_STARTED: &str = "not run: the turn was cancelled before this call started";
+pub(super) const NOT_STARTED: &str = "not run: the turn was cancelled before this call started";
 
 /// What the batch will do with one call.
 enum Plan<'a> {
     Run(&'a dyn Tool),
+    /// A person decides first.
+    Ask(&'a dyn Tool, ApprovalNeed),
     Answer(String),
+}
+
+/// How a call a person was asked about goes on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ruling {
+    Run,
+    /// Not run; `result` tells the model why.
+    Decline(String),
+    /// Not run, and neither is any later call of the batch: the turn is ending (cancelled,
+    /// or tern is stopping). `rest` is the result of those later calls.
+    Halt {
+        result: String,
+        rest: String,
+    },
+}
+
+/// Decides on the calls that need a person (`ApprovalMode::Ask`).
+pub trait Approver {
+    /// Whether an earlier "always" covers `call`, so it runs without asking.
+    fn granted(&self, call: &ToolCall, need: &ApprovalNeed) -> bool;
+
+    /// Puts `call` to a person and waits for the ruling. `done` holds the outcomes of the
+    /// batch's calls before it, in order, all of them final.
+    fn ask<'a>(
+        &'a mut self,
+        call: &'a ToolCall,
+        tool: &'a dyn Tool,
+        need: ApprovalNeed,
+        ctx: &'a ToolContext,
+        done: &'a [CallOutcome],
+    ) -> impl Future<Output = Ruling> + Send + 'a;
 }
 
 /// Everything a batch needs besides the calls.
@@ -40,29 +76,42 @@ pub struct BatchEnv<'a> {
 }
 
 /// Runs `calls` and returns one outcome per call, in call order.
-pub async fn run_batch(
+pub async fn run_batch<A: Approver + Send>(
     calls: &[ToolCall],
     env: &BatchEnv<'_>,
     ctx: &mut ToolContext,
     cancel: &CancellationToken,
+    approver: &mut A,
 ) -> Vec<CallOutcome> {
     let mut outcomes = Vec::with_capacity(calls.len());
     while outcomes.len() < calls.len() {
         let first = outcomes.len();
         if cancel.is_cancelled() {
             // Calls after a cancel never start, but each still gets its result.
-            outcomes.extend(calls[first..].iter().map(|call| CallOutcome {
-                result: ToolResult::error(&call.id, NOT_STARTED),
-                effects: Vec::new(),
-            }));
+            outcomes.extend(not_run(&calls[first..], NOT_STARTED));
             break;
         }
         // Plan just before running, against the working directory as it is now: an earlier
         // call of this batch may have moved it. A run of read-only calls goes together
         // (none of them can move it); anything else goes alone.
-        let mut group = vec![plan(&calls[first], env, ctx)];
+        let mut group = vec![plan(&calls[first], env, ctx, approver)];
+        if let Plan::Ask(tool, need) = &group[0] {
+            let (tool, need) = (*tool, need.clone());
+            let ruling = approver
+                .ask(&calls[first], tool, need, ctx, &outcomes)
+                .await;
+            group[0] = match ruling {
+                Ruling::Run => Plan::Run(tool),
+                Ruling::Decline(result) => Plan::Answer(result),
+                Ruling::Halt { result, rest } => {
+                    outcomes.extend(not_run(&calls[first..=first], &result));
+                    outcomes.extend(not_run(&calls[first + 1..], &rest));
+                    break;
+                }
+            };
+        }
         while is_concurrent(&group[0]) && first + group.len() < calls.len() {
-            let next = plan(&calls[first + group.len()], env, ctx);
+            let next = plan(&calls[first + group.len()], env, ctx, approver);
             if !is_concurrent(&next) {
                 break;
             }
@@ -84,14 +133,29 @@ pub async fn run_batch(
     outcomes
 }
 
+/// Error outcomes saying `why` for calls that will not run.
+fn not_run<'c>(calls: &'c [ToolCall], why: &'c str) -> impl Iterator<Item = CallOutcome> + 'c {
+    calls.iter().map(move |call| CallOutcome {
+        result: ToolResult::error(&call.id, why),
+        effects: Vec::new(),
+    })
+}
+
 fn is_concurrent(plan: &Plan<'_>) -> bool {
     match plan {
         Plan::Run(tool) => tool.is_read_only(),
+        // A question waits for everything before it and holds up everything after it.
+        Plan::Ask(..) => false,
         Plan::Answer(_) => true,
     }
 }
 
-fn plan<'a>(call: &ToolCall, env: &BatchEnv<'a>, ctx: &ToolContext) -> Plan<'a> {
+fn plan<'a>(
+    call: &ToolCall,
+    env: &BatchEnv<'a>,
+    ctx: &ToolContext,
+    approver: &impl Approver,
+) -> Plan<'a> {
     if let Some(problem) = env.malformed.get(&call.id) {
         return Plan::Answer(format!(
             "the arguments of this `{}` call were not valid JSON ({problem}); send the call \
@@ -122,6 +186,8 @@ fn plan<'a>(call: &ToolCall, env: &BatchEnv<'a>, ctx: &ToolContext) -> Plan<'a> 
     match tools::policy::decide(env.approval, &need) {
         Decision::Allow => Plan::Run(tool),
         Decision::Refuse(reason) => Plan::Answer(reason),
+        Decision::Ask if approver.granted(call, &need) => Plan::Run(tool),
+        Decision::Ask => Plan::Ask(tool, need),
     }
 }
 
@@ -134,6 +200,11 @@ async fn execute(
     match plan {
         Plan::Answer(text) => CallOutcome {
             result: ToolResult::error(&call.id, text.clone()),
+            effects: Vec::new(),
+        },
+        // Asked calls are ruled on before they execute; one never gets here.
+        Plan::Ask(..) => CallOutcome {
+            result: ToolResult::error(&call.id, "not run: no decision was made on this call"),
             effects: Vec::new(),
         },
         Plan::Run(tool) => {

@@ -4,7 +4,7 @@
 //! the list on the next send without the session noticing.
 
 use super::Phase;
-use crate::domain::{ErrorCategory, TurnStop, Usage};
+use crate::domain::{Answer, ApprovalDetail, ErrorCategory, Grant, TurnStop, Usage};
 use serde::Serialize;
 use std::time::Duration;
 use tokio::sync::mpsc;
@@ -51,6 +51,27 @@ pub enum SessionEvent {
         content: String,
         is_error: bool,
     },
+    /// The call `call_id` (announced by its `ToolCall`) waits for a person's answer
+    /// (`SessionHandle::answer`); the results of the calls before it in its batch came first.
+    /// `always` is what answering `Always` would remember for the session; `None` when
+    /// nothing can be (a compound command), and `Always` then counts as `Once`.
+    ApprovalRequested {
+        call_id: String,
+        tool: String,
+        summary: String,
+        detail: ApprovalDetail,
+        always: Option<Grant>,
+    },
+    /// The approval request for `call_id` is settled: by the person, or as denied by a cancel
+    /// or a stop (the reason says which). The call's `ToolResult` follows.
+    ApprovalDecided {
+        call_id: String,
+        answer: Answer,
+    },
+    /// The session's title changed: after the first turn, a model call named it.
+    TitleChanged {
+        title: String,
+    },
     /// Usage of one model call.
     Usage {
         model: String,
@@ -90,7 +111,9 @@ fn as_millis<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error
 }
 
 /// Which kinds of event a subscriber wants. Lifecycle events (input accepted, turn end,
-/// retries, fallback) always arrive; phase changes come with `PROCESSING_STATE`.
+/// retries, fallback) always arrive; phase changes and title changes come with
+/// `PROCESSING_STATE`; approval requests and decisions with `APPROVALS`, which a front end
+/// that answers them must ask for (`ALL` includes it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct OutputFilter(u8);
 
@@ -102,7 +125,8 @@ impl OutputFilter {
     pub const USAGE: Self = Self(1 << 4);
     pub const FILES: Self = Self(1 << 5);
     pub const PROCESSING_STATE: Self = Self(1 << 6);
-    pub const ALL: Self = Self(0x7f);
+    pub const APPROVALS: Self = Self(1 << 7);
+    pub const ALL: Self = Self(0xff);
 
     pub const fn union(self, other: Self) -> Self {
         Self(self.0 | other.0)
@@ -121,7 +145,12 @@ impl OutputFilter {
                 self.contains(Self::TOOL_CALLS)
             }
             SessionEvent::Usage { .. } => self.contains(Self::USAGE),
-            SessionEvent::PhaseChanged { .. } => self.contains(Self::PROCESSING_STATE),
+            SessionEvent::PhaseChanged { .. } | SessionEvent::TitleChanged { .. } => {
+                self.contains(Self::PROCESSING_STATE)
+            }
+            SessionEvent::ApprovalRequested { .. } | SessionEvent::ApprovalDecided { .. } => {
+                self.contains(Self::APPROVALS)
+            }
             SessionEvent::InputAccepted { .. }
             | SessionEvent::Compacted { .. }
             | SessionEvent::Retry { .. }

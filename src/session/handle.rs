@@ -7,7 +7,7 @@ use super::events::{OutputFilter, Subscription};
 use super::input::{SessionError, UserInput};
 use super::snapshot;
 use super::state::SessionState;
-use crate::domain::{SessionId, SessionKey};
+use crate::domain::{Answer, SessionId, SessionKey};
 use crate::store::SessionMeta;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -63,6 +63,12 @@ pub(super) enum Request {
         reply: oneshot::Sender<SessionState>,
     },
     Cancel,
+    /// The person's answer for the call `call_id`, which waits for approval.
+    Answer {
+        call_id: String,
+        answer: Answer,
+        reply: oneshot::Sender<Result<(), SessionError>>,
+    },
     /// Stop for a restart: the running turn ends after its current tool batch, then the actor
     /// stops; answered with whether inputs were waiting (they are refused, not kept).
     Drain {
@@ -175,7 +181,9 @@ impl SessionHandle {
     }
 
     /// Lets the session finish what it accepted, then stops it. Returns once the actor has
-    /// released the store, so the database can be closed or reopened right after.
+    /// released the store, so the database can be closed or reopened right after. In
+    /// approval mode `ask` nobody is left to answer, so the running turn ends after its
+    /// current tool batch as a drain ends it.
     pub async fn close(self) {
         let (reply, rx) = oneshot::channel();
         if self.request(Request::Close { reply }).await.is_ok() {
@@ -184,8 +192,9 @@ impl SessionHandle {
     }
 
     /// Stops the session for a restart: the running turn ends after its current tool batch
-    /// (`TurnStop::Drained`), inputs still waiting are refused, and the actor stops. Returns
-    /// whether inputs were waiting.
+    /// (`TurnStop::Drained`; a call waiting for approval and the calls after it do not run),
+    /// inputs still waiting are refused, and the actor stops. Returns whether inputs were
+    /// waiting.
     pub async fn drain(&self) -> Result<bool, SessionError> {
         let (reply, rx) = oneshot::channel();
         self.request(Request::Drain { reply }).await?;
@@ -209,9 +218,24 @@ impl SessionHandle {
         rx.await.map_err(|_| SessionError::Closed)?
     }
 
-    /// Stops the running turn, if any, at its next await point.
+    /// Stops the running turn, if any, at its next await point; a call waiting for approval
+    /// is answered as denied by the cancel.
     pub async fn cancel(&self) -> Result<(), SessionError> {
         self.request(Request::Cancel).await
+    }
+
+    /// Answers the approval request for `call_id` (a `SessionEvent::ApprovalRequested`).
+    /// Returns once the waiting call has the answer; the decision is journaled before the
+    /// call runs. Fails with `SessionError::NotWaiting` when no call waits under that id.
+    pub async fn answer(&self, call_id: &str, answer: Answer) -> Result<(), SessionError> {
+        let (reply, rx) = oneshot::channel();
+        self.request(Request::Answer {
+            call_id: call_id.to_owned(),
+            answer,
+            reply,
+        })
+        .await?;
+        rx.await.map_err(|_| SessionError::Closed)?
     }
 
     async fn request(&self, request: Request) -> Result<(), SessionError> {

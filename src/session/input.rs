@@ -66,6 +66,12 @@ pub enum SessionError {
     /// A file of the session could not be written or read.
     #[error("{0}")]
     Io(String),
+    /// An answer for a call that is not waiting for one.
+    #[error(
+        "no tool call `{call_id}` is waiting for approval: it was answered already, its turn \
+         ended, or the id is wrong; answer the call id of a pending approval request"
+    )]
+    NotWaiting { call_id: String },
     /// Work the session did on request failed (a compaction on demand).
     #[error(transparent)]
     Turn(#[from] LlmError),

@@ -6,7 +6,7 @@
 
 use super::events::SessionEvent;
 use super::redact::Redactor;
-use crate::domain::TurnStop;
+use crate::domain::{Answer, ApprovalDetail, TurnStop};
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -123,6 +123,42 @@ fn describe(event: &SessionEvent, redactor: &Redactor) -> Option<String> {
             "compacted: {messages_before} → {messages_after} messages, ~{tokens_before} → \
              ~{tokens_after} tokens, {results_cleared} tool results cleared, notes: {notes}"
         ),
+        // The summary quotes the arguments, which the log keeps out: the kind of detail says
+        // enough to follow what happened.
+        SessionEvent::ApprovalRequested {
+            call_id,
+            tool,
+            detail,
+            always,
+            ..
+        } => {
+            let kind = match detail {
+                ApprovalDetail::Command { .. } => "a command",
+                ApprovalDetail::Edit { .. } => "a file change",
+                ApprovalDetail::Outside { .. } => "access outside the project",
+                ApprovalDetail::Other { .. } => "a call",
+            };
+            let always = if always.is_some() {
+                ""
+            } else {
+                ", always not offered"
+            };
+            format!("approval asked: {tool} {call_id} ({kind}{always})")
+        }
+        SessionEvent::ApprovalDecided { call_id, answer } => match answer {
+            Answer::Once => format!("approval {call_id}: once"),
+            Answer::Always => format!("approval {call_id}: always"),
+            Answer::Deny { reason } => format!(
+                "approval {call_id}: denied{}",
+                reason
+                    .as_deref()
+                    .map(|r| format!(" ({})", redactor.text(r)))
+                    .unwrap_or_default()
+            ),
+        },
+        SessionEvent::TitleChanged { title } => {
+            format!("title changed ({} chars)", title.chars().count())
+        }
         SessionEvent::TextDelta { .. }
         | SessionEvent::ThinkingDelta { .. }
         | SessionEvent::PhaseChanged { .. } => return None,

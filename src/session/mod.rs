@@ -2,11 +2,14 @@
 //!
 //! A [`SessionHandle`] is the cloneable front; a private actor task owns the state and runs
 //! one turn at a time. The decisions that need no IO live in pure modules ([`phase`],
-//! [`state`], the prompt module); the actor and the turn task perform the effects: journal
-//! appends, model calls and tool batches.
+//! [`state`], [`approvals`], the prompt module); the actor and the turn task perform the
+//! effects: journal appends, model calls, tool batches and the questions put to a person.
 
 mod actor;
+pub mod approvals;
+mod asking;
 mod batch;
+mod calls;
 mod compacting;
 pub mod compaction;
 mod envelope;
@@ -21,8 +24,10 @@ pub mod phase;
 mod redact;
 pub mod snapshot;
 pub mod state;
+mod titling;
 mod turn;
 
+pub use crate::domain::{Answer, ApprovalDetail, Grant};
 pub use actor::SessionDeps;
 pub use envelope::{Rerooted, SessionDirs, SubagentDirs};
 pub use events::{OutputFilter, SessionEvent, Subscription};

@@ -2,15 +2,17 @@
 //!
 //! Everything here is pure: `apply` folds one journal event into the state, and `replay`
 //! folds a whole journal, then reports the repairs the journal needs so that every tool call
-//! stays paired with a result even when the process died in the middle of a batch.
+//! stays paired with a result even when the process died in the middle of a batch (or while
+//! a call of it waited for a person's approval).
 
+use super::approvals::STOPPED_WAITING;
 use crate::domain::{
-    Audience, ContentBlock, ErrorCategory, InputKind, Message, Role, Sender, SessionId, ToolResult,
-    Usage,
+    Audience, ContentBlock, ErrorCategory, Grant, InputKind, Message, Role, Sender, SessionId,
+    ToolResult, Usage,
 };
-use crate::store::{JournalEvent, JournalRecord};
+use crate::store::{JournalEvent, JournalRecord, title_from_input};
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
 
 /// How many recently read or written files the working context remembers.
@@ -54,6 +56,16 @@ pub struct SessionState {
     /// resumed without a new input answers.
     #[serde(default)]
     pub last_input: Option<(Sender, Audience, InputKind)>,
+    /// What the person's "always" answers allow for the rest of the session.
+    #[serde(default)]
+    pub grants: BTreeSet<Grant>,
+    /// The call whose approval request has no decision yet, if one waits.
+    #[serde(default)]
+    pub pending_approval: Option<String>,
+    /// The title the first input gave, while it is still the session's title: after the
+    /// first turn a model call may find a better one.
+    #[serde(default)]
+    pub derived_title: Option<String>,
     /// The journal position the latest snapshot was taken at.
     #[serde(skip)]
     pub snapshot_seq: u64,
@@ -78,6 +90,9 @@ impl SessionState {
             last_seq: 0,
             snapshot_seq: 0,
             last_input: None,
+            grants: BTreeSet::new(),
+            pending_approval: None,
+            derived_title: None,
         }
     }
 
@@ -90,6 +105,9 @@ impl SessionState {
                 audience,
                 kind,
             } => {
+                if self.title.is_none() {
+                    self.derived_title = Some(title_from_input(text));
+                }
                 self.messages.push(Message::user_text(text.clone()));
                 self.turn_open = true;
                 self.last_input = Some((sender.clone(), *audience, *kind));
@@ -101,15 +119,21 @@ impl SessionState {
                 });
             }
             JournalEvent::ToolResults { results } => {
-                let content = results
-                    .iter()
-                    .cloned()
-                    .map(ContentBlock::ToolResult)
-                    .collect();
-                self.messages.push(Message {
-                    role: Role::User,
-                    content,
-                });
+                if let Some(waiting) = &self.pending_approval
+                    && results.iter().any(|r| &r.tool_use_id == waiting)
+                {
+                    self.pending_approval = None;
+                }
+                let content = results.iter().cloned().map(ContentBlock::ToolResult);
+                match self.messages.last_mut() {
+                    // The rest of a batch that waited for a person: one message holds all
+                    // its results, as if the batch had been journaled at once.
+                    Some(last) if is_results_only(last) => last.content.extend(content),
+                    _ => self.messages.push(Message {
+                        role: Role::User,
+                        content: content.collect(),
+                    }),
+                }
             }
             JournalEvent::Usage { usage, .. } => {
                 self.usage.add(usage);
@@ -121,7 +145,12 @@ impl SessionState {
                 self.turns += 1;
                 self.turn_open = false;
             }
-            JournalEvent::TitleChanged { title } => self.title = Some(title.clone()),
+            JournalEvent::TitleChanged { title } => {
+                if self.derived_title.as_ref() != Some(title) {
+                    self.derived_title = None;
+                }
+                self.title = Some(title.clone());
+            }
             JournalEvent::WorkingDirectoryChanged { path } => self.cwd = path.clone(),
             JournalEvent::FileTouched { path } => self.touch_file(path),
             JournalEvent::Message { message } => self.messages.push(message.clone()),
@@ -144,6 +173,17 @@ impl SessionState {
                 match self.latest_input_index() {
                     Some(at) => self.messages.insert(at, nudge),
                     None => self.messages.push(nudge),
+                }
+            }
+            JournalEvent::ApprovalRequested { call_id, .. } => {
+                self.pending_approval = Some(call_id.clone());
+            }
+            JournalEvent::ApprovalDecided { call_id, grant, .. } => {
+                if self.pending_approval.as_ref() == Some(call_id) {
+                    self.pending_approval = None;
+                }
+                if let Some(grant) = grant {
+                    self.grants.insert(grant.clone());
                 }
             }
         }
@@ -185,9 +225,17 @@ impl SessionState {
         let mut repairs = Vec::new();
         let orphans = state.unanswered_calls();
         if !orphans.is_empty() {
+            let waiting = state.pending_approval.clone();
             let results = orphans
                 .into_iter()
-                .map(|id| ToolResult::error(id, INTERRUPTED_CALL))
+                .map(|id| {
+                    let why = if waiting.as_ref() == Some(&id) {
+                        STOPPED_WAITING
+                    } else {
+                        INTERRUPTED_CALL
+                    };
+                    ToolResult::error(id, why)
+                })
                 .collect();
             repairs.push(JournalEvent::ToolResults { results });
         }
@@ -232,6 +280,16 @@ impl SessionState {
             .filter(|m| m.role == Role::Assistant)
             .map(Message::text)
     }
+}
+
+/// Whether `message` holds tool results and nothing else.
+fn is_results_only(message: &Message) -> bool {
+    message.role == Role::User
+        && !message.content.is_empty()
+        && message
+            .content
+            .iter()
+            .all(|block| matches!(block, ContentBlock::ToolResult(_)))
 }
 
 /// A replayed session and the journal repairs it needs.
@@ -343,6 +401,111 @@ mod tests {
         assert!(matches!(out.repairs[1], JournalEvent::TurnFailed { .. }));
         assert!(out.state.unanswered_calls().is_empty());
         assert!(!out.state.turn_open);
+    }
+
+    #[test]
+    fn a_batch_journaled_in_parts_is_one_message_and_grants_survive_replay() {
+        let grant = Grant::Command {
+            prefix: "cargo test".into(),
+        };
+        let out = replay(vec![
+            input("hi"),
+            JournalEvent::AssistantMessage {
+                model: "m".into(),
+                content: vec![call("a"), call("b"), call("c")],
+            },
+            JournalEvent::ToolResults {
+                results: vec![ToolResult::ok("a", "x")],
+            },
+            JournalEvent::ApprovalRequested {
+                call_id: "b".into(),
+                tool: "shell_execute".into(),
+                need: crate::domain::ApprovalNeed::Exec,
+                prompt: "Run `cargo test`".into(),
+            },
+            JournalEvent::ApprovalDecided {
+                call_id: "b".into(),
+                answer: crate::domain::Answer::Always,
+                grant: Some(grant.clone()),
+            },
+            JournalEvent::ToolResults {
+                results: vec![ToolResult::ok("b", "y"), ToolResult::ok("c", "z")],
+            },
+        ]);
+        let ids: Vec<_> = out.state.messages[2]
+            .tool_results()
+            .map(|r| r.tool_use_id.as_str())
+            .collect();
+        assert_eq!(ids, ["a", "b", "c"]);
+        assert_eq!(out.state.messages.len(), 3);
+        assert!(out.state.grants.contains(&grant));
+        assert_eq!(out.state.pending_approval, None);
+    }
+
+    #[test]
+    fn a_call_that_waited_for_approval_when_tern_died_is_answered_so() {
+        let out = replay(vec![
+            input("hi"),
+            JournalEvent::AssistantMessage {
+                model: "m".into(),
+                content: vec![call("a"), call("b"), call("c")],
+            },
+            JournalEvent::ToolResults {
+                results: vec![ToolResult::ok("a", "x")],
+            },
+            JournalEvent::ApprovalRequested {
+                call_id: "b".into(),
+                tool: "shell_execute".into(),
+                need: crate::domain::ApprovalNeed::Exec,
+                prompt: "Run `make`".into(),
+            },
+        ]);
+        let JournalEvent::ToolResults { results } = &out.repairs[0] else {
+            panic!("{out:?}")
+        };
+        let texts: Vec<_> = results
+            .iter()
+            .map(|r| (r.tool_use_id.as_str(), r.content.as_str()))
+            .collect();
+        assert_eq!(
+            texts,
+            [("b", STOPPED_WAITING), ("c", INTERRUPTED_CALL)],
+            "the call that waited says so"
+        );
+        assert!(out.state.unanswered_calls().is_empty());
+        assert_eq!(out.state.pending_approval, None);
+        assert_eq!(out.state.messages[2].tool_results().count(), 3);
+    }
+
+    #[test]
+    fn the_derived_title_is_known_until_another_replaces_it() {
+        let derived = replay(vec![
+            input("  fix the build\nmore"),
+            JournalEvent::TitleChanged {
+                title: "fix the build".into(),
+            },
+        ])
+        .state;
+        assert_eq!(derived.derived_title.as_deref(), Some("fix the build"));
+        let renamed = replay(vec![
+            input("fix the build"),
+            JournalEvent::TitleChanged {
+                title: "fix the build".into(),
+            },
+            JournalEvent::TitleChanged {
+                title: "Repair the CI build".into(),
+            },
+        ])
+        .state;
+        assert_eq!(renamed.derived_title, None);
+        let titled_first = replay(vec![
+            JournalEvent::TitleChanged {
+                title: "given".into(),
+            },
+            input("fix the build"),
+        ])
+        .state;
+        assert_eq!(titled_first.derived_title, None);
     }
 
     #[test]

@@ -4,13 +4,13 @@
 //! context window, and between batches the same person's new messages join the turn.
 
 use super::actor::SessionDeps;
-use super::batch::{BatchEnv, run_batch};
+use super::asking::ApprovalSlot;
 use super::compacting::{self, Compaction};
 use super::envelope::SessionDirs;
 use super::events::SessionEvent;
 use super::input::{SessionError, UserInput, journal_input};
 use super::layers;
-use super::loop_guard::{LoopGuard, Verdict};
+use super::loop_guard::LoopGuard;
 use super::phase::Phase;
 use super::snapshot;
 use super::state::{SessionState, oversize_placeholder};
@@ -21,7 +21,7 @@ use crate::domain::{
 use crate::llm::{LlmError, StreamEvent, StreamObserver, ToolSpec};
 use crate::prompt::{self, TurnNotes};
 use crate::store::JournalEvent;
-use crate::tools::{ToolContext, ToolEffect};
+use crate::tools::ToolContext;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
@@ -58,11 +58,17 @@ pub struct Turn<'a> {
     pub stop_after_batch: StopAfterBatch,
     pub joining: Joining,
     pub events: UnboundedSender<SessionEvent>,
+    /// Where a call waiting for a person's answer receives it.
+    pub approvals: ApprovalSlot,
 }
 
 /// A request, shared with a running turn, to end it after its current tool batch, and why.
 #[derive(Debug, Clone, Default)]
-pub struct StopAfterBatch(Arc<AtomicU8>);
+pub struct StopAfterBatch {
+    code: Arc<AtomicU8>,
+    /// Fires on a drain: a call waiting for a person is not run, since tern is stopping.
+    stopping: CancellationToken,
+}
 
 impl StopAfterBatch {
     const PERSON: u8 = 1;
@@ -74,11 +80,20 @@ impl StopAfterBatch {
             TurnStop::Drained => Self::DRAIN,
             _ => Self::PERSON,
         };
-        self.0.fetch_max(code, Ordering::SeqCst);
+        self.code.fetch_max(code, Ordering::SeqCst);
+        // After the code, so a call woken by it finds the turn's stop already set.
+        if code == Self::DRAIN {
+            self.stopping.cancel();
+        }
+    }
+
+    /// Returns once tern is stopping (a drain was asked for).
+    pub async fn stopping(&self) {
+        self.stopping.cancelled().await;
     }
 
     fn requested(&self) -> Option<TurnStop> {
-        match self.0.load(Ordering::SeqCst) {
+        match self.code.load(Ordering::SeqCst) {
             Self::DRAIN => Some(TurnStop::Drained),
             Self::PERSON => Some(TurnStop::InterruptedByPerson),
             _ => None,
@@ -265,71 +280,6 @@ impl Turn<'_> {
         }
     }
 
-    /// Runs the calls the guard lets through as one batch and answers the refused ones with
-    /// their correction, journaling the results (and the files they touched) in call order.
-    async fn run_calls(
-        &self,
-        state: &mut SessionState,
-        calls: &[ToolCall],
-        verdicts: &[Verdict],
-        malformed: &std::collections::BTreeMap<String, String>,
-        ctx: &mut ToolContext,
-    ) -> Result<Vec<ToolResult>, LlmError> {
-        let allowed: Vec<ToolCall> = calls
-            .iter()
-            .zip(verdicts)
-            .filter(|(_, verdict)| matches!(verdict, Verdict::Run))
-            .map(|(call, _)| call.clone())
-            .collect();
-        let env = BatchEnv {
-            tools: &self.deps.tools,
-            audience: self.audience,
-            approval: self.deps.approval,
-            malformed,
-        };
-        let mut outcomes = run_batch(&allowed, &env, ctx, &self.cancel)
-            .await
-            .into_iter();
-        let mut results = Vec::with_capacity(calls.len());
-        let mut effects = Vec::new();
-        for (call, verdict) in calls.iter().zip(verdicts) {
-            let mut result = match verdict {
-                Verdict::Refuse(correction) => ToolResult::error(call.id.clone(), correction),
-                Verdict::Run => match outcomes.next() {
-                    Some(outcome) => {
-                        effects.extend(outcome.effects);
-                        outcome.result
-                    }
-                    None => ToolResult::error(call.id.clone(), "not run"),
-                },
-            };
-            result.content = self.fit_text(&format!("tool-{}.txt", call.id), result.content);
-            self.emit(SessionEvent::ToolResult {
-                id: call.id.clone(),
-                name: call.name.clone(),
-                content: result.content.clone(),
-                is_error: result.is_error,
-            });
-            results.push(result);
-        }
-        let mut events = vec![JournalEvent::ToolResults {
-            results: results.clone(),
-        }];
-        // The journal records paths as text; a path that is not UTF-8 cannot be kept in
-        // the recent files (the tool result already named it).
-        let effects = effects.into_iter().filter(|effect| match effect {
-            ToolEffect::Read(path)
-            | ToolEffect::Wrote(path)
-            | ToolEffect::SetWorkingDirectory(path) => path.to_str().is_some(),
-        });
-        events.extend(effects.map(|effect| match effect {
-            ToolEffect::Read(path) | ToolEffect::Wrote(path) => JournalEvent::FileTouched { path },
-            ToolEffect::SetWorkingDirectory(path) => JournalEvent::WorkingDirectoryChanged { path },
-        }));
-        self.record(state, events)?;
-        Ok(results)
-    }
-
     /// Answers `calls` with `why` without running them, so every call keeps a result.
     fn answer_unrun(
         &self,
@@ -481,7 +431,11 @@ impl Turn<'_> {
     }
 
     /// Appends `events` durably in one commit, then applies them.
-    fn record(&self, state: &mut SessionState, events: Vec<JournalEvent>) -> Result<(), LlmError> {
+    pub(super) fn record(
+        &self,
+        state: &mut SessionState,
+        events: Vec<JournalEvent>,
+    ) -> Result<(), LlmError> {
         if events.is_empty() {
             return Ok(());
         }
@@ -491,7 +445,7 @@ impl Turn<'_> {
         Ok(())
     }
 
-    fn emit(&self, event: SessionEvent) {
+    pub(super) fn emit(&self, event: SessionEvent) {
         // The actor outlives its turns; a failed send means it is shutting down anyway.
         let _ = self.events.send(event);
     }

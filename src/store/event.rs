@@ -2,7 +2,8 @@
 //! rebuilds its history.
 
 use crate::domain::{
-    Audience, ContentBlock, ErrorCategory, InputKind, Message, Sender, ToolResult, TurnStop, Usage,
+    Answer, ApprovalNeed, Audience, ContentBlock, ErrorCategory, Grant, InputKind, Message, Sender,
+    ToolResult, TurnStop, Usage,
 };
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -26,7 +27,9 @@ pub enum JournalEvent {
         model: String,
         content: Vec<ContentBlock>,
     },
-    /// The results of one tool batch, in call order, each paired with its call by id.
+    /// The results of a tool batch, in call order, each paired with its call by id. A batch
+    /// that waits for a person journals the results it has so far first; the next
+    /// `ToolResults` of the same batch extends the same history message on replay.
     ToolResults {
         results: Vec<ToolResult>,
     },
@@ -104,6 +107,22 @@ pub enum JournalEvent {
     /// kept in the history as it was sent, so later requests share it as cached prefix.
     NudgeAdded {
         text: String,
+    },
+    /// A call that needs approval was put to a person; its batch waits for the answer.
+    /// `prompt` is the one-line summary they were shown.
+    ApprovalRequested {
+        call_id: String,
+        tool: String,
+        need: ApprovalNeed,
+        prompt: String,
+    },
+    /// The answer to an approval request; a cancel or a stop answers it as denied, with a
+    /// reason saying so. `grant` is what an "always" leaves for the rest of the session.
+    ApprovalDecided {
+        call_id: String,
+        answer: Answer,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        grant: Option<Grant>,
     },
 }
 

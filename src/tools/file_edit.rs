@@ -9,15 +9,14 @@
 use super::args::{ArgError, Args};
 use super::output::cap_head_tail;
 use super::paths::{self, Access, PathArg};
+use super::preview::{self, Preview, PreviewFuture, capped_diff, unified_diff};
 use super::regular_file::{self, FileError};
 use super::{
     ApprovalNeed, Tool, ToolContext, ToolEffect, ToolFuture, ToolOutput, run_blocking_change,
 };
-use crate::domain::Audience;
+use crate::domain::{ApprovalDetail, Audience};
 use serde_json::{Value, json};
-use similar::TextDiff;
 use std::path::PathBuf;
-use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 /// The diff in the result is capped at this many bytes.
@@ -67,6 +66,11 @@ impl Tool for FileEdit {
 
     fn approval_need(&self, input: &Value, ctx: &ToolContext) -> ApprovalNeed {
         paths::need_for_input(ctx, self.name(), input, PathArg::Required, Access::Write)
+    }
+
+    fn preview<'a>(&'a self, input: &'a Value, ctx: &'a ToolContext) -> PreviewFuture<'a> {
+        let request = parse(self.name(), input, ctx).ok();
+        Box::pin(async move { preview::blocking(move || preview(&request?)).await })
     }
 
     fn execute<'a>(
@@ -128,40 +132,82 @@ fn parse(tool: &'static str, input: &Value, ctx: &ToolContext) -> Result<Request
 
 fn edit(request: &Request, cancel: &CancellationToken) -> ToolOutput {
     let shown = &request.shown;
-    let before = match regular_file::open_for_reading(&request.path)
+    let before = match read_before(request, cancel) {
+        Ok(bytes) => bytes,
+        Err(message) => return ToolOutput::error(message),
+    };
+    let (after, count) = match replaced(request, &before) {
+        Ok(done) => done,
+        Err(message) => return ToolOutput::error(message),
+    };
+    if let Err(err) = regular_file::replace(&request.path, &after, cancel) {
+        return ToolOutput::error(write_failure_message(shown, &err));
+    }
+    let occurrences = if count == 1 {
+        "occurrence"
+    } else {
+        "occurrences"
+    };
+    let diff = unified_diff(Some(&before), &after, shown);
+    ToolOutput::ok(format!(
+        "Edited {shown}: replaced {count} {occurrences}.\n{}",
+        cap_head_tail(&diff, MAX_DIFF_BYTES)
+    ))
+}
+
+/// What a person approving the call is shown: the diff the edit would make, or `None` when
+/// the edit would fail (the call's result will say why).
+fn preview(request: &Request) -> Option<Preview> {
+    let before = read_before(request, &CancellationToken::new()).ok()?;
+    let (after, _) = replaced(request, &before).ok()?;
+    let diff = unified_diff(Some(&before), &after, &request.shown);
+    Some(Preview {
+        summary: format!("Edit {}", request.shown),
+        detail: ApprovalDetail::Edit {
+            path: request.path.clone(),
+            diff: capped_diff(&diff),
+        },
+    })
+}
+
+/// The file's content before the edit, or why it cannot be edited.
+fn read_before(request: &Request, cancel: &CancellationToken) -> Result<Vec<u8>, String> {
+    let shown = &request.shown;
+    match regular_file::open_for_reading(&request.path)
         .and_then(|(mut file, meta)| regular_file::read_all(&mut file, meta.len(), cancel))
     {
-        Ok(bytes) => bytes,
-        Err(FileError::NotFound) => {
-            return ToolOutput::error(format!(
-                "{} To create a new file use file_write.",
-                paths::not_found_message(&request.path, shown)
-            ));
-        }
-        Err(FileError::Directory) => {
-            return ToolOutput::error(format!("{shown} is a directory, not a file."));
-        }
-        Err(err) => return ToolOutput::error(read_failure_message(shown, &err)),
-    };
+        Ok(bytes) => Ok(bytes),
+        Err(FileError::NotFound) => Err(format!(
+            "{} To create a new file use file_write.",
+            paths::not_found_message(&request.path, shown)
+        )),
+        Err(FileError::Directory) => Err(format!("{shown} is a directory, not a file.")),
+        Err(err) => Err(read_failure_message(shown, &err)),
+    }
+}
 
+/// The content after the replacement and how many occurrences it replaced, or why the edit
+/// does not apply.
+fn replaced(request: &Request, before: &[u8]) -> Result<(Vec<u8>, usize), String> {
+    let shown = &request.shown;
     let (mut old, mut new) = (request.old.clone(), request.new.clone());
-    let mut found = find_all(&before, old.as_bytes());
-    if found.is_empty() && uses_crlf(&before) && old.contains('\n') && !old.contains('\r') {
+    let mut found = find_all(before, old.as_bytes());
+    if found.is_empty() && uses_crlf(before) && old.contains('\n') && !old.contains('\r') {
         old = old.replace('\n', "\r\n");
         new = new.replace("\r\n", "\n").replace('\n', "\r\n");
-        found = find_all(&before, old.as_bytes());
+        found = find_all(before, old.as_bytes());
     }
     match found.len() {
-        0 => return ToolOutput::error(no_match_message(&before, &request.old, shown)),
+        0 => return Err(no_match_message(before, &request.old, shown)),
         1 => {}
         n if !request.replace_all => {
             let lines: Vec<String> = found
                 .iter()
                 .take(10)
-                .map(|&at| line_number(&before, at).to_string())
+                .map(|&at| line_number(before, at).to_string())
                 .collect();
             let more = if n > 10 { ", …" } else { "" };
-            return ToolOutput::error(format!(
+            return Err(format!(
                 "`old_string` occurs {n} times in {shown} (at lines {}{more}), so the edit is \
                  ambiguous. Include more surrounding lines to make it unique, or set \
                  replace_all to true to change every occurrence.",
@@ -170,21 +216,9 @@ fn edit(request: &Request, cancel: &CancellationToken) -> ToolOutput {
         }
         _ => {}
     }
-
-    let after = replace_at(&before, &found, old.len(), new.as_bytes());
-    if let Err(err) = regular_file::replace(&request.path, &after, cancel) {
-        return ToolOutput::error(write_failure_message(shown, &err));
-    }
-    let count = found.len();
-    let occurrences = if count == 1 {
-        "occurrence"
-    } else {
-        "occurrences"
-    };
-    let diff = unified_diff(&before, &after, shown);
-    ToolOutput::ok(format!(
-        "Edited {shown}: replaced {count} {occurrences}.\n{}",
-        cap_head_tail(&diff, MAX_DIFF_BYTES)
+    Ok((
+        replace_at(before, &found, old.len(), new.as_bytes()),
+        found.len(),
     ))
 }
 
@@ -295,20 +329,6 @@ fn squash_whitespace(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-/// A unified diff with `a/` and `b/` headers and three lines of context.
-fn unified_diff(before: &[u8], after: &[u8], shown: &str) -> String {
-    let before = String::from_utf8_lossy(before);
-    let after = String::from_utf8_lossy(after);
-    TextDiff::configure()
-        // Bounded so a pathological file cannot stall the tool; past it the diff is coarser.
-        .timeout(Duration::from_secs(2))
-        .diff_lines(before.as_ref(), after.as_ref())
-        .unified_diff()
-        .context_radius(3)
-        .header(&format!("a/{shown}"), &format!("b/{shown}"))
-        .to_string()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -336,7 +356,7 @@ mod tests {
 
     #[test]
     fn diff_has_headers_and_context() {
-        let diff = unified_diff(b"1\n2\n3\n4\n5\n", b"1\n2\nthree\n4\n5\n", "n.txt");
+        let diff = unified_diff(Some(b"1\n2\n3\n4\n5\n"), b"1\n2\nthree\n4\n5\n", "n.txt");
         assert_eq!(
             diff,
             "--- a/n.txt\n+++ b/n.txt\n@@ -1,5 +1,5 @@\n 1\n 2\n-3\n+three\n 4\n 5\n"

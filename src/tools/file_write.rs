@@ -7,13 +7,14 @@
 use super::args::{ArgError, Args};
 use super::output::group_digits;
 use super::paths::{self, Access, PathArg};
+use super::preview::{self, Preview, PreviewFuture, capped_diff, unified_diff};
 use super::regular_file::{self, FileError};
 use super::{
     ApprovalNeed, Tool, ToolContext, ToolEffect, ToolFuture, ToolOutput, run_blocking_change,
 };
-use crate::domain::Audience;
+use crate::domain::{ApprovalDetail, Audience};
 use serde_json::{Value, json};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use tokio_util::sync::CancellationToken;
 
 /// Writes a whole file.
@@ -59,6 +60,15 @@ impl Tool for FileWrite {
         paths::need_for_input(ctx, self.name(), input, PathArg::Required, Access::Write)
     }
 
+    fn preview<'a>(&'a self, input: &'a Value, ctx: &'a ToolContext) -> PreviewFuture<'a> {
+        let parsed = parse(self.name(), input, ctx).ok();
+        let cwd = ctx.cwd.clone();
+        Box::pin(async move {
+            let (path, content) = parsed?;
+            preview::blocking(move || preview(&path, &paths::display(&cwd, &path), &content)).await
+        })
+    }
+
     fn execute<'a>(
         &'a self,
         input: Value,
@@ -88,6 +98,32 @@ impl Tool for FileWrite {
             .await
         })
     }
+}
+
+/// The diff writing `content` to `path` would make: from empty for a new file, `None` when
+/// the path cannot be written as a file (the call's result will say why).
+fn preview(path: &Path, shown: &str, content: &str) -> Option<Preview> {
+    let cancel = CancellationToken::new();
+    let before = match regular_file::open_for_reading(path)
+        .and_then(|(mut file, meta)| regular_file::read_all(&mut file, meta.len(), &cancel))
+    {
+        Ok(bytes) => Some(bytes),
+        Err(FileError::NotFound) => None,
+        Err(_) => return None,
+    };
+    let verb = if before.is_some() {
+        "Replace"
+    } else {
+        "Create"
+    };
+    let diff = unified_diff(before.as_deref(), content.as_bytes(), shown);
+    Some(Preview {
+        summary: format!("{verb} {shown}"),
+        detail: ApprovalDetail::Edit {
+            path: path.to_path_buf(),
+            diff: capped_diff(&diff),
+        },
+    })
 }
 
 /// Why a write failed, and that the file is as it was.

@@ -7,8 +7,9 @@
 //!
 //! Each built-in tool lives in its own file; the pieces they share are argument checking
 //! ([`args`]), path resolution and the project boundary ([`paths`]), output capping
-//! ([`output`]), opening and atomically replacing regular files (`regular_file`), and the
-//! ignore-respecting file walk behind `glob` and `grep` (`walk`).
+//! ([`output`]), opening and atomically replacing regular files (`regular_file`), the
+//! ignore-respecting file walk behind `glob` and `grep` (`walk`), and what a person asked to
+//! approve a call is shown ([`preview`]).
 
 pub mod args;
 pub mod file_edit;
@@ -19,6 +20,7 @@ pub mod grep;
 pub mod output;
 pub mod paths;
 pub mod policy;
+pub mod preview;
 pub mod registry;
 mod regular_file;
 pub mod set_working_directory;
@@ -30,6 +32,7 @@ pub use walk::list_files;
 
 pub use output::{OutputCap, cap_head_tail};
 pub use policy::{ApprovalMode, ApprovalNeed, Decision, decide};
+pub use preview::{Preview, PreviewFuture};
 pub use registry::ToolRegistry;
 
 use crate::domain::Audience;
@@ -138,6 +141,17 @@ pub trait Tool: Send + Sync {
 
     /// What approval this particular call needs, given its arguments.
     fn approval_need(&self, input: &serde_json::Value, ctx: &ToolContext) -> ApprovalNeed;
+
+    /// What a person asked to approve this call is shown (the command, the diff a change
+    /// would make), worked out without side effects; `None` leaves the session to show the
+    /// arguments.
+    fn preview<'a>(
+        &'a self,
+        _input: &'a serde_json::Value,
+        _ctx: &'a ToolContext,
+    ) -> PreviewFuture<'a> {
+        Box::pin(async { None })
+    }
 
     /// Runs the call. Must return promptly once `cancel` fires; errors are returned as a
     /// `ToolOutput` with `is_error`, never as a panic.

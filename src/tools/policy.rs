@@ -1,6 +1,8 @@
 //! Approval policy: which calls run freely, which need a person's yes, and what the session's
-//! approval mode decides when no person is asked.
+//! approval mode decides: allow, refuse, or (in mode `ask`) put the call to a person, whose
+//! answers the session keeps (see `session::approvals`).
 
+pub use crate::domain::ApprovalNeed;
 use serde::{Deserialize, Serialize};
 
 /// How much the session may do without asking (`--approve`).
@@ -14,20 +16,9 @@ pub enum ApprovalMode {
     Edits,
     /// Allow everything.
     All,
-}
-
-/// What one call needs before it may run.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ApprovalNeed {
-    /// Reads inside the project: runs freely.
-    None,
-    /// Creates or changes files inside the project.
-    Edit,
-    /// Runs a command on the host, or changes files under `.git`, which git runs as
-    /// commands later (hooks, and commands named in its config).
-    Exec,
-    /// Reads or writes a path outside the project directory.
-    OutsideProject(std::path::PathBuf),
+    /// Ask a person about everything that needs approval and is not granted yet; needs a
+    /// front end that answers (`SessionHandle::answer`), so `tern run` refuses it.
+    Ask,
 }
 
 /// The policy's answer for one call.
@@ -36,6 +27,8 @@ pub enum Decision {
     Allow,
     /// Refused without asking; the reason is returned to the model as the tool result.
     Refuse(String),
+    /// A person decides, unless an earlier "always" of theirs covers the call.
+    Ask,
 }
 
 impl ApprovalMode {
@@ -45,6 +38,7 @@ impl ApprovalMode {
             ApprovalMode::Never => "never",
             ApprovalMode::Edits => "edits",
             ApprovalMode::All => "all",
+            ApprovalMode::Ask => "ask",
         }
     }
 }
@@ -55,12 +49,13 @@ impl std::fmt::Display for ApprovalMode {
     }
 }
 
-/// What the session's approval mode decides for a call with the given need, when no person is
-/// asked. A refusal reason is read by the model and shown to the user, so it says what was
-/// refused, why, and what would allow it.
+/// What the session's approval mode decides for a call with the given need. A refusal reason is
+/// read by the model and shown to the user, so it says what was refused, why, and what would
+/// allow it.
 pub fn decide(mode: ApprovalMode, need: &ApprovalNeed) -> Decision {
     match (mode, need) {
         (_, ApprovalNeed::None) | (ApprovalMode::All, _) => Decision::Allow,
+        (ApprovalMode::Ask, _) => Decision::Ask,
         (ApprovalMode::Edits, ApprovalNeed::Edit) => Decision::Allow,
         (ApprovalMode::Never, ApprovalNeed::Edit) => Decision::Refuse(
             "Refused: this call changes files, which needs approval, and this session runs with \
@@ -101,7 +96,12 @@ mod tests {
                 "{mode} {need:?}: {decision:?}"
             );
         };
-        for mode in [ApprovalMode::Never, ApprovalMode::Edits, ApprovalMode::All] {
+        for mode in [
+            ApprovalMode::Never,
+            ApprovalMode::Edits,
+            ApprovalMode::All,
+            ApprovalMode::Ask,
+        ] {
             check(mode, &ApprovalNeed::None, true);
         }
         check(ApprovalMode::Never, &ApprovalNeed::Edit, false);
@@ -113,6 +113,9 @@ mod tests {
         check(ApprovalMode::All, &ApprovalNeed::Edit, true);
         check(ApprovalMode::All, &ApprovalNeed::Exec, true);
         check(ApprovalMode::All, &outside, true);
+        for need in [ApprovalNeed::Edit, ApprovalNeed::Exec, outside.clone()] {
+            assert_eq!(decide(ApprovalMode::Ask, &need), Decision::Ask, "{need:?}");
+        }
     }
 
     #[test]

@@ -6,8 +6,9 @@
 
 use super::args::{ArgError, Args};
 use super::paths::{self, Access, PathArg};
+use super::preview::{Preview, PreviewFuture};
 use super::{ApprovalNeed, Tool, ToolContext, ToolEffect, ToolFuture, ToolOutput};
-use crate::domain::Audience;
+use crate::domain::{ApprovalDetail, Audience};
 use serde_json::{Value, json};
 use std::path::PathBuf;
 use tokio_util::sync::CancellationToken;
@@ -53,6 +54,19 @@ impl Tool for SetWorkingDirectory {
 
     fn approval_need(&self, input: &Value, ctx: &ToolContext) -> ApprovalNeed {
         paths::need_for_input(ctx, self.name(), input, PathArg::Required, Access::Read)
+    }
+
+    /// Asked about only when the directory is outside the project: later calls would read
+    /// there.
+    fn preview<'a>(&'a self, input: &'a Value, ctx: &'a ToolContext) -> PreviewFuture<'a> {
+        let preview = parse(self.name(), input, ctx).ok().map(|path| Preview {
+            summary: format!("Work in {}", path.display()),
+            detail: ApprovalDetail::Outside {
+                path,
+                access: "read".to_owned(),
+            },
+        });
+        Box::pin(async move { preview })
     }
 
     fn execute<'a>(

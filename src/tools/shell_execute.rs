@@ -13,8 +13,9 @@
 
 use super::args::{ArgError, Args};
 use super::output::{OutputCap, human_bytes};
+use super::preview::{Preview, PreviewFuture};
 use super::{ApprovalNeed, Tool, ToolContext, ToolFuture, ToolOutput};
-use crate::domain::Audience;
+use crate::domain::{ApprovalDetail, Audience};
 use serde_json::{Value, json};
 use std::io;
 use std::os::fd::OwnedFd;
@@ -92,6 +93,17 @@ impl Tool for ShellExecute {
         ApprovalNeed::Exec
     }
 
+    fn preview<'a>(&'a self, input: &'a Value, ctx: &'a ToolContext) -> PreviewFuture<'a> {
+        let preview = parse(self.name(), input).ok().map(|request| Preview {
+            summary: format!("Run `{}`", one_line(&request.command, 80)),
+            detail: ApprovalDetail::Command {
+                command: request.command,
+                cwd: ctx.cwd.clone(),
+            },
+        });
+        Box::pin(async move { preview })
+    }
+
     fn execute<'a>(
         &'a self,
         input: Value,
@@ -145,6 +157,17 @@ fn parse(tool: &'static str, input: &Value) -> Result<Request, ArgError> {
         hard_limit: asked.map(|s| Duration::from_secs(s.min(MAX_TIMEOUT_SECS))),
         lowered_from: asked.filter(|&s| s > MAX_TIMEOUT_SECS),
     })
+}
+
+/// The first line of `command`, cut to `chars` characters, with `…` where anything was left
+/// out.
+fn one_line(command: &str, chars: usize) -> String {
+    let first = command.trim().lines().next().unwrap_or("");
+    let mut shown: String = first.chars().take(chars).collect();
+    if shown.len() < command.trim().len() {
+        shown.push('…');
+    }
+    shown
 }
 
 /// Why the reading loop ended.
@@ -467,6 +490,13 @@ impl Drop for GroupGuard {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_command_is_summarised_by_its_first_line() {
+        assert_eq!(one_line("  cargo test ", 80), "cargo test");
+        assert_eq!(one_line("make\nmake install", 80), "make…");
+        assert_eq!(one_line(&"x".repeat(100), 5), "xxxxx…");
+    }
 
     #[test]
     fn timeout_secs_is_capped() {

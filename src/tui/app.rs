@@ -3,14 +3,16 @@
 //! to carry out (send a message, cancel the turn, run a command…) come out. Only the runner
 //! (`runner.rs`) touches the terminal, the session manager or the clock.
 
+use super::approval::Asking;
 use super::composer::{Composer, Edit};
 use super::popup::{self, Choices, FileIndex};
 use super::status::Status;
 use super::theme::Theme;
 use super::transcript::{CellKind, Transcript};
-use crate::domain::SessionId;
+use crate::domain::{Answer, SessionId};
 use crate::session::{Phase, SessionEvent};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseEvent, MouseEventKind};
+use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::time::Duration;
 use tokio::time::Instant;
@@ -40,6 +42,11 @@ pub enum Action {
     SwitchModel(String),
     /// Write the transcript as markdown to this file.
     Export(PathBuf),
+    /// The person answered an approval.
+    Answer {
+        call_id: String,
+        answer: Answer,
+    },
     Quit,
 }
 
@@ -93,6 +100,8 @@ pub struct App {
     pub session: Option<SessionId>,
     /// Whether a turn (or a compaction) is running.
     pub busy: bool,
+    /// Calls waiting for the person's approval, the first one shown.
+    pub asking: VecDeque<Asking>,
 }
 
 impl App {
@@ -109,12 +118,25 @@ impl App {
             last_ctrl_c: None,
             session: None,
             busy: false,
+            asking: VecDeque::new(),
         }
     }
 
     /// Handles a key press.
     pub fn key(&mut self, key: KeyEvent, now: Instant) -> Vec<Action> {
         let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        if let Some(asking) = self.asking.front_mut()
+            && !(ctrl && key.code == KeyCode::Char('c'))
+        {
+            return match asking.key(key) {
+                Some(answer) => {
+                    let call_id = asking.call_id.clone();
+                    self.asking.pop_front();
+                    vec![Action::Answer { call_id, answer }]
+                }
+                None => Vec::new(),
+            };
+        }
         if self.popup.is_some()
             && let Some(actions) = self.popup_key(key)
         {
@@ -163,6 +185,10 @@ impl App {
 
     /// A bracketed paste goes into the composer.
     pub fn paste(&mut self, text: &str) {
+        if let Some(asking) = self.asking.front_mut() {
+            asking.paste(text);
+            return;
+        }
         self.composer.paste(text);
         self.update_popup();
     }
@@ -387,7 +413,28 @@ impl App {
             SessionEvent::TurnCompleted { .. } | SessionEvent::TurnFailed { .. } => {
                 self.busy = false;
                 self.status.working = None;
+                // A turn that ended cannot wait for answers any more.
+                self.asking.clear();
             }
+            SessionEvent::ApprovalRequested {
+                call_id,
+                tool,
+                summary,
+                detail,
+                always,
+            } => self.asking.push_back(Asking {
+                call_id: call_id.clone(),
+                tool: tool.clone(),
+                summary: summary.clone(),
+                detail: detail.clone(),
+                always: always.clone(),
+                reason: None,
+            }),
+            // Answered (here, or by another front end): no longer asked.
+            SessionEvent::ApprovalDecided { call_id, .. } => {
+                self.asking.retain(|a| a.call_id != *call_id)
+            }
+            SessionEvent::TitleChanged { title } => self.status.title = title.clone(),
             _ => {}
         }
         self.transcript.apply(event, now);
@@ -492,7 +539,9 @@ impl App {
 
     /// What the empty composer says.
     pub fn hint(&self) -> &'static str {
-        if self.busy {
+        if !self.asking.is_empty() {
+            "answer above: y yes · a always · n no · esc no"
+        } else if self.busy {
             "write to add to this turn · esc interrupts"
         } else {
             "message tern · / commands · @ files · ! shell · ctrl+c ctrl+c quits"

@@ -15,6 +15,7 @@
 //! [`Line`]: ratatui::text::Line
 
 pub mod app;
+pub mod approval;
 pub mod color;
 pub mod composer;
 pub mod diff;

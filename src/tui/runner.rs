@@ -300,6 +300,16 @@ impl Runner {
                         .map_err(|err| format!("{}: {err}", path.display()));
                     let _ = self.tx.send(AppEvent::Exported(written));
                 }
+                Action::Answer { call_id, answer } => {
+                    if let Ok(handle) = self
+                        .manager
+                        .handle(&self.launch_key, &self.project_dir)
+                        .await
+                        && let Err(err) = handle.answer(&call_id, answer).await
+                    {
+                        app.notice(format!("the answer did not reach the session: {err}"));
+                    }
+                }
                 Action::Quit => {
                     if app.busy
                         && let Ok(handle) = self

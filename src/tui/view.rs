@@ -76,6 +76,13 @@ pub fn draw(frame: &mut Frame<'_>, app: &mut App, now: Instant) {
     if let Some((title, choices)) = app.popup() {
         popup::render(choices, title, at.composer, buf, &theme);
     }
+    if let Some(asking) = app.asking.front() {
+        let over = Rect {
+            height: at.transcript.height + at.rule.height,
+            ..at.transcript
+        };
+        asking.render(over, buf, &theme);
+    }
     if at.composer.height > 0 && cursor.x < area.x + area.width && cursor.y < area.y + area.height {
         frame.set_cursor_position(cursor);
     }

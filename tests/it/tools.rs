@@ -186,6 +186,7 @@ fn approval_modes_decide_as_documented() {
             );
             assert!(reason.contains(&format!("--approve {mode}")), "{reason}");
         }
+        Decision::Ask => panic!("{mode} decides {need:?} without asking"),
     };
     check(ApprovalMode::Never, &ApprovalNeed::None, true, "");
     check(
@@ -217,6 +218,11 @@ fn approval_modes_decide_as_documented() {
         outside.clone(),
     ] {
         check(ApprovalMode::All, &need, true, "");
+    }
+    // Asking leaves reads inside the project free and puts everything else to a person.
+    check(ApprovalMode::Ask, &ApprovalNeed::None, true, "");
+    for need in [ApprovalNeed::Edit, ApprovalNeed::Exec, outside] {
+        assert_eq!(decide(ApprovalMode::Ask, &need), Decision::Ask, "{need:?}");
     }
 }
 

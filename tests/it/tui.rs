@@ -403,3 +403,82 @@ fn the_setup_screen() {
         insta::assert_snapshot!("tui_setup_none_80x24", screen_for(Vec::new(), 80, 24));
     });
 }
+
+#[test]
+fn the_approval_modal() {
+    use tern::domain::{Answer, ApprovalDetail, Grant};
+    use tern::tui::app::Action;
+    let now = Instant::now();
+    let mut app = app();
+    started(&mut app, "run the tests", now);
+    events(
+        &mut app,
+        &[
+            SessionEvent::ToolCall {
+                id: "s1".into(),
+                name: "shell_execute".into(),
+                input: json!({"command": "cargo test --workspace"}),
+            },
+            SessionEvent::ApprovalRequested {
+                call_id: "s1".into(),
+                tool: "shell_execute".into(),
+                summary: "runs a command on this machine".into(),
+                detail: ApprovalDetail::Command {
+                    command: "cargo test --workspace".into(),
+                    cwd: "/home/dev/project".into(),
+                },
+                always: Some(Grant::Command {
+                    prefix: "cargo test".into(),
+                }),
+            },
+        ],
+        now,
+    );
+    check("approval_command", &mut app, now);
+    // `n` asks for a reason, which goes to the model with the no.
+    key(&mut app, KeyCode::Char('n'), now);
+    typed(&mut app, "use nextest", now);
+    settings().bind(|| {
+        insta::assert_snapshot!("tui_approval_reason_80x24", screen(&mut app, 80, 24, now));
+    });
+    let answered = app.key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE), now);
+    assert_eq!(
+        answered,
+        [Action::Answer {
+            call_id: "s1".into(),
+            answer: Answer::Deny {
+                reason: Some("use nextest".into())
+            }
+        }]
+    );
+    assert!(app.asking.is_empty());
+
+    // An edit shows its diff.
+    let mut app = self::app();
+    started(&mut app, "fix the greeting", now);
+    events(
+        &mut app,
+        &[SessionEvent::ApprovalRequested {
+            call_id: "e1".into(),
+            tool: "file_edit".into(),
+            summary: "changes src/main.rs".into(),
+            detail: ApprovalDetail::Edit {
+                path: "src/main.rs".into(),
+                diff: "--- a/src/main.rs\n+++ b/src/main.rs\n@@ -1,3 +1,3 @@\n fn main() {\n-    println!(\"Helo\");\n+    println!(\"Hello\");\n }\n".into(),
+            },
+            always: Some(Grant::Tool {
+                tool: "file_edit".into(),
+                need: tern::domain::NeedKind::Edit,
+            }),
+        }],
+        now,
+    );
+    check("approval_edit", &mut app, now);
+    assert_eq!(
+        app.key(KeyEvent::new(KeyCode::Char('a'), KeyModifiers::NONE), now),
+        [Action::Answer {
+            call_id: "e1".into(),
+            answer: Answer::Always
+        }]
+    );
+}

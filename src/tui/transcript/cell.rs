@@ -39,8 +39,15 @@ pub struct View {
 /// A tool call's state.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ToolStatus {
-    Running { since: Instant },
-    Done { ok: bool, took: Option<Duration> },
+    Running {
+        since: Instant,
+    },
+    /// Waiting for the person's approval.
+    Asking,
+    Done {
+        ok: bool,
+        took: Option<Duration>,
+    },
 }
 
 /// A tool call and what came of it.
@@ -299,6 +306,10 @@ fn tool_lines(tool: &ToolCell, width: u16, view: View, theme: &Theme) -> Vec<Lin
             Span::styled(SPINNER[0].to_owned(), theme.tool_running),
             None,
         ),
+        ToolStatus::Asking => (
+            Span::styled("?".to_owned(), theme.warning),
+            Some("waiting for your answer".to_owned()),
+        ),
         ToolStatus::Done { ok: true, took } => (
             Span::styled("✓".to_owned(), theme.success),
             took.map(format_duration),
@@ -331,7 +342,7 @@ fn tool_lines(tool: &ToolCell, width: u16, view: View, theme: &Theme) -> Vec<Lin
             }
             lines.extend(indent(body, "    "));
         }
-        None if !matches!(tool.status, ToolStatus::Running { .. }) => {
+        None if matches!(tool.status, ToolStatus::Done { .. }) => {
             lines.extend(output_lines(&tool.output, width, view, ok, theme));
         }
         None => {}

@@ -100,7 +100,16 @@ impl Transcript {
                 message,
                 stop,
             } => self.failed(*category, message, *stop),
-            SessionEvent::PhaseChanged { .. } | SessionEvent::Usage { .. } => {}
+            SessionEvent::ApprovalRequested { call_id, .. } => {
+                self.set_tool_status(call_id, ToolStatus::Asking)
+            }
+            SessionEvent::ApprovalDecided { call_id, answer } if answer.allows() => {
+                self.set_tool_status(call_id, ToolStatus::Running { since: now })
+            }
+            SessionEvent::PhaseChanged { .. }
+            | SessionEvent::Usage { .. }
+            | SessionEvent::ApprovalDecided { .. }
+            | SessionEvent::TitleChanged { .. } => {}
         }
     }
 
@@ -218,6 +227,19 @@ impl Transcript {
         }
     }
 
+    fn set_tool_status(&mut self, id: &str, status: ToolStatus) {
+        let found = self
+            .cells
+            .iter_mut()
+            .rev()
+            .find(|c| matches!(&c.kind, CellKind::Tool(tool) if tool.id == id));
+        if let Some(cell) = found
+            && let CellKind::Tool(tool) = cell.edit()
+        {
+            tool.status = status;
+        }
+    }
+
     fn tool_done(&mut self, id: &str, content: &str, is_error: bool, now: Instant) {
         let found = self
             .cells
@@ -230,6 +252,7 @@ impl Transcript {
         if let CellKind::Tool(tool) = cell.edit() {
             let took = match tool.status {
                 ToolStatus::Running { since } => Some(now.saturating_duration_since(since)),
+                ToolStatus::Asking => None,
                 ToolStatus::Done { took, .. } => took,
             };
             tool.status = ToolStatus::Done {
@@ -258,7 +281,7 @@ impl Transcript {
         // Tools still shown as running were stopped with the turn.
         for cell in self.cells.iter_mut().rev().take(64) {
             if let CellKind::Tool(tool) = &cell.kind
-                && matches!(tool.status, ToolStatus::Running { .. })
+                && matches!(tool.status, ToolStatus::Running { .. } | ToolStatus::Asking)
                 && let CellKind::Tool(tool) = cell.edit()
             {
                 tool.status = ToolStatus::Done {

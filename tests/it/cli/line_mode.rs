@@ -5,6 +5,7 @@ use super::*;
 #[test]
 fn the_line_mode_conversation_compacts_on_request() {
     let cli = Cli::new();
+    cli.home.write_config(NO_TITLES);
     cli.mock.push(Reply::text("Hello there."));
     let output = cli
         .tern(&[])
@@ -29,6 +30,7 @@ fn the_line_mode_conversation_compacts_on_request() {
 #[test]
 fn reset_in_the_line_mode_archives_the_conversation_and_starts_a_new_one() {
     let cli = Cli::new();
+    cli.home.write_config(NO_TITLES);
     cli.mock.repeat(Reply::text("noted"));
     let output = cli
         .tern(&[])

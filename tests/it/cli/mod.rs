@@ -11,6 +11,10 @@ struct Cli {
     mock: MockProvider,
 }
 
+/// Config for a line-mode test whose script holds only the conversation: no title call after
+/// the first turn (a headless `tern run` never makes one).
+const NO_TITLES: &str = "[session]\nsidecar_titles = false\n";
+
 impl Cli {
     fn new() -> Self {
         Self {
@@ -785,6 +789,17 @@ fn run_compact_compacts_the_latest_session_and_reports_it() {
     let alone = cli.run(&["run", "--compact", "hi"]);
     assert_eq!(alone.status.code(), Some(2));
     assert!(stderr(&alone).contains("--compact works on an existing session"));
+}
+
+#[test]
+fn run_refuses_to_ask_with_nobody_to_answer() {
+    let cli = Cli::new();
+    let asked = cli.run(&["run", "--approve", "ask", "hi"]);
+    assert_eq!(asked.status.code(), Some(2), "{}", stderr(&asked));
+    let said = stderr(&asked);
+    assert!(said.contains("`tern run` has nobody to answer"), "{said}");
+    assert!(said.contains("--approve edits"), "{said}");
+    assert!(cli.mock.model_requests().is_empty(), "nothing was sent");
 }
 
 mod cleanup;

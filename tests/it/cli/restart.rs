@@ -122,6 +122,7 @@ fn sigterm_drains_the_turn_after_its_tool_batch_and_the_next_start_carries_it_on
 #[test]
 fn a_changed_config_restarts_tern_on_the_same_session() {
     let cli = Cli::new();
+    cli.home.write_config(NO_TITLES);
     cli.mock.push(Reply::text("first answer"));
     cli.mock.push(Reply::text("second answer"));
     let mut tern = Conversation::start(&cli);
@@ -131,14 +132,16 @@ fn a_changed_config_restarts_tern_on_the_same_session() {
     let pid = tern.child.id();
 
     // A valid file that changes nothing the process uses: no restart.
-    cli.home.write_config("# just a comment\n");
+    cli.home
+        .write_config(&format!("{NO_TITLES}# just a comment\n"));
     // An invalid one: reported, and tern goes on as it was.
     std::thread::sleep(Duration::from_millis(1500));
     cli.home
-        .write_config("[session]\nidle_timeout = \"soon\"\n");
+        .write_config(&format!("{NO_TITLES}idle_timeout = \"soon\"\n"));
     tern.expect("config.toml changed but cannot be used");
     // A valid change: tern restarts itself.
-    cli.home.write_config("[session]\nidle_timeout = 7200\n");
+    cli.home
+        .write_config(&format!("{NO_TITLES}idle_timeout = 7200\n"));
     tern.expect("tern is restarting to apply it");
     let restarted = tern.expect("tern restarted with the changed configuration");
     let short = banner.split("session ").nth(1).unwrap();
@@ -180,6 +183,7 @@ fn limit_file_size(pid: u32, bytes: u64) {
 #[test]
 fn a_full_disk_refuses_the_input_clearly_and_the_session_goes_on_once_there_is_room() {
     let cli = Cli::new();
+    cli.home.write_config(NO_TITLES);
     cli.mock.push(Reply::text("first answer"));
     cli.mock.push(Reply::text("after the room came back"));
     let mut tern = Conversation::start(&cli);

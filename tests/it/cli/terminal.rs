@@ -125,13 +125,31 @@ impl Drop for Tmux {
 #[test]
 fn the_terminal_interface_talks_quits_and_shows_the_history_again() {
     let cli = Cli::new();
+    cli.mock.push(Reply::tool_call(
+        "shell_execute",
+        json!({"command": "echo approved-$((40 + 2))"}),
+    ));
     cli.mock.push(Reply::text("The answer is **forty-two**."));
+    // After the first turn a side call names the session.
+    cli.mock.repeat(Reply::text("The answer question"));
     let tmux = Tmux::start(&cli, &[]);
     tmux.wait_for("message tern");
     tmux.type_text("what is the answer?");
     tmux.keys(&["Enter"]);
+    // The command waits for a yes.
+    let screen = tmux.wait_for("approval needed");
+    assert!(screen.contains("$ echo approved-$((40 + 2))"), "{screen}");
+    assert_eq!(
+        cli.mock.model_requests().len(),
+        1,
+        "nothing ran before the answer"
+    );
+    tmux.keys(&["y"]);
+    tmux.wait_for("approved-42");
     let screen = tmux.wait_for("The answer is forty-two.");
     assert!(screen.contains("› what is the answer?"), "{screen}");
+    assert!(screen.contains("✓ shell_execute"), "{screen}");
+    tmux.wait_for("The answer question");
     tmux.wait_for("ready ·");
     // Shrunk to almost nothing and back: it keeps running.
     tmux.resize(20, 5);

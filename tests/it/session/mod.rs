@@ -35,13 +35,19 @@ impl World {
     fn new(kind: ProviderKind) -> Self {
         let home = TernHome::new();
         let store = Arc::new(Store::open(&home.home().join("data/tern.redb")).expect("open store"));
+        // No title call after the first turn, so each script holds only the conversation;
+        // the title tests turn it on.
+        let settings = SessionSettings {
+            sidecar_titles: false,
+            ..SessionSettings::default()
+        };
         Self {
             home,
             mock: MockProvider::start_blocking(),
             store,
             kind,
             approval: ApprovalMode::Never,
-            settings: SessionSettings::default(),
+            settings,
             fallback: None,
             tools: ToolRegistry::builtin(),
             context_window: 100_000,
@@ -244,6 +250,7 @@ fn tool_result_texts(request: &Value) -> Vec<String> {
     out
 }
 
+mod approvals;
 mod errors;
 mod gateway;
 mod joins;
@@ -253,6 +260,7 @@ mod long;
 mod prefix;
 mod resets;
 mod snapshots;
+mod titles;
 mod turns;
 mod upkeep;
 mod watchdogs;

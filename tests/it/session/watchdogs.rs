@@ -1,6 +1,7 @@
 //! The session's timers on tokio's paused clock: each model watchdog fails the turn at exactly
 //! its configured time, naming itself, and the next message works; an idle session is put to
-//! rest after `idle_timeout` and its grace, unless a message comes first. The model is an
+//! rest after `idle_timeout` and its grace, unless a message comes first; a call waiting for a
+//! person's approval outlasts every timer. The model is an
 //! in-process provider that stalls on cue, so no network wait can move the clock.
 
 use super::*;
@@ -21,6 +22,8 @@ enum Step {
     Think,
     /// A plain answer.
     Answer(&'static str),
+    /// One tool call.
+    Call(&'static str, serde_json::Value),
 }
 
 /// A provider playing `Step`s in order and noting when each call began.
@@ -53,6 +56,19 @@ impl Provider for Scripted {
                 Some(Step::Answer(text)) => Ok(Box::pin(stream::iter([
                     Ok(StreamEvent::TextDelta(text.into())),
                     Ok(StreamEvent::Stop(StopReason::EndTurn)),
+                ])) as EventStream),
+                Some(Step::Call(name, args)) => Ok(Box::pin(stream::iter([
+                    Ok(StreamEvent::ToolCallStart {
+                        index: 0,
+                        id: "call_scripted".into(),
+                        name: name.into(),
+                    }),
+                    Ok(StreamEvent::ToolCallArgsDelta {
+                        index: 0,
+                        json: args.to_string(),
+                    }),
+                    Ok(StreamEvent::ToolCallEnd { index: 0 }),
+                    Ok(StreamEvent::Stop(StopReason::ToolUse)),
                 ])) as EventStream),
                 None => Err(LlmError::new(
                     ErrorCategory::InvalidRequest,
@@ -305,4 +321,66 @@ async fn work_started_during_the_grace_keeps_the_session_up() {
             .iter()
             .any(|e| matches!(e, JournalEvent::Passivated { .. }))
     );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_call_waiting_for_approval_outlasts_every_timer() {
+    let mut world = World::anthropic();
+    world.approval = ApprovalMode::Ask;
+    world.settings.idle_timeout = Duration::from_secs(60);
+    world.settings.tool_execution_timeout = Duration::from_secs(90);
+    let write = json!({"path": "late.txt", "content": "worth the wait\n"});
+    let (handle, provider) = session(
+        &world,
+        vec![Step::Call("file_write", write), Step::Answer("written")],
+    );
+    let mut events = handle.subscribe(OutputFilter::ALL).await.unwrap();
+    handle.send(UserInput::local("write it")).await.unwrap();
+    let call_id = loop {
+        if let SessionEvent::ApprovalRequested { call_id, .. } =
+            events.recv().await.expect("the session runs")
+        {
+            break call_id;
+        }
+    };
+    // A day without an answer: no watchdog, no rest, the turn still waits.
+    let seen = timed_events(&mut events, Duration::from_secs(24 * 3600)).await;
+    assert!(seen.is_empty(), "{seen:?}");
+    assert_eq!(provider.called_at.lock().unwrap().len(), 1);
+    handle
+        .answer(&call_id, tern::domain::Answer::Once)
+        .await
+        .unwrap();
+    let rest = until_turns_end_within(&mut events, 1, Duration::from_secs(3600)).await;
+    assert_eq!(completed(&rest).as_deref(), Some("written"), "{rest:?}");
+    assert_eq!(world.home.read_file("late.txt"), "worth the wait\n");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_title_call_that_never_answers_is_given_up_after_the_sidecar_timeout() {
+    let mut world = World::anthropic();
+    world.settings.sidecar_titles = true;
+    world.settings.sidecar_llm_timeout = Duration::from_secs(90);
+    world.settings.idle_timeout = Duration::from_secs(30);
+    let (handle, provider) = session(&world, vec![Step::Answer("done"), Step::Hang]);
+    let events = slow_turn(&handle, "name this session").await;
+    assert_eq!(completed(&events).as_deref(), Some("done"), "not held up");
+    let ended = Instant::now();
+    let mut events = handle.subscribe(OutputFilter::ALL).await.unwrap();
+    let seen = timed_events(&mut events, Duration::from_secs(4 * 3600)).await;
+    // The title call began as the turn ended and hung; the session rests only once it is
+    // given up, at the sidecar timeout rather than the shorter idle timeout.
+    let called_at = provider.called_at.lock().unwrap().clone();
+    assert_eq!(called_at.len(), 2);
+    assert_eq!(called_at[1], ended);
+    let resting = phase_at(&seen, tern::session::Phase::Passivating).expect("put to rest");
+    assert_eq!(resting - ended, Duration::from_secs(90));
+    assert!(
+        !seen
+            .iter()
+            .any(|(_, e)| matches!(e, SessionEvent::TitleChanged { .. })),
+        "{seen:?}"
+    );
+    let meta = world.store.meta(handle.id()).unwrap().unwrap();
+    assert_eq!(meta.title, "name this session");
 }

@@ -1,0 +1,144 @@
+//! The tool calls of one round: the loop guard's verdicts, the batch, and the results
+//! journaled in call order as they become final. When a call waits for a person, the results
+//! before it are journaled (and shown) first, so the person sees them while deciding and a
+//! crash meanwhile loses none of them; the rest follow when the batch ends.
+
+use super::asking::Asker;
+use super::batch::{BatchEnv, CallOutcome, run_batch};
+use super::events::SessionEvent;
+use super::loop_guard::Verdict;
+use super::state::SessionState;
+use super::turn::Turn;
+use crate::domain::{ToolCall, ToolResult};
+use crate::llm::LlmError;
+use crate::store::JournalEvent;
+use crate::tools::{ToolContext, ToolEffect};
+use std::collections::BTreeMap;
+
+impl Turn<'_> {
+    /// Runs the calls the guard lets through as one batch and answers the refused ones with
+    /// their correction, journaling the results (and the files they touched) in call order.
+    pub(super) async fn run_calls(
+        &self,
+        state: &mut SessionState,
+        calls: &[ToolCall],
+        verdicts: &[Verdict],
+        malformed: &BTreeMap<String, String>,
+        ctx: &mut ToolContext,
+    ) -> Result<Vec<ToolResult>, LlmError> {
+        let allowed: Vec<ToolCall> = calls
+            .iter()
+            .zip(verdicts)
+            .filter(|(_, verdict)| matches!(verdict, Verdict::Run))
+            .map(|(call, _)| call.clone())
+            .collect();
+        let env = BatchEnv {
+            tools: &self.deps.tools,
+            audience: self.audience,
+            approval: self.deps.approval,
+            malformed,
+        };
+        let mut asker = Asker::new(Recorder {
+            turn: self,
+            state,
+            calls,
+            verdicts,
+            results: Vec::with_capacity(calls.len()),
+            ran: 0,
+            failed: None,
+        });
+        let outcomes = run_batch(&allowed, &env, ctx, &self.cancel, &mut asker).await;
+        let mut recorder = asker.into_recorder();
+        if let Some(err) = recorder.failed.take() {
+            return Err(err);
+        }
+        recorder.record(&outcomes, true, Vec::new())?;
+        Ok(recorder.results)
+    }
+}
+
+/// Journals a round's results in call order, as they become final.
+pub(super) struct Recorder<'r, 't> {
+    pub turn: &'r Turn<'t>,
+    pub state: &'r mut SessionState,
+    calls: &'r [ToolCall],
+    verdicts: &'r [Verdict],
+    /// The results of `calls[..results.len()]`, journaled.
+    results: Vec<ToolResult>,
+    /// How many of the calls the guard let run have their results journaled.
+    ran: usize,
+    /// A journal write that failed while the batch ran; the round fails with it.
+    pub failed: Option<LlmError>,
+}
+
+impl Recorder<'_, '_> {
+    /// Journals, in one commit followed by `then`, the results not journaled yet: of every
+    /// call when `all`, otherwise of the calls before the one that the batch's `outcomes`
+    /// (of the calls the guard let run, in order) do not reach yet.
+    pub fn record(
+        &mut self,
+        outcomes: &[CallOutcome],
+        all: bool,
+        then: Vec<JournalEvent>,
+    ) -> Result<(), LlmError> {
+        let mut fresh = Vec::new();
+        let mut effects = Vec::new();
+        let mut ran = self.ran;
+        for (call, verdict) in self
+            .calls
+            .iter()
+            .zip(self.verdicts)
+            .skip(self.results.len())
+        {
+            let mut result = match verdict {
+                Verdict::Refuse(correction) => ToolResult::error(call.id.clone(), correction),
+                Verdict::Run if !all && ran == outcomes.len() => break,
+                Verdict::Run => {
+                    ran += 1;
+                    match outcomes.get(ran - 1) {
+                        Some(outcome) => {
+                            effects.extend(outcome.effects.iter().cloned());
+                            outcome.result.clone()
+                        }
+                        None => ToolResult::error(call.id.clone(), "not run"),
+                    }
+                }
+            };
+            result.content = self
+                .turn
+                .fit_text(&format!("tool-{}.txt", call.id), result.content);
+            fresh.push(result);
+        }
+        let mut events = Vec::new();
+        if !fresh.is_empty() {
+            events.push(JournalEvent::ToolResults {
+                results: fresh.clone(),
+            });
+        }
+        // The journal records paths as text; a path that is not UTF-8 cannot be kept in
+        // the recent files (the tool result already named it).
+        let effects = effects.into_iter().filter(|effect| match effect {
+            ToolEffect::Read(path)
+            | ToolEffect::Wrote(path)
+            | ToolEffect::SetWorkingDirectory(path) => path.to_str().is_some(),
+        });
+        events.extend(effects.map(|effect| match effect {
+            ToolEffect::Read(path) | ToolEffect::Wrote(path) => JournalEvent::FileTouched { path },
+            ToolEffect::SetWorkingDirectory(path) => JournalEvent::WorkingDirectoryChanged { path },
+        }));
+        events.extend(then);
+        self.turn.record(self.state, events)?;
+        let first = self.results.len();
+        for (call, result) in self.calls[first..].iter().zip(&fresh) {
+            self.turn.emit(SessionEvent::ToolResult {
+                id: call.id.clone(),
+                name: call.name.clone(),
+                content: result.content.clone(),
+                is_error: result.is_error,
+            });
+        }
+        self.results.extend(fresh);
+        self.ran = ran;
+        Ok(())
+    }
+}

@@ -1,0 +1,266 @@
+//! The approval modal: a tool call that needs the person's yes, shown with what it would do
+//! (the command, or the diff of the edit), answered with `y` (once), `a` (always, for this
+//! session: that command prefix or that tool), `n` (no, with an optional reason for the
+//! model) or Esc (no).
+
+use super::theme::Theme;
+use super::wrap::{hard_wrap, wrap, wrap_prefixed};
+use crate::domain::{Answer, ApprovalDetail, Grant};
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Clear, Widget};
+
+/// A call waiting for the person's answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Asking {
+    pub call_id: String,
+    pub tool: String,
+    pub summary: String,
+    pub detail: ApprovalDetail,
+    /// What `a` would remember; `None` when the call cannot be allowed for good.
+    pub always: Option<Grant>,
+    /// The reason being typed after `n`, if the person pressed it.
+    pub reason: Option<String>,
+}
+
+impl Asking {
+    /// Handles a key; `Some` with the answer once the person has given one.
+    pub fn key(&mut self, key: KeyEvent) -> Option<Answer> {
+        if let Some(reason) = &mut self.reason {
+            match key.code {
+                KeyCode::Enter => {
+                    let reason = reason.trim().to_owned();
+                    return Some(Answer::Deny {
+                        reason: (!reason.is_empty()).then_some(reason),
+                    });
+                }
+                KeyCode::Esc => return Some(Answer::Deny { reason: None }),
+                KeyCode::Backspace => {
+                    reason.pop();
+                }
+                KeyCode::Char(c) if !key.modifiers.contains(KeyModifiers::CONTROL) => {
+                    reason.push(c);
+                }
+                _ => {}
+            }
+            return None;
+        }
+        match key.code {
+            KeyCode::Char('y') | KeyCode::Char('Y') => Some(Answer::Once),
+            KeyCode::Char('a') | KeyCode::Char('A') if self.always.is_some() => {
+                Some(Answer::Always)
+            }
+            KeyCode::Char('n') | KeyCode::Char('N') => {
+                self.reason = Some(String::new());
+                None
+            }
+            KeyCode::Esc => Some(Answer::Deny { reason: None }),
+            _ => None,
+        }
+    }
+
+    /// Pasted text goes into the reason, when one is being typed.
+    pub fn paste(&mut self, text: &str) {
+        if let Some(reason) = &mut self.reason {
+            reason.push_str(&text.replace(['\n', '\r'], " "));
+        }
+    }
+
+    /// Draws the modal over `area`, centred.
+    pub fn render(&self, area: Rect, buf: &mut Buffer, theme: &Theme) {
+        let width = area.width.saturating_sub(4).clamp(1, 100);
+        if area.height < 5 || width < 10 {
+            // No room for a box: one line that still says what to press.
+            let line = Line::styled(format!("approve {}? y/a/n", self.tool), theme.warning);
+            let y = area.y + area.height.saturating_sub(1);
+            buf.set_line(area.x, y, &line, area.width);
+            return;
+        }
+        let inner_width = width.saturating_sub(2);
+        let (mut lines, keys) = self.body(inner_width, theme);
+        let max_body = (area.height.saturating_sub(2) as usize).saturating_sub(keys.len());
+        if lines.len() > max_body {
+            // Keep the question and the keys; cut the detail in between.
+            lines.truncate(max_body.saturating_sub(1));
+            lines.push(Line::styled("…", theme.dim));
+        }
+        lines.extend(keys);
+        let height = (lines.len() as u16 + 2).min(area.height);
+        let rect = Rect {
+            x: area.x + (area.width - width) / 2,
+            y: area.y + area.height.saturating_sub(height) / 2,
+            width,
+            height,
+        };
+        Clear.render(rect, buf);
+        let block = Block::default()
+            .borders(Borders::ALL)
+            .border_style(theme.warning)
+            .title(Span::styled(" approval needed ", theme.warning));
+        let inner = block.inner(rect);
+        block.render(rect, buf);
+        buf.set_style(inner, theme.base);
+        for (i, line) in lines.iter().take(inner.height as usize).enumerate() {
+            buf.set_line(inner.x, inner.y + i as u16, line, inner.width);
+        }
+    }
+
+    /// The question with its detail, and the lines saying which keys answer.
+    fn body(&self, width: u16, theme: &Theme) -> (Vec<Line<'static>>, Vec<Line<'static>>) {
+        let question = match &self.detail {
+            ApprovalDetail::Command { .. } => "Run this command?",
+            ApprovalDetail::Edit { .. } => "Make this change?",
+            ApprovalDetail::Outside { .. } => "Go outside the project?",
+            ApprovalDetail::Other { .. } => "Allow this call?",
+        };
+        let mut lines = vec![Line::from(vec![
+            Span::styled(question.to_owned(), theme.heading_2),
+            Span::styled(format!("  {}", self.tool), theme.tool_name),
+        ])];
+        lines.extend(wrap(
+            &[Span::styled(self.summary.clone(), theme.dim)],
+            width,
+        ));
+        lines.push(Line::default());
+        match &self.detail {
+            ApprovalDetail::Command { command, cwd } => {
+                let prompt = Line::from(Span::styled("$ ", theme.accent));
+                let rest = Line::from("  ");
+                for text in command.lines() {
+                    let span = Span::styled(text.to_owned(), theme.inline_code);
+                    lines.extend(hard_wrap(&[span], width, &prompt, &rest));
+                }
+                lines.push(Line::styled(format!("in {}", cwd.display()), theme.dim));
+            }
+            ApprovalDetail::Edit { path, diff } => {
+                lines.push(Line::styled(path.display().to_string(), theme.tool_name));
+                lines.extend(super::render_diff(diff, width, theme));
+            }
+            ApprovalDetail::Outside { path, access } => {
+                lines.extend(wrap(
+                    &[Span::styled(
+                        format!("{access} {} (outside the project)", path.display()),
+                        theme.base,
+                    )],
+                    width,
+                ));
+            }
+            ApprovalDetail::Other { arguments } => {
+                let pretty = serde_json::to_string_pretty(arguments).unwrap_or_default();
+                for text in pretty.lines() {
+                    lines.extend(hard_wrap(
+                        &[Span::styled(text.to_owned(), theme.inline_code)],
+                        width,
+                        &Line::default(),
+                        &Line::default(),
+                    ));
+                }
+            }
+        }
+        lines.push(Line::default());
+        let mut keys = Vec::new();
+        let key_line = |key: &str, what: String| {
+            let first = Line::from(Span::styled(format!("{key:<4}"), theme.accent));
+            wrap_prefixed(
+                &[Span::styled(what, theme.base)],
+                width,
+                &first,
+                &Line::from("    "),
+            )
+        };
+        match &self.reason {
+            Some(reason) => {
+                keys.push(Line::styled(
+                    "Why not? (optional; the model reads it)",
+                    theme.base,
+                ));
+                keys.push(Line::from(vec![
+                    Span::styled("› ", theme.accent),
+                    Span::styled(reason.clone(), theme.user_message),
+                    Span::styled("▏", theme.accent),
+                ]));
+                keys.push(Line::styled(
+                    "enter: send the no · esc: no, without a reason",
+                    theme.dim,
+                ));
+            }
+            None => {
+                keys.extend(key_line("y", "yes, once".to_owned()));
+                if let Some(grant) = &self.always {
+                    keys.extend(key_line("a", format!("always: {grant}, for this session")));
+                }
+                keys.extend(key_line("n", "no, and say why".to_owned()));
+                keys.extend(key_line("esc", "no".to_owned()));
+            }
+        }
+        (lines, keys)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn asking(always: Option<Grant>) -> Asking {
+        Asking {
+            call_id: "t1".into(),
+            tool: "shell_execute".into(),
+            summary: "cargo test".into(),
+            detail: ApprovalDetail::Command {
+                command: "cargo test".into(),
+                cwd: "/p".into(),
+            },
+            always,
+            reason: None,
+        }
+    }
+
+    fn press(a: &mut Asking, code: KeyCode) -> Option<Answer> {
+        a.key(KeyEvent::new(code, KeyModifiers::NONE))
+    }
+
+    #[test]
+    fn the_keys_answer() {
+        let grant = Some(Grant::Command {
+            prefix: "cargo test".into(),
+        });
+        assert_eq!(
+            press(&mut asking(None), KeyCode::Char('y')),
+            Some(Answer::Once)
+        );
+        assert_eq!(
+            press(&mut asking(grant.clone()), KeyCode::Char('a')),
+            Some(Answer::Always)
+        );
+        assert_eq!(
+            press(&mut asking(None), KeyCode::Char('a')),
+            None,
+            "always is not offered for every call"
+        );
+        assert_eq!(
+            press(&mut asking(None), KeyCode::Esc),
+            Some(Answer::Deny { reason: None })
+        );
+        let mut a = asking(grant);
+        assert_eq!(press(&mut a, KeyCode::Char('n')), None);
+        for c in "use nextest".chars() {
+            press(&mut a, KeyCode::Char(c));
+        }
+        a.paste(" please\n");
+        assert_eq!(
+            press(&mut a, KeyCode::Enter),
+            Some(Answer::Deny {
+                reason: Some("use nextest please".into())
+            })
+        );
+        let mut a = asking(None);
+        press(&mut a, KeyCode::Char('n'));
+        assert_eq!(
+            press(&mut a, KeyCode::Enter),
+            Some(Answer::Deny { reason: None }),
+            "no reason is fine"
+        );
+    }
+}
