@@ -101,6 +101,17 @@ impl ReplyAssembler {
         }
     }
 
+    /// The text written so far, thinking and tool calls left out.
+    pub fn text_so_far(&self) -> String {
+        self.blocks
+            .iter()
+            .filter_map(|block| match block {
+                ContentBlock::Text { text } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// The reply so far, with every call still open closed.
     pub fn finish(mut self) -> Assembled {
         let mut open: Vec<usize> = self.pending.keys().copied().collect();

@@ -255,7 +255,13 @@ impl ModelClient {
             };
             let next = tokio::select! {
                 biased;
-                _ = cancel.cancelled() => return Err(cancelled()),
+                _ = cancel.cancelled() => {
+                    let text = assembler.text_so_far();
+                    return Err(LlmError {
+                        interrupted_text: (!text.trim().is_empty()).then_some(text),
+                        ..cancelled()
+                    });
+                }
                 item = stream.next() => item,
                 _ = sleep_until(deadline) => return Err(watchdog_error(watchdog, policy, provider)),
             };

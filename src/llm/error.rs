@@ -26,6 +26,9 @@ pub struct LlmError {
     pub watchdog: Option<Watchdog>,
     /// The reply was cut at the output limit (and dropped).
     pub output_limit: bool,
+    /// The text the model had written when the person interrupted the call: kept, marked
+    /// as interrupted, so the conversation shows (and the model sees) what was said.
+    pub interrupted_text: Option<String>,
 }
 
 impl LlmError {
@@ -38,6 +41,7 @@ impl LlmError {
             retry_after: None,
             watchdog: None,
             output_limit: false,
+            interrupted_text: None,
         }
     }
 
@@ -197,12 +201,9 @@ pub(crate) fn classify_status_at(
         ),
     };
     LlmError {
-        category,
-        message,
         status: Some(status),
         retry_after: retry_after(headers, now),
-        watchdog: None,
-        output_limit: false,
+        ..LlmError::new(category, message)
     }
 }
 

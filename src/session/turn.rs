@@ -195,7 +195,17 @@ impl Turn<'_> {
                 Err(err) if err.category == ErrorCategory::ContextOverflow => {
                     return Err(overflow_unfixable(err));
                 }
-                Err(err) => return Err(err),
+                Err(err) => {
+                    // What the person saw before interrupting stays, marked by the turn's end.
+                    if let Some(text) = &err.interrupted_text {
+                        let partial = JournalEvent::AssistantMessage {
+                            model: route.model.clone(),
+                            content: vec![ContentBlock::Text { text: text.clone() }],
+                        };
+                        self.record(state, vec![partial])?;
+                    }
+                    return Err(err);
+                }
             };
             usage.add(&reply.usage);
             self.emit(SessionEvent::Usage {

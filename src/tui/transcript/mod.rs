@@ -226,3 +226,140 @@ impl Transcript {
         out
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::{ErrorCategory, TurnStop, Usage};
+    use crate::session::SessionEvent;
+
+    fn notes(n: usize) -> Transcript {
+        let mut t = Transcript::default();
+        for i in 0..n {
+            t.push(CellKind::Notice {
+                text: format!("note {i}"),
+            });
+        }
+        t
+    }
+
+    /// The text of the rows drawn into a `width`x`height` area.
+    fn rows(t: &mut Transcript, width: u16, height: u16) -> Vec<String> {
+        let area = Rect::new(0, 0, width, height);
+        let mut buf = Buffer::empty(area);
+        t.render(area, &mut buf, &Theme::default(), Instant::now());
+        (0..height)
+            .map(|y| {
+                (0..width)
+                    .map(|x| buf[(x, y)].symbol().to_owned())
+                    .collect::<String>()
+                    .trim_end()
+                    .to_owned()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_view_follows_the_bottom_until_scrolled_up() {
+        let theme = Theme::default();
+        // Each note is two lines: its text and a blank.
+        let mut t = notes(10);
+        assert_eq!(rows(&mut t, 20, 4), ["· note 8", "", "· note 9", ""]);
+        t.scroll_up(3, &theme);
+        assert_eq!(rows(&mut t, 20, 4)[0], "");
+        assert!(!t.at_bottom());
+        // New output does not move a scrolled view.
+        t.push(CellKind::Notice {
+            text: "note 10".into(),
+        });
+        assert_eq!(rows(&mut t, 20, 4), ["", "· note 7", "", "· note 8"]);
+        t.scroll_down(100, &theme);
+        assert!(t.at_bottom(), "back at the end, it follows again");
+        assert_eq!(rows(&mut t, 20, 4)[2], "· note 10");
+        t.to_top();
+        assert_eq!(rows(&mut t, 20, 4)[0], "· note 0");
+        t.scroll_up(5, &theme);
+        assert_eq!(rows(&mut t, 20, 4)[0], "· note 0", "the top stays the top");
+    }
+
+    #[test]
+    fn streamed_text_is_committed_per_frame_and_a_retry_voids_it() {
+        let now = Instant::now();
+        let mut t = Transcript::default();
+        t.apply(&SessionEvent::TextDelta { text: "Hel".into() }, now);
+        assert!(
+            t.cells.is_empty() && t.has_pending(),
+            "nothing until the frame"
+        );
+        assert!(t.commit_pending());
+        t.apply(&SessionEvent::TextDelta { text: "lo".into() }, now);
+        t.commit_pending();
+        assert!(
+            matches!(&t.cells[0].kind, CellKind::Assistant { text, streaming: true, .. } if text == "Hello")
+        );
+        t.apply(
+            &SessionEvent::Retry {
+                attempt: 2,
+                delay: std::time::Duration::from_millis(500),
+                category: ErrorCategory::Overloaded,
+                message: "overloaded".into(),
+            },
+            now,
+        );
+        assert!(
+            matches!(&t.cells[0].kind, CellKind::Notice { .. }),
+            "the void text is gone"
+        );
+        // A reply that streamed nothing is shown from the turn's end.
+        t.apply(
+            &SessionEvent::TurnCompleted {
+                text: "Hello again".into(),
+                usage: Usage::default(),
+                stop: TurnStop::Completed,
+            },
+            now,
+        );
+        assert!(
+            matches!(&t.cells[1].kind, CellKind::Assistant { text, streaming: false, .. } if text == "Hello again")
+        );
+    }
+
+    #[test]
+    fn tool_results_find_their_calls() {
+        let now = Instant::now();
+        let later = now + std::time::Duration::from_millis(1200);
+        let mut t = Transcript::default();
+        for id in ["a", "b"] {
+            t.apply(
+                &SessionEvent::ToolCall {
+                    id: id.into(),
+                    name: "glob".into(),
+                    input: serde_json::json!({"pattern": "*.rs"}),
+                },
+                now,
+            );
+        }
+        t.apply(
+            &SessionEvent::ToolResult {
+                id: "b".into(),
+                name: "glob".into(),
+                content: "x.rs".into(),
+                is_error: false,
+            },
+            later,
+        );
+        let status = |i: usize| match &t.cells[i].kind {
+            CellKind::Tool(tool) => tool.status.clone(),
+            _ => panic!(),
+        };
+        assert!(matches!(status(0), ToolStatus::Running { .. }));
+        assert_eq!(
+            status(1),
+            ToolStatus::Done {
+                ok: true,
+                took: Some(std::time::Duration::from_millis(1200))
+            }
+        );
+        assert!(t.cells[0].is_live() && !t.cells[1].is_live());
+    }
+}

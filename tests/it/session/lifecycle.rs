@@ -239,3 +239,57 @@ async fn closing_lets_the_running_turn_finish_and_refuses_new_input() {
         Err(SessionError::Closed)
     ));
 }
+
+#[tokio::test]
+async fn an_interrupted_reply_keeps_what_was_said_marked_as_interrupted() {
+    let world = World::anthropic();
+    // message_start, the text block's start, three words, then nothing more.
+    world
+        .mock
+        .push(Reply::text("The fix is to stop ignoring the error from push").stall_after_events(5));
+    world.mock.push(Reply::text("Going on."));
+    let handle = world.create();
+    let mut events = handle.subscribe(OutputFilter::ALL).await.unwrap();
+    handle
+        .send(UserInput::local("why is the task lost?"))
+        .await
+        .unwrap();
+    // Wait until some text has streamed, then interrupt.
+    loop {
+        if let SessionEvent::TextDelta { .. } = events.recv().await.expect("events") {
+            break;
+        }
+    }
+    handle.cancel().await.unwrap();
+    let ended = until_turns_end(&mut events, 1).await;
+    assert!(
+        ended.iter().any(|e| matches!(
+            e,
+            SessionEvent::TurnFailed {
+                stop: tern::domain::TurnStop::Interrupted,
+                ..
+            }
+        )),
+        "{ended:?}"
+    );
+    let journal = journal(&world, handle.id());
+    let kept = journal.iter().rev().find_map(|e| match e {
+        JournalEvent::AssistantMessage { content, .. } => Some(content.clone()),
+        _ => None,
+    });
+    let kept = kept.expect("the partial reply is journaled");
+    let text: String = kept
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::Text { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert!(text.starts_with("The"), "{text}");
+    assert!(!text.contains("push"), "only what had arrived: {text}");
+    // The next turn's request carries it, so the model knows what it had said.
+    handle.send(UserInput::local("go on")).await.unwrap();
+    until_turns_end(&mut events, 1).await;
+    let sent = world.mock.model_requests().pop().unwrap().texts();
+    assert!(sent.iter().any(|t| *t == text), "{sent:?}");
+}
