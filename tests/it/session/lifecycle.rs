@@ -291,5 +291,5 @@ async fn an_interrupted_reply_keeps_what_was_said_marked_as_interrupted() {
     handle.send(UserInput::local("go on")).await.unwrap();
     until_turns_end(&mut events, 1).await;
     let sent = world.mock.model_requests().pop().unwrap().texts();
-    assert!(sent.iter().any(|t| *t == text), "{sent:?}");
+    assert!(sent.contains(&text), "{sent:?}");
 }
