@@ -9,6 +9,7 @@ use super::Outcome;
 use super::lifecycle::{self, DRAIN_BOUND, Stop, Stops};
 use super::render::{OutputFormat, Renderer, print_out};
 use super::setup::{self, ModelArgs};
+use super::tui::LaunchArgs;
 use crate::domain::{ContentBlock, Role, SessionId, SessionKey};
 use crate::gateway::{SendUserMessage, SessionManager, WarmedUp};
 use crate::session::{OutputFilter, Subscription, UserInput};
@@ -27,10 +28,11 @@ struct Conversation {
     project_dir: PathBuf,
 }
 
-pub async fn run(args: ModelArgs, restarted_from: Option<String>) -> anyhow::Result<Outcome> {
+pub async fn run(launch: LaunchArgs) -> anyhow::Result<Outcome> {
+    let args = launch.model.clone();
     let loaded = setup::load()?;
     let store = setup::open_store(&loaded.paths)?;
-    let attached = restarted_from.map(|id| store.resolve(&id)).transpose()?;
+    let attached = super::tui::find(&launch, &store)?;
     let client = setup::model_client(
         &loaded.config,
         &args.or_session(attached.as_ref()),
@@ -62,7 +64,7 @@ pub async fn run(args: ModelArgs, restarted_from: Option<String>) -> anyhow::Res
     };
     let id = chat.session().await?;
     report_warm_up(&store, &warmed, &id)?;
-    if attached.is_some() {
+    if launch.restarted_from.is_some() {
         print_out(&format!(
             "tern restarted with the changed configuration · {model} · session {}\n",
             id.short()
@@ -82,7 +84,7 @@ pub async fn run(args: ModelArgs, restarted_from: Option<String>) -> anyhow::Res
             id.short()
         ))?;
     }
-    converse(&chat, &loaded.config, &args).await
+    converse(&chat, &loaded.config, &args, launch.prompt).await
 }
 
 /// The prompt loop, until the person leaves or something stops tern.
@@ -90,6 +92,7 @@ async fn converse(
     chat: &Conversation,
     config: &crate::config::Config,
     args: &ModelArgs,
+    mut first: Option<String>,
 ) -> anyhow::Result<Outcome> {
     let mut interrupts = signal(SignalKind::interrupt()).context("could not listen for Ctrl-C")?;
     let mut stops = Stops::listen(config).context("could not listen for stop signals")?;
@@ -98,10 +101,17 @@ async fn converse(
         // A Ctrl-C that stopped the last turn must not also end the conversation.
         while interrupts.recv().now_or_never().is_some() {}
         print_out("› ")?;
-        let line = tokio::select! {
-            line = lines.next_line() => line?,
-            _ = interrupts.recv() => None,
-            stop = stops.next() => return chat.stop(stop, None, args).await,
+        let line = match first.take() {
+            // `tern "…"`: the first message came with the command.
+            Some(prompt) => {
+                print_out(&format!("{prompt}\n"))?;
+                Some(prompt)
+            }
+            None => tokio::select! {
+                line = lines.next_line() => line?,
+                _ = interrupts.recv() => None,
+                stop = stops.next() => return chat.stop(stop, None, args).await,
+            },
         };
         let Some(line) = line else { break };
         let text = line.trim();

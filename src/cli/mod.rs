@@ -78,17 +78,17 @@ pub enum Outcome {
 async fn interactive(cli: Cli) -> anyhow::Result<Outcome> {
     use std::io::IsTerminal;
     let terminal = std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
+    let launch = tui::LaunchArgs {
+        model: cli.model,
+        r#continue: cli.r#continue,
+        resume: cli.resume.filter(|id| !id.is_empty()),
+        restarted_from: cli.restarted_from,
+        prompt: cli.prompt,
+    };
     if terminal {
-        return tui::run(tui::LaunchArgs {
-            model: cli.model,
-            r#continue: cli.r#continue,
-            resume: cli.resume.filter(|id| !id.is_empty()),
-            restarted_from: cli.restarted_from,
-            prompt: cli.prompt,
-        })
-        .await;
+        return tui::run(launch).await;
     }
-    chat::run(cli.model, cli.restarted_from).await
+    chat::run(launch).await
 }
 
 /// A write past the file-size limit (`ulimit -f`) would kill the process with SIGXFSZ;

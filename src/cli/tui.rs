@@ -147,7 +147,7 @@ pub async fn run(args: LaunchArgs) -> anyhow::Result<Outcome> {
 }
 
 /// The stored session to open, if any: a restart's, `-r ID`, or `-c` (the latest here).
-fn find(args: &LaunchArgs, store: &Store) -> anyhow::Result<Option<SessionMeta>> {
+pub(super) fn find(args: &LaunchArgs, store: &Store) -> anyhow::Result<Option<SessionMeta>> {
     if let Some(id) = args.restarted_from.as_deref().or(args.resume.as_deref()) {
         return Ok(Some(store.resolve(id)?));
     }

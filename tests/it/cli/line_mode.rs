@@ -59,3 +59,38 @@ fn reset_in_the_line_mode_archives_the_conversation_and_starts_a_new_one() {
         ["first topic"]
     );
 }
+
+#[test]
+fn a_first_message_on_the_command_line_and_continuing_with_c() {
+    let cli = Cli::new();
+    cli.home.write_config(NO_TITLES);
+    cli.mock.push(Reply::text("First answer."));
+    cli.mock.push(Reply::text("Second answer."));
+    let output = cli
+        .tern(&["say something"])
+        .write_stdin("/exit\n")
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(
+        stdout(&output).contains("First answer."),
+        "{}",
+        stdout(&output)
+    );
+    let output = cli
+        .tern(&["-c"])
+        .write_stdin("and more\n/exit\n")
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(
+        stdout(&output).contains("Second answer."),
+        "{}",
+        stdout(&output)
+    );
+    let texts = cli.mock.model_requests()[1].texts();
+    assert!(
+        texts.iter().any(|t| t == "say something") && texts.iter().any(|t| t == "and more"),
+        "the same conversation: {texts:?}"
+    );
+}
