@@ -192,7 +192,7 @@ impl Runner {
     /// Shows a stored session: its transcript from the journal, its totals, and its events
     /// from now on.
     async fn open(&mut self, app: &mut App, id: SessionId) {
-        warm_up_highlighting();
+        warm_up_highlighting(&self.project_dir);
         match self.store.load(&id) {
             Ok(records) => app.transcript = Transcript::with_cells(cells_from_history(&records)),
             Err(err) => app.notice(format!("could not read the session's journal: {err}")),
@@ -332,7 +332,7 @@ impl Runner {
     /// Sends a message: subscribed first (so none of its turn is missed), then delivered by
     /// a task, since an input sent during a turn is acknowledged only when it goes in.
     async fn send(&mut self, app: &mut App, text: String) {
-        warm_up_highlighting();
+        warm_up_highlighting(&self.project_dir);
         if self.events.is_none() {
             self.subscribe(app, None).await;
         }
@@ -455,15 +455,17 @@ impl Runner {
     }
 }
 
-/// Loads the code highlighter's grammars on a thread of its own, once: with the first
-/// message rather than at start, so an idle tern stays small, and before the reply's first
-/// code block needs them.
-fn warm_up_highlighting() {
+/// Loads the code highlighter on a thread of its own, once: with the first message rather
+/// than at start, so an idle tern stays small, and before the reply's first code block needs
+/// it. Only the project's own language is compiled ahead (each takes several MiB); others
+/// are compiled when a reply first shows them.
+fn warm_up_highlighting(project_dir: &std::path::Path) {
     static ONCE: std::sync::Once = std::sync::Once::new();
+    let lang = super::highlight::likely_language(project_dir);
     ONCE.call_once(|| {
         let _ = std::thread::Builder::new()
             .name("tern-highlight".into())
-            .spawn(super::highlight::warm_up);
+            .spawn(move || super::highlight::warm_up_languages(lang.as_slice()));
     });
 }
 

@@ -100,6 +100,75 @@ pub struct Cell {
     /// Bumped on every change, so the cache knows it is stale.
     generation: u64,
     cache: Option<Cached>,
+    /// While a reply streams: its finished paragraphs, rendered once.
+    stream: StablePrefix,
+}
+
+/// The finished part of a streaming reply (everything before its last blank line outside a
+/// code block), rendered once per width; only the paragraph being written is rendered again
+/// on each frame.
+#[derive(Debug, Clone, Default)]
+struct StablePrefix {
+    /// Bytes of the text the lines were rendered from, and for which width and view.
+    key: Option<(usize, u16, View)>,
+    lines: Vec<Line<'static>>,
+}
+
+impl StablePrefix {
+    fn lines(&mut self, text: &str, width: u16, view: View, theme: &Theme) -> Vec<Line<'static>> {
+        let cut = stable_cut(text);
+        if self.key != Some((cut, width, view)) {
+            self.lines = if cut == 0 {
+                Vec::new()
+            } else {
+                markdown_block(&text[..cut], width.max(4), theme)
+            };
+            self.key = Some((cut, width, view));
+        }
+        let tail = &text[cut..];
+        let mut lines = self.lines.clone();
+        if tail.trim().is_empty() {
+            if lines.is_empty() {
+                lines = markdown_block(tail, width.max(4), theme);
+            }
+        } else {
+            let mut rest = markdown_block(tail.trim_start_matches('\n'), width.max(4), theme);
+            if !lines.is_empty() {
+                // The bullet belongs to the reply's first line only.
+                if let Some(first) = rest.first_mut()
+                    && let Some(marker) = first.spans.first_mut()
+                {
+                    *marker = Span::raw("  ");
+                }
+                lines.push(Line::from("  "));
+            }
+            lines.append(&mut rest);
+        }
+        lines.push(Line::default());
+        lines
+    }
+}
+
+/// Where the finished paragraphs of `text` end: just after its last blank line that is not
+/// inside a fenced code block (0 when there is none).
+fn stable_cut(text: &str) -> usize {
+    let mut in_fence = false;
+    let mut cut = 0;
+    let mut offset = 0;
+    let mut previous_blank = false;
+    for line in text.split_inclusive('\n') {
+        let trimmed = line.trim_start();
+        if trimmed.starts_with("```") || trimmed.starts_with("~~~") {
+            in_fence = !in_fence;
+        }
+        let blank = line.trim().is_empty() && line.ends_with('\n');
+        offset += line.len();
+        if blank && !in_fence && !previous_blank && offset < text.len() {
+            cut = offset;
+        }
+        previous_blank = blank;
+    }
+    cut
 }
 
 #[derive(Debug, Clone)]
@@ -116,6 +185,7 @@ impl Cell {
             kind,
             generation: 0,
             cache: None,
+            stream: StablePrefix::default(),
         }
     }
 
@@ -149,7 +219,14 @@ impl Cell {
             .as_ref()
             .is_some_and(|c| c.width == width && c.generation == self.generation && c.view == view);
         if !current {
-            let lines = render(&self.kind, width, view, theme);
+            let lines = match &self.kind {
+                CellKind::Assistant {
+                    text,
+                    streaming: true,
+                    ..
+                } => self.stream.lines(text, width, view, theme),
+                kind => render(kind, width, view, theme),
+            };
             self.cache = Some(Cached {
                 width,
                 generation: self.generation,
@@ -186,6 +263,7 @@ impl Cell {
     /// Drops the cached lines (to free memory for cells far off screen).
     pub fn forget(&mut self) {
         self.cache = None;
+        self.stream = StablePrefix::default();
     }
 }
 
@@ -452,5 +530,55 @@ pub fn format_duration(d: Duration) -> String {
         0..1000 => format!("{ms}ms"),
         1000..60_000 => format!("{:.1}s", d.as_secs_f64()),
         _ => format!("{}m{:02}s", d.as_secs() / 60, d.as_secs() % 60),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text_of(lines: &[Line<'_>]) -> Vec<String> {
+        lines
+            .iter()
+            .map(|l| l.spans.iter().map(|s| s.content.as_ref()).collect())
+            .collect()
+    }
+
+    #[test]
+    fn a_streaming_reply_looks_as_it_will_when_finished() {
+        let theme = Theme::default();
+        let samples = [
+            "One paragraph only, still being writ",
+            "First paragraph.\n\nSecond one, still",
+            "Intro:\n\n- one\n- two\n\nAfter the list.\n\n```rust\nfn main() {\n\n    run();\n}\n```\n\nDone",
+            "1. first\n\n2. second\n\n3. thi",
+            "A\n\n\n\nB after blank lines",
+        ];
+        for text in samples {
+            let finished = render(
+                &CellKind::Assistant {
+                    text: text.into(),
+                    streaming: false,
+                    interrupted: false,
+                },
+                60,
+                View::default(),
+                &theme,
+            );
+            let mut cell = Cell::new(CellKind::Assistant {
+                text: text.into(),
+                streaming: true,
+                interrupted: false,
+            });
+            let streaming = cell.lines(60, View::default(), &theme).to_vec();
+            assert_eq!(text_of(&streaming), text_of(&finished), "{text:?}");
+        }
+        assert_eq!(stable_cut("a\n\nb"), 3);
+        assert_eq!(
+            stable_cut("```\na\n\nb"),
+            0,
+            "a blank line in a code block is not a cut"
+        );
+        assert_eq!(stable_cut("no blank"), 0);
     }
 }
