@@ -33,9 +33,12 @@ use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-/// Page cache of the open database. The journal is read once per resume; the OS page cache
-/// serves repeats, so redb's default (1 GiB) would only grow the process.
-const CACHE_BYTES: usize = 32 * 1024 * 1024;
+/// Page cache of the open database. The journal is read once per resume and the resume
+/// picker reads the whole search table once; the OS page cache serves repeats, so a large
+/// cache would only grow the process (redb's default, 1 GiB; 32 MiB held most of a
+/// 100,000-session search table after the picker's scan). A few MiB keeps every b-tree's
+/// upper levels, which is what the writes touch again.
+const CACHE_BYTES: usize = 4 * 1024 * 1024;
 
 /// Fewest characters of an id that `resolve` accepts as a prefix.
 pub const MIN_PREFIX_CHARS: usize = 4;

@@ -6,11 +6,13 @@
 //! thread it runs, when to give up (a newer query came) and when to show what it has found so
 //! far.
 //!
-//! Layout: one `String` arena holds each session's id, its title (only when the title is not
-//! simply that of its first input, see `store::SearchEntry`) and the start of its first input;
-//! an entry is 16 bytes of offsets, lengths and flags; project dirs are interned, since a few
-//! dozen of them are shared by thousands of sessions. Entries are kept most recently used
-//! first, so an entry's position is its recency and ties in score go to the newer session.
+//! Layout: one `String` arena holds each session's title (only when the title is not simply
+//! that of its first input, see `store::SearchEntry`) and the start of its first input; an
+//! entry is 32 bytes of offsets, lengths, flags and the id, which for the usual UUID is kept
+//! as its 16 bytes rather than 36 characters (any other id goes in the arena); project dirs
+//! are interned, since a few dozen of them are shared by thousands of sessions. Entries are
+//! kept most recently used first, so an entry's position is its recency and ties in score go
+//! to the newer session. At 100,000 sessions it holds about 15 MiB.
 //!
 //! Matching: a query is split into words (nucleo atoms, smart case); every word must match
 //! the title, the first input or the project dir of a session, and a session's score is the
@@ -30,6 +32,11 @@ pub const STEP: usize = 2048;
 const ARCHIVED: u8 = 1;
 const TITLE_ASCII: u8 = 2;
 const INPUT_ASCII: u8 = 4;
+/// The id is a hyphenated lowercase UUID, kept in `Entry::uuid`.
+const UUID_ID: u8 = 8;
+
+/// Characters of a hyphenated UUID.
+const UUID_CHARS: usize = 36;
 
 /// Every session's searchable text, most recently used first.
 #[derive(Debug, Default)]
@@ -39,15 +46,17 @@ pub struct SearchIndex {
     projects: Vec<Box<str>>,
 }
 
-/// Where one session's text lies in the arena: id, then title, then first input.
+/// Where one session's text lies in the arena (its id unless that is a UUID, then its title,
+/// then its first input), and its id when it is a UUID.
 #[derive(Debug, Clone, Copy)]
 struct Entry {
     start: u32,
+    project: u32,
     id_len: u16,
     title_len: u16,
     input_len: u16,
     flags: u8,
-    project: u32,
+    uuid: [u8; 16],
 }
 
 impl Entry {
@@ -74,11 +83,32 @@ impl SearchIndex {
         self.entries.is_empty()
     }
 
-    /// The id of the session at `entry` (0 is the most recently used).
-    pub fn id(&self, entry: u32) -> &str {
+    /// The id of the session at `entry` (0 is the most recently used); empty for an entry
+    /// out of range.
+    pub fn id(&self, entry: u32) -> String {
         self.entries
             .get(entry as usize)
-            .map_or("", |e| &self.text[e.start as usize..e.id_end()])
+            .map_or_else(String::new, |e| self.with_id(e, str::to_owned))
+    }
+
+    /// The entry of the session `id`, if the index holds it.
+    pub fn entry_of(&self, id: &str) -> Option<u32> {
+        let uuid = compact_uuid(id);
+        let position = self.entries.iter().position(|e| match uuid {
+            Some(uuid) => e.flags & UUID_ID != 0 && e.uuid == uuid,
+            None => e.flags & UUID_ID == 0 && &self.text[e.start as usize..e.id_end()] == id,
+        })?;
+        Some(position as u32)
+    }
+
+    /// Runs `f` on the id of `e`, spelled out on the stack when it is a UUID.
+    fn with_id<R>(&self, e: &Entry, f: impl FnOnce(&str) -> R) -> R {
+        if e.flags & UUID_ID != 0 {
+            let mut buf = [0u8; UUID_CHARS];
+            f(spell_uuid(&e.uuid, &mut buf))
+        } else {
+            f(&self.text[e.start as usize..e.id_end()])
+        }
     }
 
     /// The title stored for the session at `entry`: empty when it is the title of its first
@@ -137,10 +167,14 @@ pub struct IndexBuilder {
     interned: HashMap<Box<str>, u32>,
     /// Whether entries came in id order, as the store hands them over.
     in_id_order: bool,
+    /// Sessions the scan announced.
+    expected: usize,
 }
 
-/// Bytes of arena reserved per session before a scan, a little over the usual record.
-const RESERVE_PER_SESSION: usize = 160;
+/// Bytes of arena reserved per session before a scan, about what a session takes; when it
+/// runs out, more is reserved for the sessions still to come at the rate seen so far, so the
+/// arena never doubles past what it needs.
+const RESERVE_PER_SESSION: usize = 128;
 
 impl IndexBuilder {
     pub fn new() -> Self {
@@ -155,17 +189,10 @@ impl IndexBuilder {
         let IndexBuilder {
             mut index, rank, ..
         } = self;
-        let mut order: Vec<(u32, u32)> = rank
-            .iter()
-            .enumerate()
-            .map(|(i, &rank)| (rank, i as u32))
-            .collect();
-        order.sort_unstable();
-        let entries = order
-            .iter()
-            .map(|&(_, i)| index.entries[i as usize])
-            .collect();
-        index.entries = entries;
+        // Where each entry goes, applied in place, so the entries are never held twice.
+        let mut order: Vec<u32> = (0..index.entries.len() as u32).collect();
+        order.sort_unstable_by_key(|&i| (rank[i as usize], i));
+        permute(&mut index.entries, &mut order);
         index.text.shrink_to_fit();
         index.projects.shrink_to_fit();
         index
@@ -183,9 +210,14 @@ impl IndexBuilder {
 
     fn find(&self, id: &str) -> Option<usize> {
         let index = &self.index;
+        let uuid = compact_uuid(id);
         index
             .entries
-            .binary_search_by(|e| index.text[e.start as usize..e.id_end()].cmp(id))
+            .binary_search_by(|e| match uuid {
+                // Hyphenated lowercase UUIDs sort as their bytes do.
+                Some(uuid) if e.flags & UUID_ID != 0 => e.uuid.cmp(&uuid),
+                _ => index.with_id(e, |own| own.cmp(id)),
+            })
             .ok()
     }
 }
@@ -194,6 +226,7 @@ impl SearchSink for IndexBuilder {
     fn begin(&mut self, sessions: u64) {
         let sessions = usize::try_from(sessions).unwrap_or(0).min(10_000_000);
         *self = IndexBuilder::new();
+        self.expected = sessions;
         self.index.entries.reserve_exact(sessions);
         self.rank.reserve_exact(sessions);
         self.index
@@ -202,29 +235,44 @@ impl SearchSink for IndexBuilder {
     }
 
     fn entry(&mut self, entry: SearchEntry<'_>) -> ControlFlow<()> {
-        let text = &mut self.index.text;
+        let uuid = compact_uuid(entry.id);
+        let id_text = if uuid.is_some() { "" } else { entry.id };
+        let text = &self.index.text;
         let (Ok(id_len), Ok(title_len), Ok(input_len), Ok(start)) = (
-            u16::try_from(entry.id.len()),
+            u16::try_from(id_text.len()),
             u16::try_from(entry.title.len()),
             u16::try_from(entry.first_input.len()),
             u32::try_from(text.len()),
         ) else {
             return ControlFlow::Continue(());
         };
-        let end = text.len() + entry.id.len() + entry.title.len() + entry.first_input.len();
+        let end = text.len() + id_text.len() + entry.title.len() + entry.first_input.len();
         if u32::try_from(end).is_err() {
             // Four gigabytes of text: the rest stays out of the index.
             return ControlFlow::Break(());
         }
         if let Some(last) = self.index.entries.last()
-            && &text[last.start as usize..last.id_end()] >= entry.id
+            && self.index.with_id(last, |last| last >= entry.id)
         {
             self.in_id_order = false;
         }
-        text.push_str(entry.id);
+        let added = end - self.index.text.len();
+        if self.index.text.capacity() - self.index.text.len() < added {
+            let seen = self.index.entries.len().max(1);
+            let rate = self.index.text.len() / seen + 1;
+            let to_come = self.expected.saturating_sub(seen);
+            self.index
+                .text
+                .reserve_exact(added + to_come * (rate + rate / 8));
+        }
+        let text = &mut self.index.text;
+        text.push_str(id_text);
         text.push_str(entry.title);
         text.push_str(entry.first_input);
         let mut flags = 0;
+        if uuid.is_some() {
+            flags |= UUID_ID;
+        }
         if entry.archived {
             flags |= ARCHIVED;
         }
@@ -237,11 +285,12 @@ impl SearchSink for IndexBuilder {
         let project = self.intern(entry.project_dir);
         self.index.entries.push(Entry {
             start,
+            project,
             id_len,
             title_len,
             input_len,
             flags,
-            project,
+            uuid: uuid.unwrap_or_default(),
         });
         self.rank.push(u32::MAX);
         ControlFlow::Continue(())
@@ -250,9 +299,10 @@ impl SearchSink for IndexBuilder {
     fn activity(&mut self, _at_ms: i64, id: &str) -> ControlFlow<()> {
         if !self.in_id_order {
             // Every rank is still unset, so the entries can move without theirs.
-            let text = &self.index.text;
-            let id = |e: &Entry| &text[e.start as usize..e.id_end()];
-            self.index.entries.sort_by(|a, b| id(a).cmp(id(b)));
+            let mut entries = std::mem::take(&mut self.index.entries);
+            let index = &self.index;
+            entries.sort_by(|a, b| index.with_id(a, |a| index.with_id(b, |b| a.cmp(b))));
+            self.index.entries = entries;
             self.in_id_order = true;
         }
         if let Some(i) = self.find(id)
@@ -485,6 +535,73 @@ fn haystack<'a>(text: &'a str, ascii: bool, chars: &'a mut Vec<char>) -> Utf32St
     }
 }
 
+/// Reorders `items` so that position `k` holds what was at `order[k]`, in place, following
+/// each cycle of the permutation; `order` is used up.
+fn permute<T: Copy>(items: &mut [T], order: &mut [u32]) {
+    const DONE: u32 = u32::MAX;
+    for start in 0..items.len().min(order.len()) {
+        if order[start] == DONE {
+            continue;
+        }
+        let first = items[start];
+        let mut at = start;
+        loop {
+            let from = order[at] as usize;
+            order[at] = DONE;
+            if from == start || from >= items.len() {
+                items[at] = first;
+                break;
+            }
+            items[at] = items[from];
+            at = from;
+        }
+    }
+}
+
+/// The 16 bytes of `id` when it is a hyphenated lowercase UUID (what `SessionId::generate`
+/// makes), so that spelling them out gives `id` back.
+fn compact_uuid(id: &str) -> Option<[u8; 16]> {
+    let bytes = id.as_bytes();
+    if bytes.len() != UUID_CHARS {
+        return None;
+    }
+    let mut out = [0u8; 16];
+    let mut nibble = 0;
+    for (i, &c) in bytes.iter().enumerate() {
+        if matches!(i, 8 | 13 | 18 | 23) {
+            if c != b'-' {
+                return None;
+            }
+            continue;
+        }
+        let value = match c {
+            b'0'..=b'9' => c - b'0',
+            b'a'..=b'f' => c - b'a' + 10,
+            _ => return None,
+        };
+        out[nibble / 2] |= if nibble % 2 == 0 { value << 4 } else { value };
+        nibble += 1;
+    }
+    Some(out)
+}
+
+/// The hyphenated lowercase spelling of `uuid`, in `buf`.
+fn spell_uuid<'a>(uuid: &[u8; 16], buf: &'a mut [u8; UUID_CHARS]) -> &'a str {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut at = 0;
+    for (i, byte) in uuid.iter().enumerate() {
+        if matches!(i, 4 | 6 | 8 | 10) {
+            buf[at] = b'-';
+            at += 1;
+        }
+        buf[at] = HEX[usize::from(byte >> 4)];
+        buf[at + 1] = HEX[usize::from(byte & 0xf)];
+        at += 2;
+    }
+    // Only ASCII hex digits and hyphens were written.
+    std::str::from_utf8(buf).unwrap_or_default()
+}
+
 /// Best first: by score, then by entry, which is the most recently used first.
 fn rank(hits: &mut [Hit]) {
     hits.sort_unstable_by(|a, b| b.score.cmp(&a.score).then(a.entry.cmp(&b.entry)));
@@ -550,7 +667,7 @@ mod tests {
         assert!(run(&mut search, index, || false, |_| {}));
         let elsewhere = search.elsewhere();
         let (hits, _) = search.finish();
-        let ids = hits.iter().map(|h| index.id(h.entry).to_owned()).collect();
+        let ids = hits.iter().map(|h| index.id(h.entry)).collect();
         (ids, elsewhere)
     }
 
@@ -598,6 +715,8 @@ mod tests {
         assert_eq!(index.project_dir(2), "/work/parser");
         assert!(index.is_archived(3));
         assert_eq!(index.id(99), "", "out of range is empty, not a panic");
+        assert_eq!(index.entry_of("s4"), Some(1));
+        assert_eq!(index.entry_of("nope"), None);
         assert_eq!(index.projects.len(), 4, "project dirs are interned");
     }
 
@@ -742,6 +861,53 @@ mod tests {
         let _ = builder.activity(1, "b");
         let _ = builder.activity(0, "missing");
         let index = builder.finish();
-        assert_eq!((index.id(0), index.id(1)), ("a", "b"));
+        assert_eq!((index.id(0).as_str(), index.id(1).as_str()), ("a", "b"));
+    }
+
+    #[test]
+    fn a_permutation_is_applied_in_place() {
+        let mut items = [10, 11, 12, 13, 14, 15];
+        let mut order = [3, 0, 4, 1, 5, 2];
+        permute(&mut items, &mut order);
+        assert_eq!(items, [13, 10, 14, 11, 15, 12]);
+        let mut items: Vec<u32> = (0..1000).collect();
+        let mut order: Vec<u32> = (0..1000).rev().collect();
+        permute(&mut items, &mut order);
+        assert!(items.iter().rev().copied().eq(0..1000));
+    }
+
+    #[test]
+    fn uuid_ids_are_kept_in_sixteen_bytes_and_spelled_out_again() {
+        let ids = [
+            "0190a000-0000-7000-8000-000000000001",
+            "0190a000-0000-7000-8000-00000000000a",
+            "0190A000-0000-7000-8000-00000000000B",
+            "0190a000-0000-7000-8000-00000000000",
+            "not-a-uuid",
+        ];
+        let sessions: Vec<Session<'_>> = ids
+            .iter()
+            .map(|id| (*id, "", "text", "/p", false))
+            .collect();
+        let index = build(&sessions);
+        for (entry, id) in ids.iter().enumerate() {
+            assert_eq!(index.id(entry as u32), *id);
+            assert_eq!(index.entry_of(id), Some(entry as u32));
+        }
+        assert_eq!(
+            compact_uuid(ids[0]).map(|u| u[15]),
+            Some(1),
+            "the last byte"
+        );
+        assert_eq!(
+            compact_uuid(ids[2]),
+            None,
+            "upper case would not spell back"
+        );
+        assert_eq!(index.entry_of("0190a000-0000-7000-8000-000000000002"), None);
+        assert_eq!(
+            index.text.len(),
+            5 * 4 + ids[2].len() + ids[3].len() + ids[4].len()
+        );
     }
 }

@@ -430,7 +430,7 @@ impl Picker {
     fn apply(&mut self, update: Update) {
         match update {
             Update::Index(Ok(index)) => {
-                let keep = self.selected_id().map(str::to_owned);
+                let keep = self.selected_id();
                 self.index = IndexState::Ready(index.clone());
                 self.list.generation += 1;
                 self.list.rows = ListRows::Indexed(self.listing(&index));
@@ -452,7 +452,7 @@ impl Picker {
                     return;
                 }
                 let first = self.search.shown != generation;
-                let keep = (!first).then(|| self.selected_id().map(str::to_owned));
+                let keep = (!first).then(|| self.selected_id());
                 self.search.shown = generation;
                 self.search.hits = hits;
                 self.search.elsewhere = elsewhere;
@@ -526,7 +526,20 @@ impl Picker {
 
     /// Selects the row of session `id` if it is listed, else the first row.
     fn reselect(&mut self, id: Option<&str>) {
-        let found = id.and_then(|id| (0..self.row_count()).find(|&i| self.row_id(i) == Some(id)));
+        let found = id.and_then(|id| match (&self.list.rows, &self.index) {
+            (_, IndexState::Ready(index)) if self.searching() => {
+                let entry = index.entry_of(id)?;
+                self.search.hits.iter().position(|hit| hit.entry == entry)
+            }
+            (ListRows::Indexed(entries), IndexState::Ready(index)) => {
+                let entry = index.entry_of(id)?;
+                entries.iter().position(|&listed| listed == entry)
+            }
+            (ListRows::Pages { rows, .. }, _) if !self.searching() => {
+                rows.iter().position(|meta| meta.id.as_str() == id)
+            }
+            _ => None,
+        });
         match found {
             Some(row) => self.selected = row,
             None => {
@@ -610,13 +623,13 @@ impl Picker {
         }
     }
 
-    fn row_id(&self, row: usize) -> Option<&str> {
+    fn row_id(&self, row: usize) -> Option<String> {
         if let (Some(entry), IndexState::Ready(index)) = (self.row_entry(row), &self.index) {
             return Some(index.id(entry));
         }
         match &self.list.rows {
             ListRows::Pages { rows, .. } if !self.searching() => {
-                rows.get(row).map(|meta| meta.id.as_str())
+                rows.get(row).map(|meta| meta.id.to_string())
             }
             _ => None,
         }
@@ -625,11 +638,11 @@ impl Picker {
     fn row_meta(&self, row: usize) -> Option<&SessionMeta> {
         match &self.list.rows {
             ListRows::Pages { rows, .. } if !self.searching() => rows.get(row),
-            _ => self.metas.get(self.row_id(row)?)?.as_ref(),
+            _ => self.metas.get(self.row_id(row)?.as_str())?.as_ref(),
         }
     }
 
-    fn selected_id(&self) -> Option<&str> {
+    fn selected_id(&self) -> Option<String> {
         self.row_id(self.selected)
     }
 
@@ -649,9 +662,8 @@ impl Picker {
     fn fetch_visible_metas(&mut self) {
         let end = (self.offset + self.list_height).min(self.row_count());
         let missing: Vec<String> = (self.offset..end)
-            .filter_map(|row| self.row_entry(row).and(self.row_id(row)))
-            .filter(|id| !self.metas.contains_key(*id))
-            .map(str::to_owned)
+            .filter_map(|row| self.row_entry(row).and_then(|_| self.row_id(row)))
+            .filter(|id| !self.metas.contains_key(id.as_str()))
             .collect();
         if missing.is_empty() {
             return;

@@ -264,7 +264,7 @@ fn type_text(picker: &mut Picker, text: &str) {
 /// The ids listed, top first, as far as the picker has rows (at most `limit`).
 fn listed(picker: &Picker, limit: usize) -> Vec<String> {
     (0..picker.row_count().min(limit))
-        .filter_map(|row| picker.row_id(row).map(str::to_owned))
+        .filter_map(|row| picker.row_id(row))
         .collect()
 }
 
