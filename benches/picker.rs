@@ -2,7 +2,8 @@
 //! ≤ 50 ms, a query matching one session 90,000 deep shown ≤ 50 ms after its last
 //! keystroke, RSS with the picker open ≤ 30 MiB.
 //!
-//! - `first frame`: `Picker::open` and the first render into a 120x40 `TestBackend`.
+//! - `first frame`: `Picker::open` and the first render into a 120x40 `TestBackend`, in a
+//!   project with 2,500 of the sessions, and in one with none.
 //! - `index`: one scan of the search table into the in-memory index (what the picker's
 //!   background thread does after opening), and its heap size.
 //! - `match`: the unique query against the built index alone, on this thread.
@@ -354,6 +355,22 @@ fn measure(path: &Path, runs: usize) {
         drop(picker);
     }
     report("first frame (open + render 120x40)", &mut first_frames);
+    // A project with no sessions: the first page looks at its bounded share of the index
+    // and the frame says it is still loading.
+    let mut empty_frames = Vec::new();
+    let nowhere = PathBuf::from("/home/dev/src/brand-new");
+    for _ in 0..runs {
+        let started = Instant::now();
+        let mut picker = open(&store, &nowhere);
+        let frame = draw(&mut picker);
+        empty_frames.push(started.elapsed());
+        assert!(frame.contains("Resume a session"), "{frame}");
+        drop(picker);
+    }
+    report(
+        "first frame in a project without sessions",
+        &mut empty_frames,
+    );
 
     let mut builds = Vec::new();
     let mut index = None;

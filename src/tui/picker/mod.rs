@@ -236,7 +236,8 @@ impl Picker {
                 self.query.truncate(kept);
                 self.query_changed();
             }
-            KeyCode::Char(c) if !ctrl && !alt && !c.is_control() => {
+            // Control and Alt together is AltGr on some terminals: a character to type.
+            KeyCode::Char(c) if ctrl == alt && !c.is_control() => {
                 self.query.push(c);
                 self.query_changed();
             }
@@ -244,6 +245,21 @@ impl Picker {
         }
         self.after_change();
         PickerOutcome::Continue
+    }
+
+    /// Adds pasted text to the query, its line breaks and other control characters as
+    /// spaces.
+    pub fn paste(&mut self, text: &str) {
+        let flat: String = text
+            .chars()
+            .map(|c| if c.is_control() { ' ' } else { c })
+            .collect();
+        if flat.is_empty() {
+            return;
+        }
+        self.query.push_str(&flat);
+        self.query_changed();
+        self.after_change();
     }
 
     /// Takes what the background threads sent; true when the picker should be drawn again.

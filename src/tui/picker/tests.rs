@@ -432,6 +432,18 @@ fn the_query_is_edited_with_backspace_and_ctrl_w_and_ctrl_u() {
     assert_eq!(picker.query(), "flaky ");
     picker.handle_key(ctrl('u'));
     assert_eq!(picker.query(), "");
+    picker.paste("flaky\nsched");
+    assert_eq!(picker.query(), "flaky sched");
+    let alt_gr = KeyEvent::new(
+        KeyCode::Char('@'),
+        KeyModifiers::CONTROL | KeyModifiers::ALT,
+    );
+    picker.handle_key(alt_gr);
+    picker.handle_key(KeyEvent::new(KeyCode::Char('x'), KeyModifiers::ALT));
+    assert_eq!(picker.query(), "flaky sched@");
+    assert!(picker.settle(SETTLE));
+    assert_eq!(listed(&picker, 5), Vec::<String>::new());
+    picker.handle_key(ctrl('u'));
     assert!(picker.settle(SETTLE));
     assert_eq!(
         listed(&picker, 2),
