@@ -20,7 +20,7 @@ use super::keys;
 use super::meta::SessionMeta;
 use super::schema::{self, Contents, JOURNAL, SESSIONS};
 use super::totals::{self, Delta, Totals};
-use super::{clean, owner, probe, summary};
+use super::{clean, owner, probe, search, summary};
 use crate::domain::SessionId;
 use redb::backends::FileBackend;
 use redb::{
@@ -33,9 +33,12 @@ use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-/// Page cache of the open database. The journal is read once per resume; the OS page cache
-/// serves repeats, so redb's default (1 GiB) would only grow the process.
-const CACHE_BYTES: usize = 32 * 1024 * 1024;
+/// Page cache of the open database. The journal is read once per resume and the resume
+/// picker reads the whole search table once; the OS page cache serves repeats, so a large
+/// cache would only grow the process (redb's default, 1 GiB; 32 MiB held most of a
+/// 100,000-session search table after the picker's scan). A few MiB keeps every b-tree's
+/// upper levels, which is what the writes touch again.
+const CACHE_BYTES: usize = 4 * 1024 * 1024;
 
 /// Fewest characters of an id that `resolve` accepts as a prefix.
 pub const MIN_PREFIX_CHARS: usize = 4;
@@ -136,6 +139,7 @@ impl Store {
             schema::initialize(&db, path)?;
         }
         activity::ensure(&db, path)?;
+        search::ensure(&db, path)?;
         let totals = totals::ensure(&db, path)?;
         let owner_file = owner::sidecar_path(path);
         write_owner(&owner_file);
@@ -209,6 +213,7 @@ impl Store {
             activity::touch(txn, meta.id.as_str(), None, Some(meta.updated_at_ms))
                 .map_err(|e| self.err(e))?;
             keys::bind(txn, meta.key.as_str(), meta.id.as_str()).map_err(|e| self.err(e))?;
+            search::sync(txn, meta.id.as_str(), None, Some(meta)).map_err(|e| self.err(e))?;
             let delta = Delta {
                 sessions: 1,
                 bytes: meta.transcript_bytes as i64,
@@ -261,6 +266,7 @@ impl Store {
                 None => return Err(unknown(id.as_str())),
             };
             let active_before = meta.updated_at_ms;
+            let search_before = search::encode(&meta);
             let mut journal = txn.open_table(JOURNAL).map_err(|e| self.err(e))?;
             // The journal's last key is the authority on seq, not the index's count.
             let mut seq = journal
@@ -304,6 +310,8 @@ impl Store {
                 let (old, new) = (Some(active_before), Some(meta.updated_at_ms));
                 activity::touch(txn, id.as_str(), old, new).map_err(|e| self.err(e))?;
             }
+            search::sync(txn, id.as_str(), Some(&search_before), Some(&meta))
+                .map_err(|e| self.err(e))?;
             let delta = Delta {
                 sessions: 0,
                 bytes: added as i64,
@@ -359,6 +367,42 @@ impl Store {
                     ),
                 }
             }
+            Ok(records)
+        })
+    }
+
+    /// The last `n` records of the session's journal, in seq order: read backwards from its
+    /// end, so a long journal costs no more than a short one. Records that no longer decode
+    /// are skipped, as by [`Store::load`].
+    pub fn tail(&self, id: &SessionId, n: usize) -> Result<Vec<JournalRecord>, StoreError> {
+        self.run(Access::Read, |db, _| {
+            let txn = db.begin_read().map_err(|e| self.err(e))?;
+            let sessions = txn.open_table(SESSIONS).map_err(|e| self.err(e))?;
+            if sessions
+                .get(id.as_str())
+                .map_err(|e| self.err(e))?
+                .is_none()
+            {
+                return Err(unknown(id.as_str()));
+            }
+            let journal = txn.open_table(JOURNAL).map_err(|e| self.err(e))?;
+            let mut records = Vec::with_capacity(n.min(64));
+            let range = journal
+                .range((id.as_str(), 0)..=(id.as_str(), u64::MAX))
+                .map_err(|e| self.err(e))?;
+            for entry in range.rev().take(n) {
+                let (key, value) = entry.map_err(|e| self.err(e))?;
+                match serde_json::from_slice::<JournalRecord>(value.value()) {
+                    Ok(record) => records.push(record),
+                    Err(err) => tracing::warn!(
+                        session = %id,
+                        seq = key.value().1,
+                        %err,
+                        "skipping a journal record that cannot be decoded"
+                    ),
+                }
+            }
+            records.reverse();
             Ok(records)
         })
     }

@@ -6,6 +6,7 @@ use super::db::{Access, Store, StoreChange, unknown};
 use super::error::StoreError;
 use super::meta::SessionMeta;
 use super::schema::{KEYS, SESSIONS};
+use super::search;
 use super::totals::Delta;
 use crate::domain::{SessionId, SessionKey};
 use redb::{ReadableDatabase, ReadableTable, TableError, WriteTransaction};
@@ -45,11 +46,14 @@ impl Store {
                 Some(value) => self.decode_meta(id.as_str(), value.value())?,
                 None => return Err(unknown(id.as_str())),
             };
+            let search_before = search::encode(&meta);
             change(&mut meta);
             let json =
                 serde_json::to_vec(&meta).map_err(|e| StoreError::Internal(e.to_string()))?;
             sessions
                 .insert(id.as_str(), json.as_slice())
+                .map_err(|e| self.err(e))?;
+            search::sync(txn, id.as_str(), Some(&search_before), Some(&meta))
                 .map_err(|e| self.err(e))?;
             Ok(())
         })

@@ -100,6 +100,7 @@ impl Store {
             drop(removed);
             let active = meta.as_ref().map(|meta| meta.updated_at_ms);
             super::activity::touch(txn, id.as_str(), active, None).map_err(|e| self.err(e))?;
+            super::search::sync(txn, id.as_str(), None, None).map_err(|e| self.err(e))?;
             let mut journal = txn.open_table(JOURNAL).map_err(|e| self.err(e))?;
             journal
                 .retain_in((id.as_str(), 0)..=(id.as_str(), u64::MAX), |_, _| false)

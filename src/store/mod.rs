@@ -22,12 +22,16 @@ mod probe;
 mod reopen_tests;
 mod repair;
 mod schema;
+mod search;
+#[cfg(test)]
+mod search_tests;
 mod snapshot;
 mod summary;
 #[cfg(test)]
 mod tests;
 mod totals;
 
+pub use activity::{ListFilter, PageCursor, RecentPage};
 pub use db::{MIN_PREFIX_CHARS, Observer, Store, StoreChange};
 pub use error::StoreError;
 pub use event::{JournalEvent, JournalRecord};
@@ -35,6 +39,7 @@ pub use maintenance::{Orphan, Plan, Reason, Removal, StoredSession, plan};
 pub use meta::{Lifecycle, Overrides, SessionMeta};
 pub use owner::LockOwner;
 pub use repair::{Repair, repair};
+pub use search::{SEARCH_INPUT_CHARS, SearchEntry, SearchSink};
 pub use snapshot::Snapshot;
 pub use summary::title_from_input;
 pub use totals::Totals;

@@ -8,8 +8,8 @@
 use super::db::Store;
 use super::error::StoreError;
 use super::probe;
-use super::schema::{ACTIVITY, JOURNAL, SESSIONS, SNAPSHOTS, TOTALS};
-use super::{activity, totals};
+use super::schema::{ACTIVITY, JOURNAL, SEARCH, SESSIONS, SNAPSHOTS, TOTALS};
+use super::{activity, search, totals};
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition, TableError};
 use std::path::{Path, PathBuf};
 
@@ -76,7 +76,7 @@ pub fn repair(path: &Path) -> Result<Repair, StoreError> {
 /// records, unreadable entries). A damaged file can make the storage engine panic while it
 /// reads; each table is copied in its own transaction with the panic contained, so one bad
 /// table costs only itself.
-fn salvage(from: &Path, into: &Path) -> Result<(usize, usize, usize), String> {
+pub(super) fn salvage(from: &Path, into: &Path) -> Result<(usize, usize, usize), String> {
     let opened = contained(|| Database::builder().create(from));
     let source = match opened {
         Some(Ok(db)) => db,
@@ -90,12 +90,15 @@ fn salvage(from: &Path, into: &Path) -> Result<(usize, usize, usize), String> {
     let sessions = copy_counted(&source, &target, SESSIONS, &mut unreadable);
     let records = copy_counted(&source, &target, JOURNAL, &mut unreadable);
     copy_counted(&source, &target, SNAPSHOTS, &mut unreadable);
-    // The activity index and the totals are rebuilt from the sessions that came across.
+    // The activity index, the search table and the totals are rebuilt from the sessions that
+    // came across.
     let txn = target.begin_write().map_err(|e| e.to_string())?;
     txn.delete_table(ACTIVITY).map_err(|e| e.to_string())?;
+    txn.delete_table(SEARCH).map_err(|e| e.to_string())?;
     txn.delete_table(TOTALS).map_err(|e| e.to_string())?;
     txn.commit().map_err(|e| e.to_string())?;
     activity::ensure(&target, into).map_err(|e| e.to_string())?;
+    search::ensure(&target, into).map_err(|e| e.to_string())?;
     totals::ensure(&target, into).map_err(|e| e.to_string())?;
     Ok((sessions, records, unreadable))
 }

@@ -1,7 +1,8 @@
 //! The tables of the session database and the storage format version that describes them.
 //!
 //! Values are JSON (serde_json) so old records stay readable as types gain fields with serde
-//! defaults. The `tern_info` table records the format version; a file with tables but without
+//! defaults; only the search table, which the picker reads whole, has a compact encoding of its
+//! own (see `search`). The `tern_info` table records the format version; a file with tables but without
 //! it is some other program's redb database, which tern refuses rather than writes into.
 
 use super::error::{StoreError, from_redb};
@@ -17,6 +18,10 @@ pub(super) const JOURNAL: TableDefinition<(&str, u64), &[u8]> = TableDefinition:
 
 /// Activity index: (last activity in ms, session id) → nothing; most recent last.
 pub(super) const ACTIVITY: TableDefinition<(i64, &str), ()> = TableDefinition::new("activity");
+
+/// Search records: session id → the text the resume picker searches, in the compact
+/// encoding of `search` (not JSON: the picker reads every record at once).
+pub(super) const SEARCH: TableDefinition<&str, &[u8]> = TableDefinition::new("search");
 
 /// Session keys: key → the id of the session it currently talks to.
 pub(super) const KEYS: TableDefinition<&str, &str> = TableDefinition::new("keys");

@@ -11,6 +11,7 @@
 //! - [`markdown`]: a reply rendered as a terminal markdown viewer would.
 //! - [`highlight`](mod@highlight): syntect highlighting of code, memoised.
 //! - [`diff`]: unified diffs in colour.
+//! - [`picker`]: the full-screen resume picker, with its search over every session.
 //!
 //! [`Line`]: ratatui::text::Line
 
@@ -21,6 +22,7 @@ pub mod composer;
 pub mod diff;
 pub mod highlight;
 pub mod markdown;
+pub mod picker;
 pub mod popup;
 pub mod runner;
 pub mod schedule;
