@@ -78,15 +78,23 @@ pub enum Outcome {
 async fn interactive(cli: Cli) -> anyhow::Result<Outcome> {
     use std::io::IsTerminal;
     let terminal = std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
+    let pick = cli.resume.as_deref() == Some("");
     let launch = tui::LaunchArgs {
         model: cli.model,
         r#continue: cli.r#continue,
+        pick,
         resume: cli.resume.filter(|id| !id.is_empty()),
         restarted_from: cli.restarted_from,
         prompt: cli.prompt,
     };
     if terminal {
         return tui::run(launch).await;
+    }
+    if launch.pick {
+        anyhow::bail!(
+            "`tern -r` without an id chooses from a list, which needs a terminal; name the \
+             session (`tern -r ID`, ids from `tern sessions list`)"
+        );
     }
     chat::run(launch).await
 }

@@ -30,6 +30,8 @@ pub struct LaunchArgs {
     pub restarted_from: Option<String>,
     /// A first message.
     pub prompt: Option<String>,
+    /// `-r` without an id: choose from the picker.
+    pub pick: bool,
 }
 
 pub async fn run(args: LaunchArgs) -> anyhow::Result<Outcome> {
@@ -105,6 +107,7 @@ pub async fn run(args: LaunchArgs) -> anyhow::Result<Outcome> {
         resumed,
         project_dir,
         prompt: args.prompt.clone(),
+        pick: args.pick,
         stop,
     };
     let exit = runner::run(app, launch)

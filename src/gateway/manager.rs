@@ -17,7 +17,7 @@ use crate::domain::{InvalidSessionKey, SessionId, SessionKey};
 use crate::session::{
     OutputFilter, SessionDeps, SessionError, SessionHandle, Subscription, UserInput,
 };
-use crate::store::{Plan, StoreChange};
+use crate::store::{Plan, SessionMeta, StoreChange};
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -234,6 +234,27 @@ impl SessionManager {
             )?,
         };
         live.insert(key.clone(), handle.clone());
+        Ok(handle)
+    }
+
+    /// The running session of a stored one, made the one its key talks to: a past session
+    /// picked to go on with, which the key may have left behind (a reset archived it).
+    pub async fn attach(&self, meta: &SessionMeta) -> Result<SessionHandle, SessionError> {
+        let mut live = self.live.lock().await;
+        if let Some(handle) = live.get(&meta.key) {
+            if handle.id() == &meta.id {
+                return Ok(handle.clone());
+            }
+            if let Some(other) = live.remove(&meta.key) {
+                other.close().await;
+            }
+        }
+        let current = self.deps.store.session_for_key(&meta.key)?.map(|m| m.id);
+        if current.as_ref() != Some(&meta.id) || meta.archived_at_ms.is_some() {
+            self.deps.store.point_key(&meta.key, &meta.id)?;
+        }
+        let handle = SessionHandle::resume(self.deps.clone(), meta)?;
+        live.insert(meta.key.clone(), handle.clone());
         Ok(handle)
     }
 

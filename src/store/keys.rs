@@ -59,6 +59,13 @@ impl Store {
         })
     }
 
+    /// Points `key` at session `id` (a past session resumed under its key), which is then no
+    /// longer an archive.
+    pub fn point_key(&self, key: &SessionKey, id: &SessionId) -> Result<(), StoreError> {
+        self.update_meta(id, |meta| meta.archived_at_ms = None)?;
+        self.write(|txn, _| bind(txn, key.as_str(), id.as_str()).map_err(|e| self.err(e)))
+    }
+
     /// The session `key` currently talks to, if any.
     pub fn session_for_key(&self, key: &SessionKey) -> Result<Option<SessionMeta>, StoreError> {
         self.run(Access::Read, |db, _| {

@@ -344,6 +344,23 @@ impl App {
         )
     }
 
+    /// Completion for another project's files.
+    pub fn set_files(&mut self, files: FileIndex) {
+        self.files = files;
+    }
+
+    /// Empties the view for another conversation.
+    pub fn reset_view(&mut self) {
+        self.transcript = Transcript::default();
+        self.asking.clear();
+        self.busy = false;
+        self.session = None;
+        self.status.working = None;
+        self.status.tokens = Default::default();
+        self.status.context_tokens = 0;
+        self.status.title.clear();
+    }
+
     pub fn notice(&mut self, text: impl Into<String>) {
         self.transcript.push(CellKind::Notice { text: text.into() });
     }

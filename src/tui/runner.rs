@@ -6,6 +6,8 @@
 //! the screen never waits on it.
 
 use super::app::{Action, App, AppEvent};
+use super::picker::{Picker, PickerOutcome};
+use super::popup::FileIndex;
 use super::schedule::FrameScheduler;
 use super::terminal::TerminalGuard;
 use super::transcript::{Transcript, cells_from_history};
@@ -20,7 +22,7 @@ use futures_util::StreamExt;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{Notify, mpsc, oneshot};
 use tokio::time::{Instant, sleep_until};
 use tokio_util::sync::CancellationToken;
 
@@ -41,6 +43,8 @@ pub struct Launch {
     pub project_dir: PathBuf,
     /// A first message to send at once (`tern "…"`).
     pub prompt: Option<String>,
+    /// Open the session picker first (`tern -r` without an id).
+    pub pick: bool,
     /// Tells the UI to stop (a signal, a changed config); the reason is shown.
     pub stop: oneshot::Receiver<Stopping>,
 }
@@ -81,6 +85,11 @@ struct Runner {
     tx: mpsc::UnboundedSender<AppEvent>,
     frames: FrameScheduler,
     tools: ToolRegistry,
+    /// The session picker, while it is open (full screen), and whether leaving it without a
+    /// choice leaves tern (it was what tern opened with).
+    picker: Option<(Picker, bool)>,
+    /// Rung by the picker's threads when they have results.
+    picker_woke: Arc<Notify>,
     /// `TERN_FRAME_LOG`: a file that gets one line per frame drawn (the wall-clock time in
     /// microseconds since the Unix epoch and the microseconds the frame took), for measuring
     /// start-up and frame rates from outside.
@@ -100,6 +109,8 @@ pub async fn run(mut app: App, launch: Launch) -> std::io::Result<Exit> {
         tx,
         frames: FrameScheduler::default(),
         tools: ToolRegistry::builtin(),
+        picker: None,
+        picker_woke: Arc::new(Notify::new()),
         frame_log: std::env::var_os("TERN_FRAME_LOG").and_then(|path| {
             std::fs::OpenOptions::new()
                 .create(true)
@@ -112,6 +123,9 @@ pub async fn run(mut app: App, launch: Launch) -> std::io::Result<Exit> {
         runner.open(&mut app, id).await;
     }
     runner.read_branch();
+    if launch.pick {
+        runner.open_picker(true);
+    }
     let now = Instant::now();
     runner.frames.request(now);
     if let Some(prompt) = launch.prompt {
@@ -128,6 +142,13 @@ pub async fn run(mut app: App, launch: Launch) -> std::io::Result<Exit> {
             event = input.next() => match event {
                 Some(Ok(event)) => {
                     let now = Instant::now();
+                    if runner.picker.is_some() {
+                        runner.frames.request(now);
+                        if let Some(exit) = runner.picker_input(&mut app, event).await {
+                            return Ok(exit);
+                        }
+                        continue;
+                    }
                     let actions = match event {
                         Event::Key(key) if key.kind != KeyEventKind::Release => app.key(key, now),
                         Event::Paste(text) => {
@@ -164,12 +185,18 @@ pub async fn run(mut app: App, launch: Launch) -> std::io::Result<Exit> {
                 None => runner.events = None,
             },
             Some(result) = results.recv() => {
-                if let AppEvent::Renewed { new, .. } = &result {
-                    let new = new.clone();
-                    runner.subscribe(&mut app, Some(new)).await;
+                if let AppEvent::Renewed { .. } = &result {
+                    runner.subscribe(&mut app).await;
                 }
                 app.app_event(result);
                 runner.frames.request(Instant::now());
+            }
+            _ = runner.picker_woke.notified(), if runner.picker.is_some() => {
+                if let Some((picker, _)) = runner.picker.as_mut()
+                    && picker.poll()
+                {
+                    runner.frames.request(Instant::now());
+                }
             }
             stopping = next_stop(&mut stop) => {
                 let Some(stopping) = stopping else {
@@ -197,24 +224,120 @@ impl Runner {
             Ok(records) => app.transcript = Transcript::with_cells(cells_from_history(&records)),
             Err(err) => app.notice(format!("could not read the session's journal: {err}")),
         }
-        if let Ok(Some(meta)) = self.store.meta(&id) {
-            app.status.tokens = meta.tokens;
-            app.status.title = meta.title;
+        let meta = match self.store.meta(&id) {
+            Ok(Some(meta)) => meta,
+            Ok(None) => return app.notice(format!("session {} is gone", id.short())),
+            Err(err) => return app.notice(format!("could not read session {}: {err}", id.short())),
+        };
+        app.status.tokens = meta.tokens;
+        app.status.title = meta.title.clone();
+        match self.manager.attach(&meta).await {
+            Ok(handle) => {
+                app.session = Some(handle.id().clone());
+                match handle.subscribe(OutputFilter::ALL).await {
+                    Ok(events) => self.events = Some(events),
+                    Err(err) => app.notice(format!("could not follow the session: {err}")),
+                }
+            }
+            Err(err) => app.notice(format!("could not open the session: {err}")),
         }
-        self.subscribe(app, Some(id)).await;
+    }
+
+    /// Opens the session picker; `first` when it is what tern opened with.
+    fn open_picker(&mut self, first: bool) {
+        let mut picker = Picker::open(
+            self.store.clone(),
+            self.project_dir.clone(),
+            jiff::Timestamp::now(),
+        );
+        let woke = self.picker_woke.clone();
+        picker.set_waker(Arc::new(move || woke.notify_one()));
+        picker.poll();
+        self.picker = Some((picker, first));
+    }
+
+    /// Input while the picker is open; `Some` when it ends the UI.
+    async fn picker_input(&mut self, app: &mut App, event: Event) -> Option<Exit> {
+        let (picker, first) = self.picker.as_mut()?;
+        let outcome = match event {
+            Event::Key(key) if key.kind != KeyEventKind::Release => picker.handle_key(key),
+            Event::Paste(text) => {
+                picker.paste(&text);
+                PickerOutcome::Continue
+            }
+            _ => PickerOutcome::Continue,
+        };
+        let first = *first;
+        match outcome {
+            PickerOutcome::Continue => None,
+            PickerOutcome::Cancel if first && app.session.is_none() => {
+                self.picker = None;
+                self.manager.close_all().await;
+                Some(Exit::Quit { session: None })
+            }
+            PickerOutcome::Cancel => {
+                self.picker = None;
+                None
+            }
+            PickerOutcome::New => {
+                self.picker = None;
+                if app.session.is_some() {
+                    self.switch(
+                        app,
+                        SessionKey::cli(&SessionId::generate()),
+                        None,
+                        self.project_dir.clone(),
+                    )
+                    .await;
+                    app.notice("a new conversation");
+                }
+                None
+            }
+            PickerOutcome::Resume(id) => {
+                self.picker = None;
+                match self.store.meta(&id) {
+                    Ok(Some(meta)) => {
+                        self.switch(app, meta.key.clone(), Some(id), meta.project_dir.clone())
+                            .await;
+                    }
+                    Ok(None) => app.notice(format!("session {} is gone", id.short())),
+                    Err(err) => app.notice(format!("could not open session {}: {err}", id.short())),
+                }
+                None
+            }
+        }
+    }
+
+    /// Moves the interface to another conversation: its key, its project and its
+    /// transcript (empty for a new one).
+    async fn switch(
+        &mut self,
+        app: &mut App,
+        key: SessionKey,
+        session: Option<SessionId>,
+        project_dir: PathBuf,
+    ) {
+        self.events = None;
+        if project_dir != self.project_dir {
+            app.set_files(FileIndex::spawn(project_dir.clone()));
+        }
+        self.launch_key = key;
+        self.project_dir = project_dir;
+        app.reset_view();
+        if let Some(id) = session {
+            self.open(app, id).await;
+        }
+        self.read_branch();
     }
 
     /// Attaches to the session the key talks to (starting it when needed).
-    async fn subscribe(&mut self, app: &mut App, expected: Option<SessionId>) {
+    async fn subscribe(&mut self, app: &mut App) {
         match self
             .manager
             .handle(&self.launch_key, &self.project_dir)
             .await
         {
             Ok(handle) => {
-                if expected.as_ref().is_some_and(|id| id != handle.id()) {
-                    tracing::warn!("the key talks to another session than expected");
-                }
                 app.session = Some(handle.id().clone());
                 match handle.subscribe(OutputFilter::ALL).await {
                     Ok(events) => self.events = Some(events),
@@ -232,7 +355,13 @@ impl Runner {
         now: Instant,
     ) -> std::io::Result<()> {
         let moving = app.tick(now);
-        terminal.screen.draw(|frame| view::draw(frame, app, now))?;
+        match &mut self.picker {
+            Some((picker, _)) => terminal.screen.draw(|frame| {
+                let area = frame.area();
+                picker.render(frame, area, &app.theme);
+            })?,
+            None => terminal.screen.draw(|frame| view::draw(frame, app, now))?,
+        };
         self.frames.drawn(now);
         if let Some(log) = &mut self.frame_log {
             use std::io::Write;
@@ -281,9 +410,7 @@ impl Runner {
                         Err(err) => app.notice(format!("could not start a new session: {err}")),
                     }
                 }
-                Action::Pick => app.notice(
-                    "the session picker opens with `tern -r`; /resume inside tern comes with it",
-                ),
+                Action::Pick => self.open_picker(false),
                 Action::SwitchModel(model) => {
                     let session = app.session.clone();
                     return Some(Exit::SwitchModel { session, model });
@@ -334,7 +461,7 @@ impl Runner {
     async fn send(&mut self, app: &mut App, text: String) {
         warm_up_highlighting(&self.project_dir);
         if self.events.is_none() {
-            self.subscribe(app, None).await;
+            self.subscribe(app).await;
         }
         let manager = self.manager.clone();
         let tx = self.tx.clone();
@@ -390,7 +517,7 @@ impl Runner {
 
     async fn compact(&mut self, app: &mut App) {
         if self.events.is_none() {
-            self.subscribe(app, None).await;
+            self.subscribe(app).await;
         }
         let Ok(handle) = self
             .manager

@@ -170,4 +170,14 @@ fn the_terminal_interface_talks_quits_and_shows_the_history_again() {
     assert!(screen.contains("› what is the answer?"), "{screen}");
     again.keys(&["C-d"]);
     again.wait_for("[tern exited 0]");
+
+    // `tern -r` lists it by its title; Enter opens it.
+    let picked = Tmux::start(&cli, &["-r"]);
+    let screen = picked.wait_for("Resume a session");
+    assert!(screen.contains("The answer question"), "{screen}");
+    picked.keys(&["Enter"]);
+    let screen = picked.wait_for("The answer is forty-two.");
+    assert!(screen.contains("› what is the answer?"), "{screen}");
+    picked.keys(&["C-d"]);
+    picked.wait_for("[tern exited 0]");
 }

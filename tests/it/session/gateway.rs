@@ -273,3 +273,33 @@ async fn a_drained_turn_with_input_waiting_behind_it_is_not_resumed() {
     assert!(!warmed[0].resumed, "the person is told instead");
     assert_eq!(world.mock.model_requests().len(), 1, "no call made");
 }
+
+#[tokio::test]
+async fn a_past_session_picked_again_becomes_the_one_its_key_talks_to() {
+    let world = World::anthropic();
+    world.mock.repeat(Reply::text("ok"));
+    let manager = SessionManager::new(world.deps());
+    let key = "cli:picked";
+    let old = deliver(&manager, &world, key, "the old topic").await;
+    let project = world.home.project().canonicalize().unwrap();
+    let new = manager.reset(key, project).await.expect("reset");
+    deliver(&manager, &world, key, "a new topic").await;
+    // The archived one is picked: the key goes back to it, and it is no longer an archive.
+    let meta = world.store.meta(&old).unwrap().unwrap();
+    assert!(meta.archived_at_ms.is_some());
+    let handle = manager.attach(&meta).await.expect("attached");
+    assert_eq!(handle.id(), &old);
+    assert_eq!(deliver(&manager, &world, key, "back to it").await, old);
+    let meta = world.store.meta(&old).unwrap().unwrap();
+    assert_eq!(meta.archived_at_ms, None);
+    let state = session_of(&manager, &world, key)
+        .await
+        .state()
+        .await
+        .unwrap();
+    assert_eq!(
+        conversation(&state),
+        ["the old topic", "ok", "back to it", "ok"]
+    );
+    assert_ne!(old, new);
+}
