@@ -162,24 +162,10 @@ impl Renderer {
                 self.void_partial(&mut out);
                 eprintln!("tern: the turn failed ({stop}): {message}");
             }
-            SessionEvent::Compacted {
-                messages_before,
-                messages_after,
-                tokens_before,
-                tokens_after,
-                notes,
-                ..
-            } => {
-                let notes = if *notes {
-                    "with notes"
-                } else {
-                    "without notes"
-                };
-                eprintln!(
-                    "tern: compacted the conversation to fit the context window: {messages_before} \
-                     → {messages_after} messages, about {tokens_before} → {tokens_after} tokens \
-                     ({notes})"
-                );
+            SessionEvent::Compacted { .. } => {
+                if let Some(summary) = event.compaction_summary() {
+                    eprintln!("tern: {summary}");
+                }
             }
             _ => {}
         }

@@ -106,6 +106,32 @@ pub enum SessionEvent {
     },
 }
 
+impl SessionEvent {
+    /// What a compaction did, in one sentence for the person; `None` for other events.
+    pub fn compaction_summary(&self) -> Option<String> {
+        let SessionEvent::Compacted {
+            messages_before,
+            messages_after,
+            tokens_before,
+            tokens_after,
+            notes,
+            ..
+        } = self
+        else {
+            return None;
+        };
+        let notes = if *notes {
+            "with notes"
+        } else {
+            "without notes"
+        };
+        Some(format!(
+            "compacted the conversation to fit the context window: {messages_before} → \
+             {messages_after} messages, about {tokens_before} → {tokens_after} tokens ({notes})"
+        ))
+    }
+}
+
 fn as_millis<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_u64(d.as_millis() as u64)
 }

@@ -4,11 +4,12 @@
 //! session index when a database from before it is opened.
 
 use super::db::{Access, Store};
-use super::error::{StoreError, from_redb};
+use super::error::StoreError;
 use super::meta::SessionMeta;
+use super::schema;
 use super::schema::{ACTIVITY, SEARCH, SESSIONS};
 use super::search;
-use redb::{Database, ReadableDatabase, ReadableTable, TableError, WriteTransaction};
+use redb::{Database, ReadableDatabase, ReadableTable, WriteTransaction};
 use std::path::{Path, PathBuf};
 
 /// Which sessions [`Store::recent_page`] lists.
@@ -37,30 +38,16 @@ pub struct RecentPage {
 
 /// Creates the index from the session index when the database has none yet.
 pub(super) fn ensure(db: &Database, path: &Path) -> Result<(), StoreError> {
-    let read = db.begin_read().map_err(|e| from_redb(path, e))?;
-    match read.open_table(ACTIVITY) {
-        Ok(_) => return Ok(()),
-        Err(TableError::TableDoesNotExist(_)) => {}
-        Err(err) => return Err(from_redb(path, err)),
+    if !schema::is_missing(db, path, ACTIVITY)? {
+        return Ok(());
     }
-    drop(read);
-    let mut txn = db.begin_write().map_err(|e| from_redb(path, e))?;
-    txn.set_durability(redb::Durability::Immediate)
-        .map_err(|e| from_redb(path, e))?;
-    {
-        let sessions = txn.open_table(SESSIONS).map_err(|e| from_redb(path, e))?;
-        let mut activity = txn.open_table(ACTIVITY).map_err(|e| from_redb(path, e))?;
-        for entry in sessions.iter().map_err(|e| from_redb(path, e))? {
-            let (key, value) = entry.map_err(|e| from_redb(path, e))?;
-            // An entry that does not decode is listed by nothing anyway.
-            if let Ok(meta) = serde_json::from_slice::<SessionMeta>(value.value()) {
-                activity
-                    .insert((meta.updated_at_ms, key.value()), ())
-                    .map_err(|e| from_redb(path, e))?;
-            }
+    schema::derive_from_index(db, path, ACTIVITY, |activity, id, meta| {
+        // An entry that does not decode is listed by nothing anyway.
+        if let Some(meta) = meta {
+            activity.insert((meta.updated_at_ms, id), ())?;
         }
-    }
-    txn.commit().map_err(|e| from_redb(path, e))
+        Ok(())
+    })
 }
 
 /// Moves `id` from `old` to `new` in the index, inside the caller's transaction.

@@ -6,7 +6,8 @@
 //! it is some other program's redb database, which tern refuses rather than writes into.
 
 use super::error::{StoreError, from_redb};
-use redb::{Database, ReadableDatabase, TableDefinition, TableHandle};
+use super::meta::SessionMeta;
+use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition, TableHandle};
 use std::path::Path;
 
 /// Session index: session id → `SessionMeta` as JSON.
@@ -89,6 +90,47 @@ pub(super) fn inspect(db: &Database, path: &Path) -> Result<Contents, StoreError
             detail: "its format version is missing".to_owned(),
         }),
     }
+}
+
+/// Whether the database has no table `table` yet (a database from before it).
+pub(super) fn is_missing<K: redb::Key + 'static, V: redb::Value + 'static>(
+    db: &Database,
+    path: &Path,
+    table: TableDefinition<K, V>,
+) -> Result<bool, StoreError> {
+    let read = db.begin_read().map_err(|e| from_redb(path, e))?;
+    match read.open_table(table) {
+        Ok(_) => Ok(false),
+        Err(redb::TableError::TableDoesNotExist(_)) => Ok(true),
+        Err(err) => Err(from_redb(path, err)),
+    }
+}
+
+/// Builds `table`, derived from the session index, in one durable commit: `add` is called
+/// once per index entry, with the entry decoded (or `None` when it does not decode).
+pub(super) fn derive_from_index<K: redb::Key + 'static, V: redb::Value + 'static>(
+    db: &Database,
+    path: &Path,
+    table: TableDefinition<K, V>,
+    mut add: impl FnMut(
+        &mut redb::Table<'_, K, V>,
+        &str,
+        Option<SessionMeta>,
+    ) -> Result<(), redb::Error>,
+) -> Result<(), StoreError> {
+    let mut txn = db.begin_write().map_err(|e| from_redb(path, e))?;
+    txn.set_durability(redb::Durability::Immediate)
+        .map_err(|e| from_redb(path, e))?;
+    {
+        let mut target = txn.open_table(table).map_err(|e| from_redb(path, e))?;
+        let sessions = txn.open_table(SESSIONS).map_err(|e| from_redb(path, e))?;
+        for entry in sessions.iter().map_err(|e| from_redb(path, e))? {
+            let (key, value) = entry.map_err(|e| from_redb(path, e))?;
+            let meta = serde_json::from_slice::<SessionMeta>(value.value()).ok();
+            add(&mut target, key.value(), meta).map_err(|e| from_redb(path, e))?;
+        }
+    }
+    txn.commit().map_err(|e| from_redb(path, e))
 }
 
 /// Creates the tables and records the format version, in one durable commit.

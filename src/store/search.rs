@@ -14,13 +14,12 @@
 //! as it usually is: the first input already holds its words.
 
 use super::db::{Access, Store};
-use super::error::{StoreError, from_redb};
+use super::error::StoreError;
 use super::meta::SessionMeta;
-use super::schema::{ACTIVITY, SEARCH, SESSIONS};
+use super::schema;
+use super::schema::{ACTIVITY, SEARCH};
 use super::summary::title_from_input;
-use redb::{
-    Database, ReadableDatabase, ReadableTable, ReadableTableMetadata, TableError, WriteTransaction,
-};
+use redb::{Database, ReadableDatabase, ReadableTable, ReadableTableMetadata, WriteTransaction};
 use std::cell::RefCell;
 use std::ops::ControlFlow;
 use std::path::Path;
@@ -139,30 +138,16 @@ pub(super) fn sync(
 
 /// Creates the table from the session index when the database has none yet.
 pub(super) fn ensure(db: &Database, path: &Path) -> Result<(), StoreError> {
-    let read = db.begin_read().map_err(|e| from_redb(path, e))?;
-    match read.open_table(SEARCH) {
-        Ok(_) => return Ok(()),
-        Err(TableError::TableDoesNotExist(_)) => {}
-        Err(err) => return Err(from_redb(path, err)),
+    if !schema::is_missing(db, path, SEARCH)? {
+        return Ok(());
     }
-    drop(read);
-    let mut txn = db.begin_write().map_err(|e| from_redb(path, e))?;
-    txn.set_durability(redb::Durability::Immediate)
-        .map_err(|e| from_redb(path, e))?;
-    {
-        let sessions = txn.open_table(SESSIONS).map_err(|e| from_redb(path, e))?;
-        let mut search = txn.open_table(SEARCH).map_err(|e| from_redb(path, e))?;
-        for entry in sessions.iter().map_err(|e| from_redb(path, e))? {
-            let (key, value) = entry.map_err(|e| from_redb(path, e))?;
-            // An entry that does not decode is listed by nothing anyway.
-            if let Ok(meta) = serde_json::from_slice::<SessionMeta>(value.value()) {
-                search
-                    .insert(key.value(), encode(&meta).as_slice())
-                    .map_err(|e| from_redb(path, e))?;
-            }
+    schema::derive_from_index(db, path, SEARCH, |search, id, meta| {
+        // An entry that does not decode is listed by nothing anyway.
+        if let Some(meta) = meta {
+            search.insert(id, encode(&meta).as_slice())?;
         }
-    }
-    txn.commit().map_err(|e| from_redb(path, e))
+        Ok(())
+    })
 }
 
 impl Store {

@@ -4,9 +4,9 @@
 //! the index once when a database from before them is opened.
 
 use super::error::{StoreError, from_redb};
-use super::meta::SessionMeta;
-use super::schema::{SESSIONS, TOTALS};
-use redb::{Database, ReadableDatabase, ReadableTable, TableError, WriteTransaction};
+use super::schema;
+use super::schema::TOTALS;
+use redb::{Database, ReadableDatabase, ReadableTable, WriteTransaction};
 use std::path::Path;
 
 const SESSIONS_KEY: &str = "sessions";
@@ -40,47 +40,29 @@ impl Totals {
 
 /// Reads the totals, first building them from the session index when the database has none.
 pub(super) fn ensure(db: &Database, path: &Path) -> Result<Totals, StoreError> {
-    let read = db.begin_read().map_err(|e| from_redb(path, e))?;
-    match read.open_table(TOTALS) {
-        Ok(table) => {
-            let get = |key| {
-                table
-                    .get(key)
-                    .map(|v| v.map_or(0, |g| g.value()))
-                    .map_err(|e| from_redb(path, e))
-            };
-            return Ok(Totals {
-                sessions: get(SESSIONS_KEY)?,
-                transcript_bytes: get(BYTES_KEY)?,
-            });
-        }
-        Err(TableError::TableDoesNotExist(_)) => {}
-        Err(err) => return Err(from_redb(path, err)),
-    }
-    drop(read);
-    let mut txn = db.begin_write().map_err(|e| from_redb(path, e))?;
-    txn.set_durability(redb::Durability::Immediate)
-        .map_err(|e| from_redb(path, e))?;
-    let mut totals = Totals::default();
-    {
-        let sessions = txn.open_table(SESSIONS).map_err(|e| from_redb(path, e))?;
-        for entry in sessions.iter().map_err(|e| from_redb(path, e))? {
-            let (_, value) = entry.map_err(|e| from_redb(path, e))?;
+    if schema::is_missing(db, path, TOTALS)? {
+        let mut totals = Totals::default();
+        schema::derive_from_index(db, path, TOTALS, |table, _, meta| {
             totals.sessions += 1;
-            if let Ok(meta) = serde_json::from_slice::<SessionMeta>(value.value()) {
-                totals.transcript_bytes += meta.transcript_bytes;
-            }
-        }
-        let mut table = txn.open_table(TOTALS).map_err(|e| from_redb(path, e))?;
-        table
-            .insert(SESSIONS_KEY, totals.sessions)
-            .map_err(|e| from_redb(path, e))?;
-        table
-            .insert(BYTES_KEY, totals.transcript_bytes)
-            .map_err(|e| from_redb(path, e))?;
+            totals.transcript_bytes += meta.map_or(0, |m| m.transcript_bytes);
+            table.insert(SESSIONS_KEY, totals.sessions)?;
+            table.insert(BYTES_KEY, totals.transcript_bytes)?;
+            Ok(())
+        })?;
+        return Ok(totals);
     }
-    txn.commit().map_err(|e| from_redb(path, e))?;
-    Ok(totals)
+    let read = db.begin_read().map_err(|e| from_redb(path, e))?;
+    let table = read.open_table(TOTALS).map_err(|e| from_redb(path, e))?;
+    let get = |key| {
+        table
+            .get(key)
+            .map(|v| v.map_or(0, |g| g.value()))
+            .map_err(|e| from_redb(path, e))
+    };
+    Ok(Totals {
+        sessions: get(SESSIONS_KEY)?,
+        transcript_bytes: get(BYTES_KEY)?,
+    })
 }
 
 /// Adds `delta` to the stored totals, inside the caller's transaction.

@@ -14,7 +14,9 @@ use super::transcript::{Transcript, cells_from_history};
 use super::view;
 use crate::domain::{SessionId, SessionKey};
 use crate::gateway::{SendUserMessage, SessionManager};
-use crate::session::{OutputFilter, SessionEvent, Subscription, UserInput};
+use crate::session::{
+    OutputFilter, SessionError, SessionEvent, SessionHandle, Subscription, UserInput,
+};
 use crate::store::Store;
 use crate::tools::{ToolContext, ToolRegistry};
 use crossterm::event::{Event, EventStream, KeyEventKind};
@@ -231,16 +233,8 @@ impl Runner {
         };
         app.status.tokens = meta.tokens;
         app.status.title = meta.title.clone();
-        match self.manager.attach(&meta).await {
-            Ok(handle) => {
-                app.session = Some(handle.id().clone());
-                match handle.subscribe(OutputFilter::ALL).await {
-                    Ok(events) => self.events = Some(events),
-                    Err(err) => app.notice(format!("could not follow the session: {err}")),
-                }
-            }
-            Err(err) => app.notice(format!("could not open the session: {err}")),
-        }
+        let attached = self.manager.attach(&meta).await;
+        self.follow(app, attached).await;
     }
 
     /// Opens the session picker; `first` when it is what tern opened with.
@@ -332,11 +326,16 @@ impl Runner {
 
     /// Attaches to the session the key talks to (starting it when needed).
     async fn subscribe(&mut self, app: &mut App) {
-        match self
+        let opened = self
             .manager
             .handle(&self.launch_key, &self.project_dir)
-            .await
-        {
+            .await;
+        self.follow(app, opened).await;
+    }
+
+    /// Follows the events of a session just opened.
+    async fn follow(&mut self, app: &mut App, opened: Result<SessionHandle, SessionError>) {
+        match opened {
             Ok(handle) => {
                 app.session = Some(handle.id().clone());
                 match handle.subscribe(OutputFilter::ALL).await {

@@ -58,26 +58,10 @@ impl Transcript {
                 is_error,
                 ..
             } => self.tool_done(id, content, *is_error, now),
-            SessionEvent::Compacted {
-                messages_before,
-                messages_after,
-                tokens_before,
-                tokens_after,
-                notes,
-                ..
-            } => {
-                let notes = if *notes {
-                    "with notes"
-                } else {
-                    "without notes"
-                };
-                self.push(CellKind::Notice {
-                    text: format!(
-                        "compacted the conversation to fit the context window: \
-                         {messages_before} → {messages_after} messages, about {tokens_before} → \
-                         {tokens_after} tokens ({notes})"
-                    ),
-                });
+            SessionEvent::Compacted { .. } => {
+                if let Some(text) = event.compaction_summary() {
+                    self.push(CellKind::Notice { text });
+                }
             }
             SessionEvent::TurnCompleted { text, stop, .. } => {
                 let streamed = self.stream.answer.is_some() || !self.stream.text.is_empty();
