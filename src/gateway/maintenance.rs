@@ -232,6 +232,40 @@ impl BudgetWatch {
     }
 }
 
+/// What a pass that only reports (`warn` mode, at start or when a write crossed a limit)
+/// can tell from the running totals and the oldest session, without reading the index: so
+/// an idle start of a big store costs nothing. `tern sessions cleanup --dry-run` lists the
+/// removals themselves.
+pub fn report(store: &Store, watch: &BudgetWatch, bus: &LifecycleBus) -> Result<(), StoreError> {
+    let limits = watch.limits();
+    let totals = store.totals();
+    if let Some((bytes, max)) = watch.over_bytes(totals) {
+        bus.emit(LifecycleEvent::over_budget(bytes, max, limits.mode));
+    }
+    if totals.sessions > limits.max_entries {
+        tracing::info!(
+            sessions = totals.sessions,
+            max_entries = limits.max_entries,
+            "more sessions are stored than max_entries allows; `tern sessions cleanup --dry-run` \
+             shows which would go (mode = \"warn\" removes nothing)"
+        );
+    }
+    let prune_ms = i64::try_from(limits.prune_after.as_millis()).unwrap_or(i64::MAX);
+    let cutoff = jiff::Timestamp::now()
+        .as_millisecond()
+        .saturating_sub(prune_ms);
+    if store
+        .oldest_activity_ms()?
+        .is_some_and(|oldest| oldest < cutoff)
+    {
+        tracing::info!(
+            "some sessions are older than prune_after; `tern sessions cleanup --dry-run` shows \
+             which would go (mode = \"warn\" removes nothing)"
+        );
+    }
+    Ok(())
+}
+
 /// One maintenance pass while tern runs: take the inventory, plan around the sessions in
 /// use, report, and in `enforce` mode remove. Blocking; run it off the async threads.
 pub fn pass(

@@ -13,6 +13,7 @@
 use super::events::{LifecycleBus, LifecycleEvent};
 use super::maintenance::{self, BudgetWatch, Check};
 use super::reset::{self, ResetReason};
+use crate::config::MaintenanceMode;
 use crate::domain::{InvalidSessionKey, SessionId, SessionKey};
 use crate::session::{
     OutputFilter, SessionDeps, SessionError, SessionHandle, Subscription, UserInput,
@@ -295,8 +296,8 @@ impl SessionManager {
         Ok(id)
     }
 
-    /// Runs a maintenance pass now, around the sessions in use, and returns its plan
-    /// (carried out in `enforce` mode).
+    /// Runs a whole maintenance pass now, around the sessions in use, and returns its plan
+    /// (carried out in `enforce` mode, reported in `warn` mode).
     pub async fn maintain(&self) -> Result<Plan, GatewayError> {
         run_pass(&self.deps, &self.watch, &self.bus, &self.live).await
     }
@@ -334,7 +335,9 @@ impl SessionManager {
     }
 
     /// The maintenance task: a pass at start (ages and counts may be over since the last
-    /// run), then one each time a write crosses a limit. Ends with the manager.
+    /// run), then one each time a write crosses a limit. In `warn` mode these passes only
+    /// report, from the totals; in `enforce` mode they take the inventory and remove. Ends
+    /// with the manager.
     fn start_maintenance(&self) {
         let deps = Arc::downgrade(&self.deps);
         let watch = self.watch.clone();
@@ -346,7 +349,24 @@ impl SessionManager {
                 let (Some(deps), Some(live)) = (deps.upgrade(), live.upgrade()) else {
                     return;
                 };
-                if let Err(err) = run_pass(&deps, &watch, &bus, &live).await {
+                let passed = match watch.limits().mode {
+                    MaintenanceMode::Warn => {
+                        let (deps, watch, bus) = (deps.clone(), watch.clone(), bus.clone());
+                        tokio::task::spawn_blocking(move || {
+                            let reported = maintenance::report(&deps.store, &watch, &bus);
+                            watch.settle(deps.store.totals());
+                            reported
+                        })
+                        .await
+                        .map_err(|err| err.to_string())
+                        .and_then(|done| done.map_err(|err| err.to_string()))
+                    }
+                    MaintenanceMode::Enforce => run_pass(&deps, &watch, &bus, &live)
+                        .await
+                        .map(|_| ())
+                        .map_err(|err| err.to_string()),
+                };
+                if let Err(err) = passed {
                     tracing::warn!(%err, "maintenance pass failed");
                 }
                 drop((deps, live));

@@ -70,6 +70,17 @@ pub(super) fn touch(
 impl Store {
     /// Up to `limit` sessions that `keep` accepts, most recently used first. Reads the index
     /// entries of the sessions it returns (and of those `keep` turns down), not all of them.
+    /// When the least recently used session was last used, if there is any: what tells
+    /// cheaply whether anything is past `prune_after`.
+    pub fn oldest_activity_ms(&self) -> Result<Option<i64>, StoreError> {
+        self.run(Access::Read, |db, _| {
+            let txn = db.begin_read().map_err(|e| self.err(e))?;
+            let activity = txn.open_table(ACTIVITY).map_err(|e| self.err(e))?;
+            let first = activity.first().map_err(|e| self.err(e))?;
+            Ok(first.map(|(key, _)| key.value().0))
+        })
+    }
+
     pub fn recent(
         &self,
         limit: usize,

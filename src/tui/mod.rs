@@ -42,3 +42,15 @@ pub use highlight::{HighlightedLine, highlight};
 pub use markdown::render_markdown;
 pub use theme::{Theme, ThemeError};
 pub use wrap::{WrapCache, hard_wrap, wrap, wrap_prefixed};
+
+/// Hands memory freed after a big one-off job (building the picker's index, loading a long
+/// session) back to the system, so the process's size follows what it keeps rather than
+/// what it once read. Only glibc keeps freed pages this way; elsewhere nothing is done.
+pub fn release_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only returns unused heap pages to the system; it has no
+    // preconditions and touches no memory in use.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}

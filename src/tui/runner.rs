@@ -122,7 +122,11 @@ pub async fn run(mut app: App, launch: Launch) -> std::io::Result<Exit> {
         }),
     };
     if let Some(id) = launch.resumed {
+        // A long session takes a moment to read: the screen comes first.
+        app.status.flash = Some((format!("opening session {}…", id.short()), Instant::now()));
+        runner.draw(&mut app, &mut terminal, Instant::now())?;
         runner.open(&mut app, id).await;
+        app.status.flash = None;
     }
     runner.read_branch();
     if launch.pick {
@@ -226,6 +230,8 @@ impl Runner {
             Ok(records) => app.transcript = Transcript::with_cells(cells_from_history(&records)),
             Err(err) => app.notice(format!("could not read the session's journal: {err}")),
         }
+        // The journal as read is dropped; its cells stay.
+        super::release_freed_memory();
         let meta = match self.store.meta(&id) {
             Ok(Some(meta)) => meta,
             Ok(None) => return app.notice(format!("session {} is gone", id.short())),

@@ -482,3 +482,133 @@ fn the_approval_modal() {
         }]
     );
 }
+
+#[test]
+fn slash_commands_and_shell_lines_become_actions() {
+    use tern::tui::app::Action;
+    let now = Instant::now();
+    let mut app = app();
+    let mut run = |line: &str| -> Vec<Action> {
+        app.composer.set(line);
+        // Enter with a popup open would run its choice instead; close it first.
+        app.key(KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE), now);
+        app.key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE), now)
+    };
+    assert_eq!(run("/new"), [Action::Reset]);
+    assert_eq!(run("/reset"), [Action::Reset]);
+    assert_eq!(run("/resume"), [Action::Pick]);
+    assert_eq!(run("/compact"), [Action::Compact]);
+    assert_eq!(run("/quit"), [Action::Quit]);
+    assert_eq!(
+        run("/model claude-opus-4-1"),
+        [Action::SwitchModel("claude-opus-4-1".into())]
+    );
+    assert_eq!(run("/export notes.md"), [Action::Export("notes.md".into())]);
+    assert_eq!(
+        run("!git status --short"),
+        [Action::Shell("git status --short".into())]
+    );
+    assert_eq!(run("/theme light"), []);
+    assert_eq!(run("/help"), []);
+    assert_eq!(run("/status"), []);
+    assert_eq!(run("/frobnicate"), []);
+    assert_eq!(
+        run("//not a command"),
+        [Action::Send("//not a command".into())]
+    );
+    assert_eq!(app.theme.name, "light");
+    let notices: Vec<String> = app
+        .transcript
+        .cells
+        .iter()
+        .filter_map(|c| match &c.kind {
+            tern::tui::transcript::CellKind::Notice { text } => Some(text.clone()),
+            _ => None,
+        })
+        .collect();
+    assert!(notices.iter().any(|n| n == "theme: light"), "{notices:?}");
+    assert!(
+        notices
+            .iter()
+            .any(|n| n.contains("/resume") && n.contains("ctrl+o")),
+        "help: {notices:?}"
+    );
+    assert!(
+        notices
+            .iter()
+            .any(|n| n.starts_with("session ") && n.contains("claude-sonnet-4-5")),
+        "status: {notices:?}"
+    );
+    assert!(
+        notices
+            .iter()
+            .any(|n| n.contains("unknown command /frobnicate")),
+        "{notices:?}"
+    );
+    // A bad theme name is an explanation, not a failure.
+    let mut app = self::app();
+    app.composer.set("/theme nosuch");
+    app.key(KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE), now);
+    app.key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE), now);
+    assert_eq!(app.theme.name, "dark");
+}
+
+#[test]
+fn a_shell_commands_output_goes_with_the_next_message() {
+    use tern::tui::app::{Action, AppEvent};
+    let now = Instant::now();
+    let mut app = app();
+    app.app_event(AppEvent::ShellDone {
+        command: "cargo --version".into(),
+        output: "cargo 1.95.0\n".into(),
+        ok: true,
+    });
+    typed(&mut app, "which version is this?", now);
+    let sent = app.key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE), now);
+    let [Action::Send(message)] = sent.as_slice() else {
+        panic!("{sent:?}")
+    };
+    assert!(
+        message.contains("[I ran `cargo --version` in the project"),
+        "{message}"
+    );
+    assert!(message.contains("cargo 1.95.0") && message.ends_with("which version is this?"));
+    // Only once.
+    typed(&mut app, "and now?", now);
+    let sent = app.key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE), now);
+    assert_eq!(sent, [Action::Send("and now?".into())]);
+}
+
+#[test]
+fn ctrl_c_clears_then_quits_and_esc_interrupts_a_turn() {
+    use tern::tui::app::Action;
+    let now = Instant::now();
+    let ctrl = |c| KeyEvent::new(KeyCode::Char(c), KeyModifiers::CONTROL);
+    let mut app = app();
+    typed(&mut app, "draft", now);
+    assert!(app.key(ctrl('c'), now).is_empty());
+    assert!(app.composer.is_empty(), "the first Ctrl-C clears");
+    assert!(app.key(ctrl('c'), now).is_empty(), "then it warns");
+    assert_eq!(
+        app.key(ctrl('c'), now + Duration::from_millis(500)),
+        [Action::Quit]
+    );
+    let mut app = self::app();
+    assert!(app.key(ctrl('c'), now).is_empty());
+    assert!(
+        app.key(ctrl('c'), now + Duration::from_millis(1500))
+            .is_empty(),
+        "too slow: a new first press"
+    );
+    assert_eq!(
+        app.key(ctrl('d'), now),
+        [Action::Quit],
+        "Ctrl-D on an empty composer"
+    );
+    let mut app = self::app();
+    started(&mut app, "go", now);
+    assert_eq!(
+        app.key(KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE), now),
+        [Action::Cancel]
+    );
+}

@@ -237,6 +237,8 @@ fn search_thread(store: &Store, shared: &SearchShared, outbox: &Outbox) {
             return;
         }
     };
+    // The scan's buffers are gone; what stays is the index.
+    crate::tui::release_freed_memory();
     outbox.send(Update::Index(Ok(index.clone())));
     let mut previous: Option<Finished> = None;
     while let Some(job) = next_job(shared) {

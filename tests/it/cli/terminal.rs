@@ -151,6 +151,19 @@ fn the_terminal_interface_talks_quits_and_shows_the_history_again() {
     assert!(screen.contains("✓ shell_execute"), "{screen}");
     tmux.wait_for("The answer question");
     tmux.wait_for("ready ·");
+    // `!` runs a command of the person's own; `/export` writes the transcript.
+    tmux.type_text("!echo from-the-shell");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("from-the-shell");
+    tmux.type_text("/export transcript.md");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("transcript written to");
+    let exported = std::fs::read_to_string(cli.home.project().join("transcript.md")).unwrap();
+    assert!(
+        exported.contains("what is the answer?")
+            && exported.contains("The answer is **forty-two**."),
+        "{exported}"
+    );
     // Shrunk to almost nothing and back: it keeps running.
     tmux.resize(20, 5);
     std::thread::sleep(Duration::from_millis(300));
