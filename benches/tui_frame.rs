@@ -126,7 +126,8 @@ fn main() {
     group.bench_function("frame_10k_messages_in_the_middle", |b| {
         b.iter(|| frame(black_box(&mut middle), &mut terminal))
     });
-    // A reply streaming into the last cell: a word per frame.
+    // A reply streaming into the last cell, a word per frame, in paragraphs of 60 words
+    // (only the paragraph being written is rendered again each frame).
     let mut streaming = app(&records);
     let now = tokio::time::Instant::now();
     streaming.session_event(
@@ -135,14 +136,16 @@ fn main() {
         },
         now,
     );
+    let mut words = 0usize;
     group.bench_function("frame_10k_messages_streaming_a_word", |b| {
         b.iter(|| {
-            streaming.session_event(
-                &SessionEvent::TextDelta {
-                    text: " word".into(),
-                },
-                now,
-            );
+            words += 1;
+            let text = if words % 60 == 0 {
+                " word.\n\n"
+            } else {
+                " word"
+            };
+            streaming.session_event(&SessionEvent::TextDelta { text: text.into() }, now);
             frame(black_box(&mut streaming), &mut terminal)
         })
     });

@@ -106,69 +106,112 @@ pub struct Cell {
 
 /// The finished part of a streaming reply (everything before its last blank line outside a
 /// code block), rendered once per width; only the paragraph being written is rendered again
-/// on each frame.
+/// on each frame, and the text is scanned for paragraph ends only where it grew.
 #[derive(Debug, Clone, Default)]
 struct StablePrefix {
-    /// Bytes of the text the lines were rendered from, and for which width and view.
+    /// Bytes of the text the prefix lines were rendered from, and for which width and view.
     key: Option<(usize, u16, View)>,
-    lines: Vec<Line<'static>>,
+    /// How many of the cached lines are the prefix's.
+    prefix_lines: usize,
+    scan: Scan,
+}
+
+/// How far a streaming text has been looked through for paragraph ends.
+#[derive(Debug, Clone, Copy, Default)]
+struct Scan {
+    /// Up to the end of its last complete line.
+    offset: usize,
+    in_fence: bool,
+    previous_blank: bool,
+    /// Just after the last blank line outside a code block.
+    cut: usize,
+}
+
+impl Scan {
+    /// Looks through what `text` gained since the last call; returns where its finished
+    /// paragraphs end.
+    fn advance(&mut self, text: &str) -> usize {
+        if self.offset > text.len() || !text.is_char_boundary(self.offset) {
+            *self = Scan::default();
+        }
+        for line in text[self.offset..].split_inclusive('\n') {
+            if !line.ends_with('\n') {
+                break;
+            }
+            let trimmed = line.trim_start();
+            if trimmed.starts_with("```") || trimmed.starts_with("~~~") {
+                self.in_fence = !self.in_fence;
+            }
+            let blank = line.trim().is_empty();
+            self.offset += line.len();
+            if blank && !self.in_fence && !self.previous_blank {
+                self.cut = self.offset;
+            }
+            self.previous_blank = blank;
+        }
+        self.cut
+    }
+}
+
+/// Renders `text` (whole paragraphs, or the one being written) after the lines in `out`,
+/// as rendering everything at once would have placed it: after a blank line, and without
+/// the reply's bullet, which only its first line has.
+fn append_block(out: &mut Vec<Line<'static>>, text: &str, width: u16, theme: &Theme) {
+    let text = text.trim_start_matches('\n');
+    if text.trim().is_empty() {
+        return;
+    }
+    let mut rest = markdown_block(text, width.max(4), theme);
+    if !out.is_empty() {
+        if let Some(first) = rest.first_mut()
+            && let Some(marker) = first.spans.first_mut()
+        {
+            *marker = Span::raw("  ");
+        }
+        out.push(Line::from("  "));
+    }
+    out.append(&mut rest);
 }
 
 impl StablePrefix {
-    fn lines(&mut self, text: &str, width: u16, view: View, theme: &Theme) -> Vec<Line<'static>> {
-        let cut = stable_cut(text);
-        if self.key != Some((cut, width, view)) {
-            self.lines = if cut == 0 {
-                Vec::new()
-            } else {
-                markdown_block(&text[..cut], width.max(4), theme)
-            };
-            self.key = Some((cut, width, view));
+    /// The lines of streaming `text` into `out`, which holds the lines of the last frame:
+    /// their prefix is kept when the finished part did not change.
+    fn render(
+        &mut self,
+        text: &str,
+        width: u16,
+        view: View,
+        theme: &Theme,
+        out: &mut Vec<Line<'static>>,
+    ) {
+        let cut = self.scan.advance(text);
+        match self.key {
+            Some((done, w, v)) if w == width && v == view && out.len() >= self.prefix_lines => {
+                out.truncate(self.prefix_lines);
+                // Paragraphs finished since the last frame join the prefix, rendered alone.
+                if cut > done {
+                    append_block(out, &text[done..cut], width, theme);
+                }
+            }
+            _ => {
+                out.clear();
+                if cut > 0 {
+                    append_block(out, &text[..cut], width, theme);
+                }
+            }
         }
+        self.prefix_lines = out.len();
+        self.key = Some((cut, width, view));
         let tail = &text[cut..];
-        let mut lines = self.lines.clone();
         if tail.trim().is_empty() {
-            if lines.is_empty() {
-                lines = markdown_block(tail, width.max(4), theme);
+            if out.is_empty() {
+                out.extend(markdown_block(tail, width.max(4), theme));
             }
         } else {
-            let mut rest = markdown_block(tail.trim_start_matches('\n'), width.max(4), theme);
-            if !lines.is_empty() {
-                // The bullet belongs to the reply's first line only.
-                if let Some(first) = rest.first_mut()
-                    && let Some(marker) = first.spans.first_mut()
-                {
-                    *marker = Span::raw("  ");
-                }
-                lines.push(Line::from("  "));
-            }
-            lines.append(&mut rest);
+            append_block(out, tail, width, theme);
         }
-        lines.push(Line::default());
-        lines
+        out.push(Line::default());
     }
-}
-
-/// Where the finished paragraphs of `text` end: just after its last blank line that is not
-/// inside a fenced code block (0 when there is none).
-fn stable_cut(text: &str) -> usize {
-    let mut in_fence = false;
-    let mut cut = 0;
-    let mut offset = 0;
-    let mut previous_blank = false;
-    for line in text.split_inclusive('\n') {
-        let trimmed = line.trim_start();
-        if trimmed.starts_with("```") || trimmed.starts_with("~~~") {
-            in_fence = !in_fence;
-        }
-        let blank = line.trim().is_empty() && line.ends_with('\n');
-        offset += line.len();
-        if blank && !in_fence && !previous_blank && offset < text.len() {
-            cut = offset;
-        }
-        previous_blank = blank;
-    }
-    cut
 }
 
 #[derive(Debug, Clone)]
@@ -224,7 +267,11 @@ impl Cell {
                     text,
                     streaming: true,
                     ..
-                } => self.stream.lines(text, width, view, theme),
+                } => {
+                    let mut lines = self.cache.take().map(|c| c.lines).unwrap_or_default();
+                    self.stream.render(text, width, view, theme, &mut lines);
+                    lines
+                }
                 kind => render(kind, width, view, theme),
             };
             self.cache = Some(Cached {
@@ -573,12 +620,48 @@ mod tests {
             let streaming = cell.lines(60, View::default(), &theme).to_vec();
             assert_eq!(text_of(&streaming), text_of(&finished), "{text:?}");
         }
-        assert_eq!(stable_cut("a\n\nb"), 3);
+        let cut = |text: &str| Scan::default().advance(text);
+        assert_eq!(cut("a\n\nb"), 3);
         assert_eq!(
-            stable_cut("```\na\n\nb"),
+            cut("```\na\n\nb"),
             0,
             "a blank line in a code block is not a cut"
         );
-        assert_eq!(stable_cut("no blank"), 0);
+        assert_eq!(cut("no blank"), 0);
+        // Fed piece by piece as it streams, the scan finds the same ends.
+        let text = "one\n\ntwo\n```\nx\n\ny\n```\n\nthree";
+        let mut scan = Scan::default();
+        for end in 1..=text.len() {
+            scan.advance(&text[..end]);
+        }
+        assert_eq!(scan.cut, cut(text));
+        assert_eq!(&text[scan.cut..], "three");
+        // A cell streamed a piece at a time ends as it would have been drawn whole.
+        let mut cell = Cell::new(CellKind::Assistant {
+            text: String::new(),
+            streaming: true,
+            interrupted: false,
+        });
+        let whole = samples[2];
+        for end in (1..=whole.len()).filter(|e| whole.is_char_boundary(*e)) {
+            if let CellKind::Assistant { text, .. } = cell.edit() {
+                *text = whole[..end].to_owned();
+            }
+            cell.lines(60, View::default(), &theme);
+        }
+        let finished = render(
+            &CellKind::Assistant {
+                text: whole.into(),
+                streaming: false,
+                interrupted: false,
+            },
+            60,
+            View::default(),
+            &theme,
+        );
+        assert_eq!(
+            text_of(cell.lines(60, View::default(), &theme)),
+            text_of(&finished)
+        );
     }
 }
