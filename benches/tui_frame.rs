@@ -140,7 +140,7 @@ fn main() {
     group.bench_function("frame_10k_messages_streaming_a_word", |b| {
         b.iter(|| {
             words += 1;
-            let text = if words % 60 == 0 {
+            let text = if words.is_multiple_of(60) {
                 " word.\n\n"
             } else {
                 " word"
