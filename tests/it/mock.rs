@@ -748,3 +748,36 @@ fn tern_home_holds_a_fresh_git_project_and_config() {
         Some(home.home().as_os_str())
     );
 }
+
+#[tokio::test]
+async fn the_first_run_finds_local_servers_by_their_model_listings() {
+    use tern::config::ProviderKind;
+    use tern::llm::local::find_on;
+    let mock = MockProvider::start().await;
+    let found = find_on(&mock.base_url(), &mock.base_url()).await;
+    let seen: Vec<(&str, ProviderKind, Option<&str>)> = found
+        .iter()
+        .map(|s| (s.name, s.kind, s.model.as_deref()))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("llama.cpp server", ProviderKind::OpenAi, Some("mock-model")),
+            ("Ollama", ProviderKind::Ollama, Some("mock-model")),
+        ]
+    );
+    assert_eq!(found[0].base_url, format!("{}/v1", mock.base_url()));
+    // The config it would write loads, and names the server.
+    let config = tern::config::load_from_str(
+        &found[1].config(),
+        std::path::Path::new("/c/config.toml"),
+        &tern::config::Environment::default(),
+    )
+    .expect("a valid config");
+    assert_eq!(config.default_provider().unwrap().base_url, mock.base_url());
+    // Nothing listening: nothing offered, quickly.
+    let closed = "http://127.0.0.1:9";
+    let started = std::time::Instant::now();
+    assert!(find_on(closed, closed).await.is_empty());
+    assert!(started.elapsed() < std::time::Duration::from_secs(2));
+}

@@ -13,6 +13,11 @@ struct Tmux {
 impl Tmux {
     /// Starts `tern args…` in a 100x30 window, in the project, with the mock as its provider.
     fn start(cli: &Cli, args: &[&str]) -> Self {
+        Self::start_with(cli, args, true)
+    }
+
+    /// [`Tmux::start`], with or without a provider in the environment.
+    fn start_with(cli: &Cli, args: &[&str], provider: bool) -> Self {
         let socket = format!(
             "tern-test-{}-{}",
             std::process::id(),
@@ -46,12 +51,15 @@ impl Tmux {
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
             .env("HOME", std::env::var_os("HOME").unwrap_or_default())
             .env("TERM", "xterm-256color");
-        for (name, value) in [
+        let mut env = vec![
             ("TERN_HOME", cli.home.home().display().to_string()),
-            ("ANTHROPIC_API_KEY", "test-key".to_owned()),
-            ("ANTHROPIC_BASE_URL", cli.mock.base_url()),
             ("TERM", "xterm-256color".to_owned()),
-        ] {
+        ];
+        if provider {
+            env.push(("ANTHROPIC_API_KEY", "test-key".to_owned()));
+            env.push(("ANTHROPIC_BASE_URL", cli.mock.base_url()));
+        }
+        for (name, value) in env {
             command.arg("-e").arg(format!("{name}={value}"));
         }
         let status = command.arg(script).status().unwrap_or_else(|err| {
@@ -193,4 +201,23 @@ fn the_terminal_interface_talks_quits_and_shows_the_history_again() {
     assert!(screen.contains("› what is the answer?"), "{screen}");
     picked.keys(&["C-d"]);
     picked.wait_for("[tern exited 0]");
+}
+
+#[test]
+fn a_first_run_without_a_provider_shows_what_to_set_up() {
+    let cli = Cli::new();
+    let tmux = Tmux::start_with(&cli, &[], false);
+    let screen = tmux.wait_for("set up a model provider");
+    assert!(screen.contains("ANTHROPIC_API_KEY"), "{screen}");
+    assert!(screen.contains("[providers."), "a minimal config: {screen}");
+    tmux.keys(&["q"]);
+    let screen = tmux.wait_for("[tern exited 0]");
+    assert!(
+        screen.contains("no model provider is configured"),
+        "said again on leaving: {screen}"
+    );
+    assert!(
+        !cli.home.config_path().exists(),
+        "nothing written without asking"
+    );
 }
