@@ -339,42 +339,25 @@ impl Store {
     /// The session's journal records after position `after`, in seq order, as [`Store::load`]
     /// reads them: what a snapshot taken at `after` needs replayed on top.
     pub fn load_after(&self, id: &SessionId, after: u64) -> Result<Vec<JournalRecord>, StoreError> {
-        self.run(Access::Read, |db, _| {
-            let txn = db.begin_read().map_err(|e| self.err(e))?;
-            let sessions = txn.open_table(SESSIONS).map_err(|e| self.err(e))?;
-            if sessions
-                .get(id.as_str())
-                .map_err(|e| self.err(e))?
-                .is_none()
-            {
-                return Err(unknown(id.as_str()));
-            }
-            let journal = txn.open_table(JOURNAL).map_err(|e| self.err(e))?;
-            let mut records = Vec::new();
-            for entry in journal
-                .range((id.as_str(), after.saturating_add(1))..=(id.as_str(), u64::MAX))
-                .map_err(|e| self.err(e))?
-            {
-                let (key, value) = entry.map_err(|e| self.err(e))?;
-                let seq = key.value().1;
-                match serde_json::from_slice::<JournalRecord>(value.value()) {
-                    Ok(record) => records.push(record),
-                    Err(err) => tracing::warn!(
-                        session = %id,
-                        seq,
-                        %err,
-                        "skipping a journal record that cannot be decoded"
-                    ),
-                }
-            }
-            Ok(records)
-        })
+        self.read_journal(id, after.saturating_add(1), None)
     }
 
     /// The last `n` records of the session's journal, in seq order: read backwards from its
     /// end, so a long journal costs no more than a short one. Records that no longer decode
     /// are skipped, as by [`Store::load`].
     pub fn tail(&self, id: &SessionId, n: usize) -> Result<Vec<JournalRecord>, StoreError> {
+        self.read_journal(id, 0, Some(n))
+    }
+
+    /// The session's records from seq `from` on, or only the last `last` of them, in seq
+    /// order. A record that no longer decodes (another tern version wrote it, or it is
+    /// damaged) is skipped with a warning rather than making the whole session unreadable.
+    fn read_journal(
+        &self,
+        id: &SessionId,
+        from: u64,
+        last: Option<usize>,
+    ) -> Result<Vec<JournalRecord>, StoreError> {
         self.run(Access::Read, |db, _| {
             let txn = db.begin_read().map_err(|e| self.err(e))?;
             let sessions = txn.open_table(SESSIONS).map_err(|e| self.err(e))?;
@@ -386,11 +369,15 @@ impl Store {
                 return Err(unknown(id.as_str()));
             }
             let journal = txn.open_table(JOURNAL).map_err(|e| self.err(e))?;
-            let mut records = Vec::with_capacity(n.min(64));
             let range = journal
-                .range((id.as_str(), 0)..=(id.as_str(), u64::MAX))
+                .range((id.as_str(), from)..=(id.as_str(), u64::MAX))
                 .map_err(|e| self.err(e))?;
-            for entry in range.rev().take(n) {
+            let entries: Box<dyn Iterator<Item = _>> = match last {
+                Some(n) => Box::new(range.rev().take(n)),
+                None => Box::new(range),
+            };
+            let mut records = Vec::new();
+            for entry in entries {
                 let (key, value) = entry.map_err(|e| self.err(e))?;
                 match serde_json::from_slice::<JournalRecord>(value.value()) {
                     Ok(record) => records.push(record),
@@ -402,7 +389,9 @@ impl Store {
                     ),
                 }
             }
-            records.reverse();
+            if last.is_some() {
+                records.reverse();
+            }
             Ok(records)
         })
     }
