@@ -39,6 +39,12 @@ pub async fn run(args: LaunchArgs) -> anyhow::Result<Outcome> {
     let store = setup::open_store(&loaded.paths)?;
     let found = find(&args, &store)?;
     let model_args = args.model.or_session(found.as_ref());
+    // A model asked for when resuming (`-r ID --model …`, `/model`) is the session's from now on.
+    if let Some(meta) = &found
+        && !args.model.overrides().is_empty()
+    {
+        store.set_overrides(&meta.id, &args.model.overrides())?;
+    }
     let client = match setup::model_client(&loaded.config, &model_args, setup::KeyCheck::Required) {
         Ok(client) => client,
         Err(err) => return super::first_run::run(&loaded, &err.to_string()).await,
@@ -88,7 +94,10 @@ pub async fn run(args: LaunchArgs) -> anyhow::Result<Outcome> {
     );
     tell_warm_up(&mut app, &store, &warmed, resumed.as_ref());
     if args.restarted_from.is_some() {
-        app.notice("tern restarted with the changed configuration");
+        app.notice(format!(
+            "tern started again on this session, with {}",
+            app.status.model
+        ));
     }
 
     let (stop_tx, stop) = tokio::sync::oneshot::channel();

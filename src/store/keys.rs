@@ -4,7 +4,7 @@
 
 use super::db::{Access, Store, StoreChange, unknown};
 use super::error::StoreError;
-use super::meta::SessionMeta;
+use super::meta::{Overrides, SessionMeta};
 use super::schema::{KEYS, SESSIONS};
 use super::search;
 use super::totals::Delta;
@@ -32,6 +32,13 @@ impl Store {
     pub fn set_session_dir(&self, id: &SessionId, dir: &std::path::Path) -> Result<(), StoreError> {
         let dir = dir.to_owned();
         self.update_meta(id, move |meta| meta.session_dir = Some(dir.clone()))
+    }
+
+    /// Records the provider and model a session goes on with (asked for when resuming it),
+    /// used again when it is resumed without either.
+    pub fn set_overrides(&self, id: &SessionId, overrides: &Overrides) -> Result<(), StoreError> {
+        let overrides = overrides.clone();
+        self.update_meta(id, move |meta| meta.overrides = overrides.clone())
     }
 
     /// Changes a session's index entry in place, durably; its activity time stays.

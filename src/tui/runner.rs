@@ -227,7 +227,12 @@ impl Runner {
     async fn open(&mut self, app: &mut App, id: SessionId) {
         warm_up_highlighting(&self.project_dir);
         match self.store.load(&id) {
-            Ok(records) => app.transcript = Transcript::with_cells(cells_from_history(&records)),
+            Ok(records) => {
+                // The history goes above whatever was said before it was read (notices).
+                let mut cells = cells_from_history(&records);
+                cells.append(&mut app.transcript.cells);
+                app.transcript = Transcript::with_cells(cells);
+            }
             Err(err) => app.notice(format!("could not read the session's journal: {err}")),
         }
         // The journal as read is dropped; its cells stay.

@@ -172,6 +172,22 @@ fn the_terminal_interface_talks_quits_and_shows_the_history_again() {
             && exported.contains("The answer is **forty-two**."),
         "{exported}"
     );
+    // `/model` starts tern again on the same conversation with the other model.
+    tmux.type_text("/model other-model");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("tern started again on this session, with other-model");
+    let screen = tmux.wait_for("The answer is forty-two.");
+    assert!(screen.contains("other-model (anthropic)"), "{screen}");
+    cli.mock.push(Reply::text("Now from the other model."));
+    tmux.type_text("and now?");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("Now from the other model.");
+    let last = cli.mock.model_requests().pop().unwrap();
+    assert_eq!(last.model(), Some("other-model"));
+    assert!(
+        last.texts().iter().any(|t| t == "what is the answer?"),
+        "the same conversation"
+    );
     // Shrunk to almost nothing and back: it keeps running.
     tmux.resize(20, 5);
     std::thread::sleep(Duration::from_millis(300));
@@ -185,10 +201,12 @@ fn the_terminal_interface_talks_quits_and_shows_the_history_again() {
         "{screen}"
     );
 
-    // `tern -c` opens the same conversation, its history on screen.
+    // `tern -c` opens the same conversation, its history on screen, with the model it was
+    // switched to.
     let again = Tmux::start(&cli, &["-c"]);
     let screen = again.wait_for("The answer is forty-two.");
     assert!(screen.contains("› what is the answer?"), "{screen}");
+    assert!(screen.contains("other-model (anthropic)"), "{screen}");
     again.keys(&["C-d"]);
     again.wait_for("[tern exited 0]");
 
