@@ -98,8 +98,6 @@ pub struct App {
     shell_context: Vec<String>,
     last_ctrl_c: Option<Instant>,
     pub session: Option<SessionId>,
-    /// Whether a turn (or a compaction) is running.
-    pub busy: bool,
     /// Calls waiting for the person's approval, the first one shown.
     pub asking: VecDeque<Asking>,
 }
@@ -117,7 +115,6 @@ impl App {
             shell_context: Vec::new(),
             last_ctrl_c: None,
             session: None,
-            busy: false,
             asking: VecDeque::new(),
         }
     }
@@ -145,7 +142,7 @@ impl App {
         match key.code {
             KeyCode::Char('c') if ctrl => return self.ctrl_c(now),
             KeyCode::Char('d') if ctrl && self.composer.is_empty() => return vec![Action::Quit],
-            KeyCode::Esc if self.busy => return vec![Action::Cancel],
+            KeyCode::Esc if self.busy() => return vec![Action::Cancel],
             KeyCode::Esc => return Vec::new(),
             KeyCode::Char('t') if ctrl => {
                 self.transcript.view.thinking_open = !self.transcript.view.thinking_open;
@@ -353,7 +350,6 @@ impl App {
     pub fn reset_view(&mut self) {
         self.transcript = Transcript::default();
         self.asking.clear();
-        self.busy = false;
         self.session = None;
         self.status.working = None;
         self.status.tokens = Default::default();
@@ -418,7 +414,6 @@ impl App {
                 Phase::Processing => self.working(now, "working"),
                 Phase::Compacting => self.working(now, "compacting"),
                 Phase::Ready | Phase::Passivating => {
-                    self.busy = false;
                     self.status.working = None;
                 }
                 Phase::Recovering => {}
@@ -428,7 +423,6 @@ impl App {
                 self.status.context_tokens = usage.context_tokens() + usage.output_tokens;
             }
             SessionEvent::TurnCompleted { .. } | SessionEvent::TurnFailed { .. } => {
-                self.busy = false;
                 self.status.working = None;
                 // A turn that ended cannot wait for answers any more.
                 self.asking.clear();
@@ -458,7 +452,6 @@ impl App {
     }
 
     fn working(&mut self, now: Instant, what: &'static str) {
-        self.busy = true;
         if self.status.working.map(|(_, w)| w) != Some(what) {
             self.status.working = Some((now, what));
         }
@@ -539,10 +532,15 @@ impl App {
             self.status.flash = None;
         }
         self.status.scrolled = !self.transcript.at_bottom();
-        self.busy
+        self.busy()
             || self.status.flash.is_some()
             || self.transcript.cells.last().is_some_and(|c| c.is_live())
             || self.transcript.has_pending()
+    }
+
+    /// Whether a turn (or a compaction) is running.
+    pub fn busy(&self) -> bool {
+        self.status.working.is_some()
     }
 
     /// The open popup's title and choices, for drawing.
@@ -558,7 +556,7 @@ impl App {
     pub fn hint(&self) -> &'static str {
         if !self.asking.is_empty() {
             "answer above: y yes · a always · n no · esc no"
-        } else if self.busy {
+        } else if self.busy() {
             "write to add to this turn · esc interrupts"
         } else {
             "message tern · / commands · @ files · ! shell · ctrl+c ctrl+c quits"

@@ -448,7 +448,7 @@ impl Runner {
                     }
                 }
                 Action::Quit => {
-                    if app.busy
+                    if app.busy()
                         && let Ok(handle) = self
                             .manager
                             .handle(&self.launch_key, &self.project_dir)

@@ -100,44 +100,42 @@ impl Transcript {
     /// Moves what was streamed since the last frame into its cells. Returns whether anything
     /// changed.
     pub fn commit_pending(&mut self) -> bool {
-        let mut changed = false;
-        if !self.stream.thinking.is_empty() {
-            let chunk = std::mem::take(&mut self.stream.thinking);
-            let at = match self.stream.thought {
-                Some(at) => at,
-                None => {
-                    self.push(CellKind::Thinking {
-                        text: String::new(),
-                    });
-                    self.cells.len() - 1
-                }
-            };
-            self.stream.thought = Some(at);
-            if let CellKind::Thinking { text } = self.cells[at].edit() {
-                text.push_str(&chunk);
-            }
-            changed = true;
+        let thinking = std::mem::take(&mut self.stream.thinking);
+        let text = std::mem::take(&mut self.stream.text);
+        let thought = self.stream.thought;
+        self.stream.thought = self.append_streamed(thought, &thinking, || CellKind::Thinking {
+            text: String::new(),
+        });
+        let answer = self.stream.answer;
+        self.stream.answer = self.append_streamed(answer, &text, || CellKind::Assistant {
+            text: String::new(),
+            streaming: true,
+            interrupted: false,
+        });
+        !thinking.is_empty() || !text.is_empty()
+    }
+
+    /// Adds `chunk` to the streamed cell at `at`, or to a new one made by `new` when there is
+    /// none yet; returns where the cell is.
+    fn append_streamed(
+        &mut self,
+        at: Option<usize>,
+        chunk: &str,
+        new: impl FnOnce() -> CellKind,
+    ) -> Option<usize> {
+        if chunk.is_empty() {
+            return at;
         }
-        if !self.stream.text.is_empty() {
-            let chunk = std::mem::take(&mut self.stream.text);
-            let at = match self.stream.answer {
-                Some(at) => at,
-                None => {
-                    self.push(CellKind::Assistant {
-                        text: String::new(),
-                        streaming: true,
-                        interrupted: false,
-                    });
-                    self.cells.len() - 1
-                }
-            };
-            self.stream.answer = Some(at);
-            if let CellKind::Assistant { text, .. } = self.cells[at].edit() {
-                text.push_str(&chunk);
-            }
-            changed = true;
+        let at = at.unwrap_or_else(|| {
+            self.push(new());
+            self.cells.len() - 1
+        });
+        if let CellKind::Thinking { text } | CellKind::Assistant { text, .. } =
+            self.cells[at].edit()
+        {
+            text.push_str(chunk);
         }
-        changed
+        Some(at)
     }
 
     /// Whether streamed text waits to be committed.
@@ -211,40 +209,39 @@ impl Transcript {
         }
     }
 
-    fn set_tool_status(&mut self, id: &str, status: ToolStatus) {
-        let found = self
+    /// The call `id`'s tool cell, opened for a change.
+    fn tool_cell(&mut self, id: &str) -> Option<&mut ToolCell> {
+        let cell = self
             .cells
             .iter_mut()
             .rev()
-            .find(|c| matches!(&c.kind, CellKind::Tool(tool) if tool.id == id));
-        if let Some(cell) = found
-            && let CellKind::Tool(tool) = cell.edit()
-        {
+            .find(|c| matches!(&c.kind, CellKind::Tool(tool) if tool.id == id))?;
+        match cell.edit() {
+            CellKind::Tool(tool) => Some(tool),
+            _ => None,
+        }
+    }
+
+    fn set_tool_status(&mut self, id: &str, status: ToolStatus) {
+        if let Some(tool) = self.tool_cell(id) {
             tool.status = status;
         }
     }
 
     fn tool_done(&mut self, id: &str, content: &str, is_error: bool, now: Instant) {
-        let found = self
-            .cells
-            .iter_mut()
-            .rev()
-            .find(|c| matches!(&c.kind, CellKind::Tool(tool) if tool.id == id));
-        let Some(cell) = found else {
+        let Some(tool) = self.tool_cell(id) else {
             return;
         };
-        if let CellKind::Tool(tool) = cell.edit() {
-            let took = match tool.status {
-                ToolStatus::Running { since } => Some(now.saturating_duration_since(since)),
-                ToolStatus::Asking => None,
-                ToolStatus::Done { took, .. } => took,
-            };
-            tool.status = ToolStatus::Done {
-                ok: !is_error,
-                took,
-            };
-            tool.output = content.to_owned();
-        }
+        let took = match tool.status {
+            ToolStatus::Running { since } => Some(now.saturating_duration_since(since)),
+            ToolStatus::Asking => None,
+            ToolStatus::Done { took, .. } => took,
+        };
+        tool.status = ToolStatus::Done {
+            ok: !is_error,
+            took,
+        };
+        tool.output = content.to_owned();
     }
 
     fn failed(&mut self, category: ErrorCategory, message: &str, stop: TurnStop) {

@@ -50,6 +50,22 @@ fn reminder(world: &World, key: &str, text: &str) -> tern::gateway::SendUserMess
     message
 }
 
+/// Delivers `message` and waits until the session it went to is idle again.
+async fn settled(
+    manager: &SessionManager,
+    world: &World,
+    message: tern::gateway::SendUserMessage,
+) -> tern::gateway::Delivered {
+    let key = message.key.clone();
+    let delivered = manager.send(message).await.expect("delivered");
+    session_of(manager, world, &key)
+        .await
+        .state()
+        .await
+        .unwrap();
+    delivered
+}
+
 /// The names of the events received so far.
 fn names(events: &mut broadcast::Receiver<LifecycleEvent>) -> Vec<&'static str> {
     std::iter::from_fn(|| events.try_recv().ok())
@@ -83,19 +99,16 @@ async fn the_first_message_after_the_daily_boundary_starts_a_new_session() {
     hands.set(boundary + jiff::SignedDuration::from_mins(1));
 
     // A reminder after the boundary goes into the session it was set in.
-    let reminded = manager
-        .send(reminder(&world, key, "stand-up in 5 minutes"))
-        .await
-        .expect("delivered");
+    let reminded = settled(
+        &manager,
+        &world,
+        reminder(&world, key, "stand-up in 5 minutes"),
+    )
+    .await;
     assert_eq!(
         (reminded.session.clone(), reminded.reset),
         (first.clone(), None)
     );
-    session_of(&manager, &world, key)
-        .await
-        .state()
-        .await
-        .unwrap();
 
     let delivered = manager
         .send(message(&world, key, "good morning"))
@@ -148,13 +161,8 @@ async fn a_quiet_key_starts_afresh_after_idle_minutes_of_no_person() {
     hands.set(fresh_again + jiff::SignedDuration::from_mins(91));
     let mut job = reminder(&world, key, "build finished");
     job.input.kind = InputKind::JobResult;
-    let reported = manager.send(job).await.expect("delivered");
+    let reported = settled(&manager, &world, job).await;
     assert_eq!((reported.session, reported.reset), (first.clone(), None));
-    session_of(&manager, &world, key)
-        .await
-        .state()
-        .await
-        .unwrap();
 
     let delivered = manager
         .send(message(&world, key, "what happened?"))

@@ -19,6 +19,17 @@ fn stored_bytes(world: &World, id: &SessionId) -> u64 {
     meta.transcript_bytes + dir_size(meta.session_dir.as_ref().unwrap())
 }
 
+/// The ids of every session in the index.
+fn stored_ids(world: &World) -> HashSet<SessionId> {
+    world
+        .store
+        .list()
+        .unwrap()
+        .into_iter()
+        .map(|m| m.id)
+        .collect()
+}
+
 /// Sessions a (large, oldest), b (large, archived) and c (small), none of them running.
 async fn three_stored(world: &World) -> [SessionId; 3] {
     let manager = SessionManager::new(world.deps());
@@ -98,13 +109,7 @@ async fn a_write_over_the_budget_removes_archives_then_the_oldest_down_to_the_hi
         )),
         "{seen:?}"
     );
-    let left: HashSet<SessionId> = world
-        .store
-        .list()
-        .unwrap()
-        .into_iter()
-        .map(|m| m.id)
-        .collect();
+    let left = stored_ids(&world);
     assert_eq!(left, HashSet::from([c.clone(), d.clone()]));
     for gone in [&a, &b] {
         let folders = std::fs::read_dir(world.home.home().join("data/sessions")).unwrap();
@@ -180,13 +185,7 @@ async fn a_new_session_beyond_max_entries_removes_the_oldest_but_never_a_running
         seen.contains(&LifecycleEvent::Deleted { id: b.clone() }),
         "{seen:?}"
     );
-    let left: HashSet<SessionId> = world
-        .store
-        .list()
-        .unwrap()
-        .into_iter()
-        .map(|m| m.id)
-        .collect();
+    let left = stored_ids(&world);
     assert!(
         left.contains(&a) && left.contains(&c) && !left.contains(&b),
         "{left:?}"
