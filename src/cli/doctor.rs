@@ -1,49 +1,15 @@
-//! `tern doctor`: where tern keeps its files, the configuration it resolved, and whether
-//! each provider answers.
+//! `tern doctor`: where tern keeps its files, whether the session database is healthy, the
+//! configuration it resolved, and whether each provider answers. The paths and the database
+//! need no config file, so a broken one is reported beside them, not instead of them, and
+//! `--repair` works whatever the config says.
 
 use super::Outcome;
 use super::render::print_out;
-use super::setup;
+use super::{repair, setup};
 use crate::llm;
-use crate::store::Repair;
 use std::fmt::Write;
+use std::path::PathBuf;
 use std::time::Duration;
-
-/// `tern doctor --repair`.
-fn repair(db_file: &std::path::Path) -> anyhow::Result<Outcome> {
-    let text = match crate::store::repair(db_file)? {
-        Repair::Healthy => format!(
-            "The session database {} is healthy; nothing was changed.\n",
-            db_file.display()
-        ),
-        Repair::Rebuilt {
-            moved_to,
-            sessions,
-            records,
-            unreadable,
-            failure,
-        } => {
-            let mut text = format!(
-                "The session database {} was damaged. It was moved to {} and is kept there.\n",
-                db_file.display(),
-                moved_to.display()
-            );
-            match failure {
-                Some(why) => text.push_str(&format!(
-                    "Nothing could be read from it ({why}); tern starts with an empty database.\n"
-                )),
-                None => text.push_str(&format!(
-                    "Recovered {sessions} sessions and {records} journal records into a fresh \
-                     database; {unreadable} entries could not be read and stay only in the moved \
-                     file.\n"
-                )),
-            }
-            text
-        }
-    };
-    print_out(&text)?;
-    Ok(Outcome::Success)
-}
 
 /// How long one provider gets to answer the probe.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -51,19 +17,28 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Options of `tern doctor`.
 #[derive(Debug, clap::Args)]
 pub struct DoctorArgs {
-    /// Repair a damaged session database: move it aside (it is never deleted) and copy what
-    /// can still be read into a fresh one.
-    #[arg(long)]
+    /// Repair a damaged session database: move it aside (it is never deleted) and copy
+    /// everything still readable in it into a fresh one. Needs no valid config file.
+    #[arg(long, conflicts_with = "deep")]
     repair: bool,
+    /// Check the database fully: also decode every journal record and index entry and
+    /// compare their counts (the default check reads every page's checksum).
+    #[arg(long)]
+    deep: bool,
+    /// Runs the storage engine's worker on a file (internal).
+    #[arg(long, hide = true, num_args = 2, value_names = ["TASK", "FILE"])]
+    worker: Option<Vec<PathBuf>>,
 }
 
 pub async fn run(args: DoctorArgs) -> anyhow::Result<Outcome> {
-    let loaded = setup::load()?;
+    if let Some([task, file]) = args.worker.as_deref() {
+        return repair::worker(&task.to_string_lossy(), file);
+    }
+    let paths = setup::load_paths()?;
     if args.repair {
-        return repair(&loaded.paths.db_file);
+        return tokio::task::spawn_blocking(move || repair::repair(&paths.db_file)).await?;
     }
     let mut out = String::new();
-    let paths = &loaded.paths;
     let exists = |p: &std::path::Path| if p.exists() { "" } else { " (not created yet)" };
     writeln!(out, "Paths")?;
     writeln!(
@@ -90,7 +65,21 @@ pub async fn run(args: DoctorArgs) -> anyhow::Result<Outcome> {
         paths.log_dir.join("tern.log").display()
     )?;
     writeln!(out)?;
+    let db_file = paths.db_file.clone();
+    let deep = args.deep;
+    let (health, db_ok) =
+        tokio::task::spawn_blocking(move || repair::health(&db_file, deep)).await?;
+    write!(out, "Database\n  {health}")?;
+    writeln!(out)?;
     writeln!(out, "Configuration")?;
+    let loaded = match setup::load() {
+        Ok(loaded) => loaded,
+        Err(err) => {
+            writeln!(out, "  {err:#}")?;
+            print_out(&out)?;
+            return Ok(Outcome::TurnFailed);
+        }
+    };
     for line in loaded.config.render().lines() {
         writeln!(out, "  {line}")?;
     }
@@ -132,7 +121,7 @@ pub async fn run(args: DoctorArgs) -> anyhow::Result<Outcome> {
         Err(err) => writeln!(out, "\n{err}")?,
     }
     print_out(&out)?;
-    Ok(if any_ok {
+    Ok(if any_ok && db_ok {
         Outcome::Success
     } else {
         Outcome::TurnFailed

@@ -9,6 +9,7 @@ mod first_run;
 mod lifecycle;
 mod prompt;
 mod render;
+mod repair;
 mod run;
 mod sessions;
 mod setup;

@@ -111,7 +111,7 @@ fn table(sessions: &[SessionMeta], now: jiff::Timestamp) -> String {
 /// The shortest prefix of each id, at least 8 characters, that no other id in the list
 /// shares (as git shortens commit ids). Ids made within the same minute share their first
 /// eight characters, so a fixed length would not tell them apart.
-fn unique_prefixes<'a>(ids: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
+pub(super) fn unique_prefixes<'a>(ids: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
     let ids: Vec<&str> = ids.collect();
     let mut sorted = ids.clone();
     sorted.sort_unstable();

@@ -56,6 +56,14 @@ pub fn load() -> anyhow::Result<Loaded> {
     Ok(Loaded { paths, config })
 }
 
+/// Where tern keeps its files, without reading the config file (which may be what is
+/// broken), and logging started there.
+pub fn load_paths() -> anyhow::Result<config::Paths> {
+    let paths = Paths::from_env(&Environment::from_process())?;
+    init_logging(&paths.log_dir);
+    Ok(paths)
+}
+
 /// Opens the session database, creating it on first use.
 pub fn open_store(paths: &Paths) -> anyhow::Result<Arc<Store>> {
     Ok(Arc::new(Store::open(&paths.db_file)?))

@@ -20,13 +20,12 @@ use super::keys;
 use super::meta::SessionMeta;
 use super::schema::{self, Contents, JOURNAL, SESSIONS};
 use super::totals::{self, Delta, Totals};
-use super::{clean, owner, probe, search, summary};
+use super::{clean, codec, migrate, owner, probe, search, summary};
 use crate::domain::SessionId;
 use redb::backends::FileBackend;
 use redb::{
     Database, DatabaseError, Durability, ReadableDatabase, ReadableTable, WriteTransaction,
 };
-use serde::Serialize;
 use std::cell::Cell;
 use std::fs::OpenOptions;
 use std::io::ErrorKind;
@@ -100,15 +99,6 @@ pub(super) enum Access {
     Write,
 }
 
-/// A record as written: like `JournalRecord` but borrowing the event, so appending does not
-/// clone it before encoding. Serialises to the same JSON.
-#[derive(Serialize)]
-struct RecordRef<'a> {
-    seq: u64,
-    at_ms: i64,
-    event: &'a JournalEvent,
-}
-
 impl Store {
     /// Opens the database at `path`, creating it (and its folder) if absent.
     ///
@@ -116,6 +106,20 @@ impl Store {
     /// [`StoreError::Corrupt`] and left byte-for-byte as it was; a database held by another
     /// process (or another `Store` here) fails at once with [`StoreError::Locked`].
     pub fn open(path: &Path) -> Result<Store, StoreError> {
+        if let Some(folders) = super::repair::lost_with_folders(path) {
+            return Err(StoreError::Lost {
+                path: path.to_owned(),
+                missing: !path.exists(),
+                folders,
+                sessions_dir: super::repair::sessions_dir(path),
+            });
+        }
+        Self::open_with(path, Box::new(connect_file))
+    }
+
+    /// Opens (creating) the database at `path` even where session folders exist without
+    /// it: for a repair, which gives them their entries again.
+    pub(super) fn open_fresh(path: &Path) -> Result<Store, StoreError> {
         Self::open_with(path, Box::new(connect_file))
     }
 
@@ -135,8 +139,12 @@ impl Store {
             source,
         })?;
         let db = connect_path(path, &connect)?;
-        if schema::inspect(&db, path)? == Contents::Empty {
-            schema::initialize(&db, path)?;
+        match schema::inspect(&db, path)? {
+            Contents::Empty => schema::initialize(&db, path)?,
+            Contents::Tern { format } if format < schema::FORMAT_VERSION => {
+                migrate::frame_values(&db, path)?;
+            }
+            Contents::Tern { .. } => {}
         }
         activity::ensure(&db, path)?;
         search::ensure(&db, path)?;
@@ -195,7 +203,7 @@ impl Store {
     /// Adds a new session to the index. Fails with `SessionExists` if the id is taken.
     pub fn create_session(&self, meta: &SessionMeta) -> Result<(), StoreError> {
         check_utf8(&meta.project_dir)?;
-        let json = self.encode(meta)?;
+        let json = encode(codec::encode_meta(meta))?;
         self.write(|txn, attempt| {
             let mut sessions = txn.open_table(SESSIONS).map_err(|e| self.err(e))?;
             if let Some(existing) = sessions.get(meta.id.as_str()).map_err(|e| self.err(e))? {
@@ -289,7 +297,7 @@ impl Store {
             let mut added = 0;
             for event in events {
                 seq += 1;
-                let json = self.encode(&RecordRef { seq, at_ms, event })?;
+                let json = encode(codec::encode_record(id.as_str(), seq, at_ms, event))?;
                 journal
                     .insert((id.as_str(), seq), json.as_slice())
                     .map_err(|e| self.err(e))?;
@@ -302,7 +310,8 @@ impl Store {
                     event: event.clone(),
                 });
             }
-            let json = self.encode(&meta)?;
+            meta.revision += 1;
+            let json = encode(codec::encode_meta(&meta))?;
             sessions
                 .insert(id.as_str(), json.as_slice())
                 .map_err(|e| self.err(e))?;
@@ -379,7 +388,7 @@ impl Store {
             let mut records = Vec::new();
             for entry in entries {
                 let (key, value) = entry.map_err(|e| self.err(e))?;
-                match serde_json::from_slice::<JournalRecord>(value.value()) {
+                match codec::decode_record(id.as_str(), value.value()) {
                     Ok(record) => records.push(record),
                     Err(err) => tracing::warn!(
                         session = %id,
@@ -601,7 +610,7 @@ impl Store {
         let mut records = Vec::with_capacity(events.len());
         let mut bytes = 0;
         for (seq, event) in (base + 1..).zip(events) {
-            let expected = self.encode(&RecordRef { seq, at_ms, event })?;
+            let expected = encode(codec::encode_record(id.as_str(), seq, at_ms, event))?;
             let stored = journal.get((id.as_str(), seq)).map_err(|e| self.err(e))?;
             if stored.is_none_or(|bytes| bytes.value() != expected.as_slice()) {
                 return Ok(None);
@@ -629,13 +638,8 @@ impl Store {
         from_redb(&self.path, err)
     }
 
-    fn encode(&self, value: &impl Serialize) -> Result<Vec<u8>, StoreError> {
-        serde_json::to_vec(value)
-            .map_err(|err| StoreError::Internal(format!("could not encode a record: {err}")))
-    }
-
     pub(super) fn decode_meta(&self, id: &str, bytes: &[u8]) -> Result<SessionMeta, StoreError> {
-        serde_json::from_slice(bytes).map_err(|err| StoreError::Corrupt {
+        codec::decode_meta(id, bytes).map_err(|err| StoreError::Corrupt {
             path: self.path.clone(),
             detail: format!("the index entry of session {id} cannot be read: {err}"),
         })
@@ -709,6 +713,11 @@ fn check_utf8(path: &Path) -> Result<(), StoreError> {
             path: path.to_owned(),
         }),
     }
+}
+
+/// An encoding failure as a store error (the value cannot be stored; nothing was written).
+pub(super) fn encode(encoded: Result<Vec<u8>, String>) -> Result<Vec<u8>, StoreError> {
+    encoded.map_err(StoreError::Internal)
 }
 
 pub(super) fn unknown(id: &str) -> StoreError {

@@ -109,6 +109,29 @@ pub enum StoreError {
     )]
     NonUtf8Path { path: PathBuf },
 
+    /// The database file is missing or empty while session folders exist beside it: it was
+    /// lost (deleted, truncated), not never made. Starting afresh would leave those folders
+    /// without sessions, so nothing is created.
+    #[error(
+        "the session database {} is {}, but {folders} session folders exist in {}: the \
+         database was lost or cut short. Nothing was changed. `tern doctor --repair` builds a \
+         new index from what remains (each folder becomes a session again); to start afresh \
+         instead, move that folder away",
+        path.display(),
+        if *missing { "missing" } else { "empty" },
+        sessions_dir.display()
+    )]
+    Lost {
+        path: PathBuf,
+        missing: bool,
+        folders: usize,
+        sessions_dir: PathBuf,
+    },
+
+    /// A repair that could not tell whether the database is damaged, so left it alone.
+    #[error("the session database {} was not repaired: {detail}", path.display())]
+    CheckFailed { path: PathBuf, detail: String },
+
     /// Any other failure of the storage engine.
     #[error(
         "the session database failed unexpectedly: {0}. Retry; if it keeps failing, run \

@@ -55,8 +55,8 @@ impl Store {
             };
             let search_before = search::encode(&meta);
             change(&mut meta);
-            let json =
-                serde_json::to_vec(&meta).map_err(|e| StoreError::Internal(e.to_string()))?;
+            meta.revision += 1;
+            let json = super::db::encode(super::codec::encode_meta(&meta))?;
             sessions
                 .insert(id.as_str(), json.as_slice())
                 .map_err(|e| self.err(e))?;

@@ -10,7 +10,7 @@
 
 use super::db::{Store, StoreChange, unknown};
 use super::error::StoreError;
-use super::schema::{JOURNAL, SESSIONS, SNAPSHOTS};
+use super::schema::{DELETED, JOURNAL, SESSIONS, SNAPSHOTS};
 use super::totals::Delta;
 use crate::config::MaintenanceSettings;
 use crate::domain::SessionId;
@@ -96,7 +96,7 @@ impl Store {
             let Some(removed) = sessions.remove(id.as_str()).map_err(|e| self.err(e))? else {
                 return Err(unknown(id.as_str()));
             };
-            let meta = serde_json::from_slice::<super::meta::SessionMeta>(removed.value()).ok();
+            let meta = super::codec::decode_meta(id.as_str(), removed.value()).ok();
             drop(removed);
             let active = meta.as_ref().map(|meta| meta.updated_at_ms);
             super::activity::touch(txn, id.as_str(), active, None).map_err(|e| self.err(e))?;
@@ -104,6 +104,14 @@ impl Store {
             let mut journal = txn.open_table(JOURNAL).map_err(|e| self.err(e))?;
             journal
                 .retain_in((id.as_str(), 0)..=(id.as_str(), u64::MAX), |_, _| false)
+                .map_err(|e| self.err(e))?;
+            let tombstone = super::db::encode(super::codec::encode_tombstone(
+                id.as_str(),
+                jiff::Timestamp::now().as_millisecond(),
+            ))?;
+            txn.open_table(DELETED)
+                .map_err(|e| self.err(e))?
+                .insert(id.as_str(), tombstone.as_slice())
                 .map_err(|e| self.err(e))?;
             match txn.open_table(SNAPSHOTS) {
                 Ok(mut snapshots) => {
@@ -119,6 +127,7 @@ impl Store {
             super::totals::add(txn, delta).map_err(|e| self.err(e))?;
             Ok(delta)
         })?;
+        super::deleted::record(self.path(), id.as_str());
         self.committed(StoreChange::Deleted(id), delta);
         Ok(())
     }

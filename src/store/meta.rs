@@ -58,6 +58,10 @@ pub struct SessionMeta {
     /// Where the session stands, as the journal last said.
     #[serde(default)]
     pub lifecycle: Lifecycle,
+    /// Counts the writes of this entry: of the copies a repair finds in a damaged file's
+    /// pages, the one with the highest revision is the latest.
+    #[serde(default)]
+    pub revision: u64,
     /// The session's folder (`<data>/sessions/<id>-<hash>/`). `None` for entries from before
     /// it was recorded, whose folder is `<data>/sessions/<id>/`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -129,6 +133,7 @@ impl SessionMeta {
             tokens: Usage::default(),
             compaction_count: 0,
             lifecycle: Lifecycle::Idle,
+            revision: 0,
             session_dir: None,
         }
     }

@@ -10,12 +10,16 @@
 
 mod activity;
 mod clean;
+mod codec;
 mod db;
+mod deleted;
 mod error;
 mod event;
+mod frame;
 mod keys;
 mod maintenance;
 mod meta;
+mod migrate;
 mod owner;
 mod probe;
 #[cfg(test)]
@@ -38,7 +42,10 @@ pub use event::{JournalEvent, JournalRecord};
 pub use maintenance::{Orphan, Plan, Reason, Removal, StoredSession, plan};
 pub use meta::{Lifecycle, Overrides, SessionMeta};
 pub use owner::LockOwner;
-pub use repair::{Repair, repair};
+pub use repair::{
+    Health, HealthState, Limits, Repair, RepairOptions, Salvage, SessionSalvage, Source, Task,
+    Worker, check, lost_with_folders, repair, serve,
+};
 pub use search::{SEARCH_INPUT_CHARS, SearchEntry, SearchSink};
 pub use snapshot::Snapshot;
 pub use summary::title_from_input;

@@ -15,7 +15,7 @@
 use super::error::{StoreError, from_open};
 use super::schema;
 use redb::backends::FileBackend;
-use redb::{BackendError, Builder, StorageBackend};
+use redb::{BackendError, Builder, Database, StorageBackend};
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::io::{ErrorKind, Read};
@@ -43,6 +43,16 @@ const BLOCK: u64 = 4096;
 /// can open, leaving it byte-for-byte unchanged whatever the outcome. `thorough` runs redb's
 /// integrity check over every page.
 pub(super) fn verify(path: &Path, thorough: bool) -> Result<(), StoreError> {
+    match open_overlay(path, thorough)? {
+        Some(db) => schema::inspect(&db, path).map(drop),
+        None => Ok(()),
+    }
+}
+
+/// Opens the file at `path` as a database whose writes stay in memory, so the file is never
+/// changed; `None` when it does not exist or is empty. `thorough` runs redb's integrity
+/// check over every page.
+pub(super) fn open_overlay(path: &Path, thorough: bool) -> Result<Option<Database>, StoreError> {
     let io_err = |action: &'static str, source: std::io::Error| StoreError::Io {
         action,
         path: path.to_owned(),
@@ -50,11 +60,11 @@ pub(super) fn verify(path: &Path, thorough: bool) -> Result<(), StoreError> {
     };
     let len = match std::fs::metadata(path) {
         Ok(meta) => meta.len(),
-        Err(err) if err.kind() == ErrorKind::NotFound => return Ok(()),
+        Err(err) if err.kind() == ErrorKind::NotFound => return Ok(None),
         Err(err) => return Err(io_err("inspect", err)),
     };
     if len == 0 {
-        return Ok(());
+        return Ok(None);
     }
     check_header(path, len)?;
 
@@ -75,18 +85,14 @@ pub(super) fn verify(path: &Path, thorough: bool) -> Result<(), StoreError> {
     let opened = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         builder.create_with_backend(overlay)
     }));
-    let db = match opened {
-        Ok(Ok(db)) => db,
-        Ok(Err(err)) => return Err(from_open(path, err)),
-        Err(_) => {
-            return Err(StoreError::Corrupt {
-                path: path.to_owned(),
-                detail: "the storage engine failed while reading it".to_owned(),
-            });
-        }
-    };
-    schema::inspect(&db, path)?;
-    Ok(())
+    match opened {
+        Ok(Ok(db)) => Ok(Some(db)),
+        Ok(Err(err)) => Err(from_open(path, err)),
+        Err(_) => Err(StoreError::Corrupt {
+            path: path.to_owned(),
+            detail: "the storage engine failed while reading it".to_owned(),
+        }),
+    }
 }
 
 /// Refuses a file that does not start like a redb database, or that a newer redb wrote,
@@ -125,14 +131,37 @@ fn check_header(path: &Path, len: u64) -> Result<(), StoreError> {
         .filter_map(|&offset| head.get(offset).copied())
         .max();
     match newest {
-        Some(found) if found > REDB_FILE_FORMAT => Err(StoreError::UnsupportedFormat {
+        Some(found) if found > REDB_FILE_FORMAT && plausibly_newer(&head, found) => {
+            Err(StoreError::UnsupportedFormat {
+                path: path.to_owned(),
+                format: "file format",
+                found: found.into(),
+                supported: REDB_FILE_FORMAT.into(),
+            })
+        }
+        Some(found) if found > REDB_FILE_FORMAT => Err(StoreError::Corrupt {
             path: path.to_owned(),
-            format: "file format",
-            found: found.into(),
-            supported: REDB_FILE_FORMAT.into(),
+            detail: format!(
+                "its header is damaged (it claims file format {found}, which no redb has written)"
+            ),
         }),
         _ => Ok(()),
     }
+}
+
+/// Whether a header claiming file format `found` looks like one a newer redb wrote rather than
+/// damage: a format only a little ahead of this build's, known flag bits in the god byte, and
+/// a page size redb would choose. Random bytes rarely pass all three.
+fn plausibly_newer(head: &[u8], found: u8) -> bool {
+    let god_byte = head[REDB_MAGIC.len()];
+    let page_size = head
+        .get(12..16)
+        .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .unwrap_or(0);
+    found <= REDB_FILE_FORMAT + 8
+        && god_byte < 16
+        && page_size.is_power_of_two()
+        && (512..=65536).contains(&page_size)
 }
 
 /// A storage backend that reads a real file and keeps every write in memory.

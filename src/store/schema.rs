@@ -31,6 +31,10 @@ pub(super) const KEYS: TableDefinition<&str, &str> = TableDefinition::new("keys"
 /// followed by the session's encoding of its state.
 pub(super) const SNAPSHOTS: TableDefinition<&str, &[u8]> = TableDefinition::new("snapshots");
 
+/// Tombstones: session id → a framed tombstone, for every session ever deleted. A repair
+/// that finds a deleted session's old records in the file's free pages leaves them deleted.
+pub(super) const DELETED: TableDefinition<&str, &[u8]> = TableDefinition::new("deleted");
+
 /// Running totals: `sessions` and `transcript_bytes` → their value (see `totals`).
 pub(super) const TOTALS: TableDefinition<&str, u64> = TableDefinition::new("totals");
 
@@ -41,15 +45,16 @@ pub(super) const INFO: TableDefinition<&str, u64> = TableDefinition::new("tern_i
 pub(super) const FORMAT_KEY: &str = "format";
 
 /// The storage format this build writes and reads. Raise it when a change needs a migration.
-pub(super) const FORMAT_VERSION: u64 = 1;
+/// 1: plain JSON values; 2: journal records and index entries framed (see `frame`).
+pub(super) const FORMAT_VERSION: u64 = 2;
 
 /// What an opened database holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Contents {
     /// No tables yet: a new file, or one whose first commit never happened.
     Empty,
-    /// A tern database in a format this build reads.
-    Tern,
+    /// A tern database in a format this build reads: `format` or an older one.
+    Tern { format: u64 },
 }
 
 /// Inspects the tables of `db` without writing, refusing foreign and newer databases.
@@ -78,13 +83,18 @@ pub(super) fn inspect(db: &Database, path: &Path) -> Result<Contents, StoreError
         .map_err(|e| from_redb(path, e))?
         .map(|guard| guard.value());
     match format {
+        // A marker far ahead of any tern is damage, not a newer version.
+        Some(found) if found > FORMAT_VERSION + 16 => Err(StoreError::Corrupt {
+            path: path.to_owned(),
+            detail: format!("its format marker is damaged (it reads {found})"),
+        }),
         Some(found) if found > FORMAT_VERSION => Err(StoreError::UnsupportedFormat {
             path: path.to_owned(),
             format: "table format",
             found,
             supported: FORMAT_VERSION,
         }),
-        Some(_) => Ok(Contents::Tern),
+        Some(format) => Ok(Contents::Tern { format }),
         None => Err(StoreError::Corrupt {
             path: path.to_owned(),
             detail: "its format version is missing".to_owned(),
@@ -126,7 +136,7 @@ pub(super) fn derive_from_index<K: redb::Key + 'static, V: redb::Value + 'static
         let sessions = txn.open_table(SESSIONS).map_err(|e| from_redb(path, e))?;
         for entry in sessions.iter().map_err(|e| from_redb(path, e))? {
             let (key, value) = entry.map_err(|e| from_redb(path, e))?;
-            let meta = serde_json::from_slice::<SessionMeta>(value.value()).ok();
+            let meta = super::codec::decode_meta(key.value(), value.value()).ok();
             add(&mut target, key.value(), meta).map_err(|e| from_redb(path, e))?;
         }
     }
@@ -141,6 +151,7 @@ pub(super) fn initialize(db: &Database, path: &Path) -> Result<(), StoreError> {
     {
         txn.open_table(SESSIONS).map_err(|e| from_redb(path, e))?;
         txn.open_table(JOURNAL).map_err(|e| from_redb(path, e))?;
+        txn.open_table(DELETED).map_err(|e| from_redb(path, e))?;
         let mut info = txn.open_table(INFO).map_err(|e| from_redb(path, e))?;
         info.insert(FORMAT_KEY, FORMAT_VERSION)
             .map_err(|e| from_redb(path, e))?;

@@ -4,7 +4,7 @@
 use super::schema::{FORMAT_KEY, FORMAT_VERSION, INFO, JOURNAL};
 use super::*;
 use crate::domain::{Audience, Sender, SessionId, SessionKey};
-use redb::{Database, TableDefinition};
+use redb::{Database, ReadableTable, TableDefinition};
 use std::path::{Path, PathBuf};
 
 fn temp_db() -> (tempfile::TempDir, PathBuf) {
@@ -213,4 +213,82 @@ fn totals_are_built_for_a_database_from_before_them() {
     let store = Store::open(&path).expect("reopen");
     assert_eq!(store.totals(), summed(&store));
     assert_eq!(store.totals().sessions, 1);
+}
+
+#[test]
+fn a_database_of_format_1_is_framed_as_it_opens() {
+    let (_dir, path) = temp_db();
+    let id = SessionId::from_string("old");
+    let framed_bytes = {
+        let store = Store::open(&path).expect("open");
+        let meta = SessionMeta::new(id.clone(), SessionKey::cli(&id), "/p".into(), 1);
+        store.create_session(&meta).expect("create");
+        store
+            .append_batch(&id, &[person("one"), person("two"), person("three")])
+            .expect("append");
+        store.totals().transcript_bytes
+    };
+    // The same data as format 1 wrote it: plain JSON values.
+    write_raw(&path, |txn| {
+        let mut journal = txn.open_table(JOURNAL).expect("journal");
+        for seq in 1..=3 {
+            let plain = {
+                let value = journal.get(("old", seq)).expect("get").expect("record");
+                super::frame::read_exact(value.value())
+                    .expect("framed")
+                    .payload
+                    .to_vec()
+            };
+            journal.insert(("old", seq), plain.as_slice()).expect("put");
+        }
+        let mut sessions = txn.open_table(super::schema::SESSIONS).expect("sessions");
+        let plain = {
+            let value = sessions.get("old").expect("get").expect("entry");
+            let mut meta: SessionMeta = serde_json::from_slice(
+                super::frame::read_exact(value.value())
+                    .expect("framed")
+                    .payload,
+            )
+            .expect("meta");
+            meta.transcript_bytes = 1;
+            serde_json::to_vec(&meta).expect("json")
+        };
+        sessions.insert("old", plain.as_slice()).expect("put");
+        txn.open_table(INFO)
+            .expect("info")
+            .insert(FORMAT_KEY, 1)
+            .expect("format 1");
+        txn.delete_table(super::schema::DELETED)
+            .expect("no tombstones yet");
+    });
+    let store = Store::open(&path).expect("migrating open");
+    let texts: Vec<String> = store
+        .load(&id)
+        .expect("load")
+        .into_iter()
+        .map(|r| match r.event {
+            JournalEvent::InputAccepted { text, .. } => text,
+            other => panic!("unexpected {other:?}"),
+        })
+        .collect();
+    assert_eq!(texts, ["one", "two", "three"]);
+    assert_eq!(store.totals(), summed(&store));
+    assert_eq!(
+        store.totals().transcript_bytes,
+        framed_bytes,
+        "the frames counted"
+    );
+    drop(store);
+    let db = Database::open(&path).expect("raw open");
+    let txn = redb::ReadableDatabase::begin_read(&db).expect("read");
+    let info = txn.open_table(INFO).expect("info");
+    assert_eq!(
+        info.get(FORMAT_KEY).expect("get").map(|v| v.value()),
+        Some(FORMAT_VERSION)
+    );
+    let journal = txn.open_table(JOURNAL).expect("journal");
+    for entry in journal.iter().expect("iter") {
+        let (_, value) = entry.expect("entry");
+        assert!(super::frame::is_framed(value.value()));
+    }
 }

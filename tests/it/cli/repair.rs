@@ -25,7 +25,11 @@ fn an_unreadable_file_is_moved_aside_whole_and_tern_starts_afresh() {
     assert!(output.status.success(), "{}", stderr(&output));
     let said = stdout(&output);
     assert!(said.contains("was damaged. It was moved to "), "{said}");
-    assert!(said.contains("Nothing could be read from it"), "{said}");
+    assert!(
+        said.contains("Recovered 0 sessions: 0 journal records found"),
+        "{said}"
+    );
+    assert!(said.contains("could not open it"), "{said}");
     let moved = moved_file(&cli);
     assert_eq!(
         std::fs::read(&moved).unwrap(),
@@ -77,4 +81,103 @@ fn moved_file(cli: &Cli) -> std::path::PathBuf {
         .collect();
     assert_eq!(moved.len(), 1, "{moved:?}");
     moved[0].clone()
+}
+
+/// Damage in the middle of the file, the kind `tern doctor` must notice without being asked
+/// to repair.
+fn damage_the_middle(cli: &Cli) -> Vec<u8> {
+    let mut bytes = std::fs::read(cli.db()).unwrap();
+    let (from, to) = (bytes.len() * 3 / 10, bytes.len() * 7 / 10);
+    for at in (from..to).step_by(97) {
+        bytes[at] ^= 0x5a;
+    }
+    std::fs::write(cli.db(), &bytes).unwrap();
+    bytes
+}
+
+fn one_session(cli: &Cli) {
+    cli.mock.push(Reply::text("hi"));
+    assert!(cli.run(&["run", "hello"]).status.success());
+}
+
+#[test]
+fn doctor_checks_the_database_and_names_damage_without_changing_it() {
+    let cli = Cli::new();
+    one_session(&cli);
+    let healthy = cli.run(&["doctor"]);
+    assert!(
+        stdout(&healthy).contains("Database\n  healthy"),
+        "{}",
+        stdout(&healthy)
+    );
+    let deep = cli.run(&["doctor", "--deep"]);
+    assert!(
+        stdout(&deep).contains("healthy (every page's checksum, every record and index entry decoded and counted: 1 sessions"),
+        "{}",
+        stdout(&deep)
+    );
+
+    let bytes = damage_the_middle(&cli);
+    let output = cli.run(&["doctor"]);
+    let said = stdout(&output);
+    assert_eq!(output.status.code(), Some(1), "{said}");
+    assert!(said.contains("Database\n  DAMAGED"), "{said}");
+    assert!(said.contains("tern doctor --repair"), "{said}");
+    assert!(!stderr(&output).contains("panicked"), "{}", stderr(&output));
+    assert_eq!(
+        std::fs::read(cli.db()).unwrap(),
+        bytes,
+        "a check changes nothing"
+    );
+}
+
+#[test]
+fn repair_works_with_a_broken_config_file() {
+    let cli = Cli::new();
+    one_session(&cli);
+    damage_the_middle(&cli);
+    cli.home.write_config("[session\nthis is not toml");
+    let doctor = cli.run(&["doctor"]);
+    let said = stdout(&doctor);
+    assert!(said.contains("Database\n  DAMAGED"), "{said}");
+    assert!(said.contains("Configuration\n  "), "{said}");
+    assert!(
+        said.contains("config.toml"),
+        "the config's error is shown: {said}"
+    );
+
+    let output = cli.run(&["doctor", "--repair"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(stdout(&output).contains("was damaged. It was moved to"));
+}
+
+#[test]
+fn a_lost_database_beside_session_folders_is_refused_then_rebuilt() {
+    let cli = Cli::new();
+    one_session(&cli);
+    std::fs::write(cli.db(), b"").unwrap();
+    let refused = cli.run(&["sessions", "list"]);
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(
+        stderr(&refused).contains("empty, but 1 session folders exist"),
+        "{}",
+        stderr(&refused)
+    );
+    let doctor = cli.run(&["doctor"]);
+    assert!(stdout(&doctor).contains("LOST"), "{}", stdout(&doctor));
+
+    let output = cli.run(&["doctor", "--repair"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(
+        stdout(&output).contains("only its folder was left"),
+        "{}",
+        stdout(&output)
+    );
+    let list = cli.run(&["sessions", "list", "--json"]);
+    assert!(list.status.success(), "{}", stderr(&list));
+    assert!(
+        stdout(&list).contains("transcript lost"),
+        "{}",
+        stdout(&list)
+    );
 }
