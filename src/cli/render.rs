@@ -133,7 +133,7 @@ impl Renderer {
                     delay.as_secs_f64()
                 );
             }
-            SessionEvent::Fallback { model, message } => {
+            SessionEvent::Fallback { model, message, .. } => {
                 self.void_partial(&mut out);
                 eprintln!("tern: {message}; switching to the fallback model {model}");
             }

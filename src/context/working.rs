@@ -4,6 +4,7 @@
 //! state, the rest is read from the machine.
 
 use super::git::{GitContext, working_git};
+use crate::tools::path_text;
 use crate::tools::shell_execute::shell_program;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -93,11 +94,12 @@ impl WorkingContext {
         }
     }
 
-    /// `path` relative to the project directory when it is inside it, as given otherwise.
+    /// `path` relative to the project directory when it is inside it, as given otherwise;
+    /// written as the tools write paths, so the model can pass it to them.
     pub fn display_path<'a>(&self, path: &'a Path) -> std::borrow::Cow<'a, str> {
         match path.strip_prefix(&self.project_dir) {
-            Ok(relative) if !relative.as_os_str().is_empty() => relative.to_string_lossy(),
-            _ => path.to_string_lossy(),
+            Ok(relative) if !relative.as_os_str().is_empty() => path_text::encode(relative),
+            _ => path_text::encode(path),
         }
     }
 }

@@ -116,7 +116,9 @@ impl Recorder<'_, '_> {
             });
         }
         // The journal records paths as text; a path that is not UTF-8 cannot be kept in
-        // the recent files (the tool result already named it).
+        // the recent files (the tool result already named it, in the escaped form the tools
+        // read back). Journaling that form instead would put a name that exists nowhere into
+        // a list of real paths.
         let effects = effects.into_iter().filter(|effect| match effect {
             ToolEffect::Read(path)
             | ToolEffect::Wrote(path)

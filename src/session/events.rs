@@ -27,18 +27,27 @@ pub enum SessionEvent {
     ThinkingDelta {
         text: String,
     },
-    /// A model call failed and is being retried: output shown since the call began is void.
+    /// A model call failed and is being retried: what the failed attempt streamed is void.
     Retry {
         attempt: u32,
         #[serde(serialize_with = "as_millis")]
         delay: Duration,
         category: ErrorCategory,
         message: String,
+        /// Characters (Unicode scalar values) of the `TextDelta`s the failed attempt sent:
+        /// always the last ones sent, so a subscriber that gathered the text drops that many
+        /// from its end.
+        discarded_chars: u64,
+        /// The same for its `ThinkingDelta`s.
+        discarded_thinking_chars: u64,
     },
-    /// The primary model kept failing; the fallback model takes over.
+    /// The primary model kept failing; the fallback model takes over. What the primary's
+    /// last attempt streamed is void, counted as in `Retry`.
     Fallback {
         model: String,
         message: String,
+        discarded_chars: u64,
+        discarded_thinking_chars: u64,
     },
     ToolCall {
         id: String,

@@ -94,14 +94,23 @@ fn describe(event: &SessionEvent, redactor: &Redactor) -> Option<String> {
             delay,
             category,
             message,
+            discarded_chars,
+            ..
         } => format!(
-            "retry: attempt {attempt} in {} ms after {category}: {}",
+            "retry: attempt {attempt} in {} ms after {category} ({discarded_chars} characters \
+             of answer discarded): {}",
             delay.as_millis(),
             redactor.text(message)
         ),
-        SessionEvent::Fallback { model, message } => {
-            format!("fallback to {model}: {}", redactor.text(message))
-        }
+        SessionEvent::Fallback {
+            model,
+            message,
+            discarded_chars,
+            ..
+        } => format!(
+            "fallback to {model} ({discarded_chars} characters of answer discarded): {}",
+            redactor.text(message)
+        ),
         SessionEvent::TurnCompleted { text, stop, .. } if *stop == TurnStop::Completed => {
             format!("turn completed ({} bytes of answer)", text.len())
         }

@@ -171,9 +171,7 @@ impl Turn<'_> {
             }
             let route = &self.deps.client.primary;
             let request = layers::request(state, self.audience, tools.clone(), route);
-            let mut observer = Forward {
-                events: &self.events,
-            };
+            let mut observer = Forward::new(&self.events);
             let reply = match self
                 .deps
                 .client
@@ -190,6 +188,9 @@ impl Turn<'_> {
                     if !self.compact(state, &tools).await? {
                         return Err(overflow_unfixable(err));
                     }
+                    // A reply the window cut off mid-stream was shown as it came: the call
+                    // made again voids it, as a retry by the client would.
+                    observer.retry(observer.attempt + 1, Duration::ZERO, &err);
                     continue;
                 }
                 Err(err) if err.category == ErrorCategory::ContextOverflow => {
@@ -519,41 +520,85 @@ fn overflow_unfixable(err: LlmError) -> LlmError {
     )
 }
 
-/// Passes streamed model output on to the session's subscribers.
+/// Passes streamed model output on to the session's subscribers, counting what the current
+/// attempt sent so that the event voiding it can say how much to drop.
 struct Forward<'a> {
     events: &'a UnboundedSender<SessionEvent>,
+    /// The attempt now streaming, as the client numbers them on its route.
+    attempt: u32,
+    /// Characters of the text and thinking deltas sent since the attempt began.
+    text_chars: u64,
+    thinking_chars: u64,
 }
 
-impl Forward<'_> {
+impl<'a> Forward<'a> {
+    fn new(events: &'a UnboundedSender<SessionEvent>) -> Self {
+        Self {
+            events,
+            attempt: 1,
+            text_chars: 0,
+            thinking_chars: 0,
+        }
+    }
+
     fn send(&self, event: SessionEvent) {
         let _ = self.events.send(event);
+    }
+
+    /// Starts attempt `attempt` after `error`: the `Retry` event voids what the one before
+    /// streamed. Also used by the turn when it repeats a call itself (after compacting).
+    fn retry(&mut self, attempt: u32, delay: Duration, error: &LlmError) {
+        let (discarded_chars, discarded_thinking_chars) = self.restart();
+        self.send(SessionEvent::Retry {
+            attempt,
+            delay,
+            category: error.category,
+            message: error.message.clone(),
+            discarded_chars,
+            discarded_thinking_chars,
+        });
+        self.attempt = attempt;
+    }
+
+    /// The text and thinking characters the attempt sent, counting from zero again.
+    fn restart(&mut self) -> (u64, u64) {
+        (
+            std::mem::take(&mut self.text_chars),
+            std::mem::take(&mut self.thinking_chars),
+        )
     }
 }
 
 impl StreamObserver for Forward<'_> {
     fn on_event(&mut self, event: &StreamEvent) {
+        // Counted as sent, so the count matches what subscribers received.
         let event = match event {
-            StreamEvent::TextDelta(text) => SessionEvent::TextDelta { text: text.clone() },
-            StreamEvent::ThinkingDelta(text) => SessionEvent::ThinkingDelta { text: text.clone() },
+            StreamEvent::TextDelta(text) => {
+                self.text_chars += text.chars().count() as u64;
+                SessionEvent::TextDelta { text: text.clone() }
+            }
+            StreamEvent::ThinkingDelta(text) => {
+                self.thinking_chars += text.chars().count() as u64;
+                SessionEvent::ThinkingDelta { text: text.clone() }
+            }
             _ => return,
         };
         self.send(event);
     }
 
     fn on_retry(&mut self, attempt: u32, delay: Duration, error: &LlmError) {
-        self.send(SessionEvent::Retry {
-            attempt,
-            delay,
-            category: error.category,
-            message: error.message.clone(),
-        });
+        self.retry(attempt, delay, error);
     }
 
     fn on_fallback(&mut self, model: &str, error: &LlmError) {
+        let (discarded_chars, discarded_thinking_chars) = self.restart();
         self.send(SessionEvent::Fallback {
             model: model.to_owned(),
             message: error.to_string(),
+            discarded_chars,
+            discarded_thinking_chars,
         });
+        self.attempt = 1;
     }
 }
 

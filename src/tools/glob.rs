@@ -2,10 +2,12 @@
 //!
 //! The walk honours `.gitignore` and skips hidden files, like `rg --files`. Newest-first order
 //! puts the files someone is working on at the top. Only the newest [`MAX_RESULTS`] are kept
-//! while walking, so a huge tree costs bounded memory.
+//! while walking, so a huge tree costs bounded memory. Names that are not UTF-8 are listed in
+//! the escaped form the other tools read back (see `path_text`).
 
 use super::args::{ArgError, Args};
 use super::output::group_digits;
+use super::path_text;
 use super::paths::{self, Access, PathArg};
 use super::walk::{self, Order, Step};
 use super::{ApprovalNeed, Tool, ToolContext, ToolFuture, ToolOutput, run_blocking};
@@ -148,7 +150,7 @@ fn find(request: &Request, cancel: &CancellationToken) -> ToolOutput {
             .ok()
             .and_then(|m| m.modified().ok())
             .unwrap_or(SystemTime::UNIX_EPOCH);
-        let key = (modified, Reverse(relative.display().to_string()));
+        let key = (modified, Reverse(path_text::encode(relative).into_owned()));
         if newest.len() < MAX_RESULTS {
             newest.push(Reverse(key));
         } else if newest.peek().is_some_and(|Reverse(oldest)| key > *oldest) {

@@ -6,7 +6,8 @@
 //! every change of state goes through the session and its journal.
 //!
 //! Each built-in tool lives in its own file; the pieces they share are argument checking
-//! ([`args`]), path resolution and the project boundary ([`paths`]), output capping
+//! ([`args`]), path resolution and the project boundary ([`paths`]), names that are not
+//! UTF-8 shown in an escaped form the tools read back ([`path_text`]), output capping
 //! ([`output`]), opening and atomically replacing regular files (`regular_file`), the
 //! ignore-respecting file walk behind `glob` and `grep` (`walk`), and what a person asked to
 //! approve a call is shown ([`preview`]).
@@ -18,6 +19,7 @@ pub mod file_write;
 pub mod glob;
 pub mod grep;
 pub mod output;
+pub mod path_text;
 pub mod paths;
 pub mod policy;
 pub mod preview;

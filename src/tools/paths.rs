@@ -8,6 +8,7 @@
 //! points elsewhere counts as elsewhere. The writing tools write to that same resolved path.
 
 use super::args::Args;
+use super::path_text;
 use super::{ApprovalNeed, ToolContext};
 use serde_json::Value;
 use std::ffi::OsString;
@@ -27,6 +28,12 @@ pub enum Access {
 /// Turns a model-given path into an absolute, lexically normalised one. Relative paths resolve
 /// against `cwd`; `~` is not expanded (a model that writes `~/x` means a path the shell would
 /// expand, and guessing that here would hide the mistake).
+///
+/// A name in the escaped form the tools show for names that are not UTF-8 ([`path_text`])
+/// means the bytes it stands for. When a typed path could mean either, because a name with a
+/// real backslash happens to read as escaped, the escaped reading wins unless nothing exists
+/// there and something exists under the text as typed: what the tools showed always reads
+/// back to the file it came from, and a literal name still works where it is the only one.
 pub fn resolve(cwd: &Path, raw: &str) -> Result<PathBuf, String> {
     if raw.trim().is_empty() {
         return Err("the path is empty".to_string());
@@ -34,13 +41,16 @@ pub fn resolve(cwd: &Path, raw: &str) -> Result<PathBuf, String> {
     if raw.contains('\0') {
         return Err("the path contains a NUL byte".to_string());
     }
-    let path = Path::new(raw);
-    let joined = if path.is_absolute() {
-        path.to_path_buf()
-    } else {
-        cwd.join(path)
+    let literal = normalize(&cwd.join(raw));
+    let Some(decoded) = path_text::decode(raw) else {
+        return Ok(literal);
     };
-    Ok(normalize(&joined))
+    let decoded = normalize(&cwd.join(decoded));
+    let exists = |path: &Path| fs::symlink_metadata(path).is_ok();
+    if !exists(&decoded) && exists(&literal) {
+        return Ok(literal);
+    }
+    Ok(decoded)
 }
 
 /// Removes `.` and resolves `..` without touching the file system. `..` at the root stays at
@@ -249,13 +259,13 @@ pub fn need_for_input(
     }
 }
 
-/// How a path is shown to the model: relative to the working directory when under it (so it can
-/// be passed back as is), absolute otherwise.
+/// How a path is shown to the model: relative to the working directory when under it, absolute
+/// otherwise, and escaped where it is not UTF-8 ([`path_text`]), so it can be passed back as is.
 pub fn display(cwd: &Path, path: &Path) -> String {
     match path.strip_prefix(cwd) {
         Ok(rel) if rel.as_os_str().is_empty() => ".".to_string(),
-        Ok(rel) => rel.display().to_string(),
-        Err(_) => path.display().to_string(),
+        Ok(rel) => path_text::encode(rel).into_owned(),
+        Err(_) => path_text::encode(path).into_owned(),
     }
 }
 
@@ -267,14 +277,14 @@ pub(crate) fn not_found_message(path: &Path, shown: &str) -> String {
     if !parent.is_dir() {
         msg.push_str(&format!(
             " Its directory {} does not exist either.",
-            parent.display()
+            path_text::encode(parent)
         ));
     } else {
         let similar = similar_names(path);
         if !similar.is_empty() {
             msg.push_str(&format!(
                 " Similar names in {}: {}.",
-                parent.display(),
+                path_text::encode(parent),
                 similar.join(", ")
             ));
         }
@@ -284,12 +294,12 @@ pub(crate) fn not_found_message(path: &Path, shown: &str) -> String {
 }
 
 /// Up to three names in `path`'s directory that look like what was meant, for a "not found"
-/// message. Cheap: one directory listing, capped.
+/// message, shown as the tools show names. Cheap: one directory listing, capped.
 pub fn similar_names(path: &Path) -> Vec<String> {
     let (Some(dir), Some(wanted)) = (path.parent(), path.file_name()) else {
         return Vec::new();
     };
-    let wanted = wanted.to_string_lossy().to_lowercase();
+    let wanted = path_text::encode(Path::new(wanted)).to_lowercase();
     let Ok(entries) = fs::read_dir(dir) else {
         return Vec::new();
     };
@@ -297,7 +307,7 @@ pub fn similar_names(path: &Path) -> Vec<String> {
         .take(2000)
         .filter_map(Result::ok)
         .filter_map(|entry| {
-            let name = entry.file_name().to_string_lossy().into_owned();
+            let name = path_text::encode(Path::new(&entry.file_name())).into_owned();
             let lower = name.to_lowercase();
             let distance = edit_distance(&wanted, &lower);
             let close = distance <= (wanted.chars().count() / 3).max(2)
@@ -369,6 +379,16 @@ mod tests {
         assert_eq!(resolve(cwd, "~/x").unwrap(), PathBuf::from("/p/sub/~/x"));
         assert!(resolve(cwd, "  ").is_err());
         assert!(resolve(cwd, "a\0b").is_err());
+        // Escaped names are read back to their bytes, each name on its own.
+        use std::os::unix::ffi::OsStrExt;
+        assert_eq!(
+            resolve(cwd, "../caf\\xe9/a\\b").unwrap(),
+            Path::new(std::ffi::OsStr::from_bytes(b"/p/caf\xe9/a\\b"))
+        );
+        assert_eq!(
+            resolve(cwd, "a\\x41").unwrap(),
+            PathBuf::from("/p/sub/a\\x41")
+        );
     }
 
     #[test]

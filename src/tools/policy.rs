@@ -2,6 +2,7 @@
 //! approval mode decides: allow, refuse, or (in mode `ask`) put the call to a person, whose
 //! answers the session keeps (see `session::approvals`).
 
+use super::path_text;
 pub use crate::domain::ApprovalNeed;
 use serde::{Deserialize, Serialize};
 
@@ -75,7 +76,7 @@ pub fn decide(mode: ApprovalMode, need: &ApprovalNeed) -> Decision {
             "Refused: {} is outside the project directory, and this session runs with \
              --approve {mode}, which only allows access inside the project. Ask the user to \
              rerun with --approve all, or work with paths inside the project.",
-            path.display()
+            path_text::encode(path)
         )),
     }
 }

@@ -5,6 +5,7 @@
 //! [`ToolEffect::SetWorkingDirectory`] with the canonical path, which the session records.
 
 use super::args::{ArgError, Args};
+use super::path_text;
 use super::paths::{self, Access, PathArg};
 use super::preview::{Preview, PreviewFuture};
 use super::{ApprovalNeed, Tool, ToolContext, ToolEffect, ToolFuture, ToolOutput};
@@ -60,7 +61,7 @@ impl Tool for SetWorkingDirectory {
     /// there.
     fn preview<'a>(&'a self, input: &'a Value, ctx: &'a ToolContext) -> PreviewFuture<'a> {
         let preview = parse(self.name(), input, ctx).ok().map(|path| Preview {
-            summary: format!("Work in {}", path.display()),
+            summary: format!("Work in {}", path_text::encode(&path)),
             detail: ApprovalDetail::Outside {
                 path,
                 access: "read".to_owned(),
@@ -80,19 +81,18 @@ impl Tool for SetWorkingDirectory {
                 Ok(path) => path,
                 Err(err) => return err.into(),
             };
-            let shown = path.display();
+            let shown = path_text::encode(&path);
             match tokio::fs::canonicalize(&path).await {
                 // The session records the working directory as text, which must stay exact.
                 Ok(canonical) if canonical.to_str().is_none() => ToolOutput::error(format!(
-                    "{shown} leads to {}, whose name is not valid UTF-8 (the invalid bytes \
-                     are shown as \u{FFFD}). The working directory is recorded as text, so it \
-                     must be valid UTF-8: choose another directory, or ask the user to rename \
-                     this one.",
-                    canonical.display()
+                    "{shown} leads to {}, whose name is not valid UTF-8 (shown with \\xhh \
+                     escapes). The working directory is recorded as text, so it must be valid \
+                     UTF-8: choose another directory, or ask the user to rename this one.",
+                    path_text::encode(&canonical)
                 )),
                 Ok(canonical) if canonical.is_dir() => ToolOutput::ok(format!(
                     "The working directory is now {}.",
-                    canonical.display()
+                    path_text::encode(&canonical)
                 ))
                 .with_effect(ToolEffect::SetWorkingDirectory(canonical)),
                 Ok(_) => ToolOutput::error(format!("{shown} is a file, not a directory.")),

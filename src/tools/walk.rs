@@ -2,6 +2,7 @@
 //! and friends and skips hidden files, as ripgrep does, yields files only, and checks for
 //! cancellation before every entry, so a walk over a huge tree stops promptly.
 
+use super::path_text;
 use ignore::{DirEntry, WalkBuilder};
 use std::path::Path;
 use tokio_util::sync::CancellationToken;
@@ -48,7 +49,8 @@ pub(crate) fn files<'a>(
 }
 
 /// Up to `limit` files under `root`, as paths relative to it, in the walk's order (as
-/// `rg --files` lists them): for completing file names as the person types.
+/// `rg --files` lists them) and as the tools show them: for completing file names as the
+/// person types.
 pub fn list_files(root: &Path, limit: usize) -> Vec<String> {
     let never = CancellationToken::new();
     files(root, Order::Unsorted, &never)
@@ -57,8 +59,7 @@ pub fn list_files(root: &Path, limit: usize) -> Vec<String> {
                 .path()
                 .strip_prefix(root)
                 .ok()
-                .and_then(|p| p.to_str())
-                .map(str::to_owned),
+                .map(|p| path_text::encode(p).into_owned()),
             Step::Unreadable | Step::Cancelled => None,
         })
         .take(limit)

@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 mod boundary;
 mod files;
+mod names;
 mod search;
 mod shell;
 

@@ -303,6 +303,8 @@ mod tests {
                 delay: std::time::Duration::from_millis(500),
                 category: ErrorCategory::Overloaded,
                 message: "overloaded".into(),
+                discarded_chars: 5,
+                discarded_thinking_chars: 0,
             },
             now,
         );
@@ -321,6 +323,45 @@ mod tests {
         );
         assert!(
             matches!(&t.cells[1].kind, CellKind::Assistant { text, streaming: false, .. } if text == "Hello again")
+        );
+    }
+
+    #[test]
+    fn a_failover_voids_what_the_primary_streamed() {
+        let now = Instant::now();
+        let mut t = Transcript::default();
+        t.apply(&SessionEvent::ThinkingDelta { text: "hmm".into() }, now);
+        t.apply(
+            &SessionEvent::TextDelta {
+                text: "Half".into(),
+            },
+            now,
+        );
+        t.commit_pending();
+        assert_eq!(t.cells.len(), 2);
+        t.apply(
+            &SessionEvent::Fallback {
+                model: "backup".into(),
+                message: "overloaded".into(),
+                discarded_chars: 4,
+                discarded_thinking_chars: 3,
+            },
+            now,
+        );
+        t.apply(
+            &SessionEvent::TextDelta {
+                text: "Whole".into(),
+            },
+            now,
+        );
+        t.commit_pending();
+        let kinds: Vec<&CellKind> = t.cells.iter().map(|c| &c.kind).collect();
+        assert!(
+            matches!(
+                kinds.as_slice(),
+                [CellKind::Notice { .. }, CellKind::Assistant { text, .. }] if text == "Whole"
+            ),
+            "{kinds:?}"
         );
     }
 

@@ -36,8 +36,8 @@ impl Transcript {
                     text: format!("retrying (attempt {attempt}) after {category}: {message}"),
                 });
             }
-            SessionEvent::Fallback { model, message } => {
-                self.end_round();
+            SessionEvent::Fallback { model, message, .. } => {
+                self.void_round();
                 self.push(CellKind::Notice {
                     text: format!("switching to the fallback model {model}: {message}"),
                 });
@@ -193,7 +193,7 @@ impl Transcript {
         self.stream.thought = None;
     }
 
-    /// A retry voids what the failed call streamed.
+    /// A retry or a failover voids what the failed call streamed.
     fn void_round(&mut self) {
         self.stream.text.clear();
         self.stream.thinking.clear();

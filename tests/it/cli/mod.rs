@@ -131,6 +131,75 @@ fn stream_json_emits_one_event_per_line_in_order() {
     assert_eq!(lines.last().unwrap()["text"], "It says AAA.");
 }
 
+/// A consumer of `stream-json`: the text and thinking it shows, as characters, with what
+/// each `retry` or `fallback` discarded taken off their ends. Returns them and the discarded
+/// counts, one pair per such line.
+fn gather_streamed(lines: &[Value]) -> (String, String, Vec<(usize, usize)>) {
+    let (mut text, mut thinking) = (Vec::<char>::new(), Vec::<char>::new());
+    let mut discarded = Vec::new();
+    for line in lines {
+        let piece = || line["text"].as_str().unwrap_or_default().chars();
+        match line["type"].as_str() {
+            Some("text_delta") => text.extend(piece()),
+            Some("thinking_delta") => thinking.extend(piece()),
+            Some("retry" | "fallback") => {
+                let count = |key: &str| line[key].as_u64().expect(key) as usize;
+                let (chars, thinking_chars) =
+                    (count("discarded_chars"), count("discarded_thinking_chars"));
+                assert!(
+                    chars <= text.len() && thinking_chars <= thinking.len(),
+                    "{line}"
+                );
+                text.truncate(text.len() - chars);
+                thinking.truncate(thinking.len() - thinking_chars);
+                discarded.push((chars, thinking_chars));
+            }
+            _ => {}
+        }
+    }
+    let text = text.into_iter().collect();
+    (text, thinking.into_iter().collect(), discarded)
+}
+
+#[test]
+fn stream_json_says_how_much_a_retry_discarded() {
+    let cli = Cli::new();
+    cli.home.write_config("[retry]\nbase_delay_ms = 1\n");
+    // Cut after the thinking block and four words of text (events: start, ping, the thinking
+    // block in five, a ping, the text block's start, then one event per word).
+    cli.mock.push(
+        Reply::text("Grüße aus Köln, 🌍 und so weiter bis zum Ende")
+            .with_thinking("Überlege kurz", "sig")
+            .cut_after_events(13),
+    );
+    cli.mock
+        .push(Reply::text("Ganz neu: ñandú 🦤.").with_thinking("Neu", "sig"));
+    let output = cli.run(&["run", "--output-format", "stream-json", "hi"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let lines = json_lines(&output);
+
+    let retry = lines.iter().position(|l| l["type"] == "retry").unwrap();
+    let before: String = lines[..retry]
+        .iter()
+        .filter(|l| l["type"] == "text_delta")
+        .filter_map(|l| l["text"].as_str())
+        .collect();
+    assert_eq!(before, "Grüße aus Köln, 🌍");
+    assert_eq!(lines[retry]["category"], "network");
+    // Characters, not bytes: the discarded text has five multi-byte ones.
+    assert_eq!(lines[retry]["discarded_chars"], before.chars().count());
+    assert_ne!(before.chars().count(), before.len());
+    assert_eq!(lines[retry]["discarded_thinking_chars"], 13);
+
+    let (text, thinking, discarded) = gather_streamed(&lines);
+    assert_eq!(discarded, [(17, 13)]);
+    assert_eq!(text, "Ganz neu: ñandú 🦤.");
+    assert_eq!(thinking, "Neu");
+    let last = lines.last().unwrap();
+    assert_eq!(last["type"], "turn_completed");
+    assert_eq!(last["text"], text.as_str());
+}
+
 #[test]
 fn a_failed_turn_exits_non_zero_with_its_category() {
     let cli = Cli::new();
@@ -686,9 +755,9 @@ fn a_provider_without_its_key_names_the_variable_to_set() {
     );
 }
 
-#[test]
-fn a_configured_fallback_profile_answers_when_the_primary_keeps_failing() {
-    let cli = Cli::new();
+/// Config for a primary profile `main` (Anthropic, `main-model`, its key in `MAIN_KEY`) that
+/// fails over to `backup-model` on an OpenAI-style profile, after two attempts.
+fn with_backup(cli: &Cli) {
     cli.home.write_config(&format!(
         r#"
 [models]
@@ -712,6 +781,12 @@ base_delay_ms = 1
 "#,
         url = cli.mock.base_url()
     ));
+}
+
+#[test]
+fn a_configured_fallback_profile_answers_when_the_primary_keeps_failing() {
+    let cli = Cli::new();
+    with_backup(&cli);
     let overloaded =
         r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#;
     cli.mock
@@ -742,6 +817,42 @@ base_delay_ms = 1
         paths,
         ["/v1/messages", "/v1/messages", "/v1/chat/completions"]
     );
+}
+
+#[test]
+fn stream_json_says_how_much_each_retry_and_the_failover_discarded() {
+    let cli = Cli::new();
+    with_backup(&cli);
+    // Both attempts on the primary break off mid-answer (after message_start, a ping, the
+    // block's start and two or three words).
+    cli.mock.push_for_model(
+        "main-model",
+        Reply::text("Erster Versuch: à bientôt").cut_after_events(5),
+    );
+    cli.mock.push_for_model(
+        "main-model",
+        Reply::text("Zweiter Versuch… später").cut_after_events(6),
+    );
+    cli.mock
+        .push_for_model("backup-model", Reply::text("Vom Ersatz: ¡hola!"));
+    let output = cli
+        .tern(&["run", "--output-format", "stream-json", "hi"])
+        .env("MAIN_KEY", "k")
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let lines = json_lines(&output);
+    let kinds: Vec<&str> = lines
+        .iter()
+        .filter_map(|l| l["type"].as_str())
+        .filter(|kind| matches!(*kind, "retry" | "fallback"))
+        .collect();
+    assert_eq!(kinds, ["retry", "fallback"]);
+    let (text, _, discarded) = gather_streamed(&lines);
+    // "Erster Versuch:" went with the retry, "Zweiter Versuch… später" with the failover.
+    assert_eq!(discarded, [(15, 0), (23, 0)]);
+    assert_eq!(text, "Vom Ersatz: ¡hola!");
+    assert_eq!(lines.last().unwrap()["text"], text.as_str());
 }
 
 #[test]

@@ -216,6 +216,59 @@ async fn a_context_overflow_compacts_and_retries_once() {
 }
 
 #[tokio::test]
+async fn a_reply_the_window_cuts_mid_stream_is_voided_by_the_call_made_again() {
+    let mut world = small_window();
+    world.context_window = 100_000;
+    script_reads(&world, 2);
+    // Anthropic ends such a reply with its own stop reason after text was already streamed.
+    world.mock.push(Reply::raw_sse(concat!(
+        "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":99000,\"output_tokens\":1}}}\n\n",
+        "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n",
+        "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"Déjà vu: \"}}\n\n",
+        "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"model_context_window_exceeded\"},\"usage\":{\"output_tokens\":3}}\n\n",
+        "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
+    )));
+    world.mock.push(Reply::text("fits now"));
+    world
+        .mock
+        .push_for_model("notes-model", Reply::text("NOTES: two files read."));
+    let handle = world.create();
+    turn(&handle, "read big0.txt please").await;
+    turn(&handle, "read big1.txt please").await;
+    let events = turn(&handle, "and now?").await;
+    assert_eq!(completed(&events).as_deref(), Some("fits now"));
+    let retry = events
+        .iter()
+        .position(|e| matches!(e, SessionEvent::Retry { .. }))
+        .expect("a retry event");
+    let streamed: String = events[..retry]
+        .iter()
+        .filter_map(|e| match e {
+            SessionEvent::TextDelta { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(streamed, "Déjà vu: ");
+    match &events[retry] {
+        SessionEvent::Retry {
+            category,
+            discarded_chars,
+            ..
+        } => {
+            assert_eq!(*category, ErrorCategory::ContextOverflow);
+            assert_eq!(*discarded_chars, 9);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(
+        events[..retry]
+            .iter()
+            .any(|e| matches!(e, SessionEvent::Compacted { .. })),
+        "compacted before the call is made again"
+    );
+}
+
+#[tokio::test]
 async fn llama_cpp_s_overflow_error_compacts_and_retries_once() {
     let mut world = World::new(ProviderKind::OpenAi);
     world.notes_model = Some("notes-model");

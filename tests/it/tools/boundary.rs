@@ -128,7 +128,13 @@ async fn set_working_directory_refuses_a_directory_whose_name_is_not_utf8() {
     let out = p
         .call("set_working_directory", json!({"path": "cafe"}))
         .await;
-    check_error(&out, &["cafe leads to ", "caf\u{FFFD}", "not valid UTF-8"]);
+    check_error(&out, &["cafe leads to ", "caf\\xe9", "not valid UTF-8"]);
+    assert!(out.effects.is_empty());
+    // The escaped name the error shows reaches the same directory, and the same refusal.
+    let out = p
+        .call("set_working_directory", json!({"path": "caf\\xe9"}))
+        .await;
+    check_error(&out, &["caf\\xe9 leads to ", "not valid UTF-8"]);
     assert!(out.effects.is_empty());
 }
 
