@@ -5,7 +5,7 @@ use crate::config::{self, Config, Environment, ModelRef, Paths};
 use crate::llm::{self, ModelClient, ModelRoute, RetryPolicy};
 use crate::session::{Redactor, SessionDeps};
 use crate::store::{Overrides, SessionMeta, Store};
-use crate::tools::{ApprovalMode, ToolRegistry};
+use crate::tools::{ApprovalMode, ChildEnv, ShellLimits, ToolRegistry};
 use anyhow::Context;
 use std::path::Path;
 use std::sync::Arc;
@@ -144,7 +144,7 @@ pub fn session_deps(
     Arc::new(SessionDeps {
         store,
         client,
-        tools: ToolRegistry::builtin(),
+        tools: ToolRegistry::builtin_with(ShellLimits::from(&loaded.config.tools)),
         settings: loaded.config.session.clone(),
         approval,
         data_dir: loaded.paths.data_dir.clone(),
@@ -152,7 +152,18 @@ pub fn session_deps(
         notes_client,
         overrides,
         redactor: Arc::new(Redactor::new(secrets)),
+        child_env: Arc::new(child_env(&loaded.config)),
     })
+}
+
+/// The rules for the environment of commands: every provider's key variable removed, and
+/// `[tools] pass_env` and `strip_env` applied.
+fn child_env(config: &Config) -> ChildEnv {
+    ChildEnv::new(
+        config.credential_vars(),
+        config.tools.pass_env.clone(),
+        config.tools.strip_env.clone(),
+    )
 }
 
 /// The client for compaction notes: `[models] compaction` when set and usable (failing over
