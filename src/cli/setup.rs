@@ -1,7 +1,7 @@
 //! What every subcommand that talks to a model needs: configuration, logging, the store, the
 //! model client with its fallback, and the session dependencies built from them.
 
-use crate::config::{self, Config, Environment, ModelRef, Paths};
+use crate::config::{self, Config, ModelRef, Paths};
 use crate::llm::{self, ModelClient, ModelRoute, RetryPolicy};
 use crate::session::{Redactor, SessionDeps};
 use crate::store::{Overrides, SessionMeta, Store};
@@ -48,10 +48,10 @@ pub struct Loaded {
     pub config: Config,
 }
 
-/// Reads the configuration and starts logging to the log file.
+/// Reads the configuration (from the environment as tern started, keys included) and starts
+/// logging to the log file.
 pub fn load() -> anyhow::Result<Loaded> {
-    let env = Environment::from_process();
-    let (paths, config) = config::load(&env)?;
+    let (paths, config) = config::load(super::startup::environment())?;
     init_logging(&paths.log_dir);
     Ok(Loaded { paths, config })
 }
