@@ -93,6 +93,7 @@ async fn run(turns: usize, mock: MockProvider) {
         notes_client: Some(ModelClient::new(route("notes-model"), None, policy)),
         overrides: Default::default(),
         redactor: Default::default(),
+        child_env: Default::default(),
     });
     let project = home.project().canonicalize().expect("the project");
     let handle = SessionHandle::create(deps, project).expect("a session");

@@ -123,6 +123,7 @@ fn deps(home: &TernHome, mock: &MockProvider) -> Arc<SessionDeps> {
         notes_client: None,
         overrides: Default::default(),
         redactor: Default::default(),
+        child_env: Default::default(),
     })
 }
 

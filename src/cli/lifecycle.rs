@@ -3,10 +3,13 @@
 //! running process cannot take in. Either way the sessions are drained (running turns end
 //! after their current tool batch, the whole stop bounded to 30 s) so the next start can
 //! warm them up; a config change then starts tern again in the same process (`exec`), on the
-//! same session, with the new configuration.
+//! same session, with the new configuration. Both the comparison and the restart work from
+//! the environment as tern started (`startup`), since the process's own no longer holds the
+//! provider keys.
 
 use super::setup::ModelArgs;
-use crate::config::{self, Config, Environment};
+use super::startup;
+use crate::config::{self, Config};
 use crate::domain::SessionId;
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
@@ -100,7 +103,8 @@ impl ConfigWatch {
             return false;
         }
         self.seen = now;
-        match config::load(&Environment::from_process()) {
+        // The environment as tern started: the process's own no longer holds the keys.
+        match config::load(startup::environment()) {
             Ok((_, new)) if new == self.running => false,
             Ok(_) => true,
             Err(err) => {
@@ -147,5 +151,7 @@ fn exec_tern(session: Option<&SessionId>, model: &ModelArgs) -> std::io::Error {
     if let Some(name) = &model.model {
         command.arg("--model").arg(name);
     }
+    // This process removed the keys from its environment; the new one reads them again.
+    startup::restore_credentials(&mut command);
     command.exec()
 }

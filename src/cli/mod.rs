@@ -13,6 +13,7 @@ mod repair;
 mod run;
 mod sessions;
 mod setup;
+mod startup;
 mod tui;
 
 use clap::{Parser, Subcommand};
@@ -131,6 +132,8 @@ pub fn main() -> ExitCode {
     ignore_file_size_signal();
     one_allocator_arena();
     let cli = Cli::parse();
+    // Before the runtime starts any thread: the scrub changes the process environment.
+    startup::prepare();
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

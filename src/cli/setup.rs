@@ -1,11 +1,11 @@
 //! What every subcommand that talks to a model needs: configuration, logging, the store, the
 //! model client with its fallback, and the session dependencies built from them.
 
-use crate::config::{self, Config, Environment, ModelRef, Paths};
+use crate::config::{self, Config, ModelRef, Paths};
 use crate::llm::{self, ModelClient, ModelRoute, RetryPolicy};
 use crate::session::{Redactor, SessionDeps};
 use crate::store::{Overrides, SessionMeta, Store};
-use crate::tools::{ApprovalMode, ToolRegistry};
+use crate::tools::{ApprovalMode, ChildEnv, ShellLimits, ToolRegistry};
 use anyhow::Context;
 use std::path::Path;
 use std::sync::Arc;
@@ -48,10 +48,10 @@ pub struct Loaded {
     pub config: Config,
 }
 
-/// Reads the configuration and starts logging to the log file.
+/// Reads the configuration (from the environment as tern started, keys included) and starts
+/// logging to the log file.
 pub fn load() -> anyhow::Result<Loaded> {
-    let env = Environment::from_process();
-    let (paths, config) = config::load(&env)?;
+    let (paths, config) = config::load(super::startup::environment())?;
     init_logging(&paths.log_dir);
     Ok(Loaded { paths, config })
 }
@@ -59,7 +59,7 @@ pub fn load() -> anyhow::Result<Loaded> {
 /// Where tern keeps its files, without reading the config file (which may be what is
 /// broken), and logging started there.
 pub fn load_paths() -> anyhow::Result<config::Paths> {
-    let paths = Paths::from_env(&Environment::from_process())?;
+    let paths = Paths::from_env(super::startup::environment())?;
     init_logging(&paths.log_dir);
     Ok(paths)
 }
@@ -152,7 +152,7 @@ pub fn session_deps(
     Arc::new(SessionDeps {
         store,
         client,
-        tools: ToolRegistry::builtin(),
+        tools: ToolRegistry::builtin_with(ShellLimits::from(&loaded.config.tools)),
         settings: loaded.config.session.clone(),
         approval,
         data_dir: loaded.paths.data_dir.clone(),
@@ -160,7 +160,18 @@ pub fn session_deps(
         notes_client,
         overrides,
         redactor: Arc::new(Redactor::new(secrets)),
+        child_env: Arc::new(child_env(&loaded.config)),
     })
+}
+
+/// The rules for the environment of commands: every provider's key variable removed, and
+/// `[tools] pass_env` and `strip_env` applied.
+fn child_env(config: &Config) -> ChildEnv {
+    ChildEnv::new(
+        config.credential_vars(),
+        config.tools.pass_env.clone(),
+        config.tools.strip_env.clone(),
+    )
 }
 
 /// The client for compaction notes: `[models] compaction` when set and usable (failing over

@@ -62,6 +62,7 @@ pub async fn run(args: LaunchArgs) -> anyhow::Result<Outcome> {
         ApprovalMode::Ask,
         args.model.overrides(),
     );
+    let (tools, child_env) = (deps.tools.clone(), deps.child_env.clone());
     let manager = Arc::new(SessionManager::new(deps));
     let warmed = manager.warm_up().await?;
     let (key, resumed, project_dir) = match &found {
@@ -118,6 +119,8 @@ pub async fn run(args: LaunchArgs) -> anyhow::Result<Outcome> {
         prompt: args.prompt.clone(),
         pick: args.pick,
         stop,
+        tools,
+        child_env,
     };
     let exit = runner::run(app, launch)
         .await

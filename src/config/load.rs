@@ -65,6 +65,7 @@ pub fn load_from_str(text: &str, path: &Path, env: &Environment) -> Result<Confi
     let raw: RawConfig = toml::from_str(text).map_err(|err| check.toml_error(&err))?;
     let session = check.session(raw.session)?;
     let retry = check.retry(raw.retry)?;
+    let tools = check.tools(raw.tools)?;
     let file_profiles: Vec<String> = raw.providers.keys().cloned().collect();
     let providers = check.providers(raw.providers, env)?;
     let models = check.models(raw.models, &providers, &file_profiles, env)?;
@@ -82,18 +83,19 @@ pub fn load_from_str(text: &str, path: &Path, env: &Environment) -> Result<Confi
                 .filter(|t| !t.trim().is_empty())
                 .unwrap_or_else(|| UiSettings::default().theme),
         },
+        tools,
     })
 }
 
 /// Validates one document, knowing where each key is so errors can point at it.
-struct Validator<'a> {
+pub(super) struct Validator<'a> {
     path: &'a Path,
     doc: Document<'a>,
 }
 
 impl Validator<'_> {
     /// An error about the value at `key`, located in the file.
-    fn error(&self, key: &[&str], problem: impl Into<String>) -> ConfigError {
+    pub(super) fn error(&self, key: &[&str], problem: impl Into<String>) -> ConfigError {
         let (line, column) = self
             .doc
             .span_of(key)
@@ -540,7 +542,7 @@ impl Validator<'_> {
     }
 
     /// A duration given as whole seconds or as text like `30m`.
-    fn duration(
+    pub(super) fn duration(
         &self,
         key: &[&str],
         value: Option<Value>,
@@ -642,8 +644,6 @@ fn is_env_var_name(name: &str) -> bool {
         && chars.all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
 }
 
-/// Rewrites serde's wording ("field", "u64", "struct RawSession") into the config file's
-/// terms, and adds a hint where a common mistake is likely.
 /// `"04:00"` or `"4:00"`: hours 0–23 and minutes 0–59.
 fn parse_time_of_day(text: &str) -> Option<jiff::civil::Time> {
     let (hours, minutes) = text.trim().split_once(':')?;
@@ -654,6 +654,8 @@ fn parse_time_of_day(text: &str) -> Option<jiff::civil::Time> {
     jiff::civil::Time::new(hours.parse().ok()?, minutes.parse().ok()?, 0, 0).ok()
 }
 
+/// Rewrites serde's wording ("field", "u64", "struct RawSession") into the config file's
+/// terms, and adds a hint where a common mistake is likely.
 fn explain_toml_message(message: &str, key: &[String]) -> String {
     let message = message.trim();
     if let Some(rest) = message.strip_prefix("unknown field ") {

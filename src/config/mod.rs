@@ -17,6 +17,7 @@ mod raw;
 mod render;
 mod resolve;
 mod settings;
+mod tools;
 mod units;
 
 pub use env::Environment;
@@ -25,5 +26,5 @@ pub use load::{load, load_from_str};
 pub use paths::Paths;
 pub use settings::{
     Config, MaintenanceMode, MaintenanceSettings, ModelRef, ModelRoles, ProviderKind,
-    ProviderProfile, ResetSettings, RetrySettings, SessionSettings, UiSettings,
+    ProviderProfile, ResetSettings, RetrySettings, SessionSettings, ToolSettings, UiSettings,
 };

@@ -24,6 +24,18 @@ pub(crate) struct RawConfig {
     pub retry: RawRetry,
     #[serde(default)]
     pub ui: RawUi,
+    #[serde(default)]
+    pub tools: RawTools,
+}
+
+/// `[tools]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawTools {
+    pub pass_env: Option<Vec<String>>,
+    pub strip_env: Option<Vec<String>>,
+    pub shell_max_duration: Option<Value>,
+    pub shell_max_duration_ceiling: Option<Value>,
 }
 
 /// `[ui]`.

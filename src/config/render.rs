@@ -114,6 +114,28 @@ impl Config {
             None => writeln!(out, "idle_minutes = 0 (off)")?,
         }
 
+        let t = &self.tools;
+        writeln!(out, "\n[tools]")?;
+        let list = |names: &[String]| {
+            if names.is_empty() {
+                "[]".to_owned()
+            } else {
+                format!("[\"{}\"]", names.join("\", \""))
+            }
+        };
+        writeln!(out, "pass_env = {}", list(&t.pass_env))?;
+        writeln!(out, "strip_env = {}", list(&t.strip_env))?;
+        writeln!(
+            out,
+            "shell_max_duration = {}",
+            format_duration(t.shell_max_duration)
+        )?;
+        writeln!(
+            out,
+            "shell_max_duration_ceiling = {}",
+            format_duration(t.shell_max_duration_ceiling)
+        )?;
+
         writeln!(out, "\n[ui]")?;
         writeln!(out, "theme = {}", self.ui.theme)?;
 

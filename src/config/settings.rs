@@ -22,6 +22,49 @@ pub struct Config {
     pub retry: RetrySettings,
     /// `[ui]`: the terminal interface.
     pub ui: UiSettings,
+    /// `[tools]`: what commands run with and for how long.
+    pub tools: ToolSettings,
+}
+
+impl Config {
+    /// The environment variables the provider profiles read their keys from, each once.
+    pub fn credential_vars(&self) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .providers
+            .values()
+            .filter_map(|profile| profile.api_key_env.clone())
+            .collect();
+        names.sort();
+        names.dedup();
+        names
+    }
+}
+
+/// `[tools]`: what the commands tern runs get to see, and how long they may run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolSettings {
+    /// Variables commands get even though they look secret (exact names). This holds even for
+    /// a provider's own key variable: the person named it.
+    pub pass_env: Vec<String>,
+    /// Variables commands never get, though they look harmless: names, or patterns where `*`
+    /// matches any run of characters (`AWS_*`).
+    pub strip_env: Vec<String>,
+    /// How long one command may run in all, output or not, unless the model asks for another
+    /// limit with `timeout_secs`.
+    pub shell_max_duration: Duration,
+    /// The longest limit the model may ask for; a longer `timeout_secs` is lowered to it.
+    pub shell_max_duration_ceiling: Duration,
+}
+
+impl Default for ToolSettings {
+    fn default() -> Self {
+        Self {
+            pass_env: Vec::new(),
+            strip_env: Vec::new(),
+            shell_max_duration: Duration::from_secs(10 * 60),
+            shell_max_duration_ceiling: Duration::from_secs(60 * 60),
+        }
+    }
 }
 
 /// `[ui]`: the terminal interface.

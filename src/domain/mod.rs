@@ -1,6 +1,6 @@
 //! Plain data shared by every layer: identifiers, messages and their content blocks, tool
 //! calls and results, approvals, token usage, audiences, senders, error categories and why
-//! turns end.
+//! turns end; and the shapes of secrets (`secret_shapes`), which more than one layer checks.
 //!
 //! Nothing here does IO or imports a storage, network or terminal crate; every other module
 //! may depend on `domain`, and `domain` depends on none of them.
@@ -9,6 +9,7 @@ mod approval;
 mod error;
 mod ids;
 mod message;
+pub mod secret_shapes;
 mod sender;
 mod stop;
 mod usage;

@@ -26,7 +26,7 @@ use crate::domain::{Audience, ErrorCategory, SessionId, TurnStop};
 use crate::llm::ModelClient;
 use crate::prompt::TurnNotes;
 use crate::store::{JournalEvent, Overrides, Store};
-use crate::tools::{ApprovalMode, ToolRegistry};
+use crate::tools::{ApprovalMode, ChildEnv, ToolRegistry};
 use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -60,6 +60,8 @@ pub struct SessionDeps {
     pub overrides: Overrides,
     /// Keeps secrets out of the session logs.
     pub redactor: Arc<Redactor>,
+    /// Builds the environment of the commands the tools run.
+    pub child_env: Arc<ChildEnv>,
 }
 
 struct RunningTurn {

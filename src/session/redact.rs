@@ -2,10 +2,12 @@
 //!
 //! Two rules. A secret never appears: the keys named in the config (the providers' keys, as
 //! loaded) and anything shaped like a common token (`sk-…`, `ghp_…`, `xoxb-…`, `AKIA…`,
-//! JWTs, the value after `Bearer` or after a name such as `password=`) become `<secret>`.
+//! JWTs, the value after `Bearer` or after a name such as `password=`; the shapes are
+//! `domain::secret_shapes`, shared with the commands' environment filter) become `<secret>`.
 //! And tool arguments keep only their short strings: a long one shows as its length and a
 //! hash, so two calls with the same content can still be told apart.
 
+use crate::domain::secret_shapes::{is_token_char, looks_like_token};
 use serde_json::Value;
 
 /// Strings up to this many characters are logged as they are; longer ones are redacted.
@@ -16,33 +18,6 @@ const MIN_SECRET_CHARS: usize = 8;
 
 /// What a redacted secret is shown as.
 const SECRET: &str = "<secret>";
-
-/// Prefixes of well-known token formats; a word starting with one and long enough is a secret.
-const TOKEN_PREFIXES: &[&str] = &[
-    "sk-",
-    "sk_",
-    "pk_live_",
-    "rk_live_",
-    "ghp_",
-    "gho_",
-    "ghu_",
-    "ghs_",
-    "ghr_",
-    "github_pat_",
-    "glpat-",
-    "xoxa-",
-    "xoxb-",
-    "xoxp-",
-    "xoxr-",
-    "xoxs-",
-    "xapp-",
-    "AKIA",
-    "ASIA",
-    "AIza",
-    "hf_",
-    "npm_",
-    "pypi-",
-];
 
 /// Names whose value (after `=` or `:`) is a secret, compared without case.
 const SECRET_NAMES: &[&str] = &[
@@ -131,11 +106,6 @@ fn is_secret_name(name: &str) -> bool {
     SECRET_NAMES.iter().any(|n| lower.contains(n))
 }
 
-/// Characters a token is made of; anything else ends a word.
-fn token_char(c: char) -> bool {
-    c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '+' | '/' | '=' | '~')
-}
-
 /// Replaces the words of `text` shaped like tokens, and the value after `Bearer` or a
 /// secret's name.
 fn redact_shapes(text: &str) -> String {
@@ -143,10 +113,10 @@ fn redact_shapes(text: &str) -> String {
     let mut rest = text;
     // Whether the previous word makes the next one a secret (`Bearer x`, `password: x`).
     let mut next_is_secret = false;
-    while let Some(start) = rest.find(token_char) {
+    while let Some(start) = rest.find(is_token_char) {
         let (gap, tail) = rest.split_at(start);
         out.push_str(gap);
-        let end = tail.find(|c| !token_char(c)).unwrap_or(tail.len());
+        let end = tail.find(|c| !is_token_char(c)).unwrap_or(tail.len());
         let (word, after) = tail.split_at(end);
         if gap.contains('\n') {
             next_is_secret = false;
@@ -183,30 +153,6 @@ fn assigned_secret(word: &str) -> Option<&str> {
     let (name, value) = (&word[..eq], &word[eq + 1..]);
     let secret = (value.len() >= 4 && is_secret_name(name)) || looks_like_token(value);
     secret.then(|| &word[..=eq])
-}
-
-fn looks_like_token(word: &str) -> bool {
-    let word = word.trim_matches(|c| matches!(c, '.' | '/' | '=' | '+'));
-    if TOKEN_PREFIXES
-        .iter()
-        .any(|p| word.starts_with(p) && word.len() >= p.len() + 16)
-    {
-        return true;
-    }
-    // A JWT: three base64url parts, the first a JSON header.
-    if word.starts_with("eyJ") && word.split('.').count() == 3 && word.len() >= 30 {
-        return true;
-    }
-    // A long run of letters and digits mixed, as random keys are; hex alone is usually a
-    // hash (a commit, a checksum), which is worth keeping.
-    word.len() >= 32
-        && word
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-        && !word.chars().all(|c| c.is_ascii_hexdigit())
-        && word.chars().any(|c| c.is_ascii_digit())
-        && word.chars().any(|c| c.is_ascii_uppercase())
-        && word.chars().any(|c| c.is_ascii_lowercase())
 }
 
 #[cfg(test)]

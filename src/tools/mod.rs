@@ -8,11 +8,13 @@
 //! Each built-in tool lives in its own file; the pieces they share are argument checking
 //! ([`args`]), path resolution and the project boundary ([`paths`]), names that are not
 //! UTF-8 shown in an escaped form the tools read back ([`path_text`]), output capping
-//! ([`output`]), opening and atomically replacing regular files (`regular_file`), the
-//! ignore-respecting file walk behind `glob` and `grep` (`walk`), and what a person asked to
-//! approve a call is shown ([`preview`]).
+//! ([`output`]) and making captured bytes fit to read ([`printable`]), the environment of the
+//! commands tern runs ([`child_env`]), opening and atomically replacing regular files
+//! (`regular_file`), the ignore-respecting file walk behind `glob` and `grep` (`walk`), and
+//! what a person asked to approve a call is shown ([`preview`]).
 
 pub mod args;
+pub mod child_env;
 pub mod file_edit;
 pub mod file_read;
 pub mod file_write;
@@ -23,6 +25,7 @@ pub mod path_text;
 pub mod paths;
 pub mod policy;
 pub mod preview;
+pub mod printable;
 pub mod registry;
 mod regular_file;
 pub mod set_working_directory;
@@ -32,15 +35,18 @@ mod walk;
 
 pub use walk::list_files;
 
+pub use child_env::ChildEnv;
 pub use output::{OutputCap, cap_head_tail};
 pub use policy::{ApprovalMode, ApprovalNeed, Decision, decide};
 pub use preview::{Preview, PreviewFuture};
 pub use registry::ToolRegistry;
+pub use shell_execute::ShellLimits;
 
 use crate::domain::Audience;
 use std::future::Future;
 use std::path::PathBuf;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
@@ -64,6 +70,9 @@ pub struct ToolContext {
     /// Watchdog for a tool without progress; streamed output resets it (`[session]
     /// tool_execution`).
     pub tool_timeout: Duration,
+    /// Builds the environment of every process a tool starts: without credentials or
+    /// anything that looks like one.
+    pub child_env: Arc<ChildEnv>,
 }
 
 /// What a tool call changed, for the session to record (recent files, working directory).
@@ -116,12 +125,13 @@ pub trait Tool: Send + Sync {
     /// The name the model calls it by.
     fn name(&self) -> &'static str;
 
-    /// One paragraph for the model: what it does and when to use it.
-    fn description(&self) -> &'static str;
+    /// One paragraph for the model: what it does and when to use it. It must not change
+    /// while a process runs: it rides in the prompt's cached prefix.
+    fn description(&self) -> &str;
 
     /// One line for the tool index in the prompt; the description's first sentence unless
     /// the tool says otherwise.
-    fn summary(&self) -> &'static str {
+    fn summary(&self) -> &str {
         first_sentence(self.description())
     }
 
@@ -166,7 +176,7 @@ pub trait Tool: Send + Sync {
 }
 
 /// `text` up to the end of its first sentence (a period followed by a space), or all of it.
-fn first_sentence(text: &'static str) -> &'static str {
+fn first_sentence(text: &str) -> &str {
     text.find(". ").map_or(text, |end| &text[..=end])
 }
 

@@ -4,7 +4,11 @@
 //! The head and tail are kept rather than just the head because the end of an output (the
 //! failing test, the compiler's summary, the exit message) is usually what matters most. Every
 //! cut leaves a note in the middle saying how much was removed, so the model never mistakes a
-//! capped output for the whole.
+//! capped output for the whole. A captured stream becomes text through [`super::printable`]:
+//! binary data is summarised, judged on the kept head (and the kept tail on its own), and
+//! control characters are escaped.
+
+use super::printable;
 
 /// Cuts `text` to at most `max_bytes` of kept text (half head, half tail) plus a one-line note
 /// of what was cut. Cuts fall on char boundaries and, when one is near, on line boundaries.
@@ -190,32 +194,77 @@ impl OutputCap {
         self.total_bytes > (self.head_limit + self.tail_limit) as u64
     }
 
-    /// The captured text: decoded lossily (commands print what they like), with a note in the
-    /// middle when anything was cut.
+    /// True when the stream is binary data (judged on its kept head), which [`into_text`]
+    /// summarises instead of showing.
+    ///
+    /// [`into_text`]: Self::into_text
+    pub fn is_binary(&self) -> bool {
+        printable::is_binary(&self.head)
+    }
+
+    /// The captured stream for reading: binary data summarised; text with control characters
+    /// escaped (see [`printable::text`]) and a note in the middle when anything was cut; a
+    /// kept tail that is binary after a text head replaced by a note.
     pub fn into_text(mut self) -> String {
         if self.tail.len() > self.tail_limit {
             let excess = self.tail.len() - self.tail_limit;
             self.dropped_bytes += excess as u64;
             self.tail.drain(..excess);
         }
+        if printable::is_binary(&self.head) {
+            return printable::binary_summary(&self.head, self.total_bytes);
+        }
+        let tail_is_binary = printable::is_binary(&self.tail);
         if self.dropped_bytes == 0 {
+            if tail_is_binary {
+                let mut text = printable::text(&self.head);
+                if !text.is_empty() && !text.ends_with('\n') {
+                    text.push('\n');
+                }
+                text.push_str(&printable::binary_tail_note(self.tail.len()));
+                return text;
+            }
             let mut all = self.head;
             all.extend_from_slice(&self.tail);
-            return String::from_utf8_lossy(&all).into_owned();
+            return printable::text(&all);
         }
-        let head = String::from_utf8_lossy(&self.head[..utf8_prefix_len(&self.head)]);
-        let tail = String::from_utf8_lossy(&self.tail[utf8_skip_continuation(&self.tail)..]);
-        let head_end = head_cut(&head, head.len());
-        let tail_start = tail_cut(&tail, 0);
-        let (head, tail) = (&head[..head_end], &tail[tail_start..]);
+        // A character split by the cut is dropped whole; a newline byte is never part of a
+        // longer character, so the line boundaries below can be found in the bytes.
+        let head = &self.head[..utf8_prefix_len(&self.head)];
+        let tail = &self.tail[utf8_skip_continuation(&self.tail)..];
+        let head = &head[..head_cut_bytes(head)];
+        let tail = &tail[tail_cut_bytes(tail)..];
         let kept = (head.len() + tail.len()) as u64;
-        let kept_lines = count_lines(head.as_bytes()) + count_lines(tail.as_bytes());
+        let kept_lines = count_lines(head) + count_lines(tail);
+        let tail_text = if tail_is_binary {
+            printable::binary_tail_note(tail.len())
+        } else {
+            printable::text(tail)
+        };
         join_with_note(
-            head,
+            &printable::text(head),
             self.total_bytes.saturating_sub(kept),
             self.total_lines.saturating_sub(kept_lines),
-            tail,
+            &tail_text,
         )
+    }
+}
+
+/// [`head_cut`] for bytes: the whole head, or up to just after a newline when one lies in its
+/// second half.
+fn head_cut_bytes(bytes: &[u8]) -> usize {
+    match bytes.iter().rposition(|&b| b == b'\n') {
+        Some(nl) if nl + 1 >= bytes.len() / 2 => nl + 1,
+        _ => bytes.len(),
+    }
+}
+
+/// [`tail_cut`] for bytes: the whole tail, or from just after a newline when one lies in its
+/// first half.
+fn tail_cut_bytes(bytes: &[u8]) -> usize {
+    match bytes.iter().position(|&b| b == b'\n') {
+        Some(nl) if nl < bytes.len() / 2 => nl + 1,
+        _ => 0,
     }
 }
 
@@ -324,6 +373,50 @@ mod tests {
         let text = cap.into_text();
         assert!(!text.contains('\u{FFFD}'), "{text}");
         assert!(text.starts_with('é') && text.ends_with('é'), "{text}");
+    }
+
+    #[test]
+    fn stream_capture_escapes_control_characters() {
+        let mut cap = OutputCap::new(8, 8);
+        cap.push(b"\x1b[31mred\x1b[0m\n");
+        assert!(!cap.is_binary());
+        assert_eq!(cap.into_text(), "\\x1b[31mred\\x1b[0m\n");
+    }
+
+    #[test]
+    fn binary_stream_capture_is_summarised_from_its_head() {
+        let mut cap = OutputCap::new(64, 64);
+        let mut elf = b"\x7fELF\x02\x01\x01".to_vec();
+        elf.resize(1000, 0);
+        cap.push(&elf);
+        assert!(cap.is_binary());
+        let text = cap.into_text();
+        assert!(
+            text.starts_with("Binary output, 1000 bytes (1,000 bytes): it looks like an ELF"),
+            "{text}"
+        );
+        assert!(!text.contains('\0'), "{text}");
+    }
+
+    #[test]
+    fn a_binary_tail_after_a_text_head_becomes_a_note() {
+        let binary = [0u8, 1, 2, 3, 0xff, 0xfe].repeat(20);
+        // Cut in the middle, and whole (the tail buffer holding all after the head).
+        for (head_lines, tail_limit) in [(9, 60), (200, 60), (9, 200)] {
+            let mut cap = OutputCap::new(60, tail_limit);
+            for i in 0..head_lines {
+                cap.push(format!("line {i}\n").as_bytes());
+            }
+            cap.push(&binary);
+            assert!(!cap.is_binary());
+            let text = cap.into_text();
+            assert!(text.starts_with("line 0\nline 1\n"), "{text}");
+            assert!(
+                text.contains("kept of the output are binary data"),
+                "{text}"
+            );
+            assert!(!text.contains('\0') && !text.contains("\\x00"), "{text}");
+        }
     }
 
     #[test]

@@ -407,6 +407,7 @@ mod tests {
             temp_dir: PathBuf::from("/p/tmp"),
             readable_dirs: vec![PathBuf::from("/s/artifacts")],
             tool_timeout: std::time::Duration::ZERO,
+            child_env: Default::default(),
         };
         let check = |input: Value, arg: PathArg, access: Access, expected: ApprovalNeed| {
             let need = need_for_input(&ctx, "t", &input, arg, access);

@@ -10,7 +10,7 @@ use super::file_write::FileWrite;
 use super::glob::Glob;
 use super::grep::Grep;
 use super::set_working_directory::SetWorkingDirectory;
-use super::shell_execute::ShellExecute;
+use super::shell_execute::{ShellExecute, ShellLimits};
 use crate::domain::Audience;
 use std::sync::Arc;
 
@@ -27,13 +27,18 @@ impl ToolRegistry {
         Self::default()
     }
 
-    /// Every built-in tool.
+    /// Every built-in tool, with the default limits.
     pub fn builtin() -> Self {
+        Self::builtin_with(ShellLimits::default())
+    }
+
+    /// Every built-in tool, commands held to `shell` (from `[tools]`).
+    pub fn builtin_with(shell: ShellLimits) -> Self {
         let mut registry = Self::new();
         registry.register(Arc::new(FileRead));
         registry.register(Arc::new(FileWrite));
         registry.register(Arc::new(FileEdit));
-        registry.register(Arc::new(ShellExecute));
+        registry.register(Arc::new(ShellExecute::new(shell)));
         registry.register(Arc::new(Grep));
         registry.register(Arc::new(Glob));
         registry.register(Arc::new(SetWorkingDirectory));

@@ -8,13 +8,19 @@
 //! instead of fighting the TUI for the keyboard, and a timeout or cancel can stop the command
 //! together with everything it started.
 //!
-//! The command inherits tern's environment minus its secrets (see [`is_secret_name`]): the
-//! model reads whatever a command prints, and `env` would otherwise print tern's API keys.
+//! The command gets tern's environment without anything that is or looks like a credential
+//! ([`super::child_env`]): the model reads whatever a command prints, and `env` would
+//! otherwise print tern's API keys. It runs for at most `[tools] shell_max_duration` in all,
+//! or what the call asks for with `timeout_secs` up to `shell_max_duration_ceiling`, besides
+//! the inactivity watchdog; a command that never stops printing meets that limit. Its output
+//! is made fit to read ([`super::printable`]): binary data summarised, control characters
+//! escaped.
 
 use super::args::{ArgError, Args};
 use super::output::{OutputCap, human_bytes};
 use super::preview::{Preview, PreviewFuture};
 use super::{ApprovalNeed, Tool, ToolContext, ToolFuture, ToolOutput};
+use crate::config::ToolSettings;
 use crate::domain::{ApprovalDetail, Audience};
 use serde_json::{Value, json};
 use std::io;
@@ -33,16 +39,70 @@ use tokio_util::sync::CancellationToken;
 pub const HEAD_BYTES: usize = 15 * 1024;
 /// Bytes kept from the end of the output.
 pub const TAIL_BYTES: usize = 15 * 1024;
-/// The largest `timeout_secs` honoured.
-pub const MAX_TIMEOUT_SECS: u64 = 600;
 /// Between SIGTERM and SIGKILL.
 const KILL_GRACE: Duration = Duration::from_millis(1000);
 /// How long output is still read after the command exits, when something it started in the
 /// background keeps the pipe open.
 const DRAIN_GRACE: Duration = Duration::from_millis(250);
 
+/// How long a command may run in all, output or not (`[tools]`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShellLimits {
+    /// The limit of a call that asks for none (`shell_max_duration`).
+    pub max_duration: Duration,
+    /// The longest limit a call may ask for with `timeout_secs`
+    /// (`shell_max_duration_ceiling`); more is lowered to it.
+    pub ceiling: Duration,
+}
+
+impl From<&ToolSettings> for ShellLimits {
+    fn from(settings: &ToolSettings) -> Self {
+        Self {
+            max_duration: settings.shell_max_duration,
+            ceiling: settings.shell_max_duration_ceiling,
+        }
+    }
+}
+
+impl Default for ShellLimits {
+    fn default() -> Self {
+        Self::from(&ToolSettings::default())
+    }
+}
+
 /// Runs a shell command.
-pub struct ShellExecute;
+pub struct ShellExecute {
+    limits: ShellLimits,
+    /// Made once from the limits, so every request carries the same bytes.
+    description: String,
+}
+
+impl ShellExecute {
+    /// The tool with these limits, which its description and schema tell the model.
+    pub fn new(limits: ShellLimits) -> Self {
+        let description = format!(
+            "Run a shell command with `bash -c` in the working directory and return its exit \
+             code and output (stdout and stderr interleaved). stdin is empty and there is no \
+             terminal, so interactive programs and password prompts fail; pass flags that \
+             avoid prompts. Long output keeps only its first and last 15 KB: redirect to a \
+             file and search it when you need everything. Binary output is summarised (size, \
+             kind, first bytes in hex) and control characters are shown escaped (ESC as \
+             \\x1b). The command is stopped after a period without any output, and after {} \
+             seconds in all unless `timeout_secs` sets another limit (at most {}). \
+             Credentials are not passed: the providers' key variables, variables whose names \
+             contain KEY, TOKEN, SECRET, PASSWORD, PASSWD, CREDENTIAL or AUTH or have a word \
+             PAT, PASS, PWD or CRED, and variables whose values hold a URL with a password or \
+             a token-shaped string are removed. Use file_read, grep and glob rather than cat, \
+             grep and find.",
+            limits.max_duration.as_secs(),
+            limits.ceiling.as_secs()
+        );
+        Self {
+            limits,
+            description,
+        }
+    }
+}
 
 impl Tool for ShellExecute {
     fn name(&self) -> &'static str {
@@ -53,23 +113,28 @@ impl Tool for ShellExecute {
         "Run a shell command in the working directory; returns exit code and output."
     }
 
-    fn description(&self) -> &'static str {
-        "Run a shell command with `bash -c` in the working directory and return its exit code \
-         and output (stdout and stderr interleaved). stdin is empty and there is no terminal, \
-         so interactive programs and password prompts fail; pass flags that avoid prompts. \
-         Long output keeps only its first and last 15 KB: redirect to a file and search it \
-         when you need everything. The command is stopped after a period without any output, \
-         and after `timeout_secs` (at most 600) when given. Secrets are not passed: \
-         environment variables whose names contain KEY, TOKEN, SECRET or PASSWORD are removed. \
-         Use file_read, grep and glob rather than cat, grep and find."
+    fn description(&self) -> &str {
+        &self.description
     }
 
     fn input_schema(&self) -> Value {
+        let (max, ceiling) = (
+            self.limits.max_duration.as_secs(),
+            self.limits.ceiling.as_secs(),
+        );
         json!({
             "type": "object",
             "properties": {
                 "command": {"type": "string", "description": "The command line, run with bash -c."},
-                "timeout_secs": {"type": "integer", "minimum": 1, "maximum": MAX_TIMEOUT_SECS, "description": "Stop the command after this many seconds even if it keeps printing. At most 600."},
+                "timeout_secs": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": ceiling,
+                    "description": format!(
+                        "Stop the command after this many seconds in all, even if it keeps \
+                         printing. Without it the limit is {max}; at most {ceiling}."
+                    )
+                },
                 "description": {"type": "string", "description": "A few words saying what the command does, shown to the user."}
             },
             "required": ["command"],
@@ -94,13 +159,15 @@ impl Tool for ShellExecute {
     }
 
     fn preview<'a>(&'a self, input: &'a Value, ctx: &'a ToolContext) -> PreviewFuture<'a> {
-        let preview = parse(self.name(), input).ok().map(|request| Preview {
-            summary: format!("Run `{}`", one_line(&request.command, 80)),
-            detail: ApprovalDetail::Command {
-                command: request.command,
-                cwd: ctx.cwd.clone(),
-            },
-        });
+        let preview = parse(self.name(), input, &self.limits)
+            .ok()
+            .map(|request| Preview {
+                summary: format!("Run `{}`", one_line(&request.command, 80)),
+                detail: ApprovalDetail::Command {
+                    command: request.command,
+                    cwd: ctx.cwd.clone(),
+                },
+            });
         Box::pin(async move { preview })
     }
 
@@ -111,7 +178,7 @@ impl Tool for ShellExecute {
         cancel: CancellationToken,
     ) -> ToolFuture<'a> {
         Box::pin(async move {
-            let request = match parse(self.name(), &input) {
+            let request = match parse(self.name(), &input, &self.limits) {
                 Ok(request) => request,
                 Err(err) => return err.into(),
             };
@@ -139,12 +206,17 @@ impl Tool for ShellExecute {
 /// A checked call.
 struct Request {
     command: String,
-    hard_limit: Option<Duration>,
-    /// Set when `timeout_secs` was lowered to the maximum.
+    /// How long it may run in all.
+    hard_limit: Duration,
+    /// Whether the call set `hard_limit` with `timeout_secs`.
+    asked: bool,
+    /// The ceiling, for telling the model what it may ask for.
+    ceiling: Duration,
+    /// Set when `timeout_secs` was lowered to the ceiling.
     lowered_from: Option<u64>,
 }
 
-fn parse(tool: &'static str, input: &Value) -> Result<Request, ArgError> {
+fn parse(tool: &'static str, input: &Value, limits: &ShellLimits) -> Result<Request, ArgError> {
     let args = Args::new(tool, input)?;
     let command = args.string("command")?.to_string();
     if command.trim().is_empty() {
@@ -152,10 +224,15 @@ fn parse(tool: &'static str, input: &Value) -> Result<Request, ArgError> {
     }
     args.opt_string("description")?;
     let asked = args.opt_u64("timeout_secs", 1)?;
+    let ceiling = limits.ceiling.as_secs();
     Ok(Request {
         command,
-        hard_limit: asked.map(|s| Duration::from_secs(s.min(MAX_TIMEOUT_SECS))),
-        lowered_from: asked.filter(|&s| s > MAX_TIMEOUT_SECS),
+        hard_limit: asked.map_or(limits.max_duration, |secs| {
+            Duration::from_secs(secs.min(ceiling))
+        }),
+        asked: asked.is_some(),
+        ceiling: limits.ceiling,
+        lowered_from: asked.filter(|&secs| secs > ceiling),
     })
 }
 
@@ -179,7 +256,7 @@ enum Stop {
     LeftRunning,
     /// No output for the inactivity limit.
     Silent,
-    /// The `timeout_secs` limit.
+    /// The limit on the whole run: `timeout_secs` or `[tools] shell_max_duration`.
     HardLimit,
     Cancelled,
 }
@@ -193,6 +270,8 @@ async fn run(
     let stdout: OwnedFd = writer.into_blocking_fd()?;
     let stderr = stdout.try_clone()?;
     let mut command = Command::new(shell());
+    // First, since it clears whatever environment was set before it.
+    ctx.child_env.apply(command.as_std_mut());
     command
         .arg("-c")
         .arg(&request.command)
@@ -204,11 +283,6 @@ async fn run(
         .stdout(Stdio::from(stdout))
         .stderr(Stdio::from(stderr))
         .kill_on_drop(true);
-    for (name, _) in std::env::vars_os() {
-        if is_secret_name(&name.to_string_lossy()) {
-            command.env_remove(&name);
-        }
-    }
     // SAFETY: the closure runs in the forked child before exec and only calls setsid, which is
     // async-signal-safe and touches no memory of the parent.
     unsafe {
@@ -227,7 +301,7 @@ async fn run(
     let mut group = GroupGuard(child.id().and_then(|id| i32::try_from(id).ok()));
 
     let idle_limit = (!ctx.tool_timeout.is_zero()).then_some(ctx.tool_timeout);
-    let hard_deadline = request.hard_limit.map(|limit| started + limit);
+    let hard_deadline = started + request.hard_limit;
     let mut capture = OutputCap::new(HEAD_BYTES, TAIL_BYTES);
     let mut buf = vec![0u8; 64 * 1024];
     let mut last_output = started;
@@ -241,13 +315,13 @@ async fn run(
         }
         let (deadline, on_deadline) = [
             idle_limit.map(|limit| (last_output + limit, Stop::Silent)),
-            hard_deadline.map(|at| (at, Stop::HardLimit)),
+            Some((hard_deadline, Stop::HardLimit)),
             exited_at.map(|at| (at + DRAIN_GRACE, Stop::LeftRunning)),
         ]
         .into_iter()
         .flatten()
         .min_by_key(|(at, _)| *at)
-        .unwrap_or((started + Duration::from_secs(365 * 24 * 3600), Stop::Silent));
+        .unwrap_or((hard_deadline, Stop::HardLimit));
         tokio::select! {
             // Deadlines come before reads so a command that never stops printing still meets
             // its hard limit.
@@ -286,11 +360,13 @@ async fn run(
         status.as_ref(),
         started.elapsed(),
         idle_limit,
-        request.hard_limit,
+        request,
     );
     text.push('\n');
     let total = capture.total_bytes();
     let cut = capture.is_cut();
+    // A binary output's summary already gives its size.
+    let binary = capture.is_binary();
     if total == 0 {
         text.push_str("(no output)\n");
     } else {
@@ -299,7 +375,7 @@ async fn run(
             text.push('\n');
         }
     }
-    if cut {
+    if cut && !binary {
         text.push_str(&format!(
             "[the output was {}; only its first and last 15 KB are shown. Redirect it to a \
              file and search that with grep to see the rest]\n",
@@ -314,7 +390,8 @@ async fn run(
     }
     if let Some(asked) = request.lowered_from {
         text.push_str(&format!(
-            "[timeout_secs {asked} was lowered to the maximum of {MAX_TIMEOUT_SECS}]\n"
+            "[timeout_secs {asked} was lowered to the maximum of {}]\n",
+            request.ceiling.as_secs()
         ));
     }
     Ok(ToolOutput {
@@ -322,27 +399,6 @@ async fn run(
         is_error,
         effects: Vec::new(),
     })
-}
-
-/// Names of variables that look like secrets but are not, and that programs read.
-const NOT_SECRETS: &[&str] = &[
-    // zsh's wait for the rest of a key sequence.
-    "KEYTIMEOUT",
-    // Hugging Face tokenizers' threading switch, read by Python tooling.
-    "TOKENIZERS_PARALLELISM",
-    // The path of the GNOME keyring's control socket, like SSH_AUTH_SOCK for the SSH agent.
-    "GNOME_KEYRING_CONTROL",
-];
-
-/// True for an environment variable that must not reach a command: one whose name contains
-/// KEY, TOKEN, SECRET or PASSWORD in any case (API keys, access tokens, database passwords),
-/// unless it is one of [`NOT_SECRETS`].
-pub fn is_secret_name(name: &str) -> bool {
-    let upper = name.to_ascii_uppercase();
-    ["KEY", "TOKEN", "SECRET", "PASSWORD"]
-        .iter()
-        .any(|word| upper.contains(word))
-        && !NOT_SECRETS.contains(&upper.as_str())
 }
 
 /// `bash` when it is on `PATH`, `sh` otherwise.
@@ -405,7 +461,7 @@ fn summarize(
     status: Option<&io::Result<ExitStatus>>,
     elapsed: Duration,
     idle_limit: Option<Duration>,
-    hard_limit: Option<Duration>,
+    request: &Request,
 ) -> String {
     let took = seconds(elapsed);
     let stopped = "the command and the processes it started were stopped";
@@ -415,9 +471,16 @@ fn summarize(
              longer without output, run it in the background with its output in a file.",
             seconds(idle_limit.unwrap_or_default())
         ),
-        Stop::HardLimit => format!(
+        Stop::HardLimit if request.asked => format!(
             "Timed out after {took} s, the timeout_secs limit of {} s; {stopped}.",
-            seconds(hard_limit.unwrap_or_default())
+            seconds(request.hard_limit)
+        ),
+        Stop::HardLimit => format!(
+            "Timed out after {took} s, the limit of {} s for a command without timeout_secs; \
+             {stopped}. If it needs longer, give timeout_secs (at most {}), or run it in the \
+             background with its output in a file.",
+            seconds(request.hard_limit),
+            request.ceiling.as_secs()
         ),
         Stop::Cancelled => format!("Cancelled after {took} s; {stopped}."),
         Stop::Finished | Stop::LeftRunning => match status {
@@ -498,62 +561,116 @@ mod tests {
         assert_eq!(one_line(&"x".repeat(100), 5), "xxxxx…");
     }
 
-    #[test]
-    fn timeout_secs_is_capped() {
-        let request = parse(
-            "shell_execute",
-            &json!({"command": "true", "timeout_secs": 9999}),
-        )
-        .unwrap();
+    const LIMITS: ShellLimits = ShellLimits {
+        max_duration: Duration::from_secs(90),
+        ceiling: Duration::from_secs(300),
+    };
+
+    /// The limit a call gets, whether it asked for it, and what it asked for above the
+    /// ceiling.
+    #[track_caller]
+    fn check_limit(input: Value, expected: (u64, bool, Option<u64>)) {
+        let request = parse("shell_execute", &input, &LIMITS).unwrap();
         assert_eq!(
-            request.hard_limit,
-            Some(Duration::from_secs(MAX_TIMEOUT_SECS))
+            (
+                request.hard_limit.as_secs(),
+                request.asked,
+                request.lowered_from
+            ),
+            expected,
+            "{input}"
         );
-        assert_eq!(request.lowered_from, Some(9999));
+    }
+
+    #[test]
+    fn a_call_without_timeout_secs_gets_the_configured_limit() {
+        check_limit(json!({"command": "true"}), (90, false, None));
+    }
+
+    #[test]
+    fn timeout_secs_may_ask_for_longer_or_shorter_up_to_the_ceiling() {
+        check_limit(
+            json!({"command": "true", "timeout_secs": 5}),
+            (5, true, None),
+        );
+        check_limit(
+            json!({"command": "true", "timeout_secs": 300}),
+            (300, true, None),
+        );
+        check_limit(
+            json!({"command": "true", "timeout_secs": 9999}),
+            (300, true, Some(9999)),
+        );
+    }
+
+    #[test]
+    fn description_and_schema_tell_the_configured_limits() {
+        let tool = ShellExecute::new(LIMITS);
+        assert!(
+            tool.description().contains(
+                "after 90 seconds in all unless `timeout_secs` sets another limit (at most 300)"
+            ),
+            "{}",
+            tool.description()
+        );
+        let schema = tool.input_schema();
+        assert_eq!(schema["properties"]["timeout_secs"]["maximum"], 300);
+        assert!(
+            schema["properties"]["timeout_secs"]["description"]
+                .as_str()
+                .unwrap()
+                .contains("Without it the limit is 90; at most 300."),
+            "{schema}"
+        );
+        assert_eq!(
+            tool.summary(),
+            "Run a shell command in the working directory; returns exit code and output."
+        );
     }
 
     #[test]
     fn empty_command_is_refused() {
-        assert!(parse("shell_execute", &json!({"command": "  "})).is_err());
-        assert!(parse("shell_execute", &json!({"command": 3})).is_err());
-    }
-
-    #[test]
-    fn secret_names_are_recognised_in_any_case() {
-        for name in [
-            "ANTHROPIC_API_KEY",
-            "OPENAI_API_KEY",
-            "GITHUB_TOKEN",
-            "aws_secret_access_key",
-            "PGPASSWORD",
-            "Db_Password",
-            "CARGO_REGISTRY_TOKEN",
-        ] {
-            assert!(is_secret_name(name), "{name}");
-        }
-        for name in [
-            "PATH",
-            "HOME",
-            "SSH_AUTH_SOCK",
-            "GPG_TTY",
-            "TOKENIZERS_PARALLELISM",
-            "keytimeout",
-        ] {
-            assert!(!is_secret_name(name), "{name}");
-        }
+        assert!(parse("shell_execute", &json!({"command": "  "}), &LIMITS).is_err());
+        assert!(parse("shell_execute", &json!({"command": 3}), &LIMITS).is_err());
     }
 
     #[test]
     fn summary_names_exit_code_and_signal() {
         let exit = |raw| Some(Ok(ExitStatus::from_raw(raw)));
         let d = Duration::from_millis(1234);
+        let request = parse("shell_execute", &json!({"command": "true"}), &LIMITS).unwrap();
         assert_eq!(
-            summarize(Stop::Finished, exit(3 << 8).as_ref(), d, None, None),
+            summarize(Stop::Finished, exit(3 << 8).as_ref(), d, None, &request),
             "Exit code 3 after 1.2 s."
         );
         assert_eq!(
-            summarize(Stop::Finished, exit(9).as_ref(), d, None, None),
+            summarize(Stop::Finished, exit(9).as_ref(), d, None, &request),
             "Killed by signal 9 (SIGKILL) after 1.2 s."
+        );
+    }
+
+    #[test]
+    fn the_hard_limit_summary_says_which_limit_fired() {
+        let d = Duration::from_secs(90);
+        let without = parse("shell_execute", &json!({"command": "yes"}), &LIMITS).unwrap();
+        let text = summarize(Stop::HardLimit, None, d, None, &without);
+        assert!(
+            text.starts_with(
+                "Timed out after 90 s, the limit of 90 s for a command without timeout_secs;"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("give timeout_secs (at most 300)"), "{text}");
+        let asked = parse(
+            "shell_execute",
+            &json!({"command": "yes", "timeout_secs": 2}),
+            &LIMITS,
+        )
+        .unwrap();
+        let text = summarize(Stop::HardLimit, None, d, None, &asked);
+        assert!(
+            text.starts_with("Timed out after 90 s, the timeout_secs limit of 2.0 s;"),
+            "{text}"
         );
     }
 }

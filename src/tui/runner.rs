@@ -18,7 +18,7 @@ use crate::session::{
     OutputFilter, SessionError, SessionEvent, SessionHandle, Subscription, UserInput,
 };
 use crate::store::Store;
-use crate::tools::{ToolContext, ToolRegistry};
+use crate::tools::{ChildEnv, ToolContext, ToolRegistry};
 use crossterm::event::{Event, EventStream, KeyEventKind};
 use futures_util::StreamExt;
 use std::path::PathBuf;
@@ -49,6 +49,10 @@ pub struct Launch {
     pub pick: bool,
     /// Tells the UI to stop (a signal, a changed config); the reason is shown.
     pub stop: oneshot::Receiver<Stopping>,
+    /// The sessions' tools, for `!` commands: the same limits as the model's commands.
+    pub tools: ToolRegistry,
+    /// The environment rules of the sessions' commands, for `!` commands.
+    pub child_env: Arc<ChildEnv>,
 }
 
 /// Why the UI is asked to stop from outside.
@@ -87,6 +91,7 @@ struct Runner {
     tx: mpsc::UnboundedSender<AppEvent>,
     frames: FrameScheduler,
     tools: ToolRegistry,
+    child_env: Arc<ChildEnv>,
     /// The session picker, while it is open (full screen), and whether leaving it without a
     /// choice leaves tern (it was what tern opened with).
     picker: Option<(Picker, bool)>,
@@ -110,7 +115,8 @@ pub async fn run(mut app: App, launch: Launch) -> std::io::Result<Exit> {
         events: None,
         tx,
         frames: FrameScheduler::default(),
-        tools: ToolRegistry::builtin(),
+        tools: launch.tools,
+        child_env: launch.child_env,
         picker: None,
         picker_woke: Arc::new(Notify::new()),
         frame_log: std::env::var_os("TERN_FRAME_LOG").and_then(|path| {
@@ -512,6 +518,7 @@ impl Runner {
             temp_dir: std::env::temp_dir(),
             readable_dirs: Vec::new(),
             tool_timeout: SHELL_TIMEOUT,
+            child_env: self.child_env.clone(),
         };
         let tx = self.tx.clone();
         tokio::spawn(async move {

@@ -46,6 +46,7 @@ impl Project {
             temp_dir: base.join("tmp").join("p"),
             readable_dirs: Vec::new(),
             tool_timeout: Duration::from_secs(20),
+            child_env: Default::default(),
         };
         Self {
             _root: root,

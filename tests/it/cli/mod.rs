@@ -919,4 +919,5 @@ mod line_mode;
 mod print_prompt;
 mod repair;
 mod restart;
+mod secrets;
 mod terminal;

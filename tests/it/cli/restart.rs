@@ -155,6 +155,11 @@ fn a_changed_config_restarts_tern_on_the_same_session() {
     assert!(tern.wait().success());
     let requests = cli.mock.model_requests();
     assert_eq!(requests.len(), 2);
+    assert_eq!(
+        requests[1].header("x-api-key"),
+        Some("test-key"),
+        "the restarted tern got the key it had removed from its environment"
+    );
     let texts = requests[1].texts();
     assert!(
         texts.iter().any(|t| t == "hello") && texts.iter().any(|t| t == "first answer"),

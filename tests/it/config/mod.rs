@@ -15,6 +15,7 @@ mod file;
 mod paths;
 mod providers;
 mod secrets;
+mod tools;
 
 /// The path error messages must name; nothing is read from it.
 const FILE: &str = "/home/dev/.config/tern/config.toml";

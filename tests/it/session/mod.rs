@@ -103,6 +103,7 @@ impl World {
             }),
             overrides: Default::default(),
             redactor: Default::default(),
+            child_env: Default::default(),
         })
     }
 

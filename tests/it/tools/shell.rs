@@ -1,12 +1,14 @@
-//! shell_execute against real child processes: exit codes, output capture and caps, the
-//! environment, the inactivity and hard time limits, cancel, and killing the whole group.
+//! shell_execute against real child processes: exit codes, output capture and caps, binary
+//! and control characters in the output, the environment, the inactivity and hard time limits
+//! (configured and asked for), cancel, and killing the whole group.
 
 use super::{Project, call_with, check_error, child_report, in_child, run_in_child};
-use serde_json::json;
+use serde_json::{Value, json};
 use std::ffi::OsStr;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
-use tern::tools::ApprovalNeed;
+use tern::tools::shell_execute::ShellExecute;
+use tern::tools::{ApprovalNeed, ShellLimits, Tool, ToolOutput};
 use tokio_util::sync::CancellationToken;
 
 // ---- shell_execute ---------------------------------------------------------------------
@@ -109,6 +111,93 @@ async fn shell_hard_limit_stops_a_chatty_command() {
         started.elapsed()
     );
     check_error(&out, &["timeout_secs limit of 1.0 s", "tick"]);
+}
+
+/// Runs `input` through a shell tool held to `max_duration` seconds in all by default and
+/// `ceiling` at most.
+async fn call_limited(p: &Project, max_duration: u64, ceiling: u64, input: Value) -> ToolOutput {
+    let tool = ShellExecute::new(ShellLimits {
+        max_duration: Duration::from_secs(max_duration),
+        ceiling: Duration::from_secs(ceiling),
+    });
+    tool.execute(input, &p.ctx, CancellationToken::new()).await
+}
+
+#[tokio::test]
+async fn shell_max_duration_stops_a_command_that_never_stops_printing() {
+    let p = Project::new();
+    let out = call_limited(&p, 1, 2, json!({"command": "yes"})).await;
+    check_error(
+        &out,
+        &[
+            "the limit of 1.0 s for a command without timeout_secs",
+            "give timeout_secs (at most 2)",
+            "y\ny\ny\n",
+        ],
+    );
+}
+
+#[tokio::test]
+async fn shell_timeout_secs_above_the_ceiling_is_lowered_and_says_so() {
+    let p = Project::new();
+    let out = call_limited(
+        &p,
+        1,
+        1,
+        json!({"command": "while true; do echo tick; done", "timeout_secs": 30}),
+    )
+    .await;
+    check_error(
+        &out,
+        &[
+            "the timeout_secs limit of 1.0 s",
+            "tick",
+            "[timeout_secs 30 was lowered to the maximum of 1]",
+        ],
+    );
+}
+
+#[tokio::test]
+async fn shell_binary_output_is_summarised_not_shown() {
+    let p = Project::new();
+    let out = p
+        .call("shell_execute", json!({"command": "head -c 4096 /bin/ls"}))
+        .await;
+    assert!(!out.is_error, "{}", out.content);
+    assert!(
+        out.content
+            .contains("Binary output, 4.0 KB (4,096 bytes): it looks like an ELF executable"),
+        "{}",
+        out.content
+    );
+    assert!(
+        out.content.contains("00000000: 7f45 4c46"),
+        "{}",
+        out.content
+    );
+    assert!(out.content.len() < 1500, "{}", out.content);
+    assert!(
+        !out.content.contains(['\0', '\u{FFFD}', '\x1b']),
+        "{}",
+        out.content
+    );
+}
+
+#[tokio::test]
+async fn shell_control_characters_are_escaped() {
+    let p = Project::new();
+    let out = p
+        .call(
+            "shell_execute",
+            json!({"command": "printf '\\x1b[31mred\\x1b[0m\\n'; printf '10%%\\r100%%\\n'"}),
+        )
+        .await;
+    assert!(
+        out.content.ends_with("\n\\x1b[31mred\\x1b[0m\n100%\n"),
+        "{}",
+        out.content
+    );
+    assert!(!out.content.contains(['\x1b', '\r']), "{}", out.content);
 }
 
 #[tokio::test]
@@ -217,15 +306,20 @@ fn shell_commands_do_not_see_secrets_from_the_environment() {
         ("MY_SERVICE_TOKEN", "token-test-0003"),
         ("db_password", "password-test-0004"),
         ("Aws_Secret_Access_Key", "secret-test-0005"),
+        ("DATABASE_URL", "postgres://u:password-test-0006@host/db"),
+        ("GH_PAT", "pat-test-0007"),
+        ("MY_PASSWD", "passwd-test-0008"),
+        ("FOO", "sk-proj-0123456789abcdefghij0009"),
         ("TOKENIZERS_PARALLELISM", "false"),
         ("TERN_HARMLESS", "kept"),
+        ("GIT_AUTHOR_NAME", "Ada"),
     ];
     let env: Vec<(&str, &OsStr)> = set
         .iter()
         .map(|(name, value)| (*name, OsStr::new(*value)))
         .collect();
     let shown = run_in_child("shell::child_prints_its_environment", "", &env);
-    for (name, value) in &set[..5] {
+    for (name, value) in &set[..9] {
         assert!(
             !shown.contains(value),
             "{name} reached the command: {shown}"
@@ -235,6 +329,7 @@ fn shell_commands_do_not_see_secrets_from_the_environment() {
     for kept in [
         "TOKENIZERS_PARALLELISM=false",
         "TERN_HARMLESS=kept",
+        "GIT_AUTHOR_NAME=Ada",
         "PATH=",
     ] {
         assert!(shown.contains(kept), "{kept} missing: {shown}");
