@@ -94,7 +94,18 @@ fn main() {
         .measurement_time(Duration::from_secs(10));
     let mut group = c.benchmark_group("recovery");
     group.bench_function("recover_10k_from_snapshot", |b| {
-        b.iter(|| black_box(snapshot::recover(&store, &id, project.clone()).expect("recover")))
+        b.iter(|| {
+            black_box(
+                snapshot::recover(
+                    &store,
+                    &id,
+                    project.clone(),
+                    &project.join("no-spool"),
+                    &Default::default(),
+                )
+                .expect("recover"),
+            )
+        })
     });
     group.bench_function("replay_10k_full", |b| {
         b.iter(|| {

@@ -261,7 +261,8 @@ fn transcript(meta: &SessionMeta, records: &[JournalRecord]) -> String {
             | JournalEvent::MemoryCheckpoint { .. }
             | JournalEvent::Passivated { .. }
             | JournalEvent::TurnResumed { .. }
-            | JournalEvent::NudgeAdded { .. } => {}
+            | JournalEvent::NudgeAdded { .. }
+            | JournalEvent::ToolCallsStarted { .. } => {}
         }
     }
     out

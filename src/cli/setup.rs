@@ -144,11 +144,17 @@ pub fn session_deps(
     overrides: Overrides,
 ) -> Arc<SessionDeps> {
     let notes_client = notes_client(&loaded.config, &client);
-    let secrets = loaded
+    let child_env = child_env(&loaded.config);
+    // Every credential tern knows by value: the providers' keys, and the secrets it keeps
+    // out of the commands' environment. None of them reaches a log, the journal or a
+    // provider in what a tool printed.
+    let secrets: Vec<String> = loaded
         .config
         .providers
         .values()
-        .filter_map(|profile| profile.api_key.clone());
+        .filter_map(|profile| profile.api_key.clone())
+        .chain(child_env.secret_values(std::env::vars_os()))
+        .collect();
     Arc::new(SessionDeps {
         store,
         client,
@@ -160,7 +166,7 @@ pub fn session_deps(
         notes_client,
         overrides,
         redactor: Arc::new(Redactor::new(secrets)),
-        child_env: Arc::new(child_env(&loaded.config)),
+        child_env: Arc::new(child_env),
     })
 }
 

@@ -62,7 +62,11 @@ pub async fn run(args: LaunchArgs) -> anyhow::Result<Outcome> {
         ApprovalMode::Ask,
         args.model.overrides(),
     );
-    let (tools, child_env) = (deps.tools.clone(), deps.child_env.clone());
+    let (tools, child_env, redactor) = (
+        deps.tools.clone(),
+        deps.child_env.clone(),
+        deps.redactor.clone(),
+    );
     let manager = Arc::new(SessionManager::new(deps));
     let warmed = manager.warm_up().await?;
     let (key, resumed, project_dir) = match &found {
@@ -121,6 +125,7 @@ pub async fn run(args: LaunchArgs) -> anyhow::Result<Outcome> {
         stop,
         tools,
         child_env,
+        redactor,
     };
     let exit = runner::run(app, launch)
         .await

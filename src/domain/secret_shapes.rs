@@ -73,10 +73,24 @@ pub fn holds_token(text: &str) -> bool {
         .any(|word| looks_like_token(word) || word.split('=').any(looks_like_token))
 }
 
+/// The words of `text` that look like tokens, and the token-shaped values of its
+/// `name=value` words.
+pub fn tokens(text: &str) -> impl Iterator<Item = &str> {
+    text.split(|c| !is_token_char(c))
+        .filter(|word| !word.is_empty())
+        .flat_map(|word| std::iter::once(word).chain(word.split('=')))
+        .filter(|word| looks_like_token(word))
+}
+
 /// Whether `text` holds a URL with a password in it, `scheme://user:password@host`
 /// (`redis://:password@host` too). A user name alone (`https://user@host`) is not a secret.
 pub fn holds_url_password(text: &str) -> bool {
-    text.match_indices("://").any(|(at, sep)| {
+    url_passwords(text).next().is_some()
+}
+
+/// The passwords of the URLs in `text` (see [`holds_url_password`]).
+pub fn url_passwords(text: &str) -> impl Iterator<Item = &str> {
+    text.match_indices("://").filter_map(|(at, sep)| {
         let rest = &text[at + sep.len()..];
         // The authority ends where the path, query or fragment begins; a password holding one
         // of these characters must be percent-encoded.
@@ -84,12 +98,11 @@ pub fn holds_url_password(text: &str) -> bool {
             .find(|c: char| matches!(c, '/' | '?' | '#') || c.is_whitespace())
             .unwrap_or(rest.len());
         let authority = &rest[..end];
-        let Some(user_info) = authority.rfind('@').map(|at| &authority[..at]) else {
-            return false;
-        };
+        let user_info = authority.rfind('@').map(|at| &authority[..at])?;
         user_info
             .split_once(':')
-            .is_some_and(|(_, password)| !password.is_empty())
+            .map(|(_, password)| password)
+            .filter(|password| !password.is_empty())
     })
 }
 

@@ -626,7 +626,13 @@ impl SessionActor {
         }
         let message = "the turn stopped unexpectedly (a bug in tern); the session was restored \
                        from its journal and can go on";
-        let recovered = snapshot::recover(&self.deps.store, &self.id, self.project_dir.clone());
+        let recovered = snapshot::recover(
+            &self.deps.store,
+            &self.id,
+            self.project_dir.clone(),
+            &self.dirs.spool_dir,
+            &self.deps.redactor,
+        );
         let mut replay = match recovered {
             Ok(replay) => replay,
             Err(err) => {
@@ -657,7 +663,9 @@ impl SessionActor {
                 *text = message.to_owned();
             }
         }
-        if let Err(err) = snapshot::store_repairs(&self.deps.store, &mut replay) {
+        if let Err(err) =
+            snapshot::store_repairs(&self.deps.store, &mut replay, &self.dirs.spool_dir)
+        {
             tracing::error!(%err, "could not repair the journal");
         }
         self.publish(&SessionEvent::TurnFailed {

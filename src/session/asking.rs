@@ -7,7 +7,7 @@
 use super::approvals::{
     self, CANCEL_REASON, CANCELLED_WAITING, STOP_REASON, STOPPED_BEFORE, STOPPED_WAITING,
 };
-use super::batch::{Approver, CallOutcome, NOT_STARTED, Ruling};
+use super::batch::{Approver, CallOutcome, NOT_RECORDED, NOT_STARTED, Ruling};
 use super::calls::Recorder;
 use super::events::SessionEvent;
 use crate::domain::{Answer, ApprovalNeed, ToolCall};
@@ -16,10 +16,6 @@ use crate::tools::{Tool, ToolContext};
 use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::oneshot;
-
-/// The result of a call, and of those after it, when the journal could not record the
-/// question or its answer: the turn fails on that error.
-const NOT_RECORDED: &str = "not run: the session journal could not be written";
 
 /// A call waiting for a person: its id and where its answer goes.
 type Waiting = (String, oneshot::Sender<Answer>);
@@ -190,6 +186,16 @@ fn denied(reason: &str) -> Answer {
 impl Approver for Asker<'_, '_> {
     fn granted(&self, call: &ToolCall, need: &ApprovalNeed) -> bool {
         approvals::covered(&self.recorder.state.grants, call, need)
+    }
+
+    fn starting(&mut self, calls: &[ToolCall], done: &[CallOutcome]) -> bool {
+        match self.recorder.starting(calls, done) {
+            Ok(()) => true,
+            Err(err) => {
+                self.failed(err);
+                false
+            }
+        }
     }
 
     fn ask<'a>(

@@ -7,6 +7,7 @@
 //! no time limit: the tool's watchdog starts only when the call does. Results always come
 //! back in call order, one per call, so the history stays paired whatever happened.
 
+use super::spool;
 use crate::domain::{ApprovalNeed, Audience, ToolCall, ToolResult};
 use crate::tools::{
     self, ApprovalMode, Decision, Tool, ToolContext, ToolEffect, ToolOutput, ToolRegistry,
@@ -16,6 +17,8 @@ use futures_util::future::join_all;
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 /// The outcome of one call.
@@ -23,10 +26,22 @@ use tokio_util::sync::CancellationToken;
 pub struct CallOutcome {
     pub result: ToolResult,
     pub effects: Vec<ToolEffect>,
+    /// Where the call kept what it printed as it ran, to be removed once its result is
+    /// journaled.
+    pub spool: Option<PathBuf>,
 }
 
 /// The result of a call that a cancel stopped before it began.
 pub(super) const NOT_STARTED: &str = "not run: the turn was cancelled before this call started";
+
+/// The result of a call, and of those after it, when the journal could not record what the
+/// batch needed recorded first (a question, its answer, or that calls start): the turn fails
+/// on that error.
+pub(super) const NOT_RECORDED: &str = "not run: the session journal could not be written";
+
+/// How long a call that can change things gets to answer after a cancel or its time limit
+/// before it is given up on: its own answer says truthfully what it did.
+const STOP_GRACE: Duration = Duration::from_secs(5);
 
 /// What the batch will do with one call.
 enum Plan<'a> {
@@ -55,6 +70,12 @@ pub trait Approver {
     /// Whether an earlier "always" covers `call`, so it runs without asking.
     fn granted(&self, call: &ToolCall, need: &ApprovalNeed) -> bool;
 
+    /// Told that `calls`, which can change things, are about to run, after `done` (the
+    /// outcomes of the calls before them, all final). The turn journals their start durably
+    /// first, so a crash while they run can never make them look as if they had not run.
+    /// `false` when that failed: the batch ends there and nothing more runs.
+    fn starting(&mut self, calls: &[ToolCall], done: &[CallOutcome]) -> bool;
+
     /// Puts `call` to a person and waits for the ruling. `done` holds the outcomes of the
     /// batch's calls before it, in order, all of them final.
     fn ask<'a>(
@@ -73,6 +94,8 @@ pub struct BatchEnv<'a> {
     pub audience: Audience,
     pub approval: ApprovalMode,
     pub malformed: &'a BTreeMap<String, String>,
+    /// Where calls that print as they run keep a copy of it (see [`Tool::keeps_spool`]).
+    pub spool_dir: Option<&'a Path>,
 }
 
 /// Runs `calls` and returns one outcome per call, in call order.
@@ -117,10 +140,20 @@ pub async fn run_batch<A: Approver + Send>(
             }
             group.push(next);
         }
+        let starting: Vec<ToolCall> = calls[first..]
+            .iter()
+            .zip(&group)
+            .filter(|(_, plan)| matches!(plan, Plan::Run(tool) if !tool.is_read_only()))
+            .map(|(call, _)| call.clone())
+            .collect();
+        if !starting.is_empty() && !approver.starting(&starting, &outcomes) {
+            outcomes.extend(not_run(&calls[first..], NOT_RECORDED));
+            break;
+        }
         let runs = calls[first..]
             .iter()
             .zip(&group)
-            .map(|(call, plan)| execute(call, plan, ctx, cancel));
+            .map(|(call, plan)| execute(call, plan, ctx, env.spool_dir, cancel));
         for outcome in join_all(runs).await {
             for effect in &outcome.effects {
                 if let ToolEffect::SetWorkingDirectory(path) = effect {
@@ -138,6 +171,7 @@ fn not_run<'c>(calls: &'c [ToolCall], why: &'c str) -> impl Iterator<Item = Call
     calls.iter().map(move |call| CallOutcome {
         result: ToolResult::error(&call.id, why),
         effects: Vec::new(),
+        spool: None,
     })
 }
 
@@ -195,20 +229,32 @@ async fn execute(
     call: &ToolCall,
     plan: &Plan<'_>,
     ctx: &ToolContext,
+    spool_dir: Option<&Path>,
     cancel: &CancellationToken,
 ) -> CallOutcome {
+    let answer = |text: &str| CallOutcome {
+        result: ToolResult::error(&call.id, text),
+        effects: Vec::new(),
+        spool: None,
+    };
     match plan {
-        Plan::Answer(text) => CallOutcome {
-            result: ToolResult::error(&call.id, text.clone()),
-            effects: Vec::new(),
-        },
+        Plan::Answer(text) => answer(text),
         // Asked calls are ruled on before they execute; one never gets here.
-        Plan::Ask(..) => CallOutcome {
-            result: ToolResult::error(&call.id, "not run: no decision was made on this call"),
-            effects: Vec::new(),
-        },
+        Plan::Ask(..) => answer("not run: no decision was made on this call"),
         Plan::Run(tool) => {
-            let output = guarded(*tool, call, ctx, cancel).await;
+            let spool = spool_dir
+                .filter(|_| tool.keeps_spool())
+                .map(|dir| spool::file_for(dir, &call.id));
+            let output = match &spool {
+                Some(path) => {
+                    let ctx = ToolContext {
+                        spool: Some(path.clone()),
+                        ..ctx.clone()
+                    };
+                    guarded(*tool, call, &ctx, cancel).await
+                }
+                None => guarded(*tool, call, ctx, cancel).await,
+            };
             CallOutcome {
                 result: ToolResult {
                     tool_use_id: call.id.clone(),
@@ -216,52 +262,197 @@ async fn execute(
                     is_error: output.is_error,
                 },
                 effects: output.effects,
+                spool,
             }
         }
     }
 }
 
 /// Runs one call with the guards every tool gets: a panic becomes an error result, and a tool
-/// that does not watch its own progress is stopped by a cancel or after `tool_timeout`
-/// (dropping its future; blocking work it started finishes on its own in the background).
+/// that does not watch its own progress is stopped by a cancel or after `tool_timeout`. A
+/// read-only one is dropped there (blocking work it started finishes on its own in the
+/// background); one that can change things is told to stop and gets [`STOP_GRACE`] to answer,
+/// since only its own answer says whether the change happened.
 async fn guarded(
     tool: &dyn Tool,
     call: &ToolCall,
     ctx: &ToolContext,
     cancel: &CancellationToken,
 ) -> ToolOutput {
-    let run = AssertUnwindSafe(tool.execute(call.input.clone(), ctx, cancel.child_token()))
-        .catch_unwind();
+    let token = cancel.child_token();
+    let mut run = std::pin::pin!(
+        AssertUnwindSafe(tool.execute(call.input.clone(), ctx, token.clone())).catch_unwind()
+    );
     let finished = if tool.watches_its_own_progress() {
         run.await
     } else {
         let limit = ctx.tool_timeout;
-        tokio::select! {
-            finished = run => finished,
-            () = cancel.cancelled() => {
-                return ToolOutput::error(format!("`{}` was stopped: the turn was cancelled", call.name));
-            }
-            () = tokio::time::sleep(limit), if !limit.is_zero() => {
+        let stopped = tokio::select! {
+            finished = &mut run => return finished.unwrap_or_else(|panic| crashed(call, panic)),
+            () = cancel.cancelled() => format!("`{}` was stopped: the turn was cancelled", call.name),
+            () = tokio::time::sleep(limit), if !limit.is_zero() => format!(
+                "`{}` was stopped after {} s without finishing (`tool_execution_timeout` in \
+                 [session]); try a narrower call",
+                call.name,
+                limit.as_secs()
+            ),
+        };
+        if tool.is_read_only() {
+            return ToolOutput::error(stopped);
+        }
+        token.cancel();
+        match tokio::time::timeout(STOP_GRACE, &mut run).await {
+            Ok(finished) => finished,
+            Err(_) => {
                 return ToolOutput::error(format!(
-                    "`{}` was stopped after {} s without finishing (`tool_execution_timeout` in \
-                     [session]); try a narrower call",
-                    call.name,
-                    limit.as_secs()
+                    "{stopped}. It did not say how far it got: it may have completed — check \
+                     its effects before calling it again"
                 ));
             }
         }
     };
-    finished.unwrap_or_else(|panic| {
-        let what = panic
-            .downcast_ref::<&str>()
-            .map(|s| (*s).to_owned())
-            .or_else(|| panic.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "no message".to_owned());
-        tracing::error!(tool = call.name, %what, "tool panicked");
-        ToolOutput::error(format!(
-            "the tool `{}` crashed ({what}); this is a bug in tern, not in your call. Work \
-             around it with other tools",
-            call.name
-        ))
-    })
+    finished.unwrap_or_else(|panic| crashed(call, panic))
+}
+
+/// The result of a call whose tool panicked.
+fn crashed(call: &ToolCall, panic: Box<dyn std::any::Any + Send>) -> ToolOutput {
+    let what = panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "no message".to_owned());
+    tracing::error!(tool = call.name, %what, "tool panicked");
+    ToolOutput::error(format!(
+        "the tool `{}` crashed ({what}); this is a bug in tern, not in your call. Work \
+         around it with other tools",
+        call.name
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::{ToolFuture, ToolOutput};
+    use serde_json::{Value, json};
+
+    /// A tool that changes things and takes `takes` to do it; it stops at a cancel only when
+    /// `heeds_cancel`, and then says it changed nothing.
+    struct Writer {
+        takes: Duration,
+        heeds_cancel: bool,
+    }
+
+    impl Tool for Writer {
+        fn name(&self) -> &'static str {
+            "writer"
+        }
+        fn description(&self) -> &str {
+            "Writes."
+        }
+        fn input_schema(&self) -> Value {
+            json!({"type": "object"})
+        }
+        fn min_audience(&self) -> Audience {
+            Audience::Team
+        }
+        fn is_read_only(&self) -> bool {
+            false
+        }
+        fn approval_need(&self, _: &Value, _: &ToolContext) -> ApprovalNeed {
+            ApprovalNeed::None
+        }
+        fn execute<'a>(
+            &'a self,
+            _: Value,
+            _: &'a ToolContext,
+            cancel: CancellationToken,
+        ) -> ToolFuture<'a> {
+            Box::pin(async move {
+                let heed = async {
+                    if self.heeds_cancel {
+                        cancel.cancelled().await;
+                    } else {
+                        std::future::pending::<()>().await;
+                    }
+                };
+                tokio::select! {
+                    () = tokio::time::sleep(self.takes) => ToolOutput::ok("written"),
+                    () = heed => ToolOutput::error("stopped before writing anything"),
+                }
+            })
+        }
+    }
+
+    fn ctx(timeout: Duration) -> ToolContext {
+        ToolContext {
+            project_dir: "/p".into(),
+            cwd: "/p".into(),
+            temp_dir: "/tmp".into(),
+            readable_dirs: Vec::new(),
+            tool_timeout: timeout,
+            child_env: Default::default(),
+            spool: None,
+        }
+    }
+
+    fn call() -> ToolCall {
+        ToolCall {
+            id: "c1".into(),
+            name: "writer".into(),
+            input: json!({}),
+        }
+    }
+
+    async fn run(tool: Writer, cancel_after: Option<Duration>) -> ToolOutput {
+        let cancel = CancellationToken::new();
+        if let Some(after) = cancel_after {
+            let cancel = cancel.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(after).await;
+                cancel.cancel();
+            });
+        }
+        guarded(&tool, &call(), &ctx(Duration::from_secs(90)), &cancel).await
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_change_stopped_by_a_cancel_says_what_it_did() {
+        let heeds = Writer {
+            takes: Duration::from_secs(60),
+            heeds_cancel: true,
+        };
+        let output = run(heeds, Some(Duration::from_secs(1))).await;
+        assert_eq!(output.content, "stopped before writing anything");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_change_that_finishes_within_the_grace_is_reported_done() {
+        let late = Writer {
+            takes: Duration::from_secs(3),
+            heeds_cancel: false,
+        };
+        let output = run(late, Some(Duration::from_secs(1))).await;
+        assert_eq!(
+            output.content, "written",
+            "the cancel came too late to stop it"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_change_that_does_not_answer_is_never_called_not_done() {
+        let deaf = Writer {
+            takes: Duration::from_secs(600),
+            heeds_cancel: false,
+        };
+        let output = run(deaf, Some(Duration::from_secs(1))).await;
+        assert!(output.is_error);
+        assert!(
+            output
+                .content
+                .contains("it may have completed — check its effects"),
+            "{}",
+            output.content
+        );
+        assert!(!output.content.starts_with("not run"), "{}", output.content);
+    }
 }

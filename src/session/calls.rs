@@ -37,6 +37,7 @@ impl Turn<'_> {
             audience: self.audience,
             approval: self.deps.approval,
             malformed,
+            spool_dir: Some(&self.dirs.spool_dir),
         };
         let mut asker = Asker::new(Recorder {
             turn: self,
@@ -83,6 +84,7 @@ impl Recorder<'_, '_> {
     ) -> Result<(), LlmError> {
         let mut fresh = Vec::new();
         let mut effects = Vec::new();
+        let mut spools = Vec::new();
         let mut ran = self.ran;
         for (call, verdict) in self
             .calls
@@ -98,15 +100,19 @@ impl Recorder<'_, '_> {
                     match outcomes.get(ran - 1) {
                         Some(outcome) => {
                             effects.extend(outcome.effects.iter().cloned());
+                            spools.extend(outcome.spool.iter().cloned());
                             outcome.result.clone()
                         }
                         None => ToolResult::error(call.id.clone(), "not run"),
                     }
                 }
             };
+            // A credential tern knows never reaches the journal or the provider, whatever a
+            // tool printed.
+            let content = self.turn.deps.redactor.credentials(&result.content);
             result.content = self
                 .turn
-                .fit_text(&format!("tool-{}.txt", call.id), result.content);
+                .fit_text(&format!("tool-{}.txt", call.id), content);
             fresh.push(result);
         }
         let mut events = Vec::new();
@@ -130,6 +136,10 @@ impl Recorder<'_, '_> {
         }));
         events.extend(then);
         self.turn.record(self.state, events)?;
+        // Their results are journaled: what they printed is no longer needed for recovery.
+        for spool in spools {
+            let _ = std::fs::remove_file(spool);
+        }
         let first = self.results.len();
         for (call, result) in self.calls[first..].iter().zip(&fresh) {
             self.turn.emit(SessionEvent::ToolResult {
@@ -142,5 +152,16 @@ impl Recorder<'_, '_> {
         self.results.extend(fresh);
         self.ran = ran;
         Ok(())
+    }
+}
+
+impl Recorder<'_, '_> {
+    /// Journals that `calls` start, in one commit with the results of `done` not journaled
+    /// yet (see [`Approver::starting`](super::batch::Approver::starting)).
+    pub fn starting(&mut self, calls: &[ToolCall], done: &[CallOutcome]) -> Result<(), LlmError> {
+        let started = JournalEvent::ToolCallsStarted {
+            call_ids: calls.iter().map(|call| call.id.clone()).collect(),
+        };
+        self.record(done, false, vec![started])
     }
 }

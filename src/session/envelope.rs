@@ -31,6 +31,8 @@ pub struct SessionDirs {
     pub log_dir: PathBuf,
     /// `logs/session.log`: one line per event, tool arguments redacted.
     pub log_path: PathBuf,
+    /// `logs/calls/`: what running commands print, kept as it comes (see `spool`).
+    pub spool_dir: PathBuf,
     /// Where extra git worktrees of the session go.
     pub worktree_dir: PathBuf,
     /// `subagents/<run-id>/` per subagent run.
@@ -100,6 +102,7 @@ impl SessionDirs {
             attachment_dir: session_dir.join("attachment-staging"),
             artifact_dir: session_dir.join("artifacts"),
             log_path: log_dir.join(LOG_FILE),
+            spool_dir: log_dir.join("calls"),
             log_dir,
             worktree_dir: session_dir.join("worktrees"),
             subagents_dir: session_dir.join("subagents"),

@@ -131,12 +131,18 @@ impl SessionHandle {
     /// Reopens a stored session: replays its journal, repairs what a crash left open, and
     /// returns once the session is ready.
     pub fn resume(deps: Arc<SessionDeps>, meta: &SessionMeta) -> Result<Self, SessionError> {
-        let mut replay = snapshot::recover(&deps.store, &meta.id, meta.project_dir.clone())?;
+        let dirs = locate_dirs(&deps, meta);
+        let mut replay = snapshot::recover(
+            &deps.store,
+            &meta.id,
+            meta.project_dir.clone(),
+            &dirs.spool_dir,
+            &deps.redactor,
+        )?;
         if !replay.repairs.is_empty() {
             tracing::info!(session = %meta.id, repairs = replay.repairs.len(), "repairing journal");
-            snapshot::store_repairs(&deps.store, &mut replay)?;
+            snapshot::store_repairs(&deps.store, &mut replay, &dirs.spool_dir)?;
         }
-        let dirs = locate_dirs(&deps, meta);
         Ok(SessionActor::spawn(deps, dirs, replay.state))
     }
 

@@ -23,6 +23,7 @@ pub mod loop_guard;
 pub mod phase;
 mod redact;
 pub mod snapshot;
+mod spool;
 pub mod state;
 mod titling;
 mod turn;

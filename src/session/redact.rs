@@ -50,15 +50,22 @@ impl Redactor {
         Self { known }
     }
 
-    /// `text` with every secret replaced by `<secret>`.
-    pub fn text(&self, text: &str) -> String {
+    /// `text` with every secret known by value replaced by `<secret>`, and nothing else
+    /// changed: for what tools return, where a token-shaped word may be the file's content
+    /// the model needs back as it is.
+    pub fn credentials(&self, text: &str) -> String {
         let mut out = text.to_owned();
         for secret in &self.known {
             if out.contains(secret.as_str()) {
                 out = out.replace(secret.as_str(), SECRET);
             }
         }
-        redact_shapes(&out)
+        out
+    }
+
+    /// `text` with every secret replaced by `<secret>`.
+    pub fn text(&self, text: &str) -> String {
+        redact_shapes(&self.credentials(text))
     }
 
     /// Tool arguments as one line of JSON: secrets replaced, long strings shown as their

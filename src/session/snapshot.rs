@@ -5,11 +5,13 @@
 //! snapshot. [`recover`] rebuilds a session from its latest snapshot plus the events after
 //! it, or from the whole journal when there is no usable snapshot.
 
+use super::redact::Redactor;
+use super::spool;
 use super::state::{Replay, SessionState};
 use crate::domain::SessionId;
 use crate::store::{JournalEvent, JournalRecord, Store, StoreError};
 use serde::{Deserialize, Serialize};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// The snapshot format this build writes; a snapshot of another version is not used (the
 /// journal is replayed instead), so the format can change freely.
@@ -96,8 +98,12 @@ pub fn snapshot(store: &Store, state: &mut SessionState) {
 }
 
 /// Appends the repairs a replay found needed (already applied to its state), so the journal
-/// matches the state again.
-pub fn store_repairs(store: &Store, replay: &mut Replay) -> Result<(), StoreError> {
+/// matches the state again; the spools of the calls they answer in `spool_dir` go then.
+pub fn store_repairs(
+    store: &Store,
+    replay: &mut Replay,
+    spool_dir: &Path,
+) -> Result<(), StoreError> {
     if replay.repairs.is_empty() {
         return Ok(());
     }
@@ -105,13 +111,27 @@ pub fn store_repairs(store: &Store, replay: &mut Replay) -> Result<(), StoreErro
     if let Some(last) = records.last() {
         replay.state.last_seq = last.seq;
     }
+    for event in &replay.repairs {
+        if let JournalEvent::ToolResults { results } = event {
+            for result in results {
+                spool::remove(spool_dir, &result.tool_use_id);
+            }
+        }
+    }
     Ok(())
 }
 
 /// Rebuilds a session: its latest usable snapshot, then the journal after it (or the whole
 /// journal), with the repairs a crash left needed. `project_dir` is the session's current
-/// one, which wins over the snapshot's.
-pub fn recover(store: &Store, id: &SessionId, project_dir: PathBuf) -> Result<Replay, StoreError> {
+/// one, which wins over the snapshot's. What a call that was running had printed comes from
+/// its spool in `spool_dir`, without the credentials `redactor` knows.
+pub fn recover(
+    store: &Store,
+    id: &SessionId,
+    project_dir: PathBuf,
+    spool_dir: &Path,
+    redactor: &Redactor,
+) -> Result<Replay, StoreError> {
     let from_snapshot = store
         .latest_snapshot(id)?
         .and_then(|found| decode(&found.state).map(|state| (found.seq, state)))
@@ -123,5 +143,7 @@ pub fn recover(store: &Store, id: &SessionId, project_dir: PathBuf) -> Result<Re
     base.snapshot_seq = after;
     base.project_dir = project_dir;
     let records = store.load_after(id, after)?;
-    Ok(SessionState::replay_onto(base, &records))
+    let captured =
+        |call_id: &str| spool::captured(spool_dir, call_id).map(|text| redactor.credentials(&text));
+    Ok(SessionState::replay_onto(base, &records, &captured))
 }

@@ -18,9 +18,16 @@ use std::path::{Path, PathBuf};
 /// How many recently read or written files the working context remembers.
 pub const RECENT_FILES: usize = 10;
 
-/// The result text given to a call that never ran because the process stopped mid-batch.
+/// The result text given to a call that never started because the process stopped
+/// mid-batch. Calls that can change anything journal their start before they run, so one
+/// without that record did not run; a read-only one may have, to no effect.
 pub const INTERRUPTED_CALL: &str =
-    "not run: tern stopped before this tool call finished; run it again if it is still needed";
+    "not run: tern stopped before this call ran; call it again if it is still needed";
+
+/// The result text given to a call whose start was journaled but whose result never was:
+/// it may have done all it was asked.
+pub const OUTCOME_UNKNOWN: &str = "outcome unknown: tern stopped while this ran; it may have \
+     completed — check its effects before running it again";
 
 /// What a session knows between journal events. Serializable, so a snapshot can stand in
 /// for the journal up to the position it was taken at.
@@ -62,6 +69,9 @@ pub struct SessionState {
     /// The call whose approval request has no decision yet, if one waits.
     #[serde(default)]
     pub pending_approval: Option<String>,
+    /// Calls journaled as started that have no result yet.
+    #[serde(default)]
+    pub started_calls: BTreeSet<String>,
     /// The title the first input gave, while it is still the session's title: after the
     /// first turn a model call may find a better one.
     #[serde(default)]
@@ -92,6 +102,7 @@ impl SessionState {
             last_input: None,
             grants: BTreeSet::new(),
             pending_approval: None,
+            started_calls: BTreeSet::new(),
             derived_title: None,
         }
     }
@@ -119,6 +130,9 @@ impl SessionState {
                 });
             }
             JournalEvent::ToolResults { results } => {
+                for result in results {
+                    self.started_calls.remove(&result.tool_use_id);
+                }
                 if let Some(waiting) = &self.pending_approval
                     && results.iter().any(|r| &r.tool_use_id == waiting)
                 {
@@ -144,6 +158,10 @@ impl SessionState {
             JournalEvent::TurnCompleted { .. } | JournalEvent::TurnFailed { .. } => {
                 self.turns += 1;
                 self.turn_open = false;
+                self.started_calls.clear();
+            }
+            JournalEvent::ToolCallsStarted { call_ids } => {
+                self.started_calls.extend(call_ids.iter().cloned());
             }
             JournalEvent::TitleChanged { title } => {
                 if self.derived_title.as_ref() != Some(title) {
@@ -212,12 +230,18 @@ impl SessionState {
     /// appended to repair the journal (results for calls that never got one, and the end of
     /// a turn that the process did not live to finish).
     pub fn replay(id: SessionId, project_dir: PathBuf, records: &[JournalRecord]) -> Replay {
-        Self::replay_onto(Self::new(id, project_dir), records)
+        Self::replay_onto(Self::new(id, project_dir), records, &|_| None)
     }
 
     /// [`SessionState::replay`] starting from `state` (a snapshot) instead of an empty
-    /// session: `records` are the journal after the snapshot's position.
-    pub fn replay_onto(mut state: Self, records: &[JournalRecord]) -> Replay {
+    /// session: `records` are the journal after the snapshot's position. `captured` gives,
+    /// for a call that was running when tern stopped, what it had printed (its spool), to go
+    /// with its "outcome unknown".
+    pub fn replay_onto(
+        mut state: Self,
+        records: &[JournalRecord],
+        captured: &dyn Fn(&str) -> Option<String>,
+    ) -> Replay {
         for record in records {
             state.apply(&record.event);
             state.last_seq = record.seq;
@@ -230,9 +254,11 @@ impl SessionState {
                 .into_iter()
                 .map(|id| {
                     let why = if waiting.as_ref() == Some(&id) {
-                        STOPPED_WAITING
+                        STOPPED_WAITING.to_owned()
+                    } else if state.started_calls.contains(&id) {
+                        outcome_unknown(captured(&id).as_deref())
                     } else {
-                        INTERRUPTED_CALL
+                        INTERRUPTED_CALL.to_owned()
                     };
                     ToolResult::error(id, why)
                 })
@@ -279,6 +305,17 @@ impl SessionState {
             .last()
             .filter(|m| m.role == Role::Assistant)
             .map(Message::text)
+    }
+}
+
+/// The result of a call that was running when tern stopped, with what it had printed.
+fn outcome_unknown(captured: Option<&str>) -> String {
+    match captured {
+        Some(text) if !text.trim().is_empty() => format!(
+            "{OUTCOME_UNKNOWN}. What it printed before tern stopped:\n{}",
+            text.trim_end()
+        ),
+        _ => OUTCOME_UNKNOWN.to_owned(),
     }
 }
 
@@ -401,6 +438,75 @@ mod tests {
         assert!(matches!(out.repairs[1], JournalEvent::TurnFailed { .. }));
         assert!(out.state.unanswered_calls().is_empty());
         assert!(!out.state.turn_open);
+    }
+
+    /// A call journaled as started may have done everything it was asked before tern
+    /// stopped: it is never called "not run". One that did not start is.
+    #[test]
+    fn a_call_that_had_started_gets_outcome_unknown_with_what_it_printed() {
+        let records: Vec<JournalRecord> = [
+            input("hi"),
+            JournalEvent::AssistantMessage {
+                model: "m".into(),
+                content: vec![call("read"), call("shell"), call("later")],
+            },
+            JournalEvent::ToolResults {
+                results: vec![ToolResult::ok("read", "x")],
+            },
+            JournalEvent::ToolCallsStarted {
+                call_ids: vec!["shell".into()],
+            },
+        ]
+        .into_iter()
+        .enumerate()
+        .map(|(i, e)| record(i as u64 + 1, e))
+        .collect();
+        let printed = |id: &str| (id == "shell").then(|| "migrating table 3 of 9\n".to_owned());
+        let state = SessionState::new(SessionId::from_string("s"), PathBuf::from("/p"));
+        let out = SessionState::replay_onto(state, &records, &printed);
+        let JournalEvent::ToolResults { results } = &out.repairs[0] else {
+            panic!("{out:?}")
+        };
+        let shown: Vec<(&str, &str)> = results
+            .iter()
+            .map(|r| (r.tool_use_id.as_str(), r.content.as_str()))
+            .collect();
+        assert_eq!(
+            shown,
+            [
+                (
+                    "shell",
+                    "outcome unknown: tern stopped while this ran; it may have completed — \
+                     check its effects before running it again. What it printed before tern \
+                     stopped:\nmigrating table 3 of 9"
+                ),
+                ("later", INTERRUPTED_CALL),
+            ]
+        );
+        assert!(
+            out.state.started_calls.is_empty(),
+            "answered, so no longer running"
+        );
+    }
+
+    #[test]
+    fn a_started_call_that_got_its_result_needs_no_repair() {
+        let out = replay(vec![
+            input("hi"),
+            JournalEvent::AssistantMessage {
+                model: "m".into(),
+                content: vec![call("a")],
+            },
+            JournalEvent::ToolCallsStarted {
+                call_ids: vec!["a".into()],
+            },
+            JournalEvent::ToolResults {
+                results: vec![ToolResult::ok("a", "done")],
+            },
+            JournalEvent::completed(),
+        ]);
+        assert!(out.repairs.is_empty());
+        assert!(out.state.started_calls.is_empty());
     }
 
     #[test]

@@ -163,6 +163,7 @@ impl Turn<'_> {
             readable_dirs: vec![self.dirs.session_dir.clone(), temp_dir],
             tool_timeout: self.deps.settings.tool_execution_timeout,
             child_env: self.deps.child_env.clone(),
+            spool: None,
         };
         let mut guard = LoopGuard::new();
         let mut overflow_compacted = false;

@@ -108,6 +108,12 @@ pub enum JournalEvent {
     NudgeAdded {
         text: String,
     },
+    /// These calls, which can change things, are about to run: journaled durably before they
+    /// start, so a crash leaves it known that they may have run, and recovery never calls
+    /// them "not run".
+    ToolCallsStarted {
+        call_ids: Vec<String>,
+    },
     /// A call that needs approval was put to a person; its batch waits for the answer.
     /// `prompt` is the one-line summary they were shown.
     ApprovalRequested {

@@ -16,7 +16,7 @@
 //!    known token format (`domain::secret_shapes`). A value that is not UTF-8 is checked on
 //!    its readable parts, since its invalid bytes cannot be part of a token shape.
 
-use crate::domain::secret_shapes::{holds_token, holds_url_password};
+use crate::domain::secret_shapes::{holds_token, holds_url_password, tokens, url_passwords};
 use std::collections::BTreeSet;
 use std::ffi::{OsStr, OsString};
 
@@ -144,6 +144,42 @@ impl ChildEnv {
             return Verdict::Remove(Removal::TokenValue);
         }
         Verdict::Keep
+    }
+
+    /// The secrets among `vars` that this filter keeps from commands, by value, for the
+    /// redaction of what tools print: provider keys whole, the token-shaped words and URL
+    /// passwords inside values, and the whole value of a variable named like a secret when it
+    /// reads like one (12 characters or more, no white space, not a path), since shorter or
+    /// plainer values would match ordinary text. What `strip_env` removes may be anything,
+    /// so it is not taken for a secret.
+    pub fn secret_values(
+        &self,
+        vars: impl IntoIterator<Item = (OsString, OsString)>,
+    ) -> Vec<String> {
+        let mut found = Vec::new();
+        for (name, value) in vars {
+            let Verdict::Remove(why) = self.verdict(&name, &value) else {
+                continue;
+            };
+            let Some(value) = value.to_str() else {
+                continue;
+            };
+            match why {
+                Removal::Stripped => {}
+                Removal::Credential => found.push(value.to_owned()),
+                Removal::SecretName
+                    if value.len() >= 12
+                        && !value.contains(char::is_whitespace)
+                        && !value.contains('/') =>
+                {
+                    found.push(value.to_owned());
+                }
+                Removal::SecretName | Removal::UrlPassword | Removal::TokenValue => {}
+            }
+            found.extend(url_passwords(value).map(str::to_owned));
+            found.extend(tokens(value).map(str::to_owned));
+        }
+        found
     }
 
     /// The variables of `vars` that reach a command, in their order.

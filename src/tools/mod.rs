@@ -73,6 +73,9 @@ pub struct ToolContext {
     /// Builds the environment of every process a tool starts: without credentials or
     /// anything that looks like one.
     pub child_env: Arc<ChildEnv>,
+    /// Where a tool that keeps a spool ([`Tool::keeps_spool`]) writes what it prints as it
+    /// runs, so it outlives tern; set per call by the session, `None` elsewhere.
+    pub spool: Option<PathBuf>,
 }
 
 /// What a tool call changed, for the session to record (recent files, working directory).
@@ -148,6 +151,12 @@ pub trait Tool: Send + Sync {
     /// watchdog (each streamed item resets it). Every other tool gets `tool_timeout` as a
     /// hard limit from the batch that runs it.
     fn watches_its_own_progress(&self) -> bool {
+        false
+    }
+
+    /// True when the tool writes what it prints to [`ToolContext::spool`] as it runs (a
+    /// command's output), for recovery to show if tern stops meanwhile.
+    fn keeps_spool(&self) -> bool {
         false
     }
 

@@ -408,6 +408,7 @@ mod tests {
             readable_dirs: vec![PathBuf::from("/s/artifacts")],
             tool_timeout: std::time::Duration::ZERO,
             child_env: Default::default(),
+            spool: None,
         };
         let check = |input: Value, arg: PathArg, access: Access, expected: ApprovalNeed| {
             let need = need_for_input(&ctx, "t", &input, arg, access);

@@ -154,6 +154,10 @@ impl Tool for ShellExecute {
         true
     }
 
+    fn keeps_spool(&self) -> bool {
+        true
+    }
+
     fn approval_need(&self, _input: &Value, _ctx: &ToolContext) -> ApprovalNeed {
         ApprovalNeed::Exec
     }
@@ -303,6 +307,7 @@ async fn run(
     let idle_limit = (!ctx.tool_timeout.is_zero()).then_some(ctx.tool_timeout);
     let hard_deadline = started + request.hard_limit;
     let mut capture = OutputCap::new(HEAD_BYTES, TAIL_BYTES);
+    let mut spool = Spool::create(ctx.spool.as_deref());
     let mut buf = vec![0u8; 64 * 1024];
     let mut last_output = started;
     let mut status: Option<io::Result<ExitStatus>> = None;
@@ -332,6 +337,7 @@ async fn run(
                 Ok(0) => eof = true,
                 Ok(n) => {
                     capture.push(&buf[..n]);
+                    spool.push(&buf[..n]);
                     last_output = Instant::now();
                 }
                 Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
@@ -349,7 +355,7 @@ async fn run(
             status = Some(stop_group(&mut child, &mut group, status).await);
         }
         // Whatever the command printed while it was being stopped.
-        drain(&mut reader, &mut capture, &mut buf).await;
+        drain(&mut reader, &mut capture, &mut spool, &mut buf).await;
     }
     // A command that exited on its own may leave daemons it started on purpose; those live on.
     group.disarm();
@@ -445,13 +451,58 @@ async fn stop_group(
 }
 
 /// Reads what is left in the pipe, for a short while at most.
-async fn drain(reader: &mut pipe::Receiver, capture: &mut OutputCap, buf: &mut [u8]) {
+async fn drain(
+    reader: &mut pipe::Receiver,
+    capture: &mut OutputCap,
+    spool: &mut Spool,
+    buf: &mut [u8],
+) {
     let deadline = Instant::now() + Duration::from_millis(200);
     while let Ok(Ok(n)) = tokio::time::timeout_at(deadline, reader.read(buf)).await {
         if n == 0 {
             break;
         }
         capture.push(&buf[..n]);
+        spool.push(&buf[..n]);
+    }
+}
+
+/// Bytes of output a spool keeps, from the start; enough for what recovery shows.
+const SPOOL_MAX: u64 = 1024 * 1024;
+
+/// The command's output copied to the call's spool file as it comes, so that if tern stops
+/// while it runs, recovery can say what it had printed. Best effort: a spool that cannot be
+/// written is given up without failing the command.
+struct Spool {
+    file: Option<std::fs::File>,
+    written: u64,
+}
+
+impl Spool {
+    fn create(path: Option<&std::path::Path>) -> Self {
+        let file = path.and_then(|path| {
+            if let Some(dir) = path.parent() {
+                std::fs::create_dir_all(dir).ok()?;
+            }
+            let mut options = std::fs::OpenOptions::new();
+            options.write(true).create(true).truncate(true);
+            std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+            options.open(path).ok()
+        });
+        Self { file, written: 0 }
+    }
+
+    fn push(&mut self, bytes: &[u8]) {
+        let Some(file) = &mut self.file else {
+            return;
+        };
+        let room = SPOOL_MAX.saturating_sub(self.written) as usize;
+        let take = &bytes[..bytes.len().min(room)];
+        if take.is_empty() || std::io::Write::write_all(file, take).is_err() {
+            self.file = None;
+            return;
+        }
+        self.written += take.len() as u64;
     }
 }
 

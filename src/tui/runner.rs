@@ -15,7 +15,7 @@ use super::view;
 use crate::domain::{SessionId, SessionKey};
 use crate::gateway::{SendUserMessage, SessionManager};
 use crate::session::{
-    OutputFilter, SessionError, SessionEvent, SessionHandle, Subscription, UserInput,
+    OutputFilter, Redactor, SessionError, SessionEvent, SessionHandle, Subscription, UserInput,
 };
 use crate::store::Store;
 use crate::tools::{ChildEnv, ToolContext, ToolRegistry};
@@ -53,6 +53,8 @@ pub struct Launch {
     pub tools: ToolRegistry,
     /// The environment rules of the sessions' commands, for `!` commands.
     pub child_env: Arc<ChildEnv>,
+    /// The credentials the sessions know, kept out of what a `!` command shows and sends.
+    pub redactor: Arc<Redactor>,
 }
 
 /// Why the UI is asked to stop from outside.
@@ -92,6 +94,7 @@ struct Runner {
     frames: FrameScheduler,
     tools: ToolRegistry,
     child_env: Arc<ChildEnv>,
+    redactor: Arc<Redactor>,
     /// The session picker, while it is open (full screen), and whether leaving it without a
     /// choice leaves tern (it was what tern opened with).
     picker: Option<(Picker, bool)>,
@@ -117,6 +120,7 @@ pub async fn run(mut app: App, launch: Launch) -> std::io::Result<Exit> {
         frames: FrameScheduler::default(),
         tools: launch.tools,
         child_env: launch.child_env,
+        redactor: launch.redactor,
         picker: None,
         picker_woke: Arc::new(Notify::new()),
         frame_log: std::env::var_os("TERN_FRAME_LOG").and_then(|path| {
@@ -519,14 +523,16 @@ impl Runner {
             readable_dirs: Vec::new(),
             tool_timeout: SHELL_TIMEOUT,
             child_env: self.child_env.clone(),
+            spool: None,
         };
         let tx = self.tx.clone();
+        let redactor = self.redactor.clone();
         tokio::spawn(async move {
             let input = serde_json::json!({ "command": command });
             let output = tool.execute(input, &ctx, CancellationToken::new()).await;
             let _ = tx.send(AppEvent::ShellDone {
                 command,
-                output: output.content,
+                output: redactor.credentials(&output.content),
                 ok: !output.is_error,
             });
         });

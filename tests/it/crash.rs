@@ -2,7 +2,9 @@
 //! killed with SIGKILL at random moments (journal writes included), again and again; then
 //! every input whose acknowledgement was seen must be in the journal, the session must
 //! recover, no tool call may be left without its result (or a result without its call), and
-//! the session index must agree with the journal.
+//! the session index must agree with the journal. Every turn also runs a shell command with a
+//! side effect (a line appended to a file); a command tern was killed during may well finish
+//! after it died, so no command whose effect happened may ever be reported "not run".
 //!
 //! CI runs 60 kills. `TERN_CRASH_KILLS=1000 cargo test --test it crash -- --nocapture` runs a
 //! long one; `TERN_CRASH_SEED` replays a given run.
@@ -30,13 +32,7 @@ fn run_and_kill(
     first: bool,
     delay: Duration,
 ) -> bool {
-    let mut args = vec![
-        "run",
-        "--output-format",
-        "stream-json",
-        "--approve",
-        "edits",
-    ];
+    let mut args = vec!["run", "--output-format", "stream-json", "--approve", "all"];
     if !first {
         args.push("--continue");
     }
@@ -92,6 +88,10 @@ fn killing_tern_at_random_moments_loses_no_acknowledged_input() {
                 "file_write",
                 json!({"path": "b.txt", "content": "written\n"}),
             ),
+            (
+                "shell_execute",
+                json!({"command": "echo ran >> effects.log; sleep 0.02"}),
+            ),
         ])
         .with_text("Working on it."),
     );
@@ -120,7 +120,7 @@ fn killing_tern_at_random_moments_loses_no_acknowledged_input() {
     // The session recovers: one more run completes normally.
     let last = home
         .tern()
-        .args(["run", "--continue", "--approve", "edits", "and now stop"])
+        .args(["run", "--continue", "--approve", "all", "and now stop"])
         .env("ANTHROPIC_API_KEY", "test-key")
         .env("ANTHROPIC_BASE_URL", mock.base_url())
         .timeout(Duration::from_secs(60))
@@ -191,6 +191,45 @@ fn killing_tern_at_random_moments_loses_no_acknowledged_input() {
     }
     assert!(open.is_empty(), "calls {open:?} unanswered at the end");
 
+    // No command whose effect happened is called "not run": each appended one line, so the
+    // lines can be at most the commands not reported as never run.
+    let mut commands: HashSet<String> = HashSet::new();
+    let (mut not_run, mut unknown) = (0, 0);
+    for record in &records {
+        match &record.event {
+            JournalEvent::AssistantMessage { content, .. } => {
+                commands.extend(content.iter().filter_map(|b| match b {
+                    ContentBlock::ToolUse(call) if call.name == "shell_execute" => {
+                        Some(call.id.clone())
+                    }
+                    _ => None,
+                }));
+            }
+            JournalEvent::ToolResults { results } => {
+                for result in results.iter().filter(|r| commands.contains(&r.tool_use_id)) {
+                    if result.content.starts_with("not run") {
+                        not_run += 1;
+                    } else if result.content.starts_with("outcome unknown") {
+                        unknown += 1;
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    // Commands still running when the last kill came finish on their own; give them the
+    // time their sleep takes.
+    std::thread::sleep(Duration::from_millis(300));
+    let effects = std::fs::read_to_string(home.project().join("effects.log"))
+        .unwrap_or_default()
+        .lines()
+        .count();
+    assert!(
+        effects <= commands.len() - not_run,
+        "{effects} commands ran, but {not_run} of {} were reported not run",
+        commands.len()
+    );
+
     // The index agrees with the journal.
     assert_eq!(meta.event_count as usize, records.len());
     assert_eq!(meta.input_count as usize, inputs.len());
@@ -215,8 +254,10 @@ fn killing_tern_at_random_moments_loses_no_acknowledged_input() {
         listed.iter().map(|m| m.transcript_bytes).sum::<u64>()
     );
     eprintln!(
-        "crash harness: {} of {kills} runs acknowledged before the kill; {} events",
+        "crash harness: {} of {kills} runs acknowledged before the kill; {} events; {} \
+         commands, {effects} of them ran, {not_run} reported not run, {unknown} outcome unknown",
         acknowledged.len(),
-        records.len()
+        records.len(),
+        commands.len()
     );
 }

@@ -47,6 +47,7 @@ impl Project {
             readable_dirs: Vec::new(),
             tool_timeout: Duration::from_secs(20),
             child_env: Default::default(),
+            spool: None,
         };
         Self {
             _root: root,

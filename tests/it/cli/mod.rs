@@ -916,6 +916,7 @@ fn run_refuses_to_ask_with_nobody_to_answer() {
 mod cleanup;
 mod envelope;
 mod line_mode;
+mod outcomes;
 mod print_prompt;
 mod repair;
 mod restart;

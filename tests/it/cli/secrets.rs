@@ -118,11 +118,60 @@ strip_env = ["CORP_*"]
             proc_part.contains("Permission denied") && !proc_part.contains("read-exit=0"),
             "tern's /proc environ is closed to its commands: {proc_part}"
         );
-        for (name, value) in SECRETS {
-            assert!(
-                !requests[1].raw_body.contains(value),
-                "{name} reached the model"
-            );
-        }
     }
+    // Whatever a command manages to print (root reads tern's environment), a secret tern
+    // knows by value is replaced before it is journaled or sent.
+    for (name, value) in SECRETS {
+        assert!(
+            !requests[1].raw_body.contains(value),
+            "{name} reached the model"
+        );
+    }
+}
+
+#[test]
+fn a_key_a_command_prints_from_a_file_is_replaced_before_it_is_kept_or_sent() {
+    let cli = Cli::new();
+    let key = "sk-ant-api03-a-real-looking-key-0123456789";
+    cli.home
+        .write_file("notes/deploy.txt", &format!("the key is {key}\n"));
+    cli.mock.push(Reply::tool_call(
+        "shell_execute",
+        json!({"command": "cat notes/deploy.txt"}),
+    ));
+    cli.mock.push(Reply::text("Read it."));
+    let output = cli
+        .home
+        .tern()
+        .args([
+            "run",
+            "--approve",
+            "all",
+            "--output-format",
+            "stream-json",
+            "read it",
+        ])
+        .env("ANTHROPIC_API_KEY", key)
+        .env("ANTHROPIC_BASE_URL", cli.mock.base_url())
+        .output()
+        .expect("running tern");
+    assert!(output.status.success(), "{}", stderr(&output));
+    let shown = stdout(&output);
+    assert!(shown.contains("the key is <secret>"), "{shown}");
+    assert!(!shown.contains(key), "{shown}");
+    let requests = cli.mock.model_requests();
+    assert!(requests[1].raw_body.contains("the key is <secret>"));
+    assert!(
+        !requests[1].raw_body.contains(key),
+        "the key reached the model"
+    );
+    assert_eq!(
+        requests[1].header("x-api-key"),
+        Some(key),
+        "and the provider still gets it"
+    );
+    let db = tern::store::Store::open(&cli.db()).expect("open");
+    let session = &db.list().expect("list")[0];
+    let journal = format!("{:?}", db.load(&session.id).expect("load"));
+    assert!(!journal.contains(key), "the key is in the journal");
 }

@@ -38,7 +38,14 @@ async fn a_snapshot_is_taken_every_twenty_events_and_recovery_matches_a_full_rep
         "the latest is at most 20 events old"
     );
 
-    let recovered = snapshot::recover(&world.store, &live.id, live.project_dir.clone()).unwrap();
+    let recovered = snapshot::recover(
+        &world.store,
+        &live.id,
+        live.project_dir.clone(),
+        std::path::Path::new("/no-spool"),
+        &Default::default(),
+    )
+    .unwrap();
     assert!(recovered.repairs.is_empty());
     let records = world.store.load(&live.id).unwrap();
     let full = SessionState::replay(live.id.clone(), live.project_dir.clone(), &records);
@@ -78,7 +85,14 @@ async fn reopening_starts_from_the_snapshot_and_replays_only_what_follows() {
         )
         .unwrap();
     let project = world.home.project().canonicalize().unwrap();
-    let recovered = snapshot::recover(&world.store, &id, project.clone()).unwrap();
+    let recovered = snapshot::recover(
+        &world.store,
+        &id,
+        project.clone(),
+        std::path::Path::new("/no-spool"),
+        &Default::default(),
+    )
+    .unwrap();
     assert_eq!(recovered.state.title.as_deref(), Some("after it"));
     assert_eq!(recovered.state.project_dir, project);
     assert_eq!(recovered.state.last_seq, at + 1);
@@ -88,7 +102,14 @@ async fn reopening_starts_from_the_snapshot_and_replays_only_what_follows() {
         .store
         .save_snapshot(&id, at, b"not a snapshot")
         .unwrap();
-    let replayed = snapshot::recover(&world.store, &id, project).unwrap();
+    let replayed = snapshot::recover(
+        &world.store,
+        &id,
+        project,
+        std::path::Path::new("/no-spool"),
+        &Default::default(),
+    )
+    .unwrap();
     assert_eq!(replayed.state.title.as_deref(), Some("after it"));
     assert_eq!(replayed.state.messages.len(), state.messages.len());
 

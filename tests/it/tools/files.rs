@@ -466,6 +466,7 @@ async fn child_writes_under_a_file_size_limit() {
         readable_dirs: Vec::new(),
         tool_timeout: Duration::from_secs(20),
         child_env: Default::default(),
+        spool: None,
     };
     let big = "x".repeat(1 << 20);
     let write = json!({"path": "big.txt", "content": big});
