@@ -111,6 +111,12 @@ pub fn repair(db_file: &Path) -> anyhow::Result<Outcome> {
 /// The report of a rebuild: where the damaged file went, counts that add up, per session.
 pub fn report(db_file: &Path, salvage: &Salvage) -> String {
     let mut text = match &salvage.moved_to {
+        Some(moved) if salvage.earlier => format!(
+            "The session database {} was missing; an earlier repair that did not finish had \
+             moved the damaged file to {}, and what it holds was recovered again.\n",
+            db_file.display(),
+            moved.display()
+        ),
         Some(moved) => format!(
             "The session database {} was damaged. It was moved to {} and is kept there.\n",
             db_file.display(),

@@ -386,7 +386,8 @@ fn a_damaged_store_gives_back_what_is_still_readable() {
 
 /// Whether `path` is a file left by a repair beside the database.
 fn is_left_over(path: &Path) -> bool {
-    path.to_string_lossy().contains(".salvage-")
+    let name = path.to_string_lossy();
+    name.contains(".salvage-") || name.ends_with(".rebuilding")
 }
 
 #[test]

@@ -231,3 +231,29 @@ fn a_damaged_header_is_called_damage_not_a_newer_version() {
     assert!(matches!(err, StoreError::Corrupt { .. }), "{err:?}");
     assert!(err.to_string().contains("header is damaged"), "{err}");
 }
+
+/// A repair cut short after it moved the damaged file aside leaves no database: the next
+/// repair salvages that file again instead of starting from the folders alone, and a
+/// half-built database it left is never taken for the real one.
+#[test]
+fn a_repair_cut_short_is_finished_by_the_next_one() {
+    let fixture = Fixture::new();
+    fill(&fixture.db, 2, 3);
+    ruin_header(&fixture.db);
+    let moved = fixture.db.with_extension("redb.damaged-20260101T000000Z");
+    std::fs::rename(&fixture.db, &moved).expect("moved aside");
+    std::fs::write(fixture.db.with_extension("redb.rebuilding"), b"half").expect("leftover");
+    std::fs::create_dir_all(fixture.sessions_dir().join("session-0-1a2b3c4d")).expect("folder");
+    assert!(matches!(
+        Store::open(&fixture.db),
+        Err(StoreError::Lost { .. })
+    ));
+
+    let salvage = rebuilt(store::repair(&fixture.db, &options(Worker::Thread)));
+    assert!(salvage.earlier);
+    assert_eq!(salvage.moved_to.as_deref(), Some(moved.as_path()));
+    assert_eq!((salvage.found(), salvage.recovered()), (6, 6));
+    assert!(!fixture.db.with_extension("redb.rebuilding").exists());
+    let store = Store::open(&fixture.db).expect("the rebuilt database");
+    assert_eq!(store.list().expect("list").len(), 2);
+}

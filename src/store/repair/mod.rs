@@ -42,6 +42,9 @@ pub enum Repair {
 pub struct Salvage {
     /// Where the damaged file was moved; `None` when there was no file.
     pub moved_to: Option<PathBuf>,
+    /// Set when the database was missing and `moved_to` is where an earlier repair, cut
+    /// short, had moved it: salvaged again from there.
+    pub earlier: bool,
     /// Every session of the new database.
     pub sessions: Vec<SessionSalvage>,
     /// What could not be read, in words.
@@ -173,12 +176,15 @@ pub fn repair(path: &Path, options: &RepairOptions) -> Result<Repair, StoreError
     let stamp = jiff::Timestamp::now()
         .strftime("%Y%m%dT%H%M%SZ")
         .to_string();
-    let moved_to = if path.exists() {
+    let earlier = !path.exists();
+    let moved_to = if earlier {
+        // No database: a repair that did not finish may have moved a damaged one aside
+        // already; salvage that again rather than only the folders.
+        latest_damaged(path)
+    } else {
         let moved_to = with_suffix(path, &format!(".damaged-{stamp}"));
         std::fs::rename(path, &moved_to).map_err(|e| io("move aside", path, e))?;
         Some(moved_to)
-    } else {
-        None
     };
     let (dump, scan) = match &moved_to {
         Some(moved) => {
@@ -193,9 +199,15 @@ pub fn repair(path: &Path, options: &RepairOptions) -> Result<Repair, StoreError
     let mut dump = dump;
     dump.deleted.extend(super::deleted::read(path));
     let plan = rebuild::Rebuild::plan(&dump, &scan, &folders);
-    let store = Store::open_fresh(path)?;
+    // Built beside the database and moved into place whole, so a repair cut short never
+    // leaves a half-built database that would pass for a healthy one.
+    let building = with_suffix(path, ".rebuilding");
+    let _ = std::fs::remove_file(&building);
+    let store = Store::open_fresh(&building)?;
     plan.write(&store)?;
     drop(store);
+    let _ = std::fs::remove_file(super::clean::marker_path(&building));
+    std::fs::rename(&building, path).map_err(|e| io("move into place", &building, e))?;
     let mut problems = dump.problems;
     if scan.stopped_early {
         problems.push(format!(
@@ -206,6 +218,7 @@ pub fn repair(path: &Path, options: &RepairOptions) -> Result<Repair, StoreError
         ));
     }
     Ok(Repair::Rebuilt(Salvage {
+        earlier: earlier && moved_to.is_some(),
         moved_to,
         sessions: plan.salvage(),
         problems,
@@ -237,6 +250,23 @@ fn refusal(path: &Path, health: &Health) -> StoreError {
             ),
         },
     }
+}
+
+/// The most recent file a repair moved aside from `path`, if any.
+fn latest_damaged(path: &Path) -> Option<PathBuf> {
+    let dir = path.parent()?;
+    let prefix = format!("{}.damaged-", path.file_name()?.to_str()?);
+    std::fs::read_dir(dir)
+        .ok()?
+        .filter_map(Result::ok)
+        .filter(|entry| {
+            entry
+                .file_name()
+                .to_str()
+                .is_some_and(|n| n.starts_with(&prefix))
+        })
+        .max_by_key(|entry| entry.file_name())
+        .map(|entry| entry.path())
 }
 
 /// `path` with `suffix` added to its file name.
