@@ -132,7 +132,10 @@ impl Store {
                 source,
             })?;
         }
-        probe::verify(path, !clean::unchanged_since_close(path))?;
+        let len = std::fs::metadata(path).map_or(0, |meta| meta.len());
+        // A generous bound: the full check reads about 1.5 ms per MB.
+        let limit = std::time::Duration::from_secs(60 + len / 20_000_000);
+        probe::verify_within(path, !clean::unchanged_since_close(path), limit)?;
         create_private_file(path).map_err(|source| StoreError::Io {
             action: "create",
             path: path.to_owned(),

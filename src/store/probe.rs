@@ -49,6 +49,41 @@ pub(super) fn verify(path: &Path, thorough: bool) -> Result<(), StoreError> {
     }
 }
 
+/// [`verify`] in a thread of its own, given `limit` to answer: a damaged file that sends the
+/// storage engine round a loop is reported as damaged instead of holding tern's start for
+/// ever (the thread is abandoned; the process ends soon after, since the open fails).
+pub(super) fn verify_within(
+    path: &Path,
+    thorough: bool,
+    limit: std::time::Duration,
+) -> Result<(), StoreError> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let owned = path.to_owned();
+    let spawned = std::thread::Builder::new()
+        .name("tern-probe".to_owned())
+        .spawn(move || {
+            let _ = tx.send(verify(&owned, thorough));
+        });
+    if spawned.is_err() {
+        return verify(path, thorough);
+    }
+    match rx.recv_timeout(limit) {
+        Ok(outcome) => outcome,
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => Err(StoreError::Corrupt {
+            path: path.to_owned(),
+            detail: format!(
+                "checking it did not finish within {} s, which a healthy file never needs",
+                limit.as_secs()
+            ),
+        }),
+        // The thread ended without an answer: the check panicked past its guard.
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => Err(StoreError::Corrupt {
+            path: path.to_owned(),
+            detail: "the storage engine failed while reading it".to_owned(),
+        }),
+    }
+}
+
 /// Opens the file at `path` as a database whose writes stay in memory, so the file is never
 /// changed; `None` when it does not exist or is empty. `thorough` runs redb's integrity
 /// check over every page.

@@ -112,21 +112,19 @@ pub(super) fn write(path: &Path, out: &mut dyn Write) -> std::io::Result<()> {
         Ok(txn) => txn,
         Err(err) => return worker::entry(out, tag::OPEN_FAILED, b"", err.to_string().as_bytes()),
     };
-    table(&txn, SESSIONS, out, |id| {
-        (tag::SESSION, id.as_bytes().to_vec())
-    })?;
-    table(&txn, JOURNAL, out, |(id, seq)| {
+    let bytes =
+        |kind: u8| move |id: &str, value: &[u8]| (kind, id.as_bytes().to_vec(), value.to_vec());
+    table(&txn, SESSIONS, out, bytes(tag::SESSION))?;
+    table(&txn, JOURNAL, out, |(id, seq), value| {
         let mut key = seq.to_le_bytes().to_vec();
         key.extend_from_slice(id.as_bytes());
-        (tag::JOURNAL, key)
+        (tag::JOURNAL, key, value.to_vec())
     })?;
-    table(&txn, SNAPSHOTS, out, |id| {
-        (tag::SNAPSHOT, id.as_bytes().to_vec())
+    table(&txn, SNAPSHOTS, out, bytes(tag::SNAPSHOT))?;
+    table(&txn, DELETED, out, bytes(tag::DELETED))?;
+    table(&txn, KEYS, out, |key, id| {
+        (tag::KEY, key.as_bytes().to_vec(), id.as_bytes().to_vec())
     })?;
-    table(&txn, DELETED, out, |id| {
-        (tag::DELETED, id.as_bytes().to_vec())
-    })?;
-    keys(&txn, out)?;
     // Closing a damaged database can fail in ways that would only cut the stream short; the
     // worker ends right after.
     std::mem::forget(txn);
@@ -136,11 +134,11 @@ pub(super) fn write(path: &Path, out: &mut dyn Write) -> std::io::Result<()> {
 
 /// Streams every readable entry of `source`, ending it at a read error or where its keys
 /// stop rising.
-fn table<K: redb::Key + 'static>(
+fn table<K: redb::Key + 'static, V: redb::Value + 'static>(
     txn: &redb::ReadTransaction,
-    source: TableDefinition<K, &'static [u8]>,
+    source: TableDefinition<K, V>,
     out: &mut dyn Write,
-    key_of: impl for<'a> Fn(K::SelfType<'a>) -> (u8, Vec<u8>),
+    entry_of: impl for<'a> Fn(K::SelfType<'a>, V::SelfType<'a>) -> (u8, Vec<u8>, Vec<u8>),
 ) -> std::io::Result<()> {
     let name = source.name().to_owned();
     let failed = |out: &mut dyn Write, why: String| {
@@ -165,43 +163,14 @@ fn table<K: redb::Key + 'static>(
         if let Some(last) = &last
             && K::compare(&raw, last) != std::cmp::Ordering::Greater
         {
-            return failed(out, OUT_OF_ORDER.to_owned());
+            return failed(
+                out,
+                "its entries stop being in order (a loop in its damaged tree)".to_owned(),
+            );
         }
-        let (kind, stream_key) = key_of(key.value());
-        worker::entry(out, kind, &stream_key, value.value())?;
+        let (kind, stream_key, stream_value) = entry_of(key.value(), value.value());
+        worker::entry(out, kind, &stream_key, &stream_value)?;
         last = Some(raw);
-    }
-    Ok(())
-}
-
-const OUT_OF_ORDER: &str = "its entries stop being in order (a loop in its damaged tree)";
-
-/// Streams the session keys (their values are ids, not bytes).
-fn keys(txn: &redb::ReadTransaction, out: &mut dyn Write) -> std::io::Result<()> {
-    let failed = |out: &mut dyn Write, why: String| {
-        worker::entry(out, tag::TABLE_FAILED, b"keys", why.as_bytes())
-    };
-    let opened = match txn.open_table(KEYS) {
-        Ok(opened) => opened,
-        Err(redb::TableError::TableDoesNotExist(_)) => return Ok(()),
-        Err(err) => return failed(out, err.to_string()),
-    };
-    let entries = match opened.iter() {
-        Ok(entries) => entries,
-        Err(err) => return failed(out, err.to_string()),
-    };
-    let mut last: Option<String> = None;
-    for item in entries {
-        let (key, value) = match item {
-            Ok(pair) => pair,
-            Err(err) => return failed(out, err.to_string()),
-        };
-        let key = key.value().to_owned();
-        if last.as_ref().is_some_and(|last| *last >= key) {
-            return failed(out, OUT_OF_ORDER.to_owned());
-        }
-        worker::entry(out, tag::KEY, key.as_bytes(), value.value().as_bytes())?;
-        last = Some(key);
     }
     Ok(())
 }
