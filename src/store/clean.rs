@@ -22,9 +22,7 @@ struct FileStamp {
 
 /// Where the marker of the database at `db_path` lives.
 pub(super) fn marker_path(db_path: &Path) -> PathBuf {
-    let mut name = db_path.as_os_str().to_owned();
-    name.push(".clean");
-    PathBuf::from(name)
+    super::db::beside(db_path, ".clean")
 }
 
 /// True when the database file is exactly as tern left it at its last clean close.

@@ -718,6 +718,14 @@ fn check_utf8(path: &Path) -> Result<(), StoreError> {
     }
 }
 
+/// The file beside the database at `db_path` whose name adds `suffix` (`tern.redb.owner`,
+/// `tern.redb.damaged-…`): where every sidecar file of the database lives.
+pub(super) fn beside(db_path: &Path, suffix: &str) -> PathBuf {
+    let mut name = db_path.as_os_str().to_owned();
+    name.push(suffix);
+    PathBuf::from(name)
+}
+
 /// An encoding failure as a store error (the value cannot be stored; nothing was written).
 pub(super) fn encode(encoded: Result<Vec<u8>, String>) -> Result<Vec<u8>, StoreError> {
     encoded.map_err(StoreError::Internal)

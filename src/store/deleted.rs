@@ -11,9 +11,7 @@ use std::path::{Path, PathBuf};
 
 /// The list beside the database at `db_path`.
 pub(super) fn list_path(db_path: &Path) -> PathBuf {
-    let mut name = db_path.as_os_str().to_owned();
-    name.push(".deleted");
-    PathBuf::from(name)
+    super::db::beside(db_path, ".deleted")
 }
 
 /// Adds `id` to the list beside `db_path`.

@@ -79,9 +79,7 @@ impl fmt::Display for LockOwner {
 
 /// Where the sidecar of the database at `db_path` lives.
 pub(super) fn sidecar_path(db_path: &Path) -> PathBuf {
-    let mut name = db_path.as_os_str().to_owned();
-    name.push(".owner");
-    PathBuf::from(name)
+    super::db::beside(db_path, ".owner")
 }
 
 /// Writes the sidecar atomically (temp file, then rename), readable by the user only.

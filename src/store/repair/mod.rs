@@ -182,7 +182,7 @@ pub fn repair(path: &Path, options: &RepairOptions) -> Result<Repair, StoreError
         // already; salvage that again rather than only the folders.
         latest_damaged(path)
     } else {
-        let moved_to = with_suffix(path, &format!(".damaged-{stamp}"));
+        let moved_to = super::db::beside(path, &format!(".damaged-{stamp}"));
         std::fs::rename(path, &moved_to).map_err(|e| io("move aside", path, e))?;
         Some(moved_to)
     };
@@ -201,7 +201,7 @@ pub fn repair(path: &Path, options: &RepairOptions) -> Result<Repair, StoreError
     let plan = rebuild::Rebuild::plan(&dump, &scan, &folders);
     // Built beside the database and moved into place whole, so a repair cut short never
     // leaves a half-built database that would pass for a healthy one.
-    let building = with_suffix(path, ".rebuilding");
+    let building = super::db::beside(path, ".rebuilding");
     let _ = std::fs::remove_file(&building);
     let store = Store::open_fresh(&building)?;
     plan.write(&store)?;
@@ -269,9 +269,3 @@ fn latest_damaged(path: &Path) -> Option<PathBuf> {
         .map(|entry| entry.path())
 }
 
-/// `path` with `suffix` added to its file name.
-fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
-    let mut name = path.as_os_str().to_owned();
-    name.push(suffix);
-    PathBuf::from(name)
-}

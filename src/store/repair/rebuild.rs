@@ -20,7 +20,7 @@ use super::super::codec;
 use super::super::db::{Store, encode};
 use super::super::error::StoreError;
 use super::super::event::{JournalEvent, JournalRecord};
-use super::super::frame::Kind;
+use super::super::frame::{self, Kind};
 use super::super::meta::{Lifecycle, SessionMeta};
 use super::super::schema::{DELETED, JOURNAL, KEYS, SESSIONS, SNAPSHOTS};
 use super::super::totals::{self, Delta};
@@ -237,12 +237,16 @@ impl Rebuild {
 /// The table's value for (`id`, `seq`) as a copy to keep, when it is intact: a frame whose
 /// checksum holds, or JSON from before framing, naming the same seq.
 fn table_copy(id: &str, seq: u64, value: &[u8]) -> Option<Copy> {
-    let json = super::super::frame::payload(value, Kind::Record, id).ok()?;
+    let json = frame::payload(value, Kind::Record, id).ok()?;
     let position = serde_json::from_slice::<Position>(json).ok()?;
     if position.seq != seq {
         return None;
     }
-    let bytes = encode(super::super::frame::encode(Kind::Record, id, json)).ok()?;
+    let bytes = if frame::is_framed(value) {
+        value.to_vec()
+    } else {
+        encode(frame::encode(Kind::Record, id, json)).ok()?
+    };
     Some(Copy {
         bytes,
         at_ms: position.at_ms,
