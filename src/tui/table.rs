@@ -10,14 +10,15 @@
 //! └──────┴─────────────┘
 //! ```
 //!
-//! A width too small for one cell per column gives no grid; the caller then shows each row
-//! as text, the cells separated by `│` ([`table_rows_as_text`]), so nothing is lost.
+//! A column is never narrower than its widest character, so no row is wider than the table.
+//! A width too small for that gives no grid; the caller then shows each row as text, the
+//! cells separated by `│` ([`table_rows_as_text`]), so nothing is lost.
 
 use pulldown_cmark::Alignment;
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 
-use super::wrap::{line_width, wrap};
+use super::wrap::{line_width, narrowest_width, wrap};
 
 /// The styled content of one cell.
 pub(super) type Cell = Vec<Span<'static>>;
@@ -55,17 +56,23 @@ pub(super) fn render_table(
     if columns == 0 {
         return Some(Vec::new());
     }
-    if width < overhead(columns) + columns {
-        return None;
-    }
-
+    // A column is at least as wide as its widest character: a wide character in a column of
+    // one cell would push the row's border past the width.
+    let mut least = vec![1usize; columns];
     let mut natural = vec![1usize; columns];
     for row in &all_rows {
         for (c, cell) in row.iter().enumerate() {
+            least[c] = least[c].max(narrowest_width(cell));
             natural[c] = natural[c].max(cell_width(cell));
         }
     }
-    let widths = fit_widths(&natural, width - overhead(columns));
+    for (n, l) in natural.iter_mut().zip(&least) {
+        *n = (*n).max(*l);
+    }
+    if width < overhead(columns) + least.iter().sum::<usize>() {
+        return None;
+    }
+    let widths = fit_widths(&natural, &least, width - overhead(columns));
 
     let mut out = vec![rule(&widths, ('┌', '┬', '┐'), border)];
     if let Some(header) = &table.header {
@@ -80,23 +87,29 @@ pub(super) fn render_table(
 }
 
 /// Column widths summing to at most `target`: the natural widths if they fit, else every
-/// column capped at the largest width that fits, the widest losing the most.
-fn fit_widths(natural: &[usize], target: usize) -> Vec<usize> {
+/// column capped at the largest width that fits, the widest losing the most, but none below
+/// its least width. The natural widths are at least the least ones, and the least ones fit.
+fn fit_widths(natural: &[usize], least: &[usize], target: usize) -> Vec<usize> {
     if natural.iter().sum::<usize>() <= target {
         return natural.to_vec();
     }
-    let capped_sum = |cap: usize| natural.iter().map(|w| (*w).min(cap)).sum::<usize>();
-    // The largest cap whose total fits; at least 1, which fits since target >= columns.
+    let capped = |cap: usize| {
+        natural
+            .iter()
+            .zip(least)
+            .map(move |(n, l)| (*n).min(cap).max(*l))
+    };
+    // The largest cap whose total fits; at least 1, where every column has its least width.
     let (mut low, mut high) = (1, natural.iter().copied().max().unwrap_or(1));
     while low < high {
         let middle = (low + high).div_ceil(2);
-        if capped_sum(middle) <= target {
+        if capped(middle).sum::<usize>() <= target {
             low = middle;
         } else {
             high = middle - 1;
         }
     }
-    let mut widths: Vec<usize> = natural.iter().map(|w| (*w).min(low)).collect();
+    let mut widths: Vec<usize> = capped(low).collect();
     // Hand the cells left over to the capped columns, left to right.
     let mut spare = target.saturating_sub(widths.iter().sum());
     for (w, n) in widths.iter_mut().zip(natural) {
@@ -311,9 +324,12 @@ mod tests {
 
     #[test]
     fn fit_widths_caps_the_widest_first() {
-        assert_eq!(fit_widths(&[3, 10, 4], 20), vec![3, 10, 4]);
-        assert_eq!(fit_widths(&[3, 10, 4], 12), vec![3, 5, 4]);
-        assert_eq!(fit_widths(&[10, 10], 11), vec![6, 5]);
-        assert_eq!(fit_widths(&[5, 5, 5], 3), vec![1, 1, 1]);
+        assert_eq!(fit_widths(&[3, 10, 4], &[1, 1, 1], 20), vec![3, 10, 4]);
+        assert_eq!(fit_widths(&[3, 10, 4], &[1, 1, 1], 12), vec![3, 5, 4]);
+        assert_eq!(fit_widths(&[10, 10], &[1, 1], 11), vec![6, 5]);
+        assert_eq!(fit_widths(&[5, 5, 5], &[1, 1, 1], 3), vec![1, 1, 1]);
+        // A column holding a wide character keeps two cells.
+        assert_eq!(fit_widths(&[4, 4, 4], &[2, 1, 2], 5), vec![2, 1, 2]);
+        assert_eq!(fit_widths(&[4, 9], &[2, 1], 6), vec![3, 3]);
     }
 }
