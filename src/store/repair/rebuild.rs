@@ -29,9 +29,13 @@ use super::dump::TreeDump;
 use super::scan::Scan;
 use super::{SessionSalvage, Source};
 use crate::domain::{SessionId, SessionKey, Usage};
+use redb::Durability;
 use serde::Deserialize;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
+
+/// Journal bytes written per commit while the new database is built.
+const BATCH_BYTES: u64 = 16 * 1024 * 1024;
 
 /// A record as found, with what choosing between copies needs.
 #[derive(Debug, Clone)]
@@ -209,8 +213,22 @@ impl Rebuild {
 
     /// Writes everything into the fresh database `store`.
     pub fn write(&self, store: &Store) -> Result<(), StoreError> {
+        // Sessions go in groups of about BATCH_BYTES, committed without an fsync each: the
+        // database is moved into place only after the last, durable, commit below, so a
+        // crash before it leaves nothing that counts.
+        let mut group: Vec<&Planned> = Vec::new();
+        let mut bytes = 0;
         for planned in &self.sessions {
-            store.restore(planned)?;
+            group.push(planned);
+            bytes += planned.meta.transcript_bytes;
+            if bytes >= BATCH_BYTES {
+                store.restore(&group)?;
+                group.clear();
+                bytes = 0;
+            }
+        }
+        if !group.is_empty() {
+            store.restore(&group)?;
         }
         let tombstones: Vec<(String, Vec<u8>)> = self
             .deleted
@@ -379,35 +397,41 @@ fn id_of_folder(name: &str) -> &str {
 }
 
 impl Store {
-    /// Writes one recovered session, its records and its snapshot, with its activity, search
-    /// record and totals, in one durable commit.
-    fn restore(&self, planned: &Planned) -> Result<(), StoreError> {
-        let meta = &planned.meta;
-        let value = encode(codec::encode_meta(meta))?;
+    /// Writes recovered sessions, their records and snapshots, with their activity, search
+    /// records and totals, in one commit that waits for no fsync.
+    fn restore(&self, group: &[&Planned]) -> Result<(), StoreError> {
+        let values: Vec<Vec<u8>> = group
+            .iter()
+            .map(|planned| encode(codec::encode_meta(&planned.meta)))
+            .collect::<Result<_, _>>()?;
         let delta = Delta {
-            sessions: 1,
-            bytes: meta.transcript_bytes as i64,
+            sessions: group.len() as i64,
+            bytes: group.iter().map(|p| p.meta.transcript_bytes as i64).sum(),
         };
-        self.write(|txn, _| {
-            let id = meta.id.as_str();
-            txn.open_table(SESSIONS)
-                .map_err(|e| self.err(e))?
-                .insert(id, value.as_slice())
-                .map_err(|e| self.err(e))?;
+        self.write_with(Durability::None, |txn, _| {
+            let mut sessions = txn.open_table(SESSIONS).map_err(|e| self.err(e))?;
             let mut journal = txn.open_table(JOURNAL).map_err(|e| self.err(e))?;
-            for (seq, copy) in &planned.records {
-                journal
-                    .insert((id, *seq), copy.bytes.as_slice())
+            let mut snapshots = txn.open_table(SNAPSHOTS).map_err(|e| self.err(e))?;
+            for (planned, value) in group.iter().zip(&values) {
+                let meta = &planned.meta;
+                let id = meta.id.as_str();
+                sessions
+                    .insert(id, value.as_slice())
                     .map_err(|e| self.err(e))?;
-            }
-            if let Some(snapshot) = &planned.snapshot {
-                txn.open_table(SNAPSHOTS)
-                    .map_err(|e| self.err(e))?
-                    .insert(id, snapshot.as_slice())
+                for (seq, copy) in &planned.records {
+                    journal
+                        .insert((id, *seq), copy.bytes.as_slice())
+                        .map_err(|e| self.err(e))?;
+                }
+                if let Some(snapshot) = &planned.snapshot {
+                    snapshots
+                        .insert(id, snapshot.as_slice())
+                        .map_err(|e| self.err(e))?;
+                }
+                activity::touch(txn, id, None, Some(meta.updated_at_ms))
                     .map_err(|e| self.err(e))?;
+                search::sync(txn, id, None, Some(meta)).map_err(|e| self.err(e))?;
             }
-            activity::touch(txn, id, None, Some(meta.updated_at_ms)).map_err(|e| self.err(e))?;
-            search::sync(txn, id, None, Some(meta)).map_err(|e| self.err(e))?;
             totals::add(txn, delta).map_err(|e| self.err(e))?;
             Ok(())
         })
