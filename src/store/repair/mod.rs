@@ -268,4 +268,3 @@ fn latest_damaged(path: &Path) -> Option<PathBuf> {
         .max_by_key(|entry| entry.file_name())
         .map(|entry| entry.path())
 }
-
