@@ -19,10 +19,11 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
 pub struct DoctorArgs {
     /// Repair a damaged session database: move it aside (it is never deleted) and copy
     /// everything still readable in it into a fresh one. Needs no valid config file.
-    #[arg(long, conflicts_with = "deep")]
+    #[arg(long)]
     repair: bool,
     /// Check the database fully: also decode every journal record and index entry and
-    /// compare their counts (the default check reads every page's checksum).
+    /// compare their counts (the default check reads every page's checksum). With
+    /// `--repair`, damage this check finds is repaired too.
     #[arg(long)]
     deep: bool,
     /// Runs the storage engine's worker on a file (internal).
@@ -36,7 +37,8 @@ pub async fn run(args: DoctorArgs) -> anyhow::Result<Outcome> {
     }
     let paths = setup::load_paths()?;
     if args.repair {
-        return tokio::task::spawn_blocking(move || repair::repair(&paths.db_file)).await?;
+        let deep = args.deep;
+        return tokio::task::spawn_blocking(move || repair::repair(&paths.db_file, deep)).await?;
     }
     let mut out = String::new();
     let exists = |p: &std::path::Path| if p.exists() { "" } else { " (not created yet)" };

@@ -42,6 +42,14 @@ pub fn this_worker() -> Worker {
 
 /// The database's health in a line or a few, for `tern doctor`.
 pub fn health(db_file: &Path, deep: bool) -> (String, bool) {
+    if let Some(moved) = store::unfinished_repair(db_file) {
+        let text = format!(
+            "NOT IN PLACE: a repair moved the damaged file to {} and did not finish; run `tern \
+             doctor --repair` again to finish it\n",
+            moved.display()
+        );
+        return (text, false);
+    }
     if let Some(folders) = store::lost_with_folders(db_file) {
         let text = format!(
             "LOST: the database is {} but {folders} session folders exist beside it; run \
@@ -82,10 +90,16 @@ fn describe(health: &Health, deep: bool) -> (String, bool) {
             for problem in &health.problems {
                 let _ = writeln!(text, "    - {problem}");
             }
-            text.push_str(
-                "    Run `tern doctor --repair`: the file is moved aside (kept) and everything \
-                 readable in it goes into a fresh database.\n",
-            );
+            // Damage only the deep check sees needs the deep check to decide the repair too.
+            let command = if deep && health.detail.is_empty() {
+                "tern doctor --repair --deep"
+            } else {
+                "tern doctor --repair"
+            };
+            text.push_str(&format!(
+                "    Run `{command}`: the file is moved aside (kept) and everything readable \
+                 in it goes into a fresh database.\n"
+            ));
             (text, false)
         }
         HealthState::Locked => (format!("in use, not checked: {}\n", health.detail), true),
@@ -96,8 +110,10 @@ fn describe(health: &Health, deep: bool) -> (String, bool) {
 }
 
 /// `tern doctor --repair`.
-pub fn repair(db_file: &Path) -> anyhow::Result<Outcome> {
-    let text = match store::repair(db_file, &RepairOptions::new(this_worker()))? {
+pub fn repair(db_file: &Path, deep: bool) -> anyhow::Result<Outcome> {
+    let mut options = RepairOptions::new(this_worker());
+    options.deep = deep;
+    let text = match store::repair(db_file, &options)? {
         Repair::Healthy => format!(
             "The session database {} is healthy; nothing was changed.\n",
             db_file.display()

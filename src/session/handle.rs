@@ -5,8 +5,8 @@ use super::actor::{SessionActor, SessionDeps};
 use super::envelope::SessionDirs;
 use super::events::{OutputFilter, Subscription};
 use super::input::{SessionError, UserInput};
-use super::snapshot;
 use super::state::SessionState;
+use super::{snapshot, spool};
 use crate::domain::{Answer, SessionId, SessionKey};
 use crate::store::SessionMeta;
 use std::path::PathBuf;
@@ -143,6 +143,7 @@ impl SessionHandle {
             tracing::info!(session = %meta.id, repairs = replay.repairs.len(), "repairing journal");
             snapshot::store_repairs(&deps.store, &mut replay, &dirs.spool_dir)?;
         }
+        spool::clear(&dirs.spool_dir);
         Ok(SessionActor::spawn(deps, dirs, replay.state))
     }
 

@@ -31,6 +31,17 @@ pub fn captured(spool_dir: &Path, call_id: &str) -> Option<String> {
     Some(cap_head_tail(&text, SHOWN))
 }
 
+/// Removes every spool in `spool_dir`: when a session is opened no call of it runs, so any
+/// left (a crash between a result's commit and its spool's removal) is stale.
+pub fn clear(spool_dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(spool_dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let _ = std::fs::remove_file(entry.path());
+    }
+}
+
 /// Removes the spool of call `call_id`, if it left one.
 pub fn remove(spool_dir: &Path, call_id: &str) {
     let _ = std::fs::remove_file(file_for(spool_dir, call_id));

@@ -106,6 +106,12 @@ impl Store {
     /// [`StoreError::Corrupt`] and left byte-for-byte as it was; a database held by another
     /// process (or another `Store` here) fails at once with [`StoreError::Locked`].
     pub fn open(path: &Path) -> Result<Store, StoreError> {
+        if let Some(moved_to) = super::repair::unfinished_repair(path) {
+            return Err(StoreError::RepairUnfinished {
+                path: path.to_owned(),
+                moved_to,
+            });
+        }
         if let Some(folders) = super::repair::lost_with_folders(path) {
             return Err(StoreError::Lost {
                 path: path.to_owned(),

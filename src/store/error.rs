@@ -128,6 +128,15 @@ pub enum StoreError {
         sessions_dir: PathBuf,
     },
 
+    /// A repair moved the damaged database aside and stopped before the new one was in place.
+    #[error(
+        "the session database {} is not in place: a repair moved the damaged file to {} and \
+         did not finish. Nothing was changed. Run `tern doctor --repair` again to finish it",
+        path.display(),
+        moved_to.display()
+    )]
+    RepairUnfinished { path: PathBuf, moved_to: PathBuf },
+
     /// A repair that could not tell whether the database is damaged, so left it alone.
     #[error("the session database {} was not repaired: {detail}", path.display())]
     CheckFailed { path: PathBuf, detail: String },

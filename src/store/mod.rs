@@ -44,7 +44,7 @@ pub use meta::{Lifecycle, Overrides, SessionMeta};
 pub use owner::LockOwner;
 pub use repair::{
     Health, HealthState, Limits, Repair, RepairOptions, Salvage, SessionSalvage, Source, Task,
-    Worker, check, lost_with_folders, repair, serve,
+    Worker, check, lost_with_folders, repair, serve, unfinished_repair,
 };
 pub use search::{SEARCH_INPUT_CHARS, SearchEntry, SearchSink};
 pub use snapshot::Snapshot;

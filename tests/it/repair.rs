@@ -69,7 +69,7 @@ fn options(worker: Worker) -> RepairOptions {
     let mut options = RepairOptions::new(worker);
     options.limits = Some(Limits {
         stall: Duration::from_secs(1),
-        deadline: Instant::now() + Duration::from_secs(10),
+        total: Duration::from_secs(5),
     });
     options
 }
@@ -240,20 +240,43 @@ fn a_repair_cut_short_is_finished_by_the_next_one() {
     let fixture = Fixture::new();
     fill(&fixture.db, 2, 3);
     ruin_header(&fixture.db);
+    // As a repair leaves it when it stops after the move: its marker names the moved file.
     let moved = fixture.db.with_extension("redb.damaged-20260101T000000Z");
     std::fs::rename(&fixture.db, &moved).expect("moved aside");
+    std::fs::write(
+        fixture.db.with_extension("redb.repairing"),
+        moved.as_os_str().as_encoded_bytes(),
+    )
+    .expect("marker");
     std::fs::write(fixture.db.with_extension("redb.rebuilding"), b"half").expect("leftover");
-    std::fs::create_dir_all(fixture.sessions_dir().join("session-0-1a2b3c4d")).expect("folder");
-    assert!(matches!(
-        Store::open(&fixture.db),
-        Err(StoreError::Lost { .. })
-    ));
+    let refused = Store::open(&fixture.db).expect_err("no fresh database over a repair");
+    assert!(
+        matches!(refused, StoreError::RepairUnfinished { .. }),
+        "{refused:?}"
+    );
 
     let salvage = rebuilt(store::repair(&fixture.db, &options(Worker::Thread)));
     assert!(salvage.earlier);
     assert_eq!(salvage.moved_to.as_deref(), Some(moved.as_path()));
     assert_eq!((salvage.found(), salvage.recovered()), (6, 6));
     assert!(!fixture.db.with_extension("redb.rebuilding").exists());
+    assert!(!fixture.db.with_extension("redb.repairing").exists());
     let store = Store::open(&fixture.db).expect("the rebuilt database");
     assert_eq!(store.list().expect("list").len(), 2);
+}
+
+/// A worker that cannot even start says nothing about the file: the repair leaves it where
+/// it is, rather than taking a healthy database for a damaged one.
+#[test]
+fn a_worker_that_cannot_start_moves_nothing() {
+    let fixture = Fixture::new();
+    fill(&fixture.db, 1, 2);
+    let before = std::fs::read(&fixture.db).expect("read");
+    let missing = Worker::Process {
+        program: "/nonexistent/tern".into(),
+        args: Vec::new(),
+    };
+    let err = store::repair(&fixture.db, &options(missing)).expect_err("not checked");
+    assert!(matches!(err, StoreError::CheckFailed { .. }), "{err:?}");
+    assert_eq!(std::fs::read(&fixture.db).expect("read"), before);
 }

@@ -77,6 +77,12 @@ impl Health {
 /// Checks the database at `path` in `worker` within `limits`; `deep` decodes every value.
 pub fn check(path: &Path, deep: bool, worker: &Worker, limits: Limits) -> Health {
     let task = if deep { Task::CheckDeep } else { Task::Check };
+    // redb's check of every page sends nothing until it ends, and a large healthy file on a
+    // slow disk may take a while: only the deadline, scaled to the file, bounds it.
+    let limits = Limits {
+        stall: limits.stall.max(limits.total),
+        ..limits
+    };
     let mut outcome = None;
     let stopped = worker::run(worker, task, path, limits, |tag, _, value| {
         if tag == tag::OUTCOME {
@@ -86,11 +92,12 @@ pub fn check(path: &Path, deep: bool, worker: &Worker, limits: Limits) -> Health
     match (outcome, stopped) {
         (Some(health), _) => health,
         // The storage engine crashed or hung on the file: that is damage.
-        (None, Some(why)) => Health::of(
+        (None, Err(why)) if why.is_damage() => Health::of(
             HealthState::Damaged,
             format!("the storage engine could not check it: {why}"),
         ),
-        (None, None) => Health::of(HealthState::Unknown, "the check gave no answer"),
+        (None, Err(why)) => Health::of(HealthState::Unknown, why.to_string()),
+        (None, Ok(())) => Health::of(HealthState::Unknown, "the check gave no answer"),
     }
 }
 

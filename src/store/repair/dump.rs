@@ -48,7 +48,7 @@ pub(super) fn collect(worker: &Worker, path: &Path, limits: Limits) -> TreeDump 
             table = from;
         }
     });
-    if let Some(why) = stopped {
+    if let Err(why) = stopped {
         dump.problems.push(format!(
             "reading the tables stopped in the {table} table: {why}"
         ));

@@ -25,6 +25,7 @@ pub use worker::{Limits, Task, Worker, serve};
 
 use super::db::Store;
 use super::error::StoreError;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -116,6 +117,8 @@ pub struct RepairOptions {
     pub limits: Option<Limits>,
     /// How long the scan of the file's bytes may take.
     pub scan_time: Duration,
+    /// Decide on damage with the deep check (every record decoded), not only redb's.
+    pub deep: bool,
 }
 
 impl RepairOptions {
@@ -124,6 +127,7 @@ impl RepairOptions {
             worker,
             limits: None,
             scan_time: Duration::from_secs(300),
+            deep: false,
         }
     }
 }
@@ -153,13 +157,23 @@ pub fn lost_with_folders(db_path: &Path) -> Option<usize> {
 /// Checks the database at `path` and, when it is damaged (or lost beside session folders),
 /// rebuilds it as described above. A healthy, locked or newer database is left as it is: the
 /// first is reported healthy, the others as the error they are.
+///
+/// The damaged file is moved aside under a name no other file has, and a marker
+/// (`tern.redb.repairing`) names it until the new database is in place: a repair cut short
+/// is finished by the next one from that file, and meanwhile tern refuses to start a fresh
+/// database where the old one was.
 pub fn repair(path: &Path, options: &RepairOptions) -> Result<Repair, StoreError> {
     let started = Instant::now();
     let len = std::fs::metadata(path).map_or(0, |m| m.len());
     let limits = || options.limits.unwrap_or_else(|| Limits::for_file(len));
-    let lost = lost_with_folders(path).is_some();
-    if !lost {
-        let health = check(path, false, &options.worker, limits());
+    let marker = super::db::beside(path, REPAIRING);
+    let unfinished = unfinished_repair(path);
+    if unfinished.is_none() {
+        // A marker left by a repair whose new database did get into place.
+        let _ = std::fs::remove_file(&marker);
+    }
+    if unfinished.is_none() && lost_with_folders(path).is_none() {
+        let health = check(path, options.deep, &options.worker, limits());
         match health.state {
             check::HealthState::Healthy | check::HealthState::Absent => return Ok(Repair::Healthy),
             check::HealthState::Damaged => {}
@@ -173,18 +187,16 @@ pub fn repair(path: &Path, options: &RepairOptions) -> Result<Repair, StoreError
         path: path.to_owned(),
         source,
     };
-    let stamp = jiff::Timestamp::now()
-        .strftime("%Y%m%dT%H%M%SZ")
-        .to_string();
-    let earlier = !path.exists();
-    let moved_to = if earlier {
-        // No database: a repair that did not finish may have moved a damaged one aside
-        // already; salvage that again rather than only the folders.
-        latest_damaged(path)
-    } else {
-        let moved_to = super::db::beside(path, &format!(".damaged-{stamp}"));
-        std::fs::rename(path, &moved_to).map_err(|e| io("move aside", path, e))?;
-        Some(moved_to)
+    let earlier = unfinished.is_some();
+    let moved_to = match unfinished {
+        Some(moved) => Some(moved),
+        None if path.exists() => {
+            let moved = free_name(path);
+            write_marker(&marker, &moved).map_err(|e| io("write", &marker, e))?;
+            std::fs::rename(path, &moved).map_err(|e| io("move aside", path, e))?;
+            Some(moved)
+        }
+        None => None,
     };
     let (dump, scan) = match &moved_to {
         Some(moved) => {
@@ -208,6 +220,7 @@ pub fn repair(path: &Path, options: &RepairOptions) -> Result<Repair, StoreError
     drop(store);
     let _ = std::fs::remove_file(super::clean::marker_path(&building));
     std::fs::rename(&building, path).map_err(|e| io("move into place", &building, e))?;
+    let _ = std::fs::remove_file(&marker);
     let mut problems = dump.problems;
     if scan.stopped_early {
         problems.push(format!(
@@ -218,7 +231,7 @@ pub fn repair(path: &Path, options: &RepairOptions) -> Result<Repair, StoreError
         ));
     }
     Ok(Repair::Rebuilt(Salvage {
-        earlier: earlier && moved_to.is_some(),
+        earlier,
         moved_to,
         sessions: plan.salvage(),
         problems,
@@ -227,6 +240,44 @@ pub fn repair(path: &Path, options: &RepairOptions) -> Result<Repair, StoreError
         scan_complete: !scan.stopped_early,
         took: started.elapsed(),
     }))
+}
+
+/// The marker a repair leaves while the database is not in place, naming where it moved the
+/// damaged file.
+const REPAIRING: &str = ".repairing";
+
+/// Where an unfinished repair moved the damaged database, when one left its marker and no
+/// database is in place.
+pub fn unfinished_repair(path: &Path) -> Option<PathBuf> {
+    if path.exists() {
+        return None;
+    }
+    let named = std::fs::read(super::db::beside(path, REPAIRING)).ok()?;
+    let moved = PathBuf::from(std::ffi::OsString::from_vec(named));
+    moved.exists().then_some(moved)
+}
+
+/// Writes the marker naming `moved`, durably, before the database is moved there.
+fn write_marker(marker: &Path, moved: &Path) -> std::io::Result<()> {
+    let mut file = std::fs::File::create(marker)?;
+    std::io::Write::write_all(&mut file, moved.as_os_str().as_bytes())?;
+    file.sync_all()
+}
+
+/// `tern.redb.damaged-<time>`, with a number added when a file of that name exists: a file
+/// set aside is never overwritten.
+fn free_name(path: &Path) -> PathBuf {
+    let stamp = jiff::Timestamp::now()
+        .strftime("%Y%m%dT%H%M%SZ")
+        .to_string();
+    let first = super::db::beside(path, &format!(".damaged-{stamp}"));
+    (1..)
+        .map(|n| match n {
+            1 => first.clone(),
+            n => super::db::beside(path, &format!(".damaged-{stamp}-{n}")),
+        })
+        .find(|candidate| !candidate.exists())
+        .unwrap_or(first)
 }
 
 /// The error for a database the repair leaves alone.
@@ -250,21 +301,4 @@ fn refusal(path: &Path, health: &Health) -> StoreError {
             ),
         },
     }
-}
-
-/// The most recent file a repair moved aside from `path`, if any.
-fn latest_damaged(path: &Path) -> Option<PathBuf> {
-    let dir = path.parent()?;
-    let prefix = format!("{}.damaged-", path.file_name()?.to_str()?);
-    std::fs::read_dir(dir)
-        .ok()?
-        .filter_map(Result::ok)
-        .filter(|entry| {
-            entry
-                .file_name()
-                .to_str()
-                .is_some_and(|n| n.starts_with(&prefix))
-        })
-        .max_by_key(|entry| entry.file_name())
-        .map(|entry| entry.path())
 }

@@ -17,7 +17,7 @@
 //!   was lost for an orphan and removes it.
 
 use super::super::codec;
-use super::super::db::{Store, encode};
+use super::super::db::{Attempt, Store, encode};
 use super::super::error::StoreError;
 use super::super::event::{JournalEvent, JournalRecord};
 use super::super::frame::{self, Kind};
@@ -235,7 +235,8 @@ impl Rebuild {
             .iter()
             .map(|id| Ok((id.clone(), encode(codec::encode_tombstone(id, 0))?)))
             .collect::<Result<_, StoreError>>()?;
-        store.write(|txn, _| {
+        store.write(|txn, attempt| {
+            store.first_attempt(attempt)?;
             let mut keys = txn.open_table(KEYS).map_err(|e| store.err(e))?;
             for (key, id) in &self.keys {
                 keys.insert(key.as_str(), id.as_str())
@@ -397,6 +398,20 @@ fn id_of_folder(name: &str) -> &str {
 }
 
 impl Store {
+    /// Refuses to go on after a write failed and the database was reopened: a reopen takes it
+    /// back to its last durable commit, which would silently drop the groups written since.
+    fn first_attempt(&self, attempt: Attempt) -> Result<(), StoreError> {
+        match attempt {
+            Attempt::First => Ok(()),
+            Attempt::Retry => Err(StoreError::Unwritable {
+                path: self.path().to_owned(),
+                cause: "a write failed while the new database was built, so the repair stopped \
+                        before it lost any part of it"
+                    .to_owned(),
+            }),
+        }
+    }
+
     /// Writes recovered sessions, their records and snapshots, with their activity, search
     /// records and totals, in one commit that waits for no fsync.
     fn restore(&self, group: &[&Planned]) -> Result<(), StoreError> {
@@ -408,7 +423,8 @@ impl Store {
             sessions: group.len() as i64,
             bytes: group.iter().map(|p| p.meta.transcript_bytes as i64).sum(),
         };
-        self.write_with(Durability::None, |txn, _| {
+        self.write_with(Durability::None, |txn, attempt| {
+            self.first_attempt(attempt)?;
             let mut sessions = txn.open_table(SESSIONS).map_err(|e| self.err(e))?;
             let mut journal = txn.open_table(JOURNAL).map_err(|e| self.err(e))?;
             let mut snapshots = txn.open_table(SNAPSHOTS).map_err(|e| self.err(e))?;

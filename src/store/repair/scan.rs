@@ -84,19 +84,21 @@ pub(super) fn scan(path: &Path, deadline: Instant) -> std::io::Result<Scan> {
                 if offset < next {
                     continue;
                 }
+                // Checked at every frame too: a damaged length can make one read a large one.
+                if Instant::now() >= deadline {
+                    scan.stopped_early = true;
+                    break;
+                }
                 match frame_at(&file, &buf[..filled], base, offset, len) {
                     Ok(found) => {
                         next = offset + found.bytes.len() as u64;
-                        let (header, _) = frame::read(&found.bytes).map_err(|_| {
-                            std::io::Error::other("a frame that read once no longer reads")
-                        })?;
                         let crc = u32::from_le_bytes([
                             found.bytes[11],
                             found.bytes[12],
                             found.bytes[13],
                             found.bytes[14],
                         ]);
-                        let identity = (header.kind, header.id.to_owned(), crc, found.bytes.len());
+                        let identity = (found.kind, found.id.clone(), crc, found.bytes.len());
                         if seen.insert(identity) {
                             scan.found.push(found);
                         }
@@ -106,6 +108,9 @@ pub(super) fn scan(path: &Path, deadline: Instant) -> std::io::Result<Scan> {
             }
         }
         scan.scanned = base + searchable as u64;
+        if scan.stopped_early {
+            break;
+        }
         if at_end {
             scan.scanned = len;
             break;

@@ -68,8 +68,8 @@ impl Task {
 pub struct Limits {
     /// Longest wait for the next entry.
     pub stall: Duration,
-    /// When the whole task ends, whatever it got to.
-    pub deadline: Instant,
+    /// Longest the whole task may take, whatever it got to.
+    pub total: Duration,
 }
 
 impl Limits {
@@ -78,7 +78,7 @@ impl Limits {
     pub fn for_file(len: u64) -> Limits {
         Limits {
             stall: Duration::from_secs(20),
-            deadline: Instant::now() + Duration::from_secs(60 + len / 20_000_000),
+            total: Duration::from_secs(60 + len / 20_000_000),
         }
     }
 }
@@ -104,21 +104,55 @@ pub(super) fn entry(out: &mut dyn Write, tag: u8, key: &[u8], value: &[u8]) -> s
     out.write_all(value)
 }
 
-/// Runs `task` on `path` in `worker` and hands each entry to `take` until the stream ends.
-/// Returns why it stopped early, if it did: the worker failed to start, died, went quiet for
-/// `limits.stall`, or overran `limits.deadline`.
+/// Why a worker's stream ended before its END entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Stopped {
+    /// The worker could not be started: nothing was learnt about the file.
+    Start(String),
+    /// Its output broke off mid-entry or made no sense: nothing was learnt about the file.
+    Garbled,
+    /// It died before it finished (a panic or an abort on the damage).
+    Died,
+    /// It sent nothing for the stall limit (a loop on the damage), in seconds.
+    Quiet(u64),
+    /// It ran past the deadline.
+    Late,
+}
+
+impl Stopped {
+    /// Whether the storage engine itself failed on the file, which is damage; otherwise
+    /// the worker failed for reasons of its own and nothing is known about the file.
+    pub fn is_damage(&self) -> bool {
+        matches!(self, Stopped::Died | Stopped::Quiet(_) | Stopped::Late)
+    }
+}
+
+impl std::fmt::Display for Stopped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Stopped::Start(why) => write!(f, "the worker could not start: {why}"),
+            Stopped::Garbled => f.write_str("the worker's output made no sense"),
+            Stopped::Died => {
+                f.write_str("it ended unexpectedly (the storage engine failed on the damage)")
+            }
+            Stopped::Quiet(secs) => write!(f, "it made no progress for {secs} s and was stopped"),
+            Stopped::Late => f.write_str("it did not finish in time and was stopped"),
+        }
+    }
+}
+
+/// Runs `task` on `path` in `worker` and hands each entry to `take` until the stream ends;
+/// `Err` says why it stopped before its end.
 pub(super) fn run(
     worker: &Worker,
     task: Task,
     path: &Path,
     limits: Limits,
     mut take: impl FnMut(u8, Vec<u8>, Vec<u8>),
-) -> Option<String> {
-    let (reader, mut stop) = match start(worker, task, path) {
-        Ok(started) => started,
-        Err(err) => return Some(format!("the worker could not start: {err}")),
-    };
-    type Read = Result<(u8, Vec<u8>, Vec<u8>), String>;
+) -> Result<(), Stopped> {
+    let (reader, mut stop) =
+        start(worker, task, path).map_err(|err| Stopped::Start(err.to_string()))?;
+    type Read = Result<(u8, Vec<u8>, Vec<u8>), Stopped>;
     let (tx, rx) = mpsc::sync_channel::<Read>(256);
     std::thread::spawn(move || {
         let mut reader = std::io::BufReader::new(reader);
@@ -130,27 +164,25 @@ pub(super) fn run(
             }
         }
     });
-    let stopped = loop {
+    let deadline = Instant::now() + limits.total;
+    let outcome = loop {
+        // Checked after every entry too: a worker that keeps sending does not run for ever.
+        if Instant::now() >= deadline {
+            break Err(Stopped::Late);
+        }
         let wait = limits
             .stall
-            .min(limits.deadline.saturating_duration_since(Instant::now()));
+            .min(deadline.saturating_duration_since(Instant::now()));
         match rx.recv_timeout(wait) {
-            Ok(Ok((END, _, _))) => break None,
+            Ok(Ok((END, _, _))) => break Ok(()),
             Ok(Ok((tag, key, value))) => take(tag, key, value),
-            Ok(Err(why)) => break Some(why),
-            Err(_) if Instant::now() >= limits.deadline => {
-                break Some("it did not finish in time and was stopped".to_owned());
-            }
-            Err(_) => {
-                break Some(format!(
-                    "it made no progress for {} s and was stopped",
-                    limits.stall.as_secs()
-                ));
-            }
+            Ok(Err(why)) => break Err(why),
+            Err(_) if Instant::now() >= deadline => break Err(Stopped::Late),
+            Err(_) => break Err(Stopped::Quiet(limits.stall.as_secs())),
         }
     };
     stop();
-    stopped
+    outcome
 }
 
 type Started = (Box<dyn Read + Send>, Box<dyn FnMut()>);
@@ -193,26 +225,22 @@ fn start(worker: &Worker, task: Task, path: &Path) -> std::io::Result<Started> {
 }
 
 /// Reads one entry; an error when the stream ends or breaks before an END entry.
-fn read_entry(reader: &mut impl Read) -> Result<(u8, Vec<u8>, Vec<u8>), String> {
+fn read_entry(reader: &mut impl Read) -> Result<(u8, Vec<u8>, Vec<u8>), Stopped> {
     let mut tag = [0u8; 1];
-    reader.read_exact(&mut tag).map_err(|_| ended())?;
+    reader.read_exact(&mut tag).map_err(|_| Stopped::Died)?;
     let key = read_part(reader)?;
     let value = read_part(reader)?;
     Ok((tag[0], key, value))
 }
 
-fn read_part(reader: &mut impl Read) -> Result<Vec<u8>, String> {
+fn read_part(reader: &mut impl Read) -> Result<Vec<u8>, Stopped> {
     let mut len = [0u8; 4];
-    reader.read_exact(&mut len).map_err(|_| ended())?;
+    reader.read_exact(&mut len).map_err(|_| Stopped::Died)?;
     let len = u32::from_le_bytes(len);
     if len > MAX_ENTRY {
-        return Err("its output is garbled".to_owned());
+        return Err(Stopped::Garbled);
     }
     let mut bytes = vec![0u8; len as usize];
-    reader.read_exact(&mut bytes).map_err(|_| ended())?;
+    reader.read_exact(&mut bytes).map_err(|_| Stopped::Died)?;
     Ok(bytes)
-}
-
-fn ended() -> String {
-    "it ended unexpectedly (the storage engine failed on the damage)".to_owned()
 }
