@@ -72,13 +72,9 @@ async fn run(turns: usize, mock: MockProvider) {
         default_model: "primary-model".into(),
         context_window: WINDOW,
         max_output_tokens: 1000,
+        written: Default::default(),
     };
-    let route = |model: &str| ModelRoute {
-        provider: llm::provider_for(&profile),
-        model: model.into(),
-        max_output_tokens: 1000,
-        context_window: WINDOW,
-    };
+    let route = |model: &str| ModelRoute::new(llm::provider_for(&profile), model, 1000, WINDOW);
     let settings = SessionSettings::default();
     let policy = RetryPolicy::new(&RetrySettings::default(), &settings);
     let store = Arc::new(Store::open(&home.home().join("data/tern.redb")).expect("a store"));

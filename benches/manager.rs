@@ -100,18 +100,14 @@ fn deps(home: &TernHome, mock: &MockProvider) -> Arc<SessionDeps> {
         default_model: "primary-model".into(),
         context_window: 200_000,
         max_output_tokens: 1000,
+        written: Default::default(),
     };
     let settings = SessionSettings {
         maintenance: limits(),
         ..SessionSettings::default()
     };
     let policy = RetryPolicy::new(&RetrySettings::default(), &settings);
-    let route = ModelRoute {
-        provider: llm::provider_for(&profile),
-        model: "primary-model".into(),
-        max_output_tokens: 1000,
-        context_window: 200_000,
-    };
+    let route = ModelRoute::new(llm::provider_for(&profile), "primary-model", 1000, 200_000);
     Arc::new(SessionDeps {
         store: Arc::new(Store::open(&home.home().join("data/tern.redb")).expect("a store")),
         client: ModelClient::new(route, None, policy),

@@ -369,6 +369,7 @@ fn anthropic() -> std::sync::Arc<dyn Provider> {
         default_model: MODEL.into(),
         context_window: 200_000,
         max_output_tokens: MAX_OUTPUT_TOKENS,
+        written: Default::default(),
     })
 }
 

@@ -12,6 +12,7 @@ use super::setup::{self, ModelArgs};
 use super::tui::LaunchArgs;
 use crate::domain::{ContentBlock, Role, SessionId, SessionKey};
 use crate::gateway::{SendUserMessage, SessionManager, WarmedUp};
+use crate::llm::ModelRoute;
 use crate::session::{OutputFilter, Subscription, UserInput};
 use crate::store::Store;
 use crate::tools::ApprovalMode;
@@ -21,11 +22,12 @@ use std::path::PathBuf;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::signal::unix::{SignalKind, signal};
 
-/// The conversation's place: its key and where it works.
+/// The conversation's place: its key, where it works, and the model it talks to.
 struct Conversation {
     manager: SessionManager,
     key: SessionKey,
     project_dir: PathBuf,
+    route: ModelRoute,
 }
 
 pub async fn run(launch: LaunchArgs) -> anyhow::Result<Outcome> {
@@ -34,11 +36,15 @@ pub async fn run(launch: LaunchArgs) -> anyhow::Result<Outcome> {
     let store = setup::open_store(&loaded.paths)?;
     let attached = super::tui::find(&launch, &store)?;
     let client = setup::model_client(
-        &loaded.config,
+        &loaded,
         &args.or_session(attached.as_ref()),
         setup::KeyCheck::Required,
     )?;
-    let model = client.primary.model.to_owned();
+    // The banner names the model, and the first turn needs its window: wait (within the
+    // asking's bound) for what the server says.
+    client.primary.ready().await;
+    let route = client.primary.clone();
+    let model = route.model();
     // A person is present, but asking is not built into the line mode: edits are allowed,
     // commands are refused with a note the model can act on.
     let deps = setup::session_deps(
@@ -61,6 +67,7 @@ pub async fn run(launch: LaunchArgs) -> anyhow::Result<Outcome> {
         manager,
         key,
         project_dir,
+        route,
     };
     let id = chat.session().await?;
     report_warm_up(&store, &warmed, &id)?;
@@ -79,8 +86,8 @@ pub async fn run(launch: LaunchArgs) -> anyhow::Result<Outcome> {
         }
     } else {
         print_out(&format!(
-            "tern · {model} · session {} · /compact to shrink the history · /exit or Ctrl-D \
-             to leave\n",
+            "tern · {model} · session {} · /compact to shrink the history · /status · /exit \
+             or Ctrl-D to leave\n",
             id.short()
         ))?;
     }
@@ -95,7 +102,9 @@ async fn converse(
     mut first: Option<String>,
 ) -> anyhow::Result<Outcome> {
     let mut interrupts = signal(SignalKind::interrupt()).context("could not listen for Ctrl-C")?;
-    let mut stops = Stops::listen(config).context("could not listen for stop signals")?;
+    // The line mode owns no screen: a config file that cannot be used is said on stderr.
+    let rejected = Box::new(|text: String| eprintln!("tern: {text}"));
+    let mut stops = Stops::listen(config, rejected).context("could not listen for stop signals")?;
     let mut lines = BufReader::new(tokio::io::stdin()).lines();
     loop {
         // A Ctrl-C that stopped the last turn must not also end the conversation.
@@ -133,6 +142,10 @@ async fn converse(
                 old.short(),
                 new.short()
             ))?;
+            continue;
+        }
+        if text == "/status" {
+            print_out(&format!("{}\n", chat.status().await?))?;
             continue;
         }
         if text == "/compact" {
@@ -194,6 +207,20 @@ async fn converse(
 }
 
 impl Conversation {
+    /// The session, the model and its context window, and where the window came from.
+    async fn status(&self) -> anyhow::Result<String> {
+        let id = self.session().await?;
+        let limits = self.route.limits();
+        Ok(format!(
+            "session {id} · {} ({}) · context window {} tokens ({}) · replies up to {} tokens",
+            limits.model,
+            self.route.provider.name(),
+            limits.context_window,
+            limits.window_source,
+            limits.max_output_tokens
+        ))
+    }
+
     /// The session the key talks to now (created or resumed if need be).
     async fn session(&self) -> anyhow::Result<SessionId> {
         let handle = self.manager.handle(&self.key, &self.project_dir).await?;

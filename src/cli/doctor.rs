@@ -1,12 +1,14 @@
 //! `tern doctor`: where tern keeps its files, whether the session database is healthy, the
-//! configuration it resolved, and whether each provider answers. The paths and the database
-//! need no config file, so a broken one is reported beside them, not instead of them, and
-//! `--repair` works whatever the config says.
+//! configuration it resolved, and whether each provider answers, with the model and context
+//! window each would use and where the window came from (configured, from the server, or
+//! assumed). The paths and the database need no config file, so a broken one is reported
+//! beside them, not instead of them, and `--repair` works whatever the config says.
 
 use super::Outcome;
 use super::render::print_out;
 use super::{repair, setup};
 use crate::llm;
+use crate::llm::served::{self, Asking, ModelLimits, ServedCache};
 use std::fmt::Write;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -91,19 +93,31 @@ pub async fn run(args: DoctorArgs) -> anyhow::Result<Outcome> {
         writeln!(out, "  none configured")?;
     }
     let mut any_ok = false;
+    let cache = ServedCache::in_dir(&loaded.paths.data_dir);
+    let mut limits_of = std::collections::BTreeMap::new();
     for profile in loaded.config.providers.values() {
-        let status = match profile.require_key() {
-            Err(err) => format!("skipped: {err}"),
+        let chosen = profile.written.model.then(|| profile.default_model.clone());
+        let (status, limits) = match profile.require_key() {
+            Err(err) => {
+                let asked =
+                    served::learn(profile, chosen, Some(cache.clone()), Asking::RememberedOnly);
+                let limits = asked.borrow().limits.clone();
+                (format!("skipped: {err}"), limits)
+            }
             Ok(()) => {
                 let provider = llm::provider_for(profile);
-                match tokio::time::timeout(PROBE_TIMEOUT, provider.probe()).await {
+                let probe = tokio::time::timeout(PROBE_TIMEOUT, provider.probe());
+                let asked = served::ask_now(profile, chosen.as_deref(), Some(&cache));
+                let (probed, limits) = tokio::join!(probe, asked);
+                let status = match probed {
                     Ok(Ok(what)) => {
                         any_ok = true;
                         format!("ok: {what}")
                     }
                     Ok(Err(err)) => format!("error: {err}"),
                     Err(_) => format!("error: no answer within {}s", PROBE_TIMEOUT.as_secs()),
-                }
+                };
+                (status, limits)
             }
         };
         writeln!(
@@ -113,13 +127,17 @@ pub async fn run(args: DoctorArgs) -> anyhow::Result<Outcome> {
             profile.kind.as_str(),
             profile.base_url
         )?;
+        writeln!(out, "  {:<12} {}", "", describe(&limits))?;
+        limits_of.insert(profile.name.clone(), limits);
     }
     match loaded.config.default_provider() {
-        Ok(profile) => writeln!(
-            out,
-            "\nDefault provider: {} (model {})",
-            profile.name, profile.default_model
-        )?,
+        Ok(profile) => {
+            let line = match limits_of.get(&profile.name) {
+                Some(limits) => format!("{} ({})", profile.name, describe(limits)),
+                None => format!("{} (model {})", profile.name, profile.default_model),
+            };
+            writeln!(out, "\nDefault provider: {line}")?;
+        }
         Err(err) => writeln!(out, "\n{err}")?,
     }
     print_out(&out)?;
@@ -128,4 +146,12 @@ pub async fn run(args: DoctorArgs) -> anyhow::Result<Outcome> {
     } else {
         Outcome::TurnFailed
     })
+}
+
+/// The model, its window and where the window came from, and the output limit, in a line.
+fn describe(limits: &ModelLimits) -> String {
+    format!(
+        "model {}, context window {} tokens ({}), replies up to {} tokens",
+        limits.model, limits.context_window, limits.window_source, limits.max_output_tokens
+    )
 }

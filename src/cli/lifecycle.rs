@@ -6,6 +6,11 @@
 //! same session, with the new configuration. Both the comparison and the restart work from
 //! the environment as tern started (`startup`), since the process's own no longer holds the
 //! provider keys.
+//!
+//! A changed file that does not load changes nothing; the front end is told through the
+//! [`Rejected`] callback it gave, because only it knows where a message may go: the line mode
+//! prints it, the full-screen interface shows it as a notice (nothing may write to a terminal
+//! the interface is drawing on).
 
 use super::setup::ModelArgs;
 use super::startup;
@@ -45,20 +50,26 @@ impl Stop {
     }
 }
 
+/// Hears of a changed config file that cannot be used, with the sentence to show.
+pub type Rejected = Box<dyn FnMut(String) + Send>;
+
 /// Watches for the signals and the config changes that stop a front end.
 pub struct Stops {
     terminate: Signal,
     hangup: Signal,
     config: ConfigWatch,
+    rejected: Rejected,
 }
 
 impl Stops {
-    /// Starts listening. `config` is the configuration the process runs with.
-    pub fn listen(config: &Config) -> std::io::Result<Self> {
+    /// Starts listening. `config` is the configuration the process runs with; `rejected`
+    /// hears of a changed file that does not load (tern goes on as it was).
+    pub fn listen(config: &Config, rejected: Rejected) -> std::io::Result<Self> {
         Ok(Self {
             terminate: signal(SignalKind::terminate())?,
             hangup: signal(SignalKind::hangup())?,
             config: ConfigWatch::new(config),
+            rejected,
         })
     }
 
@@ -70,12 +81,27 @@ impl Stops {
             tokio::select! {
                 _ = self.terminate.recv() => return Stop::Signal("SIGTERM"),
                 _ = self.hangup.recv() => return Stop::Signal("SIGHUP"),
-                _ = poll.tick() => if self.config.changed() {
-                    return Stop::ConfigChanged;
+                _ = poll.tick() => match self.config.changed() {
+                    Change::None => {}
+                    Change::Usable => return Stop::ConfigChanged,
+                    Change::Unusable(err) => (self.rejected)(format!(
+                        "config.toml changed but cannot be used, so tern goes on with the \
+                         configuration it started with: {err}"
+                    )),
                 },
             }
         }
     }
+}
+
+/// What a look at the config file found.
+enum Change {
+    /// Nothing that matters to the running process.
+    None,
+    /// A valid configuration that differs from the running one.
+    Usable,
+    /// A changed file that does not load.
+    Unusable(config::ConfigError),
 }
 
 /// The config file as last seen, and the configuration the process runs with.
@@ -95,25 +121,19 @@ impl ConfigWatch {
         }
     }
 
-    /// Whether the file now holds a different, valid configuration. An invalid one is
-    /// reported once and the running configuration kept.
-    fn changed(&mut self) -> bool {
+    /// Whether the file now holds a different, valid configuration, or a changed one that
+    /// does not load (reported once: the next look sees the same file).
+    fn changed(&mut self) -> Change {
         let now = stamp(&self.path);
         if now == self.seen {
-            return false;
+            return Change::None;
         }
         self.seen = now;
         // The environment as tern started: the process's own no longer holds the keys.
         match config::load(startup::environment()) {
-            Ok((_, new)) if new == self.running => false,
-            Ok(_) => true,
-            Err(err) => {
-                eprintln!(
-                    "tern: config.toml changed but cannot be used, so tern goes on with the \
-                     configuration it started with: {err}"
-                );
-                false
-            }
+            Ok((_, new)) if new == self.running => Change::None,
+            Ok(_) => Change::Usable,
+            Err(err) => Change::Unusable(err),
         }
     }
 }

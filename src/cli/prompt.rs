@@ -93,7 +93,7 @@ pub async fn print(
     let store = setup::open_store(&loaded.paths)?;
     let found = which.find(&store)?;
     let client = setup::model_client(
-        &loaded.config,
+        &loaded,
         &model.or_session(found.as_ref()),
         KeyCheck::NotNeeded,
     )?;

@@ -109,8 +109,11 @@ pub async fn run(args: RunArgs) -> anyhow::Result<Outcome> {
     };
     let found = which.find(&store)?;
     let model_args = args.model.or_session(found.as_ref());
-    let client = setup::model_client(&loaded.config, &model_args, KeyCheck::Required)?;
-    let model = client.primary.model.to_owned();
+    let client = setup::model_client(&loaded, &model_args, KeyCheck::Required)?;
+    // The window decides when to compact and the served model what to ask for: a headless
+    // turn waits (within the asking's bound) for what the server says before it starts.
+    client.primary.ready().await;
+    let model = client.primary.model();
     let deps = setup::session_deps(
         &loaded,
         store.clone(),

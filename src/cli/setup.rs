@@ -1,7 +1,8 @@
 //! What every subcommand that talks to a model needs: configuration, logging, the store, the
 //! model client with its fallback, and the session dependencies built from them.
 
-use crate::config::{self, Config, ModelRef, Paths};
+use crate::config::{self, Config, ModelRef, Paths, ProviderProfile};
+use crate::llm::served::{self, Asking, ServedCache};
 use crate::llm::{self, ModelClient, ModelRoute, RetryPolicy};
 use crate::session::{Redactor, SessionDeps};
 use crate::store::{Overrides, SessionMeta, Store};
@@ -78,12 +79,16 @@ pub enum KeyCheck {
     NotNeeded,
 }
 
-/// Builds the model client: the chosen profile and model, and the configured fallback.
+/// Builds the model client: the chosen profile and model, and the configured fallback. The
+/// server of a profile that can say which model it serves and how large its window is gets
+/// asked in the background ([`served::learn`]) when the client will call the model; what it
+/// said at an earlier start is used meanwhile.
 pub fn model_client(
-    config: &Config,
+    loaded: &Loaded,
     args: &ModelArgs,
     keys: KeyCheck,
 ) -> anyhow::Result<ModelClient> {
+    let config = &loaded.config;
     let profile = match &args.provider {
         Some(name) => config.provider(name)?,
         None => match (&config.models.default, &args.model) {
@@ -100,28 +105,28 @@ pub fn model_client(
     if keys == KeyCheck::Required {
         profile.require_key()?;
     }
-    let model = match (&args.model, &config.models.default) {
-        (Some(model), _) => model.clone(),
-        (None, Some(default)) if args.provider.is_none() => default.model.clone(),
-        _ => profile.default_model.clone(),
+    // The model the person named, if any: the served one never replaces it.
+    let chosen = match (&args.model, &config.models.default) {
+        (Some(model), _) => Some(model.clone()),
+        (None, Some(default)) if args.provider.is_none() => Some(default.model.clone()),
+        _ => profile.written.model.then(|| profile.default_model.clone()),
     };
-    let primary = ModelRoute {
-        provider: llm::provider_for(profile),
-        model,
-        max_output_tokens: profile.max_output_tokens,
-        context_window: profile.context_window,
+    let asking = match keys {
+        KeyCheck::Required => Asking::Ask,
+        KeyCheck::NotNeeded => Asking::RememberedOnly,
     };
+    let cache = ServedCache::in_dir(&loaded.paths.data_dir);
+    let route = |profile: &ProviderProfile, chosen: Option<String>| {
+        let limits = served::learn(profile, chosen, Some(cache.clone()), asking);
+        ModelRoute::learned(llm::provider_for(profile), limits)
+    };
+    let primary = route(profile, chosen);
     let fallback = match &config.models.fallback {
         Some(reference) => {
             let (fallback_profile, model) = config.resolve_model(reference)?;
-            let same = fallback_profile.name == profile.name && model == primary.model;
+            let same = fallback_profile.name == profile.name && model == primary.model();
             match (same, fallback_profile.require_key()) {
-                (false, Ok(())) => Some(ModelRoute {
-                    provider: llm::provider_for(fallback_profile),
-                    model,
-                    max_output_tokens: fallback_profile.max_output_tokens,
-                    context_window: fallback_profile.context_window,
-                }),
+                (false, Ok(())) => Some(route(fallback_profile, Some(model))),
                 (false, Err(err)) => {
                     tracing::warn!(%err, "fallback model unavailable");
                     None
@@ -143,7 +148,7 @@ pub fn session_deps(
     approval: ApprovalMode,
     overrides: Overrides,
 ) -> Arc<SessionDeps> {
-    let notes_client = notes_client(&loaded.config, &client);
+    let notes_client = notes_client(loaded, &client);
     let child_env = child_env(&loaded.config);
     // Every credential tern knows by value: the providers' keys, and the secrets it keeps
     // out of the commands' environment. None of them reaches a log, the journal or a
@@ -182,19 +187,17 @@ fn child_env(config: &Config) -> ChildEnv {
 
 /// The client for compaction notes: `[models] compaction` when set and usable (failing over
 /// to the conversation's fallback), else none, and the conversation model writes them.
-fn notes_client(config: &Config, main: &ModelClient) -> Option<ModelClient> {
+fn notes_client(loaded: &Loaded, main: &ModelClient) -> Option<ModelClient> {
+    let config = &loaded.config;
     let reference = config.models.compaction.as_ref()?;
     let usable = config
         .resolve_model(reference)
         .and_then(|(profile, model)| profile.require_key().map(|()| (profile, model)));
     match usable {
         Ok((profile, model)) => {
-            let route = ModelRoute {
-                provider: llm::provider_for(profile),
-                model,
-                max_output_tokens: profile.max_output_tokens,
-                context_window: profile.context_window,
-            };
+            let cache = ServedCache::in_dir(&loaded.paths.data_dir);
+            let limits = served::learn(profile, Some(model), Some(cache), Asking::Ask);
+            let route = ModelRoute::learned(llm::provider_for(profile), limits);
             Some(ModelClient::new(
                 route,
                 main.fallback.clone(),

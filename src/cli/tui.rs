@@ -8,9 +8,10 @@ use super::lifecycle::{self, Stop, Stops};
 use super::setup::{self, ModelArgs};
 use crate::domain::{SessionId, SessionKey};
 use crate::gateway::{SessionManager, WarmedUp};
+use crate::llm::served::RouteLimits;
 use crate::store::{SessionMeta, Store};
 use crate::tools::ApprovalMode;
-use crate::tui::app::App;
+use crate::tui::app::{App, AppEvent};
 use crate::tui::popup::FileIndex;
 use crate::tui::runner::{self, Exit, Launch, Stopping};
 use crate::tui::status::Status;
@@ -45,16 +46,23 @@ pub async fn run(args: LaunchArgs) -> anyhow::Result<Outcome> {
     {
         store.set_overrides(&meta.id, &args.model.overrides())?;
     }
-    let client = match setup::model_client(&loaded.config, &model_args, setup::KeyCheck::Required) {
+    let client = match setup::model_client(&loaded, &model_args, setup::KeyCheck::Required) {
         Ok(client) => client,
         Err(err) => return super::first_run::run(&loaded, &err.to_string()).await,
     };
+    // What the interface hears while it runs; nothing may print over it.
+    let (news, outside) = tokio::sync::mpsc::unbounded_channel();
+    // The status line starts from what is known now and follows what the server says, which
+    // arrives in the background: the first frame never waits for it.
+    let limits = client.primary.limits();
     let status = Status {
-        model: client.primary.model.clone(),
+        model: limits.model,
         provider: client.primary.provider.name().to_owned(),
-        context_window: client.primary.context_window,
+        context_window: limits.context_window,
+        window_source: limits.window_source.to_string(),
         ..Status::default()
     };
+    forward_limits(client.primary.watch(), news.clone());
     let deps = setup::session_deps(
         &loaded,
         store.clone(),
@@ -83,20 +91,23 @@ pub async fn run(args: LaunchArgs) -> anyhow::Result<Outcome> {
     };
     let themes_dir = loaded.paths.config_dir.join("themes");
     let depth = ColorDepth::detect(|name| std::env::var(name).ok());
-    let theme = match Theme::load(&loaded.config.ui.theme, &themes_dir) {
-        Ok(theme) => theme,
-        Err(err) => {
-            eprintln!("tern: {err}; using the dark theme");
-            Theme::default()
-        }
-    }
-    .for_depth(depth);
+    let (theme, theme_problem) = match Theme::load(&loaded.config.ui.theme, &themes_dir) {
+        Ok(theme) => (theme, None),
+        Err(err) => (
+            Theme::default(),
+            Some(format!("{err}; using the dark theme")),
+        ),
+    };
+    let theme = theme.for_depth(depth);
     let mut app = App::new(
         theme,
         themes_dir,
         FileIndex::spawn(project_dir.clone()),
         status,
     );
+    if let Some(problem) = theme_problem {
+        app.notice(problem);
+    }
     tell_warm_up(&mut app, &store, &warmed, resumed.as_ref());
     if args.restarted_from.is_some() {
         app.notice(format!(
@@ -106,7 +117,12 @@ pub async fn run(args: LaunchArgs) -> anyhow::Result<Outcome> {
     }
 
     let (stop_tx, stop) = tokio::sync::oneshot::channel();
-    let mut stops = Stops::listen(&loaded.config).context("could not listen for stop signals")?;
+    // A config file that cannot be used is shown inside the interface, as a notice.
+    let rejected = Box::new(move |text: String| {
+        let _ = news.send(AppEvent::Notice(text));
+    });
+    let mut stops =
+        Stops::listen(&loaded.config, rejected).context("could not listen for stop signals")?;
     tokio::spawn(async move {
         let reason = stops.next().await;
         let _ = stop_tx.send(Stopping {
@@ -126,6 +142,7 @@ pub async fn run(args: LaunchArgs) -> anyhow::Result<Outcome> {
         tools,
         child_env,
         redactor,
+        outside,
     };
     let exit = runner::run(app, launch)
         .await
@@ -182,6 +199,27 @@ pub(super) fn find(args: &LaunchArgs, store: &Store) -> anyhow::Result<Option<Se
             here.display()
         ),
     }
+}
+
+/// Passes the model's limits to the interface each time they change (once, when the server
+/// has been asked); ends when the asking is over or the interface is gone.
+fn forward_limits(
+    mut limits: tokio::sync::watch::Receiver<RouteLimits>,
+    news: tokio::sync::mpsc::UnboundedSender<AppEvent>,
+) {
+    tokio::spawn(async move {
+        while limits.changed().await.is_ok() {
+            let now = limits.borrow_and_update().limits.clone();
+            let event = AppEvent::Model {
+                model: now.model,
+                context_window: now.context_window,
+                window_source: now.window_source.to_string(),
+            };
+            if news.send(event).is_err() {
+                return;
+            }
+        }
+    });
 }
 
 /// Tells the person about sessions the last stop interrupted, other than the one shown.

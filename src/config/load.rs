@@ -16,16 +16,11 @@ use super::env::Environment;
 use super::error::ConfigError;
 use super::location::{Document, dotted};
 use super::paths::Paths;
-use super::providers::{
-    DEFAULT_CONTEXT_WINDOW, DEFAULT_MAX_OUTPUT_TOKENS, KINDS, builtin_profiles, check_base_url,
-    env_default_profile, redact_url,
-};
-use super::raw::{
-    RawConfig, RawMaintenance, RawModels, RawProvider, RawReset, RawRetry, RawSession,
-};
+use super::providers::env_default_profile;
+use super::raw::{RawConfig, RawMaintenance, RawModels, RawReset, RawRetry, RawSession};
 use super::settings::{
-    Config, MaintenanceMode, MaintenanceSettings, ModelRef, ModelRoles, ProviderKind,
-    ProviderProfile, ResetSettings, RetrySettings, SessionSettings, UiSettings,
+    Config, MaintenanceMode, MaintenanceSettings, ModelRef, ModelRoles, ProviderProfile,
+    ResetSettings, RetrySettings, SessionSettings, UiSettings,
 };
 use super::units::{DURATION_FORMS, SIZE_FORMS, parse_duration, parse_size};
 
@@ -89,8 +84,8 @@ pub fn load_from_str(text: &str, path: &Path, env: &Environment) -> Result<Confi
 
 /// Validates one document, knowing where each key is so errors can point at it.
 pub(super) struct Validator<'a> {
-    path: &'a Path,
-    doc: Document<'a>,
+    pub(super) path: &'a Path,
+    pub(super) doc: Document<'a>,
 }
 
 impl Validator<'_> {
@@ -336,153 +331,6 @@ impl Validator<'_> {
         })
     }
 
-    /// The built-in profiles with the file's profiles laid over them.
-    fn providers(
-        &self,
-        raw: BTreeMap<String, RawProvider>,
-        env: &Environment,
-    ) -> Result<BTreeMap<String, ProviderProfile>, ConfigError> {
-        let mut profiles = builtin_profiles(env)?;
-        for (name, raw) in raw {
-            let profile = self.profile(&name, raw, profiles.get(&name), env)?;
-            profiles.insert(name, profile);
-        }
-        Ok(profiles)
-    }
-
-    /// One `[providers.NAME]` section. A section named like a built-in profile starts from it
-    /// (as long as the kind stays the same), so `[providers.anthropic]` with just `model`
-    /// changes only the model.
-    fn profile(
-        &self,
-        name: &str,
-        raw: RawProvider,
-        builtin: Option<&ProviderProfile>,
-        env: &Environment,
-    ) -> Result<ProviderProfile, ConfigError> {
-        let key = |field| ["providers", name, field];
-        if name.is_empty() || name.contains('/') || name.chars().any(char::is_whitespace) {
-            return Err(self.error(
-                &["providers", name],
-                "profile names cannot be empty or contain `/` or spaces \
-                 (`/` separates the profile from the model in `profile/model`)",
-            ));
-        }
-        let kind = match raw.kind.as_deref() {
-            Some(text) => ProviderKind::parse(text).ok_or_else(|| {
-                self.error(
-                    &key("kind"),
-                    format!("unknown kind \"{text}\"; expected {KINDS}"),
-                )
-            })?,
-            None => builtin.map(|b| b.kind).ok_or_else(|| {
-                self.error(
-                    &["providers", name],
-                    format!("the profile has no `kind`; add kind = {KINDS}"),
-                )
-            })?,
-        };
-        let base = builtin.filter(|b| b.kind == kind);
-        let base_url = match &raw.base_url {
-            // Shown redacted: a rejected URL may hold a password or a key.
-            Some(url) => check_base_url(url).map_err(|bad| {
-                self.error(
-                    &key("base_url"),
-                    format!(
-                        "\"{}\" {}",
-                        redact_url(url),
-                        bad.problem(Some(
-                            "an environment variable, named here with api_key_env = \"VARIABLE_NAME\""
-                        ))
-                    ),
-                )
-            })?,
-            None => base.map_or_else(
-                || kind.default_base_url().to_owned(),
-                |b| b.base_url.clone(),
-            ),
-        };
-        let api_key_env = match &raw.api_key_env {
-            Some(var) => {
-                if !is_env_var_name(var) {
-                    // Never echo the value: people paste the key itself here, and keys such as
-                    // `gsk_…` or `sk_…` would pass a looser check.
-                    return Err(self.error(
-                        &key("api_key_env"),
-                        "takes the name of an environment variable that holds the key, in \
-                         capitals, digits and `_` (like \"WORK_API_KEY\"). The value here is \
-                         not such a name and is not shown: this looks like a key itself; put \
-                         the key in an environment variable and give its name here",
-                    ));
-                }
-                Some(var.clone())
-            }
-            None => match base {
-                Some(b) => b.api_key_env.clone(),
-                // The vendor's conventional variable is only safe to send to the vendor: a
-                // profile pointing elsewhere must name its variable itself.
-                None if raw.base_url.is_none() => kind.default_key_env().map(str::to_owned),
-                None => None,
-            },
-        };
-        let default_model = match raw.model {
-            Some(model) if model.trim().is_empty() => {
-                return Err(self.error(
-                    &key("model"),
-                    "is empty; name the model to use, like model = \"claude-sonnet-4-5\"",
-                ));
-            }
-            Some(model) => model,
-            None => base.map(|b| b.default_model.clone()).ok_or_else(|| {
-                self.error(
-                    &["providers", name],
-                    "the profile has no `model`; add the model it uses by default, \
-                     like model = \"claude-sonnet-4-5\"",
-                )
-            })?,
-        };
-        let context_window = self.count(
-            &key("context_window"),
-            raw.context_window,
-            base.map_or(DEFAULT_CONTEXT_WINDOW, |b| b.context_window),
-            u64::MAX,
-        )?;
-        let max_output_tokens = self.count(
-            &key("max_output_tokens"),
-            raw.max_output_tokens,
-            base.map_or(DEFAULT_MAX_OUTPUT_TOKENS, |b| b.max_output_tokens)
-                .into(),
-            u32::MAX.into(),
-        )?;
-        if max_output_tokens >= context_window {
-            let field = if raw.max_output_tokens.is_some() {
-                "max_output_tokens"
-            } else {
-                "context_window"
-            };
-            return Err(self.error(
-                &key(field),
-                format!(
-                    "max_output_tokens ({max_output_tokens}) must be smaller than \
-                     context_window ({context_window}): the reply shares the window with the prompt"
-                ),
-            ));
-        }
-        Ok(ProviderProfile {
-            name: name.to_owned(),
-            kind,
-            base_url,
-            api_key: api_key_env
-                .as_deref()
-                .and_then(|var| env.get(var))
-                .map(str::to_owned),
-            api_key_env,
-            default_model,
-            context_window,
-            max_output_tokens: max_output_tokens as u32,
-        })
-    }
-
     fn models(
         &self,
         raw: RawModels,
@@ -615,8 +463,15 @@ impl Validator<'_> {
         Ok(Some(bytes))
     }
 
+    /// The 1-based line of the value at `key` (of the deepest part of it that exists).
+    pub(super) fn line_of(&self, key: &[&str]) -> usize {
+        self.doc
+            .span_of(key)
+            .map_or(1, |span| self.doc.line_column(span.start).0)
+    }
+
     /// A count from 1 to `max`.
-    fn count(
+    pub(super) fn count(
         &self,
         key: &[&str],
         value: Option<u64>,
@@ -632,16 +487,6 @@ impl Validator<'_> {
             Some(n) => Ok(n),
         }
     }
-}
-
-/// Whether `name` is an environment variable name as shells and tern's docs write them:
-/// UPPER_SNAKE_CASE, `[A-Z_][A-Z0-9_]*`. Anything else is more likely a pasted key than a name.
-fn is_env_var_name(name: &str) -> bool {
-    let mut chars = name.chars();
-    chars
-        .next()
-        .is_some_and(|c| c.is_ascii_uppercase() || c == '_')
-        && chars.all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
 }
 
 /// `"04:00"` or `"4:00"`: hours 0–23 and minutes 0–59.

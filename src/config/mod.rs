@@ -12,6 +12,7 @@ mod error;
 mod load;
 mod location;
 mod paths;
+mod profile;
 mod providers;
 mod raw;
 mod render;
@@ -24,7 +25,9 @@ pub use env::Environment;
 pub use error::ConfigError;
 pub use load::{load, load_from_str};
 pub use paths::Paths;
+pub use providers::fitted_output;
 pub use settings::{
     Config, MaintenanceMode, MaintenanceSettings, ModelRef, ModelRoles, ProviderKind,
     ProviderProfile, ResetSettings, RetrySettings, SessionSettings, ToolSettings, UiSettings,
+    Written,
 };

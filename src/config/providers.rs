@@ -5,21 +5,41 @@
 //! machine or the local network (llama.cpp, vLLM and Ollama's `/v1` serve without one). The
 //! check happens when a profile is used, not at load, so a missing key for a provider nobody
 //! asked for never blocks start-up.
+//!
+//! The limits of a profile are written or assumed. OpenAI's own API and Anthropic's have
+//! known models, so their built-in figures stand; any other OpenAI-compatible server and
+//! Ollama can say which model they serve and how large their window is (`llm::served`), so
+//! their figures are only assumed until the server is asked. An output limit nobody wrote is
+//! a share of the window ([`fitted_output`]), so a small window never makes the default
+//! output limit too large for it.
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 
 use super::env::Environment;
 use super::error::ConfigError;
-use super::settings::{ProviderKind, ProviderProfile};
+use super::settings::{ProviderKind, ProviderProfile, Written};
 
 /// Every kind, for "accepted values" messages.
 pub(crate) const KINDS: &str = "\"anthropic\", \"openai\" or \"ollama\"";
 
-/// Context window assumed for a file profile that does not set one.
+/// Context window assumed for a profile that does not set one and whose server has not said.
 pub(crate) const DEFAULT_CONTEXT_WINDOW: u64 = 128_000;
-/// Output limit assumed for a file profile that does not set one.
+/// The largest output limit tern assumes for a profile that does not set one; smaller
+/// windows get a share of the window instead ([`fitted_output`]).
 pub(crate) const DEFAULT_MAX_OUTPUT_TOKENS: u32 = 8192;
+/// The share of the window a reply may take when nobody wrote an output limit: a quarter,
+/// which leaves the prompt the three quarters compaction keeps it under.
+const OUTPUT_SHARE: u64 = 4;
+/// The model name a local server's profile uses until the server says which model it serves.
+pub(crate) const SERVED_MODEL_PLACEHOLDER: &str = "local-model";
+
+/// The output limit for a window of `window` tokens when nobody wrote one: `cap`, or a
+/// quarter of the window when that is less (never zero).
+pub fn fitted_output(cap: u32, window: u64) -> u32 {
+    let share = u32::try_from(window / OUTPUT_SHARE).unwrap_or(u32::MAX);
+    cap.min(share).max(1)
+}
 
 impl ProviderKind {
     /// Parses the `kind` value of a profile.
@@ -64,6 +84,30 @@ impl ProviderProfile {
     /// Whether the base URL points at this machine or a private network.
     pub fn is_local(&self) -> bool {
         url_host(&self.base_url).is_some_and(is_local_host)
+    }
+
+    /// Whether the profile's server can be asked which model it serves and how large its
+    /// window is: Ollama, and OpenAI-compatible servers other than OpenAI itself (llama.cpp,
+    /// vLLM, LM Studio, Ollama's `/v1`, gateways that list their models' windows).
+    pub fn asks_server(&self) -> bool {
+        asks_server(self.kind, &self.base_url)
+    }
+
+    /// The output limit to ask for when the window is `window` tokens: the one written when
+    /// it fits the window, else the default share of it. (Only a written window can make a
+    /// written limit an error; a window the server says or tern assumes just lowers it.)
+    pub fn output_for(&self, window: u64) -> u32 {
+        let fits = u64::from(self.max_output_tokens) < window;
+        let keep = if self.written.max_output_tokens {
+            fits
+        } else {
+            window == self.context_window
+        };
+        if keep {
+            self.max_output_tokens
+        } else {
+            fitted_output(DEFAULT_MAX_OUTPUT_TOKENS, window)
+        }
     }
 
     /// Checks that the key this profile needs is there; the error names the variable to
@@ -114,21 +158,31 @@ pub(crate) fn builtin_profiles(
         default_model: "claude-sonnet-4-5".to_owned(),
         context_window: 200_000,
         max_output_tokens: 32_000,
+        written: Written::default(),
+    };
+    let openai_url = from_env(
+        "OPENAI_BASE_URL",
+        &env.openai_base_url,
+        ProviderKind::OpenAi.default_base_url(),
+        "OPENAI_API_KEY",
+    )?;
+    // gpt-4.1's figures hold at OpenAI only; another server says its own (until it does,
+    // the figures any profile assumes).
+    let (context_window, max_output_tokens) = if is_official_openai(&openai_url) {
+        (1_047_576, 32_768)
+    } else {
+        (DEFAULT_CONTEXT_WINDOW, DEFAULT_MAX_OUTPUT_TOKENS)
     };
     let openai = ProviderProfile {
         name: "openai".to_owned(),
         kind: ProviderKind::OpenAi,
-        base_url: from_env(
-            "OPENAI_BASE_URL",
-            &env.openai_base_url,
-            ProviderKind::OpenAi.default_base_url(),
-            "OPENAI_API_KEY",
-        )?,
+        base_url: openai_url,
         api_key_env: Some("OPENAI_API_KEY".to_owned()),
         api_key: env.openai_api_key.clone(),
         default_model: "gpt-4.1".to_owned(),
-        context_window: 1_047_576,
-        max_output_tokens: 32_768,
+        context_window,
+        max_output_tokens,
+        written: Written::default(),
     };
     let ollama_url = match &env.ollama_host {
         Some(host) => ollama_base_url(host).map_err(|problem| ConfigError::InvalidEnv {
@@ -146,6 +200,7 @@ pub(crate) fn builtin_profiles(
         default_model: "llama3.2".to_owned(),
         context_window: 32_768,
         max_output_tokens: 8192,
+        written: Written::default(),
     };
     Ok([anthropic, openai, ollama]
         .into_iter()
@@ -287,6 +342,27 @@ fn ollama_base_url(host: &str) -> Result<String, String> {
     };
     let with_port = with_port.replacen("0.0.0.0", "127.0.0.1", 1);
     checked(&format!("http://{with_port}"))
+}
+
+/// Whether `base_url` is OpenAI's own API, whose model list says nothing about windows.
+pub(crate) fn is_official_openai(base_url: &str) -> bool {
+    url_host(base_url).is_some_and(|host| host.eq_ignore_ascii_case("api.openai.com"))
+}
+
+/// Whether a profile of `kind` at `base_url` can be asked for its model and window.
+pub(crate) fn asks_server(kind: ProviderKind, base_url: &str) -> bool {
+    match kind {
+        ProviderKind::Ollama => true,
+        ProviderKind::OpenAi => !is_official_openai(base_url),
+        ProviderKind::Anthropic => false,
+    }
+}
+
+/// Whether a profile of `kind` at `base_url` may leave out `model`: a server on this machine
+/// or the local network that says which model it serves. A remote gateway lists many, and
+/// picking one for the person would be a guess.
+pub(crate) fn may_learn_model(kind: ProviderKind, base_url: &str) -> bool {
+    asks_server(kind, base_url) && url_host(base_url).is_some_and(is_local_host)
 }
 
 /// The host of an http(s) URL, without user info, port or IPv6 brackets.

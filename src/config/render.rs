@@ -152,9 +152,31 @@ fn write_profile(out: &mut String, p: &ProviderProfile) -> std::fmt::Result {
     writeln!(out, "kind = {}", p.kind.as_str())?;
     // Loading refuses URLs with secrets in them; profiles built in code are redacted here too.
     writeln!(out, "base_url = {}", redact_url(&p.base_url))?;
-    writeln!(out, "model = {}", p.default_model)?;
-    writeln!(out, "context_window = {}", p.context_window)?;
-    writeln!(out, "max_output_tokens = {}", p.max_output_tokens)?;
+    // What was written is shown bare; what tern assumes says so, and what the server may
+    // replace at start (see `llm::served`) says that too.
+    let learned = p.asks_server();
+    let model_note = if !p.written.model && learned {
+        " (unless the server serves another)"
+    } else {
+        ""
+    };
+    writeln!(out, "model = {}{model_note}", p.default_model)?;
+    let window_note = match (p.written.context_window, learned) {
+        (true, _) => "",
+        (false, true) => " (assumed until the server says)",
+        (false, false) => " (assumed)",
+    };
+    writeln!(out, "context_window = {}{window_note}", p.context_window)?;
+    let output_note = if p.written.max_output_tokens {
+        ""
+    } else {
+        " (a share of the window)"
+    };
+    writeln!(
+        out,
+        "max_output_tokens = {}{output_note}",
+        p.max_output_tokens
+    )?;
     let key = match (&p.api_key_env, &p.api_key) {
         (Some(var), Some(_)) => format!("set (from {var})"),
         (Some(var), None) if p.needs_key() => format!("missing ({var})"),

@@ -120,10 +120,27 @@ pub struct ProviderProfile {
     pub api_key: Option<String>,
     /// The model used when a request names none (the profile's `model` key).
     pub default_model: String,
-    /// Context window in tokens.
+    /// Context window in tokens: as written, or assumed until the server says (see
+    /// [`ProviderProfile::asks_server`]).
     pub context_window: u64,
-    /// Largest reply requested, in tokens.
+    /// Largest reply requested, in tokens: as written, or a share of `context_window`.
     pub max_output_tokens: u32,
+    /// Which of the model and the limits the person wrote; the rest are tern's assumptions,
+    /// which what the server says may replace.
+    pub written: Written,
+}
+
+/// Which of a profile's model and limits were written in the config file. Only what was
+/// written is held against the person: an assumed value gives way to the server's answer,
+/// and two values can only conflict when both were written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Written {
+    /// The profile's `model`.
+    pub model: bool,
+    /// The profile's `context_window`.
+    pub context_window: bool,
+    /// The profile's `max_output_tokens`.
+    pub max_output_tokens: bool,
 }
 
 /// A model named as `profile/model` or just `model` (meaning the default profile).

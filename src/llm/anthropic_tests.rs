@@ -19,6 +19,7 @@ fn profile(base_url: &str) -> ProviderProfile {
         default_model: "claude-test".into(),
         context_window: 200_000,
         max_output_tokens: 8192,
+        written: Default::default(),
     }
 }
 
@@ -40,6 +41,7 @@ fn request(messages: Vec<Message>, breakpoints: Vec<usize>) -> ChatRequest {
             },
         ],
         max_output_tokens: 1024,
+        context_window: 0,
         cache_breakpoints: breakpoints,
         cache_key: None,
     }

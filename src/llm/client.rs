@@ -14,6 +14,7 @@
 use super::assemble::ReplyAssembler;
 use super::error::connection_cut;
 use super::retry::{RetryDecision, RetryPolicy, next_delay};
+use super::served::{ModelLimits, RouteLimits};
 use super::{ChatRequest, LlmError, Provider, StopReason, StreamEvent, provider_for};
 use crate::config::ProviderProfile;
 use crate::domain::{ContentBlock, ErrorCategory, Usage, Watchdog};
@@ -22,40 +23,98 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
+use tokio::sync::watch;
 use tokio::time::{Instant, sleep, sleep_until};
 use tokio_util::sync::CancellationToken;
 
-/// A model on a provider, with the output limit to request.
+/// A model on a provider, with the limits to call it with. The limits may still change once:
+/// when the server, asked in the background, says which model it serves and how large its
+/// window is ([`super::served::learn`]); every clone sees the change.
 #[derive(Clone)]
 pub struct ModelRoute {
     /// The endpoint that serves the model.
     pub provider: Arc<dyn Provider>,
-    /// The model name as the provider knows it.
-    pub model: String,
-    /// The largest reply to ask this model for.
-    pub max_output_tokens: u32,
-    /// The model's context window in tokens: where compaction starts from.
-    pub context_window: u64,
+    limits: watch::Receiver<RouteLimits>,
 }
 
 impl ModelRoute {
-    /// The route to `model` (or the profile's default model) on the profile's provider.
+    /// A route with fixed limits: `model`, asked for at most `max_output_tokens`, in a
+    /// window of `context_window` tokens.
+    pub fn new(
+        provider: Arc<dyn Provider>,
+        model: impl Into<String>,
+        max_output_tokens: u32,
+        context_window: u64,
+    ) -> Self {
+        let limits = ModelLimits::fixed(model, max_output_tokens, context_window);
+        Self::learned(
+            provider,
+            watch::channel(RouteLimits {
+                limits,
+                asking: false,
+            })
+            .1,
+        )
+    }
+
+    /// A route whose limits come from [`super::served::learn`].
+    pub fn learned(provider: Arc<dyn Provider>, limits: watch::Receiver<RouteLimits>) -> Self {
+        Self { provider, limits }
+    }
+
+    /// The route to `model` (or the profile's default model) on the profile's provider, with
+    /// the profile's limits as they stand (nothing is asked of the server).
     pub fn for_profile(profile: &ProviderProfile, model: Option<&str>) -> Self {
-        Self {
-            provider: provider_for(profile),
-            model: model.unwrap_or(&profile.default_model).to_string(),
-            max_output_tokens: profile.max_output_tokens,
-            context_window: profile.context_window,
-        }
+        Self::new(
+            provider_for(profile),
+            model.unwrap_or(&profile.default_model),
+            profile.max_output_tokens,
+            profile.context_window,
+        )
+    }
+
+    /// The model, its limits and where its window came from, as known now.
+    pub fn limits(&self) -> ModelLimits {
+        self.limits.borrow().limits.clone()
+    }
+
+    /// The model name as the provider knows it.
+    pub fn model(&self) -> String {
+        self.limits.borrow().limits.model.clone()
+    }
+
+    /// The largest reply to ask this model for.
+    pub fn max_output_tokens(&self) -> u32 {
+        self.limits.borrow().limits.max_output_tokens
+    }
+
+    /// The model's context window in tokens: where compaction starts from.
+    pub fn context_window(&self) -> u64 {
+        self.limits.borrow().limits.context_window
+    }
+
+    /// The limits as they change, for a front end that shows them.
+    pub fn watch(&self) -> watch::Receiver<RouteLimits> {
+        self.limits.clone()
+    }
+
+    /// Returns once the server is no longer being asked. The asking is bounded
+    /// ([`super::served::ASK_BOUND`]), so this is too; a route that asks nothing returns at once.
+    pub async fn ready(&self) {
+        let mut limits = self.limits.clone();
+        // An error means the asking task is gone, and with it any wait.
+        let _ = limits.wait_for(|now| !now.asking).await;
     }
 }
 
 impl fmt::Debug for ModelRoute {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let limits = self.limits();
         f.debug_struct("ModelRoute")
             .field("provider", &self.provider.name())
-            .field("model", &self.model)
-            .field("max_output_tokens", &self.max_output_tokens)
+            .field("model", &limits.model)
+            .field("max_output_tokens", &limits.max_output_tokens)
+            .field("context_window", &limits.context_window)
             .finish()
     }
 }
@@ -144,7 +203,7 @@ impl ModelClient {
         if !error.is_retryable() || error.watchdog.is_some() {
             return Err(error);
         }
-        observer.on_fallback(&fallback.model, &error);
+        observer.on_fallback(&fallback.model(), &error);
         self.run_route(fallback, &request, observer, cancel)
             .await
             .map_err(|fallback_error| {
@@ -153,7 +212,8 @@ impl ModelClient {
                 }
                 let primary = format!(
                     "the fallback model was tried after `{}` failed: {}",
-                    self.primary.model, error.message
+                    self.primary.model(),
+                    error.message
                 );
                 fallback_error.with_hint(&primary)
             })
@@ -167,12 +227,14 @@ impl ModelClient {
         observer: &mut dyn StreamObserver,
         cancel: &CancellationToken,
     ) -> Result<ModelReply, LlmError> {
+        let limits = route.limits();
         let mut request = request.clone();
-        request.model = route.model.clone();
-        request.max_output_tokens = match (request.max_output_tokens, route.max_output_tokens) {
+        request.model = limits.model.clone();
+        request.max_output_tokens = match (request.max_output_tokens, limits.max_output_tokens) {
             (0, limit) | (limit, 0) => limit,
             (asked, limit) => asked.min(limit),
         };
+        request.context_window = limits.context_window;
         let mut attempt = 1;
         loop {
             let error = match self.attempt(route, &request, observer, cancel).await {
@@ -186,7 +248,7 @@ impl ModelClient {
                 RetryDecision::Retry(delay) => {
                     tracing::warn!(
                         provider = route.provider.name(),
-                        model = %route.model,
+                        model = %request.model,
                         attempt,
                         delay_ms = delay.as_millis() as u64,
                         "model call failed, retrying: {error}"
@@ -296,7 +358,7 @@ impl ModelClient {
         if let StopReason::Other(reason) = &stop_reason {
             tracing::debug!(
                 provider,
-                model = %route.model,
+                model = %request.model,
                 reason = %reason,
                 "the model stopped for a reason tern does not know; keeping the reply"
             );
@@ -317,7 +379,7 @@ impl ModelClient {
             content: assembled.content,
             usage: assembled.usage,
             stop_reason,
-            model: route.model.clone(),
+            model: request.model.clone(),
             provider: provider.to_string(),
             malformed_tool_args: assembled.malformed_tool_args,
         })

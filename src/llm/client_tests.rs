@@ -126,12 +126,7 @@ fn policy() -> RetryPolicy {
 }
 
 fn route(provider: &Arc<Scripted>, model: &str) -> ModelRoute {
-    ModelRoute {
-        provider: provider.clone(),
-        model: model.into(),
-        max_output_tokens: 1000,
-        context_window: 100_000,
-    }
+    ModelRoute::new(provider.clone(), model, 1000, 100_000)
 }
 
 fn client(primary: &Arc<Scripted>, fallback: Option<&Arc<Scripted>>) -> ModelClient {
@@ -149,6 +144,7 @@ fn request() -> ChatRequest {
         messages: vec![Message::user_text("hi")],
         tools: Vec::new(),
         max_output_tokens: 0,
+        context_window: 0,
         cache_breakpoints: Vec::new(),
         cache_key: None,
     }

@@ -429,7 +429,7 @@ pub(crate) fn explain(
 /// Joins a base URL and an endpoint path, tolerating a trailing `/` on the base and dropping
 /// the listed suffixes users often paste along with it (`/v1` on an Anthropic base URL). A
 /// query on the base URL (some gateways take `?api-version=…`) stays at the end.
-fn join_url(base_url: &str, strip_suffixes: &[&str], path: &str) -> String {
+pub(crate) fn join_url(base_url: &str, strip_suffixes: &[&str], path: &str) -> String {
     let (base, query) = match base_url.trim().split_once('?') {
         Some((base, query)) => (base, Some(query)),
         None => (base_url.trim(), None),
@@ -548,6 +548,7 @@ mod tests {
             default_model: "m".into(),
             context_window: 1000,
             max_output_tokens: 100,
+            written: Default::default(),
         };
         let endpoint = Endpoint::new(&profile, &["/v1"], "/v1/messages");
         assert_eq!(

@@ -22,12 +22,19 @@ pub struct LocalServer {
 }
 
 impl LocalServer {
-    /// A config file that uses this server.
+    /// A config file that uses this server. It leaves the context window out, and for
+    /// llama.cpp's server the model too: tern asks the server for both at each start, so
+    /// the config stays right when the server is started again with another model or `-c`.
+    /// Ollama serves many models, so the one found is written down as the one to use.
     pub fn config(&self) -> String {
-        let model = self.model.as_deref().unwrap_or("local-model");
+        let model = match (self.kind, &self.model) {
+            (ProviderKind::Ollama, Some(model)) => format!("model = \"{model}\"\n"),
+            _ => String::new(),
+        };
         format!(
             "[models]\nprovider = \"local\"\n\n[providers.local]\nkind = \"{}\"\nbase_url = \
-             \"{}\"\nmodel = \"{model}\"\n",
+             \"{}\"\n{model}# The context window (and any model not named here) is asked of the \
+             server at each start;\n# write context_window = N to fix it instead.\n",
             self.kind.as_str(),
             self.base_url
         )

@@ -20,6 +20,7 @@ mod openai;
 mod replay_tests;
 mod retry;
 mod retry_after;
+pub mod served;
 mod sse;
 #[cfg(test)]
 mod test_server;
@@ -68,6 +69,9 @@ pub struct ChatRequest {
     pub messages: Vec<Message>,
     pub tools: Vec<ToolSpec>,
     pub max_output_tokens: u32,
+    /// The context window the request is made for; zero means the provider's configured
+    /// one. Ollama's own API needs it on every request (`num_ctx`); the others ignore it.
+    pub context_window: u64,
     /// Indices into `messages` whose last block carries a prompt-cache breakpoint (Anthropic
     /// `cache_control`). Each system block gets one as well (the tool list instead, when
     /// there is no system prompt).

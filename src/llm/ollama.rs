@@ -23,8 +23,9 @@ pub struct OllamaProvider {
     name: String,
     chat: Endpoint,
     version: Endpoint,
-    /// Sent as `num_ctx`: Ollama otherwise runs every model with a small default window and
-    /// silently drops the start of a longer prompt.
+    /// Sent as `num_ctx` unless the request names its own window (what the server said):
+    /// Ollama otherwise runs every model with a small default window and silently drops the
+    /// start of a longer prompt.
     context_window: u64,
     /// For an Ollama behind an authenticating proxy or a hosted one; usually `None`.
     api_key: Option<String>,
@@ -58,6 +59,14 @@ impl OllamaProvider {
         Ok(builder)
     }
 
+    /// The window to ask Ollama for: the request's, else the profile's.
+    fn window_for(&self, request: &ChatRequest) -> u64 {
+        match request.context_window {
+            0 => self.context_window,
+            window => window,
+        }
+    }
+
     fn explain(&self, err: LlmError, model: &str) -> LlmError {
         let not_found = err.status == Some(404) && !model.is_empty();
         let err = http::explain(err, &self.name, None, model);
@@ -83,7 +92,7 @@ impl Provider for OllamaProvider {
         Box::pin(async move {
             let builder = self
                 .request(reqwest::Method::POST, &self.chat)?
-                .json(&encode_request(request, self.context_window));
+                .json(&encode_request(request, self.window_for(request)));
             http::open_stream(&self.chat, builder, OllamaDecoder::new(), |err| {
                 self.explain(err, &request.model)
             })
@@ -92,7 +101,7 @@ impl Provider for OllamaProvider {
     }
 
     fn wire_body(&self, request: &ChatRequest) -> Value {
-        encode_request(request, self.context_window)
+        encode_request(request, self.window_for(request))
     }
 
     fn probe(&self) -> BoxFuture<'_, Result<String, LlmError>> {

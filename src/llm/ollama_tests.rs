@@ -16,6 +16,7 @@ fn profile(base_url: &str) -> ProviderProfile {
         default_model: "llama3.2".into(),
         context_window: 16_384,
         max_output_tokens: 2048,
+        written: Default::default(),
     }
 }
 
@@ -30,6 +31,7 @@ fn request(messages: Vec<Message>) -> ChatRequest {
             input_schema: json!({"type": "object"}),
         }],
         max_output_tokens: 300,
+        context_window: 0,
         cache_breakpoints: Vec::new(),
         cache_key: None,
     }

@@ -17,6 +17,7 @@ fn profile(base_url: &str, key: Option<&str>) -> ProviderProfile {
         default_model: "qwen".into(),
         context_window: 32_000,
         max_output_tokens: 4096,
+        written: Default::default(),
     }
 }
 
@@ -31,6 +32,7 @@ fn request(messages: Vec<Message>) -> ChatRequest {
             input_schema: json!({"type": "object"}),
         }],
         max_output_tokens: 512,
+        context_window: 0,
         cache_breakpoints: vec![0],
         cache_key: None,
     }

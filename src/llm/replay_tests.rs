@@ -42,6 +42,7 @@ fn profile(kind: ProviderKind, base_url: &str) -> ProviderProfile {
         default_model: "recorded".into(),
         context_window: 200_000,
         max_output_tokens: 1024,
+        written: Default::default(),
     }
 }
 
@@ -52,12 +53,7 @@ async fn complete_against(
     provider: impl FnOnce(&str) -> Arc<dyn Provider>,
 ) -> Result<ModelReply, LlmError> {
     let (base, server) = serve_once(response).await;
-    let route = ModelRoute {
-        provider: provider(&base),
-        model: "recorded".into(),
-        max_output_tokens: 1024,
-        context_window: 100_000,
-    };
+    let route = ModelRoute::new(provider(&base), "recorded", 1024, 100_000);
     let client = ModelClient::new(route, None, RetryPolicy::default());
     let request = ChatRequest {
         model: String::new(),
@@ -65,6 +61,7 @@ async fn complete_against(
         messages: vec![Message::user_text("What is the weather?")],
         tools: Vec::new(),
         max_output_tokens: 0,
+        context_window: 0,
         cache_breakpoints: Vec::new(),
         cache_key: None,
     };

@@ -32,6 +32,8 @@ pub fn build_request(
         messages,
         tools,
         max_output_tokens: frame.max_output_tokens,
+        // The model client fills in the route's window.
+        context_window: 0,
         cache_breakpoints,
         cache_key: Some(frame.cache_key.to_owned()),
     }

@@ -130,11 +130,12 @@ async fn write_notes(
     // The transcript must fit the notes model too: at most half the window of it, newest kept.
     let dropped = fitting_tail(dropped, window / 2);
     let request = ChatRequest {
-        model: client.primary.model.clone(),
+        model: client.primary.model(),
         system: vec![NOTES_SYSTEM.to_owned()],
         messages: vec![Message::user_text(notes_request_text(dropped))],
         tools: Vec::new(),
         max_output_tokens: NOTES_MAX_TOKENS,
+        context_window: 0,
         cache_breakpoints: Vec::new(),
         cache_key: None,
     };

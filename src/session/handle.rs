@@ -120,7 +120,7 @@ impl SessionHandle {
         let dirs = SessionDirs::new(&deps.data_dir, &id, &key);
         let mut meta = SessionMeta::new(id.clone(), key.clone(), project_dir.clone(), now);
         meta.provider = deps.client.primary.provider.name().to_owned();
-        meta.model = deps.client.primary.model.clone();
+        meta.model = deps.client.primary.model();
         meta.overrides = deps.overrides.clone();
         meta.session_dir = Some(dirs.session_dir.clone());
         deps.store.create_session(&meta)?;

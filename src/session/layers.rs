@@ -115,9 +115,10 @@ pub fn request(
         layers.get(&audience).cloned().unwrap_or_default()
     };
     let system = vec![tier(&state.system_prompts), tier(&state.static_contexts)];
+    let limits = route.limits();
     let frame = RequestFrame {
-        model: &route.model,
-        max_output_tokens: route.max_output_tokens,
+        model: &limits.model,
+        max_output_tokens: limits.max_output_tokens,
         cache_key: state.id.as_str(),
     };
     let history = prompt::history_for(audience, &state.messages);

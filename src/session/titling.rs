@@ -153,6 +153,7 @@ pub fn request(model: &str, topic: &TitleTopic) -> ChatRequest {
         ))],
         tools: Vec::new(),
         max_output_tokens: TITLE_MAX_TOKENS,
+        context_window: 0,
         cache_breakpoints: Vec::new(),
         cache_key: None,
     }
@@ -162,7 +163,7 @@ pub fn request(model: &str, topic: &TitleTopic) -> ChatRequest {
 pub async fn suggest(deps: Arc<SessionDeps>, topic: TitleTopic) -> Option<String> {
     let client = deps.notes_client.as_ref().unwrap_or(&deps.client);
     let timeout = deps.settings.sidecar_llm_timeout;
-    let request = request(&client.primary.model, &topic);
+    let request = request(&client.primary.model(), &topic);
     let cancel = CancellationToken::new();
     let mut quiet = ();
     let call = client.complete(request, &mut quiet, &cancel);

@@ -140,6 +140,9 @@ impl Turn<'_> {
     }
 
     async fn rounds(&self, state: &mut SessionState, usage: &mut Usage) -> Result<Ended, LlmError> {
+        // The model and its window may still be on their way from the server (a bounded
+        // wait, begun at start): the first call and the compaction check need them.
+        self.deps.client.primary.ready().await;
         let tools = prompt::tool_specs(&self.deps.tools, self.audience);
         let temp_dir = self.dirs.prepare_temp_dir();
         let time = CurrentTime::now();
@@ -202,7 +205,7 @@ impl Turn<'_> {
                     // What the person saw before interrupting stays, marked by the turn's end.
                     if let Some(text) = &err.interrupted_text {
                         let partial = JournalEvent::AssistantMessage {
-                            model: route.model.clone(),
+                            model: route.model(),
                             content: vec![ContentBlock::Text { text: text.clone() }],
                         };
                         self.record(state, vec![partial])?;
@@ -355,7 +358,7 @@ impl Turn<'_> {
     /// tokens plus an estimate of what was added since.
     fn needs_compaction(&self, state: &SessionState, tools: &[ToolSpec]) -> bool {
         let route = &self.deps.client.primary;
-        let threshold = self.deps.settings.compaction_threshold * route.context_window as f64;
+        let threshold = self.deps.settings.compaction_threshold * route.context_window() as f64;
         next_request_tokens(state, self.overhead(state, tools)) as f64 > threshold
     }
 
@@ -401,7 +404,9 @@ impl Turn<'_> {
         state: &mut SessionState,
         tools: &[ToolSpec],
     ) -> Result<bool, LlmError> {
-        let window = self.deps.client.primary.context_window;
+        // The window decides the cut; the server may still be saying what it is.
+        self.deps.client.primary.ready().await;
+        let window = self.deps.client.primary.context_window();
         let overhead = self.overhead(state, tools);
         match compacting::compact(self.deps, state, window, overhead, &self.cancel).await {
             Some(compaction) => {

@@ -75,6 +75,12 @@ pub enum AppEvent {
     Exported(Result<PathBuf, String>),
     /// Something the person should read, shown as a notice.
     Notice(String),
+    /// The model and its window as the server said them (or why they are only assumed).
+    Model {
+        model: String,
+        context_window: u64,
+        window_source: String,
+    },
 }
 
 /// An open popup.
@@ -323,9 +329,14 @@ impl App {
     fn status_text(&self) -> String {
         let s = &self.status;
         let t = &s.tokens;
+        let source = if s.window_source.is_empty() {
+            String::new()
+        } else {
+            format!(" (window {})", s.window_source)
+        };
         format!(
-            "session {} · {} ({}) · context {} of {} tokens · session tokens: input {}, output \
-             {}, cache read {}, cache write {}{}",
+            "session {} · {} ({}) · context {} of {} tokens{source} · session tokens: input {}, \
+             output {}, cache read {}, cache write {}{}",
             self.session.as_ref().map_or("(none yet)", |id| id.as_str()),
             s.model,
             s.provider,
@@ -516,6 +527,15 @@ impl App {
             }
             AppEvent::Exported(Err(err)) => self.notice(format!("export failed: {err}")),
             AppEvent::Notice(text) => self.notice(text),
+            AppEvent::Model {
+                model,
+                context_window,
+                window_source,
+            } => {
+                self.status.model = model;
+                self.status.context_window = context_window;
+                self.status.window_source = window_source;
+            }
         }
     }
 

@@ -55,6 +55,10 @@ pub struct Launch {
     pub child_env: Arc<ChildEnv>,
     /// The credentials the sessions know, kept out of what a `!` command shows and sends.
     pub redactor: Arc<Redactor>,
+    /// News from the rest of tern while the interface runs (a config file that cannot be
+    /// used, what the server said about its model). Nothing else may reach the person while
+    /// the interface owns the terminal, so everything goes through here.
+    pub outside: mpsc::UnboundedReceiver<AppEvent>,
 }
 
 /// Why the UI is asked to stop from outside.
@@ -152,6 +156,7 @@ pub async fn run(mut app: App, launch: Launch) -> std::io::Result<Exit> {
     }
     let mut input = EventStream::new();
     let mut stop = Some(launch.stop);
+    let mut outside = launch.outside;
     loop {
         let due = runner.frames.due();
         tokio::select! {
@@ -200,6 +205,10 @@ pub async fn run(mut app: App, launch: Launch) -> std::io::Result<Exit> {
                 // The session went to rest; the next message wakes it.
                 None => runner.events = None,
             },
+            Some(news) = outside.recv() => {
+                app.app_event(news);
+                runner.frames.request(Instant::now());
+            }
             Some(result) = results.recv() => {
                 if let AppEvent::Renewed { .. } = &result {
                     runner.subscribe(&mut app).await;

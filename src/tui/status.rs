@@ -17,6 +17,9 @@ pub struct Status {
     pub model: String,
     pub provider: String,
     pub context_window: u64,
+    /// Where the window came from (`configured`, `from the server: …`, `assumed: …`), for
+    /// `/status`.
+    pub window_source: String,
     /// Tokens of the latest request: how full the window is.
     pub context_tokens: u64,
     /// Every call of the session, summed.

@@ -564,6 +564,69 @@ fn probes_list_models_and_unknown_paths_get_404() {
 }
 
 #[test]
+fn each_identity_answers_its_own_model_questions_and_only_those() {
+    use crate::support::Identity;
+    let mock = MockProvider::start_blocking();
+    assert_eq!(get(&mock, "/props").status, 404, "plain has no /props");
+    mock.serve_as(Identity::LlamaCpp {
+        model: "m.gguf".into(),
+        n_ctx: 4096,
+    });
+    let props = get(&mock, "/props").json();
+    assert_eq!(props["default_generation_settings"]["n_ctx"], 4096);
+    let models = get(&mock, "/v1/models").json();
+    assert_eq!(models["data"][0]["id"], "m.gguf");
+    assert_eq!(models["data"][0]["meta"]["n_ctx_train"], 32_768);
+    assert_eq!(
+        post(&mock, "/api/show", &json!({"model": "m.gguf"})).status,
+        404
+    );
+
+    mock.serve_as(Identity::Ollama {
+        model: "q:0.5b".into(),
+        context_length: 32_768,
+        num_ctx: Some(8192),
+    });
+    let show = post(&mock, "/api/show", &json!({"model": "q:0.5b"})).json();
+    assert_eq!(show["model_info"]["qwen2.context_length"], 32_768);
+    assert!(show["parameters"].as_str().unwrap().contains("num_ctx"));
+    assert_eq!(
+        post(&mock, "/api/show", &json!({"model": "other"})).status,
+        404
+    );
+    assert_eq!(
+        get(&mock, "/api/tags").json()["models"][0]["name"],
+        "q:0.5b"
+    );
+
+    mock.serve_as(Identity::Vllm {
+        model: "org/m".into(),
+        max_model_len: 16_384,
+    });
+    assert_eq!(
+        get(&mock, "/v1/models").json()["data"][0]["max_model_len"],
+        16_384
+    );
+    mock.serve_as(Identity::LmStudio {
+        loaded: "l".into(),
+        loaded_context_length: 8192,
+    });
+    let listed = get(&mock, "/api/v0/models").json();
+    assert_eq!(listed["data"][1]["loaded_context_length"], 8192);
+    assert_eq!(
+        mock.model_questions().len(),
+        9,
+        "{:?}",
+        mock.model_questions()
+    );
+
+    mock.delay_model_questions(Duration::from_millis(60));
+    let started = Instant::now();
+    assert_eq!(get(&mock, "/v1/models").status, 200);
+    assert!(started.elapsed() >= Duration::from_millis(60));
+}
+
+#[test]
 fn requests_without_streaming_get_a_whole_message() {
     let mock = MockProvider::start_blocking();
     for _ in 0..3 {
@@ -767,14 +830,26 @@ async fn the_first_run_finds_local_servers_by_their_model_listings() {
         ]
     );
     assert_eq!(found[0].base_url, format!("{}/v1", mock.base_url()));
-    // The config it would write loads, and names the server.
-    let config = tern::config::load_from_str(
-        &found[1].config(),
-        std::path::Path::new("/c/config.toml"),
-        &tern::config::Environment::default(),
-    )
-    .expect("a valid config");
-    assert_eq!(config.default_provider().unwrap().base_url, mock.base_url());
+    // The config it would write loads, and names the server. Ollama's names the model found;
+    // llama.cpp's leaves model and window to the server, asked at each start.
+    let load = |text: &str| {
+        tern::config::load_from_str(
+            text,
+            std::path::Path::new("/c/config.toml"),
+            &tern::config::Environment::default(),
+        )
+        .expect("a valid config")
+    };
+    let config = load(&found[1].config());
+    let ollama = config.default_provider().unwrap();
+    assert_eq!(ollama.base_url, mock.base_url());
+    assert_eq!(ollama.default_model, "mock-model");
+    assert!(!ollama.written.context_window);
+    let config = load(&found[0].config());
+    let llama = config.default_provider().unwrap();
+    assert_eq!(llama.base_url, format!("{}/v1", mock.base_url()));
+    assert!(!llama.written.model && !llama.written.context_window);
+    assert!(llama.asks_server());
     // Nothing listening: nothing offered, quickly.
     let closed = "http://127.0.0.1:9";
     let started = std::time::Instant::now();

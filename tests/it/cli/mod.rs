@@ -921,4 +921,5 @@ mod print_prompt;
 mod repair;
 mod restart;
 mod secrets;
+mod served;
 mod terminal;

@@ -18,6 +18,15 @@ impl Tmux {
 
     /// [`Tmux::start`], with or without a provider in the environment.
     fn start_with(cli: &Cli, args: &[&str], provider: bool) -> Self {
+        let anthropic = [
+            ("ANTHROPIC_API_KEY", "test-key".to_owned()),
+            ("ANTHROPIC_BASE_URL", cli.mock.base_url()),
+        ];
+        Self::start_env(cli, args, if provider { &anthropic } else { &[] })
+    }
+
+    /// [`Tmux::start`] with `provider_env` as the only provider settings.
+    fn start_env(cli: &Cli, args: &[&str], provider_env: &[(&str, String)]) -> Self {
         let socket = format!(
             "tern-test-{}-{}",
             std::process::id(),
@@ -55,10 +64,7 @@ impl Tmux {
             ("TERN_HOME", cli.home.home().display().to_string()),
             ("TERM", "xterm-256color".to_owned()),
         ];
-        if provider {
-            env.push(("ANTHROPIC_API_KEY", "test-key".to_owned()));
-            env.push(("ANTHROPIC_BASE_URL", cli.mock.base_url()));
-        }
+        env.extend(provider_env.iter().cloned());
         for (name, value) in env {
             command.arg("-e").arg(format!("{name}={value}"));
         }
@@ -238,4 +244,63 @@ fn a_first_run_without_a_provider_shows_what_to_set_up() {
         !cli.home.config_path().exists(),
         "nothing written without asking"
     );
+}
+
+/// The row of the screen that shows `text`, if any.
+fn row_of(screen: &str, text: &str) -> Option<usize> {
+    screen.lines().position(|line| line.contains(text))
+}
+
+#[test]
+fn a_config_file_that_cannot_be_used_is_a_notice_and_the_screen_stays_whole() {
+    let cli = Cli::new();
+    cli.mock.push(Reply::text("Still here."));
+    cli.mock.repeat(Reply::text("A title"));
+    let tmux = Tmux::start(&cli, &[]);
+    let before = tmux.wait_for("message tern");
+    let status_row = row_of(&before, "ready ·").expect("a status line");
+    cli.home
+        .write_config("[session]\nsidecar_titles = false\nidle_timeout = \"soon\"\n");
+    let screen = tmux.wait_for("config.toml changed but cannot be used");
+    assert!(
+        !screen.contains("tern: config.toml"),
+        "nothing is printed over the interface:\n{screen}"
+    );
+    assert!(
+        screen.contains("idle_timeout"),
+        "the notice names the key:\n{screen}"
+    );
+    assert_eq!(
+        row_of(&screen, "ready ·"),
+        Some(status_row),
+        "the status line stays where it was:\n{screen}"
+    );
+    assert!(screen.contains("message tern"), "{screen}");
+    // The running configuration goes on, and so does the conversation.
+    tmux.type_text("are you there?");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("Still here.");
+    assert_eq!(cli.mock.model_requests()[0].texts(), ["are you there?"]);
+}
+
+#[test]
+fn the_status_line_measures_the_context_against_the_window_the_server_said() {
+    let cli = Cli::new();
+    cli.mock.serve_as(crate::support::Identity::LlamaCpp {
+        model: "qwen-mini.gguf".into(),
+        n_ctx: 4096,
+    });
+    cli.mock.push(Reply::text("Hi there.").usage(2048, 0, 0, 0));
+    cli.mock.repeat(Reply::text("A greeting"));
+    let tmux = Tmux::start_env(&cli, &[], &[("OPENAI_BASE_URL", cli.mock.url("/v1"))]);
+    tmux.wait_for("qwen-mini.gguf (openai)");
+    tmux.type_text("hello");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("Hi there.");
+    // 2048 of the server's 4096, not of an assumed 128000.
+    tmux.wait_for("ctx 50%");
+    tmux.type_text("/status");
+    tmux.keys(&["Enter"]);
+    let screen = tmux.wait_for("window from the server: llama.cpp /props");
+    assert!(screen.contains("context 2048 of 4096"), "{screen}");
 }

@@ -89,10 +89,19 @@ fn openai_with_a_compatible_base_url() {
     assert_eq!(profile.name, "openai");
     assert_eq!(profile.base_url, "https://openrouter.ai/api/v1");
     assert_eq!(profile.default_model, "gpt-4.1");
+    // gpt-4.1's window holds at OpenAI only: another server's is assumed until it says.
+    assert_eq!(
+        (profile.context_window, profile.max_output_tokens),
+        (128_000, 8192)
+    );
+    assert!(profile.asks_server());
+    let official = loaded("", &[("OPENAI_API_KEY", "sk")]);
+    let profile = official.default_provider().unwrap();
     assert_eq!(
         (profile.context_window, profile.max_output_tokens),
         (1_047_576, 32_768)
     );
+    assert!(!profile.asks_server(), "OpenAI's model list says no window");
 }
 
 #[test]

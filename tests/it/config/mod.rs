@@ -12,6 +12,7 @@ use tern::config::{self, Config, ConfigError, Environment};
 mod defaults;
 mod errors;
 mod file;
+mod limits;
 mod paths;
 mod providers;
 mod secrets;

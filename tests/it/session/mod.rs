@@ -69,16 +69,19 @@ impl World {
             default_model: "primary-model".into(),
             context_window: self.context_window,
             max_output_tokens: 1000,
+            written: Default::default(),
         }
     }
 
     fn deps(&self) -> Arc<SessionDeps> {
         let profile = self.profile();
-        let route = |model: &str| ModelRoute {
-            provider: llm::provider_for(&profile),
-            model: model.to_owned(),
-            max_output_tokens: 1000,
-            context_window: profile.context_window,
+        let route = |model: &str| {
+            ModelRoute::new(
+                llm::provider_for(&profile),
+                model.to_owned(),
+                1000,
+                profile.context_window,
+            )
         };
         let retry = RetrySettings {
             max_attempts: 3,

@@ -101,12 +101,7 @@ fn scripted_deps(world: &World, steps: Vec<Step>) -> (Arc<SessionDeps>, Arc<Scri
         steps: Mutex::new(steps.into()),
         called_at: Mutex::new(Vec::new()),
     });
-    let route = ModelRoute {
-        provider: provider.clone(),
-        model: "scripted-model".into(),
-        max_output_tokens: 1000,
-        context_window: 100_000,
-    };
+    let route = ModelRoute::new(provider.clone(), "scripted-model", 1000, 100_000);
     let policy = RetryPolicy::new(&RetrySettings::default(), &world.settings);
     let deps = Arc::new(SessionDeps {
         client: ModelClient::new(route, None, policy),

@@ -10,21 +10,28 @@
 //! The server runs on its own thread and runtime, so it behaves the same under any test
 //! runtime (current-thread, multi-thread, none at all) and keeps answering while a test blocks
 //! on a child process.
+//!
+//! Questions about the model it serves (the model lists, llama.cpp's `/props`, Ollama's
+//! `/api/show`, LM Studio's `/api/v0/models`) are answered as the [`Identity`] set with
+//! [`MockProvider::serve_as`] says, after an optional delay.
 
 mod http;
 mod reply;
+mod served;
 mod wire;
 
 pub use reply::{Reply, Stop};
+pub use served::Identity;
 
 use http::{Incoming, Outgoing};
 use serde_json::{Value, json};
+use served::Question;
 use std::collections::{BTreeMap, VecDeque};
 use std::net::SocketAddr;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 use tokio::sync::{oneshot, watch};
-use wire::{Ctx, Wire, error_body, model_list, ollama_tags, render};
+use wire::{Ctx, Wire, error_body, render};
 
 /// The model name echoed back when a request names none, and listed by the model probes.
 pub const DEFAULT_MODEL: &str = "mock-model";
@@ -188,6 +195,9 @@ struct State {
     not_recording: bool,
     received: usize,
     next_tool: u64,
+    identity: Identity,
+    /// How long model questions wait before their answer.
+    questions_delay: Duration,
 }
 
 impl Shared {
@@ -282,6 +292,30 @@ impl MockProvider {
         self.shared.lock().repeat = Some(reply);
     }
 
+    /// Answers questions about the served model as `identity` from now on.
+    pub fn serve_as(&self, identity: Identity) {
+        self.shared.lock().identity = identity;
+    }
+
+    /// Holds back every answer to a question about the served model by `delay` (a server
+    /// too slow to say, or one that does not answer in time).
+    pub fn delay_model_questions(&self, delay: Duration) {
+        self.shared.lock().questions_delay = delay;
+    }
+
+    /// The requests that asked about the served model (model lists, `/props`, `/api/show`,
+    /// `/api/v0/models`), as `METHOD /path`, in arrival order.
+    pub fn model_questions(&self) -> Vec<String> {
+        let state = self.shared.lock();
+        let asked = |r: &&RecordedRequest| Question::of(&r.method, &r.path).is_some();
+        state
+            .requests
+            .iter()
+            .filter(asked)
+            .map(|r| format!("{} {}", r.method, r.path))
+            .collect()
+    }
+
     /// Stops keeping request bodies, for long benchmark runs; counting goes on.
     pub fn disable_recording(&self) {
         self.shared.lock().not_recording = true;
@@ -360,19 +394,19 @@ impl MockProvider {
 
 enum Route {
     Model(Wire),
-    OllamaTags,
-    ModelList,
+    Question(Question),
     Root,
     NotFound,
 }
 
 fn route(method: &str, path: &str) -> Route {
+    if let Some(question) = Question::of(method, path) {
+        return Route::Question(question);
+    }
     match (method, path) {
         ("POST", "/v1/messages") => Route::Model(Wire::Anthropic),
         ("POST", "/chat/completions" | "/v1/chat/completions") => Route::Model(Wire::OpenAi),
         ("POST", "/api/chat") => Route::Model(Wire::Ollama),
-        ("GET", "/api/tags") => Route::OllamaTags,
-        ("GET", "/v1/models" | "/models") => Route::ModelList,
         ("GET", "/") => Route::Root,
         _ => Route::NotFound,
     }
@@ -407,17 +441,18 @@ fn answer(shared: &Shared, incoming: Incoming) -> Outgoing {
                 Outgoing::json(500, error_body(wire, "api_error", &why))
             }
         },
-        Route::OllamaTags => Outgoing::json(200, ollama_tags(&state.model_names())),
-        Route::ModelList => Outgoing::json(200, model_list(&state.model_names())),
-        Route::Root => Outgoing::full(200, "text/plain", "mock provider is running".to_owned()),
-        Route::NotFound => {
-            let why = format!(
-                "mock provider: no route for {} {path} (model endpoints: POST /v1/messages, \
-                 /chat/completions, /v1/chat/completions, /api/chat)",
-                incoming.method
-            );
-            Outgoing::json(404, json!({ "error": why }))
+        Route::Question(question) => {
+            let names = state.model_names();
+            let said = state.identity.answer(question, &names, model.as_deref());
+            let mut outgoing = match said {
+                Some(body) => Outgoing::json(200, body),
+                None => not_found(&incoming.method, &path),
+            };
+            outgoing.pacing.before = state.questions_delay;
+            outgoing
         }
+        Route::Root => Outgoing::full(200, "text/plain", "mock provider is running".to_owned()),
+        Route::NotFound => not_found(&incoming.method, &path),
     };
     outgoing
         .headers
@@ -438,6 +473,15 @@ fn answer(shared: &Shared, incoming: Incoming) -> Outgoing {
     shared.arrived.notify_all();
     shared.count.send_replace(seq);
     outgoing
+}
+
+/// The 404 for a path the mock (as its current identity) does not serve.
+fn not_found(method: &str, path: &str) -> Outgoing {
+    let why = format!(
+        "mock provider: no route for {method} {path} (model endpoints: POST /v1/messages, \
+         /chat/completions, /v1/chat/completions, /api/chat)"
+    );
+    Outgoing::json(404, json!({ "error": why }))
 }
 
 impl State {
