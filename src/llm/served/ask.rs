@@ -93,10 +93,7 @@ async fn ask_openai_compatible(
         .and_then(answers::props_window)
         .or_else(|| entry.and_then(answers::entry_window));
     if window.is_none() {
-        let name = chosen
-            .or(served.as_deref())
-            .unwrap_or(&profile.default_model)
-            .to_owned();
+        let name = calling.to_owned();
         let (lm_studio, ollama) = tokio::join!(
             get(profile, format!("{root}/api/v0/models")),
             post(
@@ -129,10 +126,11 @@ async fn ask_ollama(
     profile: &ProviderProfile,
     chosen: Option<&str>,
 ) -> Result<ServerAnswer, String> {
-    let base = profile.base_url.trim_end_matches('/');
+    // As the provider does: a base URL pasted with `/v1` or `/api` is the same server.
+    let url = |path| join_url(&profile.base_url, &["/v1", "/api"], path);
     let served = match chosen {
         Some(_) => None,
-        None => match get(profile, format!("{base}/api/tags")).await {
+        None => match get(profile, url("/api/tags")).await {
             Reply::Json(tags) => adopted(profile, &answers::ollama_tags(&tags)),
             Reply::Other => None,
             Reply::Silent(why) => return Err(why),
@@ -145,13 +143,7 @@ async fn ask_ollama(
     let route = OllamaRoute::Native {
         cap: profile.context_window,
     };
-    let window = match post(
-        profile,
-        format!("{base}/api/show"),
-        json!({ "model": name }),
-    )
-    .await
-    {
+    let window = match post(profile, url("/api/show"), json!({ "model": name })).await {
         Reply::Json(show) => answers::ollama_window(&show, route),
         Reply::Other => None,
         Reply::Silent(why) if chosen.is_some() => return Err(why),
