@@ -29,6 +29,8 @@ struct World {
     context_window: u64,
     /// A separate model for compaction notes (on the same mock), when set.
     notes_model: Option<&'static str>,
+    /// Attempts per model call, the first included (`[retry] max_attempts`).
+    max_attempts: u32,
 }
 
 impl World {
@@ -52,6 +54,7 @@ impl World {
             tools: ToolRegistry::builtin(),
             context_window: 100_000,
             notes_model: None,
+            max_attempts: 3,
         }
     }
 
@@ -81,7 +84,7 @@ impl World {
             context_window: profile.context_window,
         };
         let retry = RetrySettings {
-            max_attempts: 3,
+            max_attempts: self.max_attempts,
             base_delay: Duration::from_millis(1),
             max_delay: Duration::from_millis(200),
         };
@@ -252,6 +255,7 @@ fn tool_result_texts(request: &Value) -> Vec<String> {
 }
 
 mod approvals;
+mod connections;
 mod errors;
 mod gateway;
 mod joins;
