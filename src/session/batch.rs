@@ -29,6 +29,8 @@ pub struct CallOutcome {
     /// Where the call kept what it printed as it ran, to be removed once its result is
     /// journaled.
     pub spool: Option<PathBuf>,
+    /// It succeeded but found and changed nothing ([`ToolOutput::empty`]).
+    pub empty: bool,
 }
 
 /// The result of a call that a cancel stopped before it began.
@@ -172,6 +174,7 @@ fn not_run<'c>(calls: &'c [ToolCall], why: &'c str) -> impl Iterator<Item = Call
         result: ToolResult::error(&call.id, why),
         effects: Vec::new(),
         spool: None,
+        empty: false,
     })
 }
 
@@ -236,6 +239,7 @@ async fn execute(
         result: ToolResult::error(&call.id, text),
         effects: Vec::new(),
         spool: None,
+        empty: false,
     };
     match plan {
         Plan::Answer(text) => answer(text),
@@ -263,6 +267,7 @@ async fn execute(
                 },
                 effects: output.effects,
                 spool,
+                empty: output.empty && !output.is_error,
             }
         }
     }

@@ -159,7 +159,7 @@ fn find(request: &Request, cancel: &CancellationToken) -> ToolOutput {
         }
     }
     if total == 0 {
-        return ToolOutput::ok(format!(
+        return ToolOutput::nothing_found(format!(
             "No files match {:?} under {shown_root} (hidden and .gitignored files are \
              skipped).",
             request.pattern

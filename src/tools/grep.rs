@@ -226,7 +226,13 @@ fn search(request: &Request, cancel: &CancellationToken) -> ToolOutput {
             break;
         }
     }
-    ToolOutput::ok(report.finish(request, &shown_root))
+    let empty = report.out.is_empty() && report.stopped.is_none();
+    let text = report.finish(request, &shown_root);
+    if empty {
+        ToolOutput::nothing_found(text)
+    } else {
+        ToolOutput::ok(text)
+    }
 }
 
 /// Whether the call's glob lets `path` be searched.

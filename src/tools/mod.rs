@@ -95,6 +95,10 @@ pub struct ToolOutput {
     pub content: String,
     pub is_error: bool,
     pub effects: Vec<ToolEffect>,
+    /// The call succeeded but found nothing and changed nothing: a search without a match, a
+    /// glob without a file, a read of no line. The loop guard does not take such a call as
+    /// progress: it leaves the failure score where it was.
+    pub empty: bool,
 }
 
 impl ToolOutput {
@@ -104,6 +108,7 @@ impl ToolOutput {
             content: content.into(),
             is_error: false,
             effects: Vec::new(),
+            empty: false,
         }
     }
 
@@ -113,6 +118,15 @@ impl ToolOutput {
             content: content.into(),
             is_error: true,
             effects: Vec::new(),
+            empty: false,
+        }
+    }
+
+    /// A successful result that found and changed nothing (see [`ToolOutput::empty`]).
+    pub fn nothing_found(content: impl Into<String>) -> Self {
+        Self {
+            empty: true,
+            ..Self::ok(content)
         }
     }
 

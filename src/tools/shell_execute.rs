@@ -400,10 +400,13 @@ async fn run(
             request.ceiling.as_secs()
         ));
     }
+    // A command that printed nothing may still have changed things, so it is never
+    // `empty`.
     Ok(ToolOutput {
         content: text,
         is_error,
         effects: Vec::new(),
+        empty: false,
     })
 }
 

@@ -202,6 +202,18 @@ fn completed(events: &[SessionEvent]) -> Option<String> {
     })
 }
 
+/// How each turn among `events` ended, with its text (or its error's message).
+fn stops(events: &[SessionEvent]) -> Vec<(tern::domain::TurnStop, String)> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            SessionEvent::TurnCompleted { stop, text, .. } => Some((*stop, text.clone())),
+            SessionEvent::TurnFailed { stop, message, .. } => Some((*stop, message.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
 /// The texts of the history's messages, without tern's per-turn `[system: …]` notes.
 fn conversation(state: &SessionState) -> Vec<String> {
     state
@@ -258,6 +270,7 @@ mod approvals;
 mod connections;
 mod errors;
 mod gateway;
+mod guard;
 mod joins;
 mod layers;
 mod lifecycle;
