@@ -6,6 +6,7 @@
 //! file) is named in a note, with the offset to continue from.
 
 use super::args::{ArgError, Args};
+use super::check::{self, CheckFuture, Wanted};
 use super::output::{group_digits, human_bytes};
 use super::paths::{self, Access, PathArg};
 use super::regular_file::{self, FileError};
@@ -73,6 +74,17 @@ impl Tool for FileRead {
 
     fn approval_need(&self, input: &Value, ctx: &ToolContext) -> ApprovalNeed {
         paths::need_for_input(ctx, self.name(), input, PathArg::Required, Access::Read)
+    }
+
+    /// The arguments, and that the file is there (asked about only outside the project, so
+    /// never its content).
+    fn check<'a>(&'a self, input: &'a Value, ctx: &'a ToolContext) -> CheckFuture<'a> {
+        let parsed = parse(self.name(), input, ctx);
+        Box::pin(async move {
+            let request = parsed.map_err(|err| err.0)?;
+            check::blocking(move || check::present(&request.path, &request.shown, Wanted::File))
+                .await
+        })
     }
 
     fn execute<'a>(

@@ -16,6 +16,8 @@ use tern::tui::status::Status;
 use tern::tui::{Theme, view};
 use tokio::time::Instant;
 
+mod approvals;
+
 fn settings() -> insta::Settings {
     let mut settings = insta::Settings::clone_current();
     settings

@@ -275,6 +275,7 @@ mod joins;
 mod layers;
 mod lifecycle;
 mod long;
+mod prechecks;
 mod prefix;
 mod resets;
 mod snapshots;
