@@ -73,7 +73,13 @@ pub enum Outcome {
     TurnFailed,
     /// The user stopped the turn.
     Interrupted,
+    /// The loop guard ended the turn quietly: the answer stands, the work may be unfinished.
+    GuardEnded,
 }
+
+/// The exit code of a `tern run` whose turn the loop guard ended: neither a success a script
+/// may build on nor a failure (the session is fine and the answer was printed).
+pub const EXIT_GUARD_ENDED: u8 = 3;
 
 /// `tern` without a subcommand: the full-screen interface in a terminal, the line mode
 /// otherwise (pipes, scripts, tests).
@@ -159,6 +165,7 @@ pub fn main() -> ExitCode {
         Ok(Outcome::Success) => ExitCode::SUCCESS,
         Ok(Outcome::TurnFailed) => ExitCode::FAILURE,
         Ok(Outcome::Interrupted) => ExitCode::from(130),
+        Ok(Outcome::GuardEnded) => ExitCode::from(EXIT_GUARD_ENDED),
         Err(err) => {
             eprintln!("tern: {err:#}");
             ExitCode::from(EXIT_SETUP)

@@ -25,8 +25,15 @@ pub enum OutputFormat {
 #[derive(Debug, Clone, PartialEq)]
 pub enum TurnEnd {
     Completed,
+    /// The loop guard ended it quietly: the model's last text is the answer, but the work
+    /// may be unfinished.
+    GuardEnded,
     Failed(ErrorCategory),
 }
+
+/// What stands on standard output for a turn the loop guard ended before the model wrote
+/// any text, so that a script reading the answer never finds nothing.
+pub const NO_ANSWER: &str = "(no answer: tern ended the turn before the model wrote one)";
 
 /// Prints events in one output format.
 pub struct Renderer {
@@ -88,7 +95,10 @@ impl Renderer {
         match event {
             SessionEvent::TurnCompleted { text, stop, .. } => {
                 self.json_result(Some(text), None, "", *stop);
-                Some(TurnEnd::Completed)
+                match stop {
+                    TurnStop::LoopGuard { .. } => Some(TurnEnd::GuardEnded),
+                    _ => Some(TurnEnd::Completed),
+                }
             }
             SessionEvent::TurnFailed {
                 category,
@@ -154,8 +164,15 @@ impl Renderer {
                 };
                 eprintln!("  {mark} {}{more}", clip(first, 100));
             }
-            SessionEvent::TurnCompleted { .. } => {
+            SessionEvent::TurnCompleted { text, stop, .. } => {
                 self.commit(&mut out);
+                if let Some(summary) = stop.guard_summary() {
+                    if text.trim().is_empty() {
+                        let _ = writeln!(out, "{NO_ANSWER}");
+                        let _ = out.flush();
+                    }
+                    eprintln!("tern: {summary}");
+                }
                 self.end_line(&mut out);
             }
             SessionEvent::TurnFailed { message, stop, .. } => {

@@ -169,6 +169,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<Outcome> {
     handle.state().await?;
     Ok(match end {
         TurnEnd::Completed => Outcome::Success,
+        TurnEnd::GuardEnded => Outcome::GuardEnded,
         TurnEnd::Failed(ErrorCategory::Cancelled) if interrupted => Outcome::Interrupted,
         TurnEnd::Failed(_) => Outcome::TurnFailed,
     })

@@ -31,6 +31,10 @@ const MAX_DURATION: Duration = Duration::from_secs(100 * 365 * 86_400);
 /// The longest delay between retries, in milliseconds.
 const MAX_RETRY_DELAY_MS: u64 = 3_600_000;
 
+/// The most `[session] max_rounds` may be: a turn of that many rounds has long stopped being
+/// one piece of work.
+const MAX_ROUNDS_CEILING: u64 = 10_000;
+
 /// Finds tern's directories and reads the config file there, if there is one.
 pub fn load(env: &Environment) -> Result<(Paths, Config), ConfigError> {
     let paths = Paths::from_env(env)?;
@@ -201,6 +205,12 @@ impl Validator<'_> {
                 u32::MAX.into(),
             )? as u32,
             max_message_bytes,
+            max_rounds: self.count(
+                &["session", "max_rounds"],
+                raw.max_rounds,
+                d.max_rounds.into(),
+                MAX_ROUNDS_CEILING,
+            )? as u32,
             maintenance: self.maintenance(raw.maintenance)?,
             reset: self.reset(raw.reset)?,
         })

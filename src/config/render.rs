@@ -91,6 +91,7 @@ impl Config {
             "max_message_bytes = {}",
             format_size(s.max_message_bytes as u64)
         )?;
+        writeln!(out, "max_rounds = {}", s.max_rounds)?;
 
         let m = &s.maintenance;
         writeln!(out, "\n[session.maintenance]")?;

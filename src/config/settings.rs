@@ -193,6 +193,8 @@ pub struct SessionSettings {
     pub snapshot_every: u32,
     /// A single message larger than this is replaced by a placeholder naming its size.
     pub max_message_bytes: usize,
+    /// The most rounds of tool calls one turn runs; the loop guard ends it quietly there.
+    pub max_rounds: u32,
     /// `[session.maintenance]`.
     pub maintenance: MaintenanceSettings,
     /// `[session.reset]`.
@@ -214,6 +216,7 @@ impl Default for SessionSettings {
             keep_recent_messages: 6,
             snapshot_every: 20,
             max_message_bytes: 128 * 1024,
+            max_rounds: 60,
             maintenance: MaintenanceSettings::default(),
             reset: ResetSettings::default(),
         }

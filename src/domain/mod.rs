@@ -19,5 +19,5 @@ pub use error::ErrorCategory;
 pub use ids::{InvalidSessionKey, SessionId, SessionKey};
 pub use message::{ContentBlock, Message, Role, ToolCall, ToolResult};
 pub use sender::{Audience, InputKind, Sender};
-pub use stop::{TurnStop, Watchdog};
+pub use stop::{GuardCause, TurnStop, Watchdog};
 pub use usage::Usage;

@@ -326,6 +326,32 @@ pub(crate) fn from_transport(err: &reqwest::Error, url: &str, base_url_hint: &st
     }
 }
 
+/// Whether `err` is a request whose connection ended before any byte of an answer came back:
+/// the connection closed (hyper's "connection closed before message completed") or was reset
+/// as the request went out. On a kept-alive connection that means the server had given the
+/// connection up, not that it refused the request. A failed connect, a timeout or a reply cut
+/// midway is something else.
+pub(crate) fn closed_before_answer(err: &reqwest::Error) -> bool {
+    if err.is_connect() || err.is_timeout() || err.is_body() || err.is_decode() {
+        return false;
+    }
+    let mut cause = std::error::Error::source(err);
+    while let Some(inner) = cause {
+        if inner
+            .downcast_ref::<hyper::Error>()
+            .is_some_and(hyper::Error::is_incomplete_message)
+        {
+            return true;
+        }
+        if let Some(io) = inner.downcast_ref::<std::io::Error>() {
+            use std::io::ErrorKind::{BrokenPipe, ConnectionAborted, ConnectionReset};
+            return matches!(io.kind(), ConnectionReset | BrokenPipe | ConnectionAborted);
+        }
+        cause = inner.source();
+    }
+    false
+}
+
 /// The error for a reply whose connection closed before it was complete.
 pub(crate) fn connection_cut(cause: &str) -> LlmError {
     let mut message = String::from("connection closed before the reply finished");

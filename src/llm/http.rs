@@ -13,12 +13,20 @@
 //! redirect names and turn the POST into a GET. A redirect is reported instead, with the
 //! address to configure. URLs in messages are shown without credentials or query
 //! ([`display_url`]), since messages reach the terminal, the log and the journal.
+//!
+//! Connections are kept alive and reused, and a server may close one that sits in the pool
+//! at any moment; llama.cpp's server closes every connection right after a streamed reply
+//! while its headers promise keep-alive. A request sent on such a connection ends before
+//! any answer ([`closed_before_answer`]): nothing reached the server, so it is no failure of
+//! the request. It is sent again at once on a connection of its own (a client that keeps
+//! none idle), without a pause, a retry event or an attempt counted; only a second such end
+//! is an error, classified as usual.
 
 use super::EventStream;
 use super::decode::{Decoded, WireDecoder};
 use super::error::{
-    LlmError, classify_json_reply, classify_status, connection_cut, display_url, from_transport,
-    root_cause,
+    LlmError, classify_json_reply, classify_status, closed_before_answer, connection_cut,
+    display_url, from_transport, root_cause,
 };
 use crate::config::ProviderProfile;
 use crate::domain::ErrorCategory;
@@ -40,15 +48,34 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(15);
 
 static TLS_CLIENT: OnceLock<Result<reqwest::Client, String>> = OnceLock::new();
 static PLAIN_CLIENT: OnceLock<Result<reqwest::Client, String>> = OnceLock::new();
+/// Clients that keep no connection idle, so each request gets a new one: for sending again a
+/// request whose kept-alive connection the server had closed.
+static FRESH_TLS_CLIENT: OnceLock<Result<reqwest::Client, String>> = OnceLock::new();
+static FRESH_PLAIN_CLIENT: OnceLock<Result<reqwest::Client, String>> = OnceLock::new();
+
+/// Whether a client keeps connections for reuse.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Pool {
+    Keep,
+    None,
+}
 
 /// The process-wide HTTP client for `url`, built on first call: one that verifies TLS with
 /// the platform's certificates for `https://`, one without any for plain `http://`.
 pub(crate) fn client(url: &str) -> Result<&'static reqwest::Client, LlmError> {
-    let client = if url.starts_with("http://") {
-        // No certificates: this client can never complete a TLS handshake, and never needs to.
-        PLAIN_CLIENT.get_or_init(|| build_client(|b| b.tls_certs_only([])))
-    } else {
-        TLS_CLIENT.get_or_init(|| build_client(|b| b))
+    client_with(url, Pool::Keep)
+}
+
+fn client_with(url: &str, pool: Pool) -> Result<&'static reqwest::Client, LlmError> {
+    let plain = url.starts_with("http://");
+    // No certificates for plain HTTP: that client can never complete a TLS handshake, and
+    // never needs to.
+    let no_certs = |b: reqwest::ClientBuilder| b.tls_certs_only([]);
+    let client = match (plain, pool) {
+        (true, Pool::Keep) => PLAIN_CLIENT.get_or_init(|| build_client(no_certs, pool)),
+        (true, Pool::None) => FRESH_PLAIN_CLIENT.get_or_init(|| build_client(no_certs, pool)),
+        (false, Pool::Keep) => TLS_CLIENT.get_or_init(|| build_client(|b| b, pool)),
+        (false, Pool::None) => FRESH_TLS_CLIENT.get_or_init(|| build_client(|b| b, pool)),
     };
     match client {
         Ok(client) => Ok(client),
@@ -61,8 +88,13 @@ pub(crate) fn client(url: &str) -> Result<&'static reqwest::Client, LlmError> {
 
 fn build_client(
     tls: impl FnOnce(reqwest::ClientBuilder) -> reqwest::ClientBuilder,
+    pool: Pool,
 ) -> Result<reqwest::Client, String> {
-    tls(reqwest::Client::builder())
+    let builder = match pool {
+        Pool::Keep => reqwest::Client::builder(),
+        Pool::None => reqwest::Client::builder().pool_max_idle_per_host(0),
+    };
+    tls(builder)
         .connect_timeout(CONNECT_TIMEOUT)
         .user_agent(concat!("tern/", env!("CARGO_PKG_VERSION")))
         // Long silent stretches (a model thinking) must not look like a dead connection to
@@ -168,15 +200,35 @@ pub(crate) async fn probe(
 }
 
 /// Sends `request` and returns the response once its headers arrived with a success status;
-/// an error status becomes a classified [`LlmError`] with the provider's message in it.
+/// an error status becomes a classified [`LlmError`] with the provider's message in it. A
+/// request whose kept-alive connection the server had closed is sent once more at once, on a
+/// new connection (see the module docs).
 async fn send(
     endpoint: &Endpoint,
     request: reqwest::RequestBuilder,
 ) -> Result<reqwest::Response, LlmError> {
-    let response = request
-        .send()
-        .await
-        .map_err(|err| from_transport(&err, &endpoint.display, &endpoint.base_url_hint))?;
+    let transport =
+        |err: reqwest::Error| from_transport(&err, &endpoint.display, &endpoint.base_url_hint);
+    let (client, request) = request.build_split();
+    let request = request.map_err(transport)?;
+    // Bodies here are bytes in memory, so a copy can always be made; a streamed body could
+    // not be sent twice, and then the first answer stands.
+    let again = request.try_clone();
+    let response = match (client.execute(request).await, again) {
+        (Ok(response), _) => response,
+        (Err(err), Some(again)) if closed_before_answer(&err) => {
+            tracing::debug!(
+                url = %endpoint.display,
+                cause = %root_cause(&err),
+                "the server had closed the kept-alive connection; sending on a new one"
+            );
+            client_with(&endpoint.url, Pool::None)?
+                .execute(again)
+                .await
+                .map_err(transport)?
+        }
+        (Err(err), _) => return Err(transport(err)),
+    };
     let status = response.status();
     if status.is_success() {
         return Ok(response);
@@ -563,6 +615,62 @@ mod tests {
         assert!(base_url_hint("anthropic").contains("ANTHROPIC_BASE_URL"));
         assert!(base_url_hint("ollama").contains("OLLAMA_HOST"));
         assert!(base_url_hint("my-llama").contains("`my-llama` in the config file"));
+    }
+
+    /// A server that reads each request and closes its connection without answering; returns
+    /// its base URL and the count of connections it accepted.
+    async fn closing_server() -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("binding a port on 127.0.0.1");
+        let address = listener
+            .local_addr()
+            .expect("a bound listener has an address");
+        let accepted = std::sync::Arc::new(AtomicUsize::new(0));
+        let counter = accepted.clone();
+        tokio::spawn(async move {
+            while let Ok((mut socket, _)) = listener.accept().await {
+                counter.fetch_add(1, Ordering::SeqCst);
+                let mut request = Vec::new();
+                let mut chunk = [0u8; 4096];
+                // The head and the body: enough that closing sends a FIN, not a reset.
+                while let Ok(read @ 1..) = socket.read(&mut chunk).await {
+                    request.extend_from_slice(&chunk[..read]);
+                    if request.ends_with(b"}") {
+                        break;
+                    }
+                }
+                let _ = socket.shutdown().await;
+            }
+        });
+        (format!("http://{address}"), accepted)
+    }
+
+    #[tokio::test]
+    async fn a_connection_closed_before_any_answer_is_tried_once_more_on_a_new_one() {
+        let (base_url, accepted) = closing_server().await;
+        let endpoint = Endpoint {
+            url: format!("{base_url}/v1/messages"),
+            display: format!("{base_url}/v1/messages"),
+            path: "/v1/messages".into(),
+            base_url_hint: "base_url".into(),
+        };
+        let request = endpoint
+            .request(reqwest::Method::POST)
+            .expect("a request")
+            .json(&serde_json::json!({"model": "m"}));
+        let err = send(&endpoint, request).await.expect_err("never answered");
+        assert_eq!(err.category, ErrorCategory::Network, "{err}");
+        assert!(
+            err.message
+                .contains("connection closed before message completed"),
+            "{err}"
+        );
+        // Sent once more on a new connection, and only once: a server that never answers is
+        // reported, not asked forever.
+        assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 2);
     }
 
     #[test]

@@ -2,10 +2,12 @@
 //!
 //! Each call is planned (unknown tool, malformed arguments, audience, approval) just before
 //! it runs; runs of consecutive read-only calls execute concurrently and every other call
-//! runs alone, in order. A call a person must decide on is handed to the batch's
-//! [`Approver`] once every call before it has run, and the batch waits for the ruling, with
-//! no time limit: the tool's watchdog starts only when the call does. Results always come
-//! back in call order, one per call, so the history stays paired whatever happened.
+//! runs alone, in order. A call a person must decide on is first checked by its tool
+//! ([`Tool::check`]): one that cannot work is answered with the reason and nobody is asked.
+//! The others are handed to the batch's [`Approver`] once every call before them has run,
+//! and the batch waits for the ruling, with no time limit: the tool's watchdog starts only
+//! when the call does. Results always come back in call order, one per call, so the history
+//! stays paired whatever happened.
 
 use super::spool;
 use crate::domain::{ApprovalNeed, Audience, ToolCall, ToolResult};
@@ -29,6 +31,8 @@ pub struct CallOutcome {
     /// Where the call kept what it printed as it ran, to be removed once its result is
     /// journaled.
     pub spool: Option<PathBuf>,
+    /// It succeeded but found and changed nothing ([`ToolOutput::empty`]).
+    pub empty: bool,
 }
 
 /// The result of a call that a cancel stopped before it began.
@@ -120,17 +124,19 @@ pub async fn run_batch<A: Approver + Send>(
         let mut group = vec![plan(&calls[first], env, ctx, approver)];
         if let Plan::Ask(tool, need) = &group[0] {
             let (tool, need) = (*tool, need.clone());
-            let ruling = approver
-                .ask(&calls[first], tool, need, ctx, &outcomes)
-                .await;
-            group[0] = match ruling {
-                Ruling::Run => Plan::Run(tool),
-                Ruling::Decline(result) => Plan::Answer(result),
-                Ruling::Halt { result, rest } => {
-                    outcomes.extend(not_run(&calls[first..=first], &result));
-                    outcomes.extend(not_run(&calls[first + 1..], &rest));
-                    break;
-                }
+            let call = &calls[first];
+            // Nobody is asked about a call that cannot work: it gets the reason at once.
+            group[0] = match tool.check(&call.input, ctx).await {
+                Err(reason) => Plan::Answer(reason),
+                Ok(()) => match approver.ask(call, tool, need, ctx, &outcomes).await {
+                    Ruling::Run => Plan::Run(tool),
+                    Ruling::Decline(result) => Plan::Answer(result),
+                    Ruling::Halt { result, rest } => {
+                        outcomes.extend(not_run(&calls[first..=first], &result));
+                        outcomes.extend(not_run(&calls[first + 1..], &rest));
+                        break;
+                    }
+                },
             };
         }
         while is_concurrent(&group[0]) && first + group.len() < calls.len() {
@@ -172,6 +178,7 @@ fn not_run<'c>(calls: &'c [ToolCall], why: &'c str) -> impl Iterator<Item = Call
         result: ToolResult::error(&call.id, why),
         effects: Vec::new(),
         spool: None,
+        empty: false,
     })
 }
 
@@ -236,6 +243,7 @@ async fn execute(
         result: ToolResult::error(&call.id, text),
         effects: Vec::new(),
         spool: None,
+        empty: false,
     };
     match plan {
         Plan::Answer(text) => answer(text),
@@ -263,6 +271,7 @@ async fn execute(
                 },
                 effects: output.effects,
                 spool,
+                empty: output.empty && !output.is_error,
             }
         }
     }

@@ -6,7 +6,7 @@
 use super::asking::Asker;
 use super::batch::{BatchEnv, CallOutcome, run_batch};
 use super::events::SessionEvent;
-use super::loop_guard::Verdict;
+use super::loop_guard::{Outcome, Verdict};
 use super::state::SessionState;
 use super::turn::Turn;
 use crate::domain::{ToolCall, ToolResult};
@@ -18,6 +18,7 @@ use std::collections::BTreeMap;
 impl Turn<'_> {
     /// Runs the calls the guard lets through as one batch and answers the refused ones with
     /// their correction, journaling the results (and the files they touched) in call order.
+    /// Returns how each call turned out, for the guard.
     pub(super) async fn run_calls(
         &self,
         state: &mut SessionState,
@@ -25,7 +26,7 @@ impl Turn<'_> {
         verdicts: &[Verdict],
         malformed: &BTreeMap<String, String>,
         ctx: &mut ToolContext,
-    ) -> Result<Vec<ToolResult>, LlmError> {
+    ) -> Result<Vec<Outcome>, LlmError> {
         let allowed: Vec<ToolCall> = calls
             .iter()
             .zip(verdicts)
@@ -45,6 +46,7 @@ impl Turn<'_> {
             calls,
             verdicts,
             results: Vec::with_capacity(calls.len()),
+            outcomes: Vec::with_capacity(calls.len()),
             ran: 0,
             failed: None,
         });
@@ -54,7 +56,7 @@ impl Turn<'_> {
             return Err(err);
         }
         recorder.record(&outcomes, true, Vec::new())?;
-        Ok(recorder.results)
+        Ok(recorder.outcomes)
     }
 }
 
@@ -66,6 +68,8 @@ pub(super) struct Recorder<'r, 't> {
     verdicts: &'r [Verdict],
     /// The results of `calls[..results.len()]`, journaled.
     results: Vec<ToolResult>,
+    /// How those calls turned out, for the loop guard.
+    outcomes: Vec<Outcome>,
     /// How many of the calls the guard let run have their results journaled.
     ran: usize,
     /// A journal write that failed while the batch ran; the round fails with it.
@@ -83,6 +87,7 @@ impl Recorder<'_, '_> {
         then: Vec<JournalEvent>,
     ) -> Result<(), LlmError> {
         let mut fresh = Vec::new();
+        let mut weighed = Vec::new();
         let mut effects = Vec::new();
         let mut spools = Vec::new();
         let mut ran = self.ran;
@@ -92,6 +97,7 @@ impl Recorder<'_, '_> {
             .zip(self.verdicts)
             .skip(self.results.len())
         {
+            let mut empty = false;
             let mut result = match verdict {
                 Verdict::Refuse(correction) => ToolResult::error(call.id.clone(), correction),
                 Verdict::Run if !all && ran == outcomes.len() => break,
@@ -101,6 +107,7 @@ impl Recorder<'_, '_> {
                         Some(outcome) => {
                             effects.extend(outcome.effects.iter().cloned());
                             spools.extend(outcome.spool.iter().cloned());
+                            empty = outcome.empty;
                             outcome.result.clone()
                         }
                         None => ToolResult::error(call.id.clone(), "not run"),
@@ -113,6 +120,13 @@ impl Recorder<'_, '_> {
             result.content = self
                 .turn
                 .fit_text(&format!("tool-{}.txt", call.id), content);
+            let refused = matches!(verdict, Verdict::Refuse(_));
+            weighed.push(Outcome::of(
+                refused,
+                result.is_error,
+                empty,
+                &result.content,
+            ));
             fresh.push(result);
         }
         let mut events = Vec::new();
@@ -150,6 +164,7 @@ impl Recorder<'_, '_> {
             });
         }
         self.results.extend(fresh);
+        self.outcomes.extend(weighed);
         self.ran = ran;
         Ok(())
     }

@@ -1,16 +1,24 @@
 //! The loop guard: notices a turn that goes round in circles and steers or ends it.
 //!
-//! Two signals are watched over one turn. A call the model already made, with the same
-//! arguments, in each of the two previous rounds is refused with a correction instead of run;
-//! after five refusals the next one ends the turn. Failing calls add to a score (more when a
-//! cause repeats); crossing 4 and 6 yields a nudge for the model, and at 8 the turn ends.
+//! Three signals are watched over one turn. Repetition: a call the model already made, with
+//! the same arguments, in each of the two previous rounds is refused with a correction
+//! instead of run, and so is a call that continues a cycle, where the last rounds made the
+//! same set of calls twice over (A, B, A, B, or any few calls in any order within up to
+//! [`MAX_PERIOD`] rounds); after five refusals the next one ends the turn. Failures: failing
+//! calls add to a score (more when a cause repeats); crossing 4 and 6 yields a nudge for the
+//! model, and at 8 the turn ends. Only a call that found or changed something resets the
+//! score: a search without a match, a glob without a file or a read of no line
+//! ([`Outcome::Empty`]) leave it as it was, or such calls alternating with failing ones would
+//! never let it grow. Length: a turn runs at most `[session] max_rounds` rounds of calls; the
+//! model is told when its last one has run, so that it answers with a summary.
+//!
 //! Ending is quiet: the model's text of that response stands as the answer
-//! ([`crate::domain::TurnStop::LoopGuard`]). Everything here is pure; the turn performs the
-//! effects.
+//! ([`crate::domain::TurnStop::LoopGuard`], with its [`GuardCause`]). Everything here is pure;
+//! the turn performs the effects.
 
-use crate::domain::{ToolCall, ToolResult};
+use crate::domain::{GuardCause, ToolCall};
 use serde_json::Value;
-use std::collections::{HashSet, VecDeque};
+use std::collections::{BTreeSet, HashSet, VecDeque};
 
 /// Refusals that carry the plain correction; the one after them carries the last warning.
 const PLAIN_REFUSALS: u32 = 4;
@@ -22,22 +30,29 @@ const STRONG_NUDGE_SCORE: u32 = 6;
 const STOP_SCORE: u32 = 8;
 /// How much of an error's first line identifies its cause.
 const CAUSE_CHARS: usize = 120;
+/// The longest cycle looked for, in rounds: a set of calls repeated over twice as many rounds
+/// is a cycle.
+pub const MAX_PERIOD: usize = 4;
+/// Rounds remembered: enough to see the longest cycle twice.
+const WINDOW: usize = 2 * MAX_PERIOD;
 
 /// Watches one turn's tool rounds; [`LoopGuard::reset`] starts over.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct LoopGuard {
-    /// The signatures of the last two rounds, oldest first.
+    /// The signatures of the last [`WINDOW`] rounds, oldest first.
     rounds: VecDeque<HashSet<Signature>>,
     /// Calls refused since the last reset.
     refusals: u32,
-    /// Ids of the calls the latest plan refused, so `record` does not score them.
-    refused_ids: HashSet<String>,
-    /// Weighted failures since the last reset or successful batch.
+    /// Weighted failures since the last reset or the last call that made progress.
     score: u32,
     /// Failure causes since the score was last reset, in first-seen order.
     causes: Vec<Cause>,
     /// Nudges already given since the score was last reset: 0, 1 or 2.
     nudges: u8,
+    /// Rounds of calls planned since the last reset, refused calls included.
+    planned: u32,
+    /// The most rounds of calls a turn may run (`[session] max_rounds`).
+    max_rounds: u32,
 }
 
 /// What to do with a batch of calls, decided before it runs.
@@ -46,7 +61,7 @@ pub struct Plan {
     /// One verdict per call, in call order; empty when `stop` is set.
     pub verdicts: Vec<Verdict>,
     /// Set when nothing should run and the turn should end quietly.
-    pub stop: Option<StopCause>,
+    pub stop: Option<GuardCause>,
 }
 
 /// Whether one call runs.
@@ -58,18 +73,31 @@ pub enum Verdict {
     Refuse(String),
 }
 
-/// Why the guard ends a turn.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StopCause {
-    /// The model kept repeating calls after five refusals.
-    RepeatedCalls,
-    /// Tool calls kept failing (failure score of 8 or more).
-    RepeatedFailures,
+/// How one call of a round turned out, as the guard weighs it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// The guard refused it; it neither failed nor made progress.
+    Refused,
+    /// It failed, or could not run; its result, whose first line names the cause.
+    Failed(String),
+    /// It succeeded but found and changed nothing.
+    Empty,
+    /// It succeeded with something to show.
+    Done,
 }
 
 /// A call's identity for repetition: the tool's name and its arguments with keys sorted.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 struct Signature(String, String);
+
+/// How a call repeats what the turn did already.
+enum Repeat {
+    /// The same call in each of the two previous rounds.
+    Identical,
+    /// The last `2 * period` rounds made the same set of calls twice over, this call among
+    /// them; `tools` names them.
+    Cycle { period: usize, tools: Vec<String> },
+}
 
 /// One failure cause seen since the score was last reset.
 #[derive(Debug, Clone)]
@@ -82,48 +110,56 @@ struct Cause {
 }
 
 impl LoopGuard {
-    /// A guard for a fresh turn.
-    pub fn new() -> Self {
-        Self::default()
+    /// A guard for a fresh turn that may run `max_rounds` rounds of calls (at least one).
+    pub fn new(max_rounds: u32) -> Self {
+        Self {
+            rounds: VecDeque::new(),
+            refusals: 0,
+            score: 0,
+            causes: Vec::new(),
+            nudges: 0,
+            planned: 0,
+            max_rounds: max_rounds.max(1),
+        }
+    }
+
+    /// Rounds of calls planned since the turn began (or the last reset).
+    pub fn rounds(&self) -> u32 {
+        self.planned
     }
 
     /// Decides which of the model's calls run, or that the turn ends instead.
     pub fn plan(&mut self, calls: &[ToolCall]) -> Plan {
-        self.refused_ids.clear();
         if calls.is_empty() {
             return Plan::default();
         }
         if self.score >= STOP_SCORE {
-            return Plan::stopped(StopCause::RepeatedFailures);
+            return Plan::stopped(GuardCause::RepeatedFailures);
+        }
+        if self.planned >= self.max_rounds {
+            return Plan::stopped(GuardCause::MaxRounds);
         }
         let signatures: Vec<Signature> = calls.iter().map(signature).collect();
         let mut refusals = self.refusals;
-        let mut refused_ids = HashSet::new();
         let mut verdicts = Vec::with_capacity(calls.len());
         for (call, signature) in calls.iter().zip(&signatures) {
-            let repeated =
-                self.rounds.len() == 2 && self.rounds.iter().all(|r| r.contains(signature));
-            if !repeated {
+            let Some(repeat) = self.repeat(signature) else {
                 verdicts.push(Verdict::Run);
                 continue;
-            }
-            refusals += 1;
-            let text = if refusals <= PLAIN_REFUSALS {
-                correction(&call.name)
-            } else if refusals == PLAIN_REFUSALS + 1 {
-                last_correction(&call.name)
-            } else {
-                // The state is left as it was, so asking again stops again.
-                return Plan::stopped(StopCause::RepeatedCalls);
             };
-            refused_ids.insert(call.id.clone());
-            verdicts.push(Verdict::Refuse(text));
+            refusals += 1;
+            if refusals > PLAIN_REFUSALS + 1 {
+                // The state is left as it was, so asking again stops again.
+                return Plan::stopped(GuardCause::RepeatedCalls);
+            }
+            let last = refusals == PLAIN_REFUSALS + 1;
+            verdicts.push(Verdict::Refuse(correction(&call.name, &repeat, last)));
         }
         self.refusals = refusals;
-        self.refused_ids = refused_ids;
+        self.planned += 1;
         // Refused calls belong to the round too, so refusing cannot make a repetition new.
         self.rounds.push_back(signatures.into_iter().collect());
-        if self.rounds.len() > 2 {
+        if self.rounds.len() > WINDOW {
             self.rounds.pop_front();
         }
         Plan {
@@ -132,33 +168,19 @@ impl LoopGuard {
         }
     }
 
-    /// Scores a batch's results (in call order, refusals included) and returns a nudge for
-    /// the model when the failure score first crosses 4 or 6.
-    pub fn record(&mut self, calls: &[ToolCall], results: &[ToolResult]) -> Option<String> {
-        let mut any_success = false;
-        for (call, result) in calls.iter().zip(results) {
-            if self.refused_ids.contains(&call.id) {
-                continue;
-            }
-            if !result.is_error {
-                any_success = true;
-                continue;
-            }
-            let (key, example) = cause(&result.content);
-            if let Some(seen) = self.causes.iter_mut().find(|c| c.key == key) {
-                seen.count += 1;
-                self.score += 2;
-            } else {
-                let count = 1;
-                self.causes.push(Cause {
-                    key,
-                    example,
-                    count,
-                });
-                self.score += 1;
+    /// Weighs a round's outcomes (in call order, refusals included) and returns a note for
+    /// the model: a nudge when the failure score first crosses 4 or 6, and word that the
+    /// round was the last the turn allows.
+    pub fn record(&mut self, outcomes: &[Outcome]) -> Option<String> {
+        let mut progress = false;
+        for outcome in outcomes {
+            match outcome {
+                Outcome::Refused | Outcome::Empty => {}
+                Outcome::Done => progress = true,
+                Outcome::Failed(content) => self.fail(content),
             }
         }
-        // When one batch crosses both thresholds only the stronger nudge is worth giving.
+        // When one round crosses both thresholds only the stronger nudge is worth giving.
         let nudge = if self.score >= STRONG_NUDGE_SCORE && self.nudges < 2 {
             self.nudges = 2;
             Some(self.nudge(true))
@@ -168,16 +190,59 @@ impl LoopGuard {
         } else {
             None
         };
-        if any_success {
+        if progress {
             (self.score, self.nudges) = (0, 0);
             self.causes.clear();
         }
-        nudge
+        let last_round = (self.planned == self.max_rounds).then(|| last_round(self.max_rounds));
+        match (nudge, last_round) {
+            (Some(nudge), Some(last)) => Some(format!("{nudge} {last}")),
+            (nudge, last) => nudge.or(last),
+        }
     }
 
-    /// Forgets everything: called on a new turn or when a person's input joins the turn.
+    /// Forgets everything but the limit: called when a person's input joins the turn.
     pub fn reset(&mut self) {
-        *self = Self::default();
+        *self = Self::new(self.max_rounds);
+    }
+
+    /// Whether, and how, a call with `signature` repeats the rounds before it.
+    fn repeat(&self, signature: &Signature) -> Option<Repeat> {
+        let n = self.rounds.len();
+        if n >= 2 && self.rounds.range(n - 2..).all(|r| r.contains(signature)) {
+            return Some(Repeat::Identical);
+        }
+        for period in 2..=MAX_PERIOD {
+            if n < 2 * period {
+                break;
+            }
+            let recent = union(self.rounds.range(n - period..));
+            if !recent.contains(signature) {
+                continue;
+            }
+            if recent == union(self.rounds.range(n - 2 * period..n - period)) {
+                let tools: BTreeSet<&str> = recent.iter().map(|s| s.0.as_str()).collect();
+                let tools = tools.into_iter().map(str::to_owned).collect();
+                return Some(Repeat::Cycle { period, tools });
+            }
+        }
+        None
+    }
+
+    /// Adds a failure with result `content` to the score.
+    fn fail(&mut self, content: &str) {
+        let (key, example) = cause(content);
+        if let Some(seen) = self.causes.iter_mut().find(|c| c.key == key) {
+            seen.count += 1;
+            self.score += 2;
+        } else {
+            self.causes.push(Cause {
+                key,
+                example,
+                count: 1,
+            });
+            self.score += 1;
+        }
     }
 
     fn nudge(&self, strong: bool) -> String {
@@ -191,8 +256,8 @@ impl LoopGuard {
             format!("{count} times")
         };
         let head = format!(
-            "{failed} tool calls have failed since the last one that succeeded, most often with \
-             \"{cause}\" ({times})."
+            "{failed} tool calls have failed since the last one that found or changed \
+             something, most often with \"{cause}\" ({times})."
         );
         if strong {
             format!(
@@ -206,7 +271,7 @@ impl LoopGuard {
 }
 
 impl Plan {
-    fn stopped(cause: StopCause) -> Self {
+    fn stopped(cause: GuardCause) -> Self {
         Self {
             verdicts: Vec::new(),
             stop: Some(cause),
@@ -214,22 +279,74 @@ impl Plan {
     }
 }
 
-/// The text answering refusals 1 to 4.
-fn correction(tool: &str) -> String {
+impl Outcome {
+    /// The outcome of a call whose result is `content`: refused by the guard, failed, or
+    /// succeeded with (`empty`) nothing found or changed.
+    pub fn of(refused: bool, is_error: bool, empty: bool, content: &str) -> Self {
+        match (refused, is_error, empty) {
+            (true, ..) => Self::Refused,
+            (false, true, _) => Self::Failed(content.to_owned()),
+            (false, false, true) => Self::Empty,
+            (false, false, false) => Self::Done,
+        }
+    }
+}
+
+/// The result given to the calls of the response the guard ended the turn at.
+pub fn not_run(cause: GuardCause, max_rounds: u32) -> String {
+    match cause {
+        GuardCause::MaxRounds => format!(
+            "not run: this turn has run its {max_rounds} rounds of tool calls ([session] \
+             max_rounds), so tern ended it here"
+        ),
+        cause => format!("not run: tern ended the turn because {}", cause.words()),
+    }
+}
+
+/// The note after the last round of calls a turn allows.
+fn last_round(max_rounds: u32) -> String {
     format!(
-        "not run: you already made this exact `{tool}` call in each of the last two rounds, \
-         with the same outcome. Change the arguments or the approach, or answer with what you \
-         have."
+        "That was the last of the {max_rounds} rounds of tool calls this turn allows ([session] \
+         max_rounds): further calls will not run. Answer now: sum up what you did, what you \
+         found and what is left to do."
     )
 }
 
-/// The text answering the 5th refusal; the next one ends the turn.
-fn last_correction(tool: &str) -> String {
-    format!(
-        "not run: you already made this exact `{tool}` call in each of the last two rounds, \
-         and this is the 5th repeated call refused in this turn. The next repetition ends the \
-         turn. Change the arguments or the approach, or answer now with what you have."
-    )
+/// The text answering a refused call; `last` for the 5th refusal, after which the next
+/// repetition ends the turn.
+fn correction(tool: &str, repeat: &Repeat, last: bool) -> String {
+    let what = match repeat {
+        Repeat::Identical => format!(
+            "you already made this exact `{tool}` call in each of the last two rounds, with the \
+             same outcome"
+        ),
+        Repeat::Cycle { period, tools } => {
+            let tools: Vec<String> = tools.iter().map(|t| format!("`{t}`")).collect();
+            format!(
+                "the last {} rounds made the same calls ({}) twice over, and this `{tool}` call \
+                 starts them a third time",
+                2 * period,
+                tools.join(", ")
+            )
+        }
+    };
+    if last {
+        format!(
+            "not run: {what}; this is the 5th repeated call refused in this turn. The next \
+             repetition ends the turn. Change the arguments or the approach, or answer now with \
+             what you have."
+        )
+    } else {
+        format!(
+            "not run: {what}. Change the arguments or the approach, or answer with what you \
+             have."
+        )
+    }
+}
+
+/// Every signature of `rounds`.
+fn union<'a>(rounds: impl Iterator<Item = &'a HashSet<Signature>>) -> HashSet<&'a Signature> {
+    rounds.flatten().collect()
 }
 
 fn signature(call: &ToolCall) -> Signature {
@@ -267,211 +384,5 @@ fn cause(content: &str) -> (String, String) {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-    use std::sync::atomic::{AtomicU32, Ordering};
-
-    fn call(name: &str, input: Value) -> ToolCall {
-        static NEXT: AtomicU32 = AtomicU32::new(0);
-        let id = format!("call_{}", NEXT.fetch_add(1, Ordering::Relaxed));
-        ToolCall {
-            id,
-            name: name.to_owned(),
-            input,
-        }
-    }
-
-    fn read(path: &str) -> ToolCall {
-        call("read", json!({ "path": path }))
-    }
-
-    /// Plans a round, "runs" it (each call that runs gets `outcome`; refusals get their
-    /// text as an error) and records it. Returns the plan and the nudge.
-    fn round(
-        guard: &mut LoopGuard,
-        calls: &[ToolCall],
-        outcome: impl Fn(&ToolCall) -> Result<String, String>,
-    ) -> (Plan, Option<String>) {
-        let plan = guard.plan(calls);
-        if plan.stop.is_some() {
-            return (plan, None);
-        }
-        let results: Vec<ToolResult> = calls
-            .iter()
-            .zip(&plan.verdicts)
-            .map(|(c, verdict)| match verdict {
-                Verdict::Refuse(text) => ToolResult::error(&c.id, text),
-                Verdict::Run => match outcome(c) {
-                    Ok(text) => ToolResult::ok(&c.id, text),
-                    Err(text) => ToolResult::error(&c.id, text),
-                },
-            })
-            .collect();
-        let nudge = guard.record(calls, &results);
-        (plan, nudge)
-    }
-
-    fn succeed(_: &ToolCall) -> Result<String, String> {
-        Ok("fine".to_owned())
-    }
-
-    /// One round of one new call failing with `error`.
-    fn fail(guard: &mut LoopGuard, n: u32, error: &str) -> Option<String> {
-        let calls = [read(&format!("missing{n}"))];
-        let (plan, nudge) = round(guard, &calls, |_| Err(error.to_owned()));
-        assert_eq!(plan.verdicts, [Verdict::Run]);
-        nudge
-    }
-
-    fn check_verdicts(guard: &mut LoopGuard, calls: &[ToolCall], runs: &[bool]) {
-        let (plan, _) = round(guard, calls, succeed);
-        let got: Vec<bool> = plan.verdicts.iter().map(|v| *v == Verdict::Run).collect();
-        assert_eq!(got, runs);
-    }
-
-    #[test]
-    fn third_equal_round_is_refused_not_earlier_nor_after_a_gap() {
-        let mut guard = LoopGuard::new();
-        check_verdicts(&mut guard, &[read("a")], &[true]);
-        check_verdicts(&mut guard, &[read("a"), read("b")], &[true, true]);
-        check_verdicts(&mut guard, &[read("a"), read("b")], &[false, true]);
-        check_verdicts(&mut guard, &[read("c")], &[true]);
-        // "a" was in rounds 1 to 3 but not in round 4.
-        check_verdicts(&mut guard, &[read("a"), read("c")], &[true, true]);
-    }
-
-    #[test]
-    fn argument_key_order_does_not_matter_but_the_tool_does() {
-        let mut guard = LoopGuard::new();
-        let first = json!({"path": "x", "range": {"start": 1, "end": 9}});
-        let second = json!({"range": {"end": 9, "start": 1}, "path": "x"});
-        check_verdicts(&mut guard, &[call("read", first.clone())], &[true]);
-        check_verdicts(&mut guard, &[call("read", second.clone())], &[true]);
-        check_verdicts(&mut guard, &[call("grep", first.clone())], &[true]);
-        check_verdicts(&mut guard, &[call("grep", second)], &[true]);
-        check_verdicts(&mut guard, &[call("grep", first)], &[false]);
-    }
-
-    #[test]
-    fn refusals_escalate_then_the_turn_stops() {
-        let mut guard = LoopGuard::new();
-        check_verdicts(&mut guard, &[read("a")], &[true]);
-        check_verdicts(&mut guard, &[read("a")], &[true]);
-        for _ in 0..4 {
-            let (plan, nudge) = round(&mut guard, &[read("a")], succeed);
-            assert_eq!(plan.verdicts, [Verdict::Refuse(correction("read"))]);
-            assert_eq!(nudge, None);
-        }
-        let (plan, _) = round(&mut guard, &[read("a")], succeed);
-        assert_eq!(plan.verdicts, [Verdict::Refuse(last_correction("read"))]);
-        assert!(last_correction("read").contains("The next repetition ends the turn"));
-        let (plan, _) = round(&mut guard, &[read("b"), read("a")], succeed);
-        assert_eq!(plan.stop, Some(StopCause::RepeatedCalls));
-        assert!(plan.verdicts.is_empty());
-    }
-
-    #[test]
-    fn refusals_are_not_failures() {
-        let mut guard = LoopGuard::new();
-        let calls = [read("a")];
-        for _ in 0..7 {
-            round(&mut guard, &calls, |_| Err("no such file".to_owned()));
-        }
-        // Two real failures with one cause (1 + 2), five refusals that add nothing.
-        assert_eq!(guard.score, 3);
-        assert_eq!(guard.refusals, 5);
-        let nudge = fail(&mut guard, 1, "permission denied").unwrap();
-        assert!(nudge.starts_with("3 tool calls have failed"), "{nudge}");
-        assert!(nudge.contains("\"no such file\" (2 times)"), "{nudge}");
-    }
-
-    #[test]
-    fn failure_nudges_once_each_at_4_and_6_then_stop_at_8() {
-        let mut guard = LoopGuard::new();
-        let mut nudges = Vec::new();
-        for n in 1..=8 {
-            nudges.push(fail(&mut guard, n, &"x".repeat(n as usize)));
-            assert_eq!(guard.plan(&[]), Plan::default(), "no calls, no stop");
-            let stop = guard.plan(&[read("probe")]).stop;
-            assert_eq!(stop.is_some(), n >= 8, "after {n} failures");
-        }
-        let given: Vec<usize> = (0..8).filter(|&i| nudges[i].is_some()).collect();
-        assert_eq!(given, [3, 5], "nudges after the 4th and 6th failures");
-        let first = nudges[3].as_deref().unwrap();
-        assert!(first.starts_with("4 tool calls have failed"), "{first}");
-        assert!(first.contains("\"x\" (once)"), "{first}");
-        let strong = nudges[5].as_deref().unwrap();
-        assert!(strong.contains("Stop retrying blindly"), "{strong}");
-        let stop = guard.plan(&[read("c")]).stop;
-        assert_eq!(stop, Some(StopCause::RepeatedFailures));
-    }
-
-    #[test]
-    fn crossing_both_thresholds_at_once_gives_only_the_strong_nudge() {
-        let mut guard = LoopGuard::new();
-        let calls: Vec<ToolCall> = ["a", "b", "c", "d", "e", "f", "g"].map(read).into();
-        let (_, nudge) = round(&mut guard, &calls, |c| Err(format!("bad {}", c.input)));
-        assert!(nudge.unwrap().contains("Stop retrying blindly"));
-        assert_eq!(guard.score, 7);
-        assert_eq!(fail(&mut guard, 1, "another"), None);
-    }
-
-    #[test]
-    fn repeated_causes_weigh_two_ignoring_digits() {
-        let mut guard = LoopGuard::new();
-        assert_eq!(fail(&mut guard, 1, "  bad line 12\nmore"), None);
-        assert_eq!(fail(&mut guard, 2, "bad line 13"), None);
-        assert_eq!(guard.score, 3);
-        let nudge = fail(&mut guard, 3, "timeout").unwrap();
-        assert!(nudge.contains("\"bad line 12\" (2 times)"), "{nudge}");
-        let (key, example) = cause(&format!("{} 42", "e".repeat(200)));
-        assert_eq!((key.chars().count(), example.chars().count()), (120, 120));
-        assert_eq!(cause(" exit 127 \nmore").0, "exit ###");
-    }
-
-    #[test]
-    fn one_success_in_a_batch_resets_the_score() {
-        let mut guard = LoopGuard::new();
-        assert_eq!(fail(&mut guard, 1, "no such file"), None);
-        assert_eq!(fail(&mut guard, 2, "no such file"), None);
-        assert_eq!(guard.score, 3);
-        let calls = [read("x"), read("y")];
-        round(&mut guard, &calls, |c| {
-            if c.input["path"] == "x" {
-                Err("no such file".to_owned())
-            } else {
-                Ok("contents".to_owned())
-            }
-        });
-        assert_eq!(guard.score, 0);
-        // The cause is new again, and the nudges can be given again.
-        assert_eq!(fail(&mut guard, 4, "no such file"), None);
-        assert_eq!(guard.score, 1);
-        assert_eq!(fail(&mut guard, 5, "no such file"), None);
-        assert!(fail(&mut guard, 6, "no such file").is_some());
-    }
-
-    #[test]
-    fn reset_clears_rounds_refusals_and_score() {
-        let mut guard = LoopGuard::new();
-        for _ in 0..6 {
-            round(&mut guard, &[read("a")], |_| Err("boom".to_owned()));
-        }
-        assert!(guard.refusals > 0 && guard.score > 0);
-        guard.reset();
-        assert_eq!((guard.refusals, guard.score, guard.rounds.len()), (0, 0, 0));
-        check_verdicts(&mut guard, &[read("a")], &[true]);
-        check_verdicts(&mut guard, &[read("a")], &[true]);
-        let (plan, _) = round(&mut guard, &[read("a")], succeed);
-        assert_eq!(plan.verdicts, [Verdict::Refuse(correction("read"))]);
-    }
-
-    #[test]
-    fn no_cap_on_rounds() {
-        let mut guard = LoopGuard::new();
-        for n in 0..200 {
-            check_verdicts(&mut guard, &[read(&format!("file{n}"))], &[true]);
-        }
-    }
-}
+#[path = "loop_guard_tests.rs"]
+mod tests;

@@ -10,7 +10,7 @@ use super::envelope::SessionDirs;
 use super::events::SessionEvent;
 use super::input::{SessionError, UserInput, journal_input};
 use super::layers;
-use super::loop_guard::LoopGuard;
+use super::loop_guard::{self, LoopGuard};
 use super::phase::Phase;
 use super::snapshot;
 use super::state::{SessionState, oversize_placeholder};
@@ -39,10 +39,6 @@ pub type Joining = Arc<Mutex<VecDeque<PendingInput>>>;
 
 /// How the loop guard's nudges open, in the history.
 pub const GUARD_NOTE: &str = "[tern, on the tool calls]";
-
-/// The result given to calls the loop guard stopped the turn before.
-const NOT_RUN_GUARD: &str = "not run: the turn was ended because tool calls kept repeating or \
-                             failing";
 
 /// A running turn's view of the session: its dependencies and where its events go.
 pub struct Turn<'a> {
@@ -168,7 +164,8 @@ impl Turn<'_> {
             child_env: self.deps.child_env.clone(),
             spool: None,
         };
-        let mut guard = LoopGuard::new();
+        let max_rounds = self.deps.settings.max_rounds;
+        let mut guard = LoopGuard::new(max_rounds);
         let mut overflow_compacted = false;
         loop {
             if self.needs_compaction(state, &tools) {
@@ -257,16 +254,17 @@ impl Turn<'_> {
             }
 
             let plan = guard.plan(&calls);
-            if plan.stop.is_some() {
+            if let Some(cause) = plan.stop {
                 // The guard ends the turn quietly: the model's text stands, the calls it
                 // asked for get a result saying they did not run.
-                self.answer_unrun(state, &calls, NOT_RUN_GUARD)?;
-                return Ok(Ended {
-                    text,
-                    stop: TurnStop::LoopGuard,
-                });
+                self.answer_unrun(state, &calls, &loop_guard::not_run(cause, max_rounds))?;
+                let stop = TurnStop::LoopGuard {
+                    cause: Some(cause),
+                    rounds: guard.rounds(),
+                };
+                return Ok(Ended { text, stop });
             }
-            let results = self
+            let outcomes = self
                 .run_calls(
                     state,
                     &calls,
@@ -275,7 +273,7 @@ impl Turn<'_> {
                     &mut ctx,
                 )
                 .await?;
-            if let Some(nudge) = guard.record(&calls, &results) {
+            if let Some(nudge) = guard.record(&outcomes) {
                 let message = JournalEvent::Message {
                     message: Message::user_text(format!("{GUARD_NOTE} {nudge}")),
                 };

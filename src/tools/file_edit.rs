@@ -7,6 +7,7 @@
 //! endings consistent.
 
 use super::args::{ArgError, Args};
+use super::check::{self, CheckFuture, Wanted};
 use super::output::cap_head_tail;
 use super::paths::{self, Access, PathArg};
 use super::preview::{self, Preview, PreviewFuture, capped_diff, unified_diff};
@@ -68,9 +69,26 @@ impl Tool for FileEdit {
         paths::need_for_input(ctx, self.name(), input, PathArg::Required, Access::Write)
     }
 
+    /// The arguments, the file, and (where the tools read freely) that the text to replace is
+    /// there once and the edit changes something.
+    fn check<'a>(&'a self, input: &'a Value, ctx: &'a ToolContext) -> CheckFuture<'a> {
+        let request = match parse(self.name(), input, ctx) {
+            Ok(request) => request,
+            Err(err) => return Box::pin(async move { Err(err.0) }),
+        };
+        let content_too = check::readable_freely(ctx, &request.path);
+        Box::pin(check::blocking(move || {
+            if !content_too {
+                return check::present(&request.path, &request.shown, Wanted::File);
+            }
+            let before = read_before(&request, &CancellationToken::new())?;
+            replaced(&request, &before).map(drop)
+        }))
+    }
+
     fn preview<'a>(&'a self, input: &'a Value, ctx: &'a ToolContext) -> PreviewFuture<'a> {
         let request = parse(self.name(), input, ctx).ok();
-        Box::pin(async move { preview::blocking(move || preview(&request?)).await })
+        Box::pin(async move { preview::blocking(move || Some(preview(&request?))).await })
     }
 
     fn execute<'a>(
@@ -155,19 +173,37 @@ fn edit(request: &Request, cancel: &CancellationToken) -> ToolOutput {
     ))
 }
 
-/// What a person approving the call is shown: the diff the edit would make, or `None` when
-/// the edit would fail (the call's result will say why).
-fn preview(request: &Request) -> Option<Preview> {
-    let before = read_before(request, &CancellationToken::new()).ok()?;
-    let (after, _) = replaced(request, &before).ok()?;
-    let diff = unified_diff(Some(&before), &after, &request.shown);
-    Some(Preview {
-        summary: format!("Edit {}", request.shown),
+/// What a person approving the call is shown: the diff the edit would make. An edit the
+/// check could not judge (a file outside what the tools read freely) may not apply: then the
+/// summary says why and the diff is of the two texts alone.
+fn preview(request: &Request) -> Preview {
+    let shown = &request.shown;
+    let made = read_before(request, &CancellationToken::new())
+        .and_then(|before| replaced(request, &before).map(|(after, _)| (before, after)));
+    let (summary, diff) = match made {
+        Ok((before, after)) => (
+            format!("Edit {shown}"),
+            unified_diff(Some(&before), &after, shown),
+        ),
+        Err(why) => {
+            let why = why.split(". ").next().unwrap_or(&why).trim_end_matches('.');
+            // Whole lines, so the diff does not speak of missing final newlines.
+            let line = |text: &str| match text.ends_with('\n') {
+                true => text.to_owned(),
+                false => format!("{text}\n"),
+            };
+            let (old, new) = (line(&request.old), line(&request.new));
+            let texts = unified_diff(Some(old.as_bytes()), new.as_bytes(), shown);
+            (format!("Edit {shown}, which will fail: {why}"), texts)
+        }
+    };
+    Preview {
+        summary,
         detail: ApprovalDetail::Edit {
             path: request.path.clone(),
             diff: capped_diff(&diff),
         },
-    })
+    }
 }
 
 /// The file's content before the edit, or why it cannot be edited.

@@ -6,6 +6,7 @@
 //! file) is named in a note, with the offset to continue from.
 
 use super::args::{ArgError, Args};
+use super::check::{self, CheckFuture, Wanted};
 use super::output::{group_digits, human_bytes};
 use super::paths::{self, Access, PathArg};
 use super::regular_file::{self, FileError};
@@ -75,6 +76,17 @@ impl Tool for FileRead {
         paths::need_for_input(ctx, self.name(), input, PathArg::Required, Access::Read)
     }
 
+    /// The arguments, and that the file is there (asked about only outside the project, so
+    /// never its content).
+    fn check<'a>(&'a self, input: &'a Value, ctx: &'a ToolContext) -> CheckFuture<'a> {
+        let parsed = parse(self.name(), input, ctx);
+        Box::pin(async move {
+            let request = parsed.map_err(|err| err.0)?;
+            check::blocking(move || check::present(&request.path, &request.shown, Wanted::File))
+                .await
+        })
+    }
+
     fn execute<'a>(
         &'a self,
         input: Value,
@@ -132,9 +144,18 @@ fn read(request: &Request, cancel: &CancellationToken) -> ToolOutput {
     };
     let effect = ToolEffect::Read(request.path.clone());
     match show_lines(file, metadata.len(), request.offset, request.limit, cancel) {
-        Ok(text) => ToolOutput::ok(text).with_effect(effect),
+        Ok(Shown::Lines(text)) => ToolOutput::ok(text).with_effect(effect),
+        Ok(Shown::Nothing(text)) => ToolOutput::nothing_found(text).with_effect(effect),
         Err(err) => ToolOutput::error(format!("Cannot read {shown}: {err}")),
     }
+}
+
+/// What a read shows.
+enum Shown {
+    /// Lines of the file, or a note standing for them (a binary file).
+    Lines(String),
+    /// A note that there was no line to show: an empty file, or an offset past its end.
+    Nothing(String),
 }
 
 /// Formats lines `offset..offset+limit` of `file`.
@@ -144,16 +165,16 @@ fn show_lines(
     offset: u64,
     limit: u64,
     cancel: &CancellationToken,
-) -> io::Result<String> {
+) -> io::Result<Shown> {
     let mut sniff = Vec::with_capacity(BINARY_SNIFF_BYTES);
     (&mut file)
         .take(BINARY_SNIFF_BYTES as u64)
         .read_to_end(&mut sniff)?;
     if sniff.contains(&0) {
-        return Ok(format!(
+        return Ok(Shown::Lines(format!(
             "[binary file, {} bytes, not shown]",
             group_digits(size)
-        ));
+        )));
     }
     let mut reader = BufReader::with_capacity(64 * 1024, io::Cursor::new(sniff).chain(file));
 
@@ -170,9 +191,9 @@ fn show_lines(
     }
     if number + 1 < offset || (offset > 1 && reader.fill_buf()?.is_empty()) {
         let lines = if number == 1 { "line" } else { "lines" };
-        return Ok(format!(
+        return Ok(Shown::Nothing(format!(
             "[the file has only {number} {lines}; offset {offset} is past the end]"
-        ));
+        )));
     }
 
     let mut out = String::new();
@@ -195,7 +216,7 @@ fn show_lines(
     }
 
     let Some(last) = last_shown else {
-        return Ok("[empty file]".to_string());
+        return Ok(Shown::Nothing("[empty file]".to_string()));
     };
     let more = notes.capped || !reader.fill_buf()?.is_empty();
     if notes.capped {
@@ -224,7 +245,7 @@ fn show_lines(
     if notes.crlf {
         out.push_str("[the file has CRLF line endings, not shown above; file_edit keeps them]\n");
     }
-    Ok(out)
+    Ok(Shown::Lines(out))
 }
 
 /// What the notes after the lines must mention.

@@ -5,6 +5,7 @@
 //! permissions, and a symlink keeps pointing where it did, at the updated file.
 
 use super::args::{ArgError, Args};
+use super::check::{self, CheckFuture, Wanted};
 use super::output::group_digits;
 use super::paths::{self, Access, PathArg};
 use super::preview::{self, Preview, PreviewFuture, capped_diff, unified_diff};
@@ -60,6 +61,17 @@ impl Tool for FileWrite {
         paths::need_for_input(ctx, self.name(), input, PathArg::Required, Access::Write)
     }
 
+    /// The arguments, and that the path is not a directory.
+    fn check<'a>(&'a self, input: &'a Value, ctx: &'a ToolContext) -> CheckFuture<'a> {
+        let parsed = parse(self.name(), input, ctx);
+        let cwd = ctx.cwd.clone();
+        Box::pin(async move {
+            let (path, _) = parsed.map_err(|err| err.0)?;
+            let shown = paths::display(&cwd, &path);
+            check::blocking(move || check::present(&path, &shown, Wanted::NotDirectory)).await
+        })
+    }
+
     fn preview<'a>(&'a self, input: &'a Value, ctx: &'a ToolContext) -> PreviewFuture<'a> {
         let parsed = parse(self.name(), input, ctx).ok();
         let cwd = ctx.cwd.clone();
@@ -100,25 +112,23 @@ impl Tool for FileWrite {
     }
 }
 
-/// The diff writing `content` to `path` would make: from empty for a new file, `None` when
-/// the path cannot be written as a file (the call's result will say why).
+/// The diff writing `content` to `path` would make: from empty for a new file, and for a
+/// file whose current content cannot be read (the summary says so).
 fn preview(path: &Path, shown: &str, content: &str) -> Option<Preview> {
     let cancel = CancellationToken::new();
-    let before = match regular_file::open_for_reading(path)
+    let (before, summary) = match regular_file::open_for_reading(path)
         .and_then(|(mut file, meta)| regular_file::read_all(&mut file, meta.len(), &cancel))
     {
-        Ok(bytes) => Some(bytes),
-        Err(FileError::NotFound) => None,
-        Err(_) => return None,
-    };
-    let verb = if before.is_some() {
-        "Replace"
-    } else {
-        "Create"
+        Ok(bytes) => (Some(bytes), format!("Replace {shown}")),
+        Err(FileError::NotFound) => (None, format!("Create {shown}")),
+        Err(err) => (
+            None,
+            format!("Write {shown} (its content now cannot be shown: {err})"),
+        ),
     };
     let diff = unified_diff(before.as_deref(), content.as_bytes(), shown);
     Some(Preview {
-        summary: format!("{verb} {shown}"),
+        summary,
         detail: ApprovalDetail::Edit {
             path: path.to_path_buf(),
             diff: capped_diff(&diff),

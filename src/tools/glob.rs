@@ -6,6 +6,7 @@
 //! the escaped form the other tools read back (see `path_text`).
 
 use super::args::{ArgError, Args};
+use super::check::{self, CheckFuture, Wanted};
 use super::output::group_digits;
 use super::path_text;
 use super::paths::{self, Access, PathArg};
@@ -65,6 +66,18 @@ impl Tool for Glob {
 
     fn approval_need(&self, input: &Value, ctx: &ToolContext) -> ApprovalNeed {
         paths::need_for_input(ctx, self.name(), input, PathArg::Optional, Access::Read)
+    }
+
+    /// The pattern, and that the directory searched is there.
+    fn check<'a>(&'a self, input: &'a Value, ctx: &'a ToolContext) -> CheckFuture<'a> {
+        let parsed = parse(self.name(), input, ctx);
+        Box::pin(async move {
+            let request = parsed.map_err(|err| err.0)?;
+            check::blocking(move || {
+                check::present(&request.root, &request.shown_root, Wanted::Directory)
+            })
+            .await
+        })
     }
 
     fn execute<'a>(
@@ -159,7 +172,7 @@ fn find(request: &Request, cancel: &CancellationToken) -> ToolOutput {
         }
     }
     if total == 0 {
-        return ToolOutput::ok(format!(
+        return ToolOutput::nothing_found(format!(
             "No files match {:?} under {shown_root} (hidden and .gitignored files are \
              skipped).",
             request.pattern

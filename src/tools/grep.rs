@@ -6,6 +6,7 @@
 //! when anything was left out.
 
 use super::args::{ArgError, Args};
+use super::check::{self, CheckFuture, Wanted};
 use super::output::group_digits;
 use super::paths::{self, Access, PathArg};
 use super::walk::{self, Order, Step};
@@ -80,6 +81,16 @@ impl Tool for Grep {
 
     fn approval_need(&self, input: &Value, ctx: &ToolContext) -> ApprovalNeed {
         paths::need_for_input(ctx, self.name(), input, PathArg::Optional, Access::Read)
+    }
+
+    /// The pattern and options, and that the path searched is there.
+    fn check<'a>(&'a self, input: &'a Value, ctx: &'a ToolContext) -> CheckFuture<'a> {
+        let parsed = parse(self.name(), input, ctx);
+        Box::pin(async move {
+            let request = parsed.map_err(|err| err.0)?;
+            let shown = paths::display(&request.cwd, &request.root);
+            check::blocking(move || check::present(&request.root, &shown, Wanted::Existing)).await
+        })
     }
 
     fn execute<'a>(
@@ -226,7 +237,13 @@ fn search(request: &Request, cancel: &CancellationToken) -> ToolOutput {
             break;
         }
     }
-    ToolOutput::ok(report.finish(request, &shown_root))
+    let empty = report.out.is_empty() && report.stopped.is_none();
+    let text = report.finish(request, &shown_root);
+    if empty {
+        ToolOutput::nothing_found(text)
+    } else {
+        ToolOutput::ok(text)
+    }
 }
 
 /// Whether the call's glob lets `path` be searched.

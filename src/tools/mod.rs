@@ -11,9 +11,11 @@
 //! ([`output`]) and making captured bytes fit to read ([`printable`]), the environment of the
 //! commands tern runs ([`child_env`]), opening and atomically replacing regular files
 //! (`regular_file`), the ignore-respecting file walk behind `glob` and `grep` (`walk`), and
-//! what a person asked to approve a call is shown ([`preview`]).
+//! what a person asked to approve a call is shown ([`preview`]), and the check that fails a
+//! call which cannot work before anyone is asked about it ([`check`]).
 
 pub mod args;
+pub mod check;
 pub mod child_env;
 pub mod file_edit;
 pub mod file_read;
@@ -35,6 +37,7 @@ mod walk;
 
 pub use walk::list_files;
 
+pub use check::CheckFuture;
 pub use child_env::ChildEnv;
 pub use output::{OutputCap, cap_head_tail};
 pub use policy::{ApprovalMode, ApprovalNeed, Decision, decide};
@@ -95,6 +98,10 @@ pub struct ToolOutput {
     pub content: String,
     pub is_error: bool,
     pub effects: Vec<ToolEffect>,
+    /// The call succeeded but found nothing and changed nothing: a search without a match, a
+    /// glob without a file, a read of no line. The loop guard does not take such a call as
+    /// progress: it leaves the failure score where it was.
+    pub empty: bool,
 }
 
 impl ToolOutput {
@@ -104,6 +111,7 @@ impl ToolOutput {
             content: content.into(),
             is_error: false,
             effects: Vec::new(),
+            empty: false,
         }
     }
 
@@ -113,6 +121,15 @@ impl ToolOutput {
             content: content.into(),
             is_error: true,
             effects: Vec::new(),
+            empty: false,
+        }
+    }
+
+    /// A successful result that found and changed nothing (see [`ToolOutput::empty`]).
+    pub fn nothing_found(content: impl Into<String>) -> Self {
+        Self {
+            empty: true,
+            ..Self::ok(content)
         }
     }
 
@@ -172,6 +189,18 @@ pub trait Tool: Send + Sync {
         _ctx: &'a ToolContext,
     ) -> PreviewFuture<'a> {
         Box::pin(async { None })
+    }
+
+    /// Why this call cannot work, found cheaply and without side effects before a person is
+    /// asked about it: `Err` with the reason for the model (the call is then answered with it
+    /// and nobody is asked), `Ok` when it may work. It never reads the content of a file the
+    /// tools may not read freely (see [`check`]).
+    fn check<'a>(
+        &'a self,
+        _input: &'a serde_json::Value,
+        _ctx: &'a ToolContext,
+    ) -> CheckFuture<'a> {
+        check::passes()
     }
 
     /// Runs the call. Must return promptly once `cancel` fires; errors are returned as a

@@ -22,13 +22,18 @@ pub struct Preview {
 /// A boxed future of a preview, so that `Tool` stays object-safe.
 pub type PreviewFuture<'a> = Pin<Box<dyn Future<Output = Option<Preview>> + Send + 'a>>;
 
-/// A unified diff with `a/` and `b/` headers and three lines of context; `before` is `None`
-/// for a file that does not exist yet (the diff is then from `/dev/null`).
+/// A unified diff with `a/` and `b/` headers (an absolute path stands as it is) and three
+/// lines of context; `before` is `None` for a file that does not exist yet (the diff is then
+/// from `/dev/null`).
 pub(crate) fn unified_diff(before: Option<&[u8]>, after: &[u8], shown: &str) -> String {
     let old = String::from_utf8_lossy(before.unwrap_or_default());
     let new = String::from_utf8_lossy(after);
+    let side = |prefix: &str| match shown.starts_with('/') {
+        true => shown.to_owned(),
+        false => format!("{prefix}/{shown}"),
+    };
     let old_header = match before {
-        Some(_) => format!("a/{shown}"),
+        Some(_) => side("a"),
         None => "/dev/null".to_owned(),
     };
     TextDiff::configure()
@@ -37,7 +42,7 @@ pub(crate) fn unified_diff(before: Option<&[u8]>, after: &[u8], shown: &str) -> 
         .diff_lines(old.as_ref(), new.as_ref())
         .unified_diff()
         .context_radius(3)
-        .header(&old_header, &format!("b/{shown}"))
+        .header(&old_header, &side("b"))
         .to_string()
 }
 
@@ -64,6 +69,15 @@ mod tests {
         assert_eq!(
             diff,
             "--- /dev/null\n+++ b/n.txt\n@@ -0,0 +1,2 @@\n+one\n+two\n"
+        );
+    }
+
+    #[test]
+    fn an_absolute_path_is_not_prefixed() {
+        let diff = unified_diff(Some(b"a\n"), b"b\n", "/etc/x.conf");
+        assert!(
+            diff.starts_with("--- /etc/x.conf\n+++ /etc/x.conf\n"),
+            "{diff}"
         );
     }
 }

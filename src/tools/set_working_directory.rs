@@ -5,6 +5,7 @@
 //! [`ToolEffect::SetWorkingDirectory`] with the canonical path, which the session records.
 
 use super::args::{ArgError, Args};
+use super::check::{self, CheckFuture, Wanted};
 use super::path_text;
 use super::paths::{self, Access, PathArg};
 use super::preview::{Preview, PreviewFuture};
@@ -55,6 +56,16 @@ impl Tool for SetWorkingDirectory {
 
     fn approval_need(&self, input: &Value, ctx: &ToolContext) -> ApprovalNeed {
         paths::need_for_input(ctx, self.name(), input, PathArg::Required, Access::Read)
+    }
+
+    /// The argument, and that the directory is there.
+    fn check<'a>(&'a self, input: &'a Value, ctx: &'a ToolContext) -> CheckFuture<'a> {
+        let parsed = parse(self.name(), input, ctx);
+        Box::pin(async move {
+            let path = parsed.map_err(|err| err.0)?;
+            let shown = path_text::encode(&path).into_owned();
+            check::blocking(move || check::present(&path, &shown, Wanted::Directory)).await
+        })
     }
 
     /// Asked about only when the directory is outside the project: later calls would read

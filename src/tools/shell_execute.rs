@@ -17,6 +17,7 @@
 //! escaped.
 
 use super::args::{ArgError, Args};
+use super::check::CheckFuture;
 use super::output::{OutputCap, human_bytes};
 use super::preview::{Preview, PreviewFuture};
 use super::{ApprovalNeed, Tool, ToolContext, ToolFuture, ToolOutput};
@@ -162,6 +163,19 @@ impl Tool for ShellExecute {
         ApprovalNeed::Exec
     }
 
+    /// The arguments, and that the working directory is still there.
+    fn check<'a>(&'a self, input: &'a Value, ctx: &'a ToolContext) -> CheckFuture<'a> {
+        let parsed = parse(self.name(), input, &self.limits).map(drop);
+        Box::pin(async move {
+            parsed.map_err(|err| err.0)?;
+            if ctx.cwd.is_dir() {
+                Ok(())
+            } else {
+                Err(missing_cwd(&ctx.cwd))
+            }
+        })
+    }
+
     fn preview<'a>(&'a self, input: &'a Value, ctx: &'a ToolContext) -> PreviewFuture<'a> {
         let preview = parse(self.name(), input, &self.limits)
             .ok()
@@ -187,11 +201,7 @@ impl Tool for ShellExecute {
                 Err(err) => return err.into(),
             };
             if !ctx.cwd.is_dir() {
-                return ToolOutput::error(format!(
-                    "The working directory {} does not exist; move to an existing one with \
-                     set_working_directory.",
-                    ctx.cwd.display()
-                ));
+                return ToolOutput::error(missing_cwd(&ctx.cwd));
             }
             if let Err(err) = tokio::fs::create_dir_all(&ctx.temp_dir).await {
                 return ToolOutput::error(format!(
@@ -400,11 +410,23 @@ async fn run(
             request.ceiling.as_secs()
         ));
     }
+    // A command that printed nothing may still have changed things, so it is never
+    // `empty`.
     Ok(ToolOutput {
         content: text,
         is_error,
         effects: Vec::new(),
+        empty: false,
     })
+}
+
+/// Why a command cannot start in `cwd`.
+fn missing_cwd(cwd: &std::path::Path) -> String {
+    format!(
+        "The working directory {} does not exist; move to an existing one with \
+         set_working_directory.",
+        cwd.display()
+    )
 }
 
 /// `bash` when it is on `PATH`, `sh` otherwise.

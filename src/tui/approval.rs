@@ -6,6 +6,7 @@
 use super::theme::Theme;
 use super::wrap::{hard_wrap, wrap, wrap_prefixed};
 use crate::domain::{Answer, ApprovalDetail, Grant};
+use crate::tools::summary::argument_pairs;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -148,14 +149,31 @@ impl Asking {
                 ));
             }
             ApprovalDetail::Other { arguments } => {
-                let pretty = serde_json::to_string_pretty(arguments).unwrap_or_default();
-                for text in pretty.lines() {
-                    lines.extend(hard_wrap(
-                        &[Span::styled(text.to_owned(), theme.inline_code)],
+                // Each argument as `name: value`, text shown as text, so no call is put to a
+                // person as raw JSON.
+                let pairs = argument_pairs(arguments);
+                if pairs.is_empty() {
+                    lines.push(Line::styled("(no arguments)", theme.dim));
+                }
+                for (name, value) in pairs {
+                    let first = Line::from(Span::styled(format!("{name}: "), theme.accent));
+                    let rest = Line::from("  ");
+                    let mut value_lines = value.lines();
+                    let head = value_lines.next().unwrap_or("");
+                    lines.extend(wrap_prefixed(
+                        &[Span::styled(head.to_owned(), theme.base)],
                         width,
-                        &Line::default(),
-                        &Line::default(),
+                        &first,
+                        &rest,
                     ));
+                    for more in value_lines {
+                        lines.extend(wrap_prefixed(
+                            &[Span::styled(more.to_owned(), theme.base)],
+                            width,
+                            &rest,
+                            &rest,
+                        ));
+                    }
                 }
             }
         }

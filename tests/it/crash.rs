@@ -126,8 +126,11 @@ fn killing_tern_at_random_moments_loses_no_acknowledged_input() {
         .timeout(Duration::from_secs(60))
         .output()
         .expect("running tern");
-    assert!(
-        last.status.success(),
+    // The turn repeats its calls until the loop guard ends it, which `tern run` reports
+    // with exit code 3 (a complete run, its work perhaps not).
+    assert_eq!(
+        last.status.code(),
+        Some(3),
         "{}",
         String::from_utf8_lossy(&last.stderr)
     );

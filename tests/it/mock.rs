@@ -1,7 +1,7 @@
 //! Tests of the mock provider itself, through a raw HTTP/1.1 client on a TcpStream: if the
 //! mock's bytes are wrong, every provider test built on it proves nothing.
 
-use crate::support::{MockProvider, Reply, Stop, TernHome};
+use crate::support::{KeepAlive, MockProvider, Reply, Stop, TernHome};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
@@ -855,4 +855,89 @@ async fn the_first_run_finds_local_servers_by_their_model_listings() {
     let started = std::time::Instant::now();
     assert!(find_on(closed, closed).await.is_empty());
     assert!(started.elapsed() < std::time::Duration::from_secs(2));
+}
+
+/// Sends `GET /v1/models` on an open connection and reads one Content-Length response;
+/// `None` when the connection ends before any byte of an answer.
+fn list_models_on(stream: &mut TcpStream) -> Option<Raw> {
+    let head = "GET /v1/models HTTP/1.1\r\nHost: mock\r\n\r\n";
+    stream
+        .write_all(head.as_bytes())
+        .expect("writing a request");
+    let mut bytes = Vec::new();
+    let mut buf = [0u8; 8192];
+    loop {
+        if let Some(end) = bytes.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&bytes[..end]).to_ascii_lowercase();
+            let length: usize = head
+                .lines()
+                .find_map(|line| line.strip_prefix("content-length:"))
+                .and_then(|value| value.trim().parse().ok())
+                .expect("a content-length");
+            if bytes.len() >= end + 4 + length {
+                return Some(parse_response(&bytes, false));
+            }
+        }
+        match stream.read(&mut buf) {
+            Ok(0) if bytes.is_empty() => return None,
+            Ok(0) => panic!("the connection ended inside a response"),
+            Ok(n) => bytes.extend_from_slice(&buf[..n]),
+            Err(e) => panic!("reading from the mock: {e}"),
+        }
+    }
+}
+
+fn connect(mock: &MockProvider) -> TcpStream {
+    let stream = TcpStream::connect(mock.addr()).expect("connecting to the mock");
+    stream.set_read_timeout(Some(PATIENCE)).unwrap();
+    stream
+}
+
+#[test]
+fn kept_alive_connections_answer_request_after_request() {
+    let mock = MockProvider::start_blocking();
+    mock.keep_alive(KeepAlive::On);
+    let mut stream = connect(&mock);
+    for _ in 0..3 {
+        let raw = list_models_on(&mut stream).expect("an answer on the same connection");
+        assert_eq!(raw.status, 200);
+        assert_eq!(raw.headers["keep-alive"], "timeout=5, max=100");
+        assert!(!raw.headers.contains_key("connection"));
+    }
+    assert_eq!(mock.connections(), 1);
+    let connections: Vec<usize> = mock.requests().iter().map(|r| r.connection).collect();
+    assert_eq!(connections, [1, 1, 1]);
+}
+
+#[test]
+fn a_server_like_llama_cpp_closes_right_after_promising_keep_alive() {
+    let mock = MockProvider::start_blocking();
+    mock.keep_alive(KeepAlive::CloseAfterResponse);
+    let mut stream = connect(&mock);
+    let raw = list_models_on(&mut stream).expect("the first answer");
+    assert_eq!(raw.headers["keep-alive"], "timeout=5, max=100");
+    let mut rest = Vec::new();
+    stream.read_to_end(&mut rest).expect("reading to the end");
+    assert!(rest.is_empty(), "the connection closed after the answer");
+}
+
+#[test]
+fn a_request_on_a_connection_the_server_gives_up_gets_no_answer() {
+    let mock = MockProvider::start_blocking();
+    mock.keep_alive(KeepAlive::DropNextRequest);
+    let mut stream = connect(&mock);
+    assert!(
+        list_models_on(&mut stream).is_some(),
+        "the first is answered"
+    );
+    assert!(list_models_on(&mut stream).is_none(), "the next is not");
+    assert_eq!(mock.dropped_requests(), 1);
+    assert_eq!(
+        mock.requests().len(),
+        1,
+        "a dropped request is not recorded"
+    );
+    // A new connection is served again.
+    assert!(list_models_on(&mut connect(&mock)).is_some());
+    assert_eq!(mock.connections(), 2);
 }

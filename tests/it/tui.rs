@@ -16,6 +16,8 @@ use tern::tui::status::Status;
 use tern::tui::{Theme, view};
 use tokio::time::Instant;
 
+mod approvals;
+
 fn settings() -> insta::Settings {
     let mut settings = insta::Settings::clone_current();
     settings
@@ -342,6 +344,36 @@ fn errors_queued_messages_and_interruptions() {
         now,
     );
     check("errors", &mut app, now);
+}
+
+#[test]
+fn a_turn_the_loop_guard_ended_says_why_under_its_answer() {
+    use tern::domain::GuardCause;
+    let now = Instant::now();
+    let mut app = app();
+    started(&mut app, "what does this project do?", now);
+    let stop = TurnStop::LoopGuard {
+        cause: Some(GuardCause::RepeatedCalls),
+        rounds: 9,
+    };
+    events(
+        &mut app,
+        &[
+            text("Reading them."),
+            SessionEvent::TurnCompleted {
+                text: "Reading them.".into(),
+                usage: Usage::default(),
+                stop,
+            },
+        ],
+        now,
+    );
+    let shown = screen(&mut app, 120, 40, now);
+    let answer = shown.find("Reading them.").expect("the answer stands");
+    let note = shown
+        .find("the loop guard ended the turn after 9 rounds of tool calls: it kept repeating")
+        .unwrap_or_else(|| panic!("{shown}"));
+    assert!(answer < note, "{shown}");
 }
 
 #[test]

@@ -8,7 +8,9 @@ pub mod mock_provider;
 
 // Not every test module uses every name, and an unused re-export must not fail the build.
 #[allow(unused_imports)]
-pub use mock_provider::{DEFAULT_MODEL, Identity, MockProvider, RecordedRequest, Reply, Stop};
+pub use mock_provider::{
+    DEFAULT_MODEL, Identity, KeepAlive, MockProvider, RecordedRequest, Reply, Stop,
+};
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

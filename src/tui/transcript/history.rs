@@ -3,7 +3,7 @@
 //! tern's own notes to the model (per-turn context, loop-guard corrections) are left out.
 
 use super::cell::{Cell, CellKind, ToolCell, ToolStatus};
-use super::stream::stop_words;
+use super::stream::end_notice;
 use crate::domain::{ContentBlock, ErrorCategory, TurnStop};
 use crate::store::{JournalEvent, JournalRecord};
 use std::collections::HashMap;
@@ -97,7 +97,7 @@ pub fn cells_from_history(records: &[JournalRecord]) -> Vec<Cell> {
             JournalEvent::TurnCompleted { stop } if *stop != TurnStop::Completed => push(
                 &mut cells,
                 CellKind::Notice {
-                    text: format!("the turn ended: {}", stop_words(*stop)),
+                    text: end_notice(*stop),
                 },
             ),
             JournalEvent::TurnFailed {

@@ -75,7 +75,7 @@ impl Transcript {
                 }
                 if *stop != TurnStop::Completed {
                     self.push(CellKind::Notice {
-                        text: format!("the turn ended: {}", stop_words(*stop)),
+                        text: end_notice(*stop),
                     });
                 }
             }
@@ -291,12 +291,20 @@ impl Transcript {
     }
 }
 
+/// The note after a turn that ended otherwise than by the model finishing: the loop guard's
+/// summary, or why it stopped.
+pub fn end_notice(stop: TurnStop) -> String {
+    stop.guard_summary()
+        .unwrap_or_else(|| format!("the turn ended: {}", stop_words(stop)))
+}
+
 /// Why a turn stopped, in words.
 pub fn stop_words(stop: TurnStop) -> String {
     match stop {
         TurnStop::Completed => "completed".to_owned(),
-        TurnStop::LoopGuard => {
-            "it kept repeating or failing tool calls, so tern stopped it".to_owned()
+        TurnStop::LoopGuard { cause, .. } => {
+            let why = cause.map_or("it kept repeating or failing tool calls", |c| c.words());
+            format!("{why}, so tern stopped it")
         }
         TurnStop::InterruptedByPerson => "your message ended the automated turn".to_owned(),
         TurnStop::Drained => "tern stopped; the turn goes on after the restart".to_owned(),

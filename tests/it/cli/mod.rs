@@ -855,21 +855,77 @@ fn stream_json_says_how_much_each_retry_and_the_failover_discarded() {
     assert_eq!(lines.last().unwrap()["text"], text.as_str());
 }
 
+/// A `tern run` whose turn the loop guard ended: the answer is printed and the session is
+/// fine, but the work may be unfinished, so the exit code is neither 0 nor a failure's 1.
+const GUARD_ENDED: i32 = 3;
+
 #[test]
-fn a_turn_the_loop_guard_ends_succeeds_and_says_why() {
+fn a_turn_the_loop_guard_ends_prints_its_text_and_says_why() {
     let cli = Cli::new();
     cli.mock
         .repeat(Reply::tool_call("glob", json!({"pattern": "*"})).with_text("Again."));
+    let output = cli.run(&["run", "look around"]);
+    assert_eq!(
+        output.status.code(),
+        Some(GUARD_ENDED),
+        "{}",
+        stderr(&output)
+    );
+    assert!(stdout(&output).ends_with("Again.\n"), "{}", stdout(&output));
+    assert!(
+        stderr(&output).contains(
+            "tern: the loop guard ended the turn after 7 rounds of tool calls: it kept \
+             repeating tool calls it had already made"
+        ),
+        "{}",
+        stderr(&output)
+    );
+
     let output = cli.run(&["run", "--output-format", "stream-json", "look around"]);
-    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(output.status.code(), Some(GUARD_ENDED));
     let lines = json_lines(&output);
     let last = lines.last().unwrap();
     assert_eq!(last["type"], "turn_completed");
     assert_eq!(last["reason"], "loop_guard");
+    assert_eq!(last["cause"], "repeated_calls");
+    assert_eq!(last["rounds"], 7);
     assert_eq!(last["text"], "Again.");
     let id = lines[0]["session_id"].as_str().unwrap();
     let show = stdout(&cli.run(&["sessions", "show", id]));
-    assert!(show.contains("(turn ended: loop_guard)"), "{show}");
+    assert!(
+        show.contains("(turn ended: loop_guard(repeated_calls))"),
+        "{show}"
+    );
+}
+
+#[test]
+fn a_turn_the_loop_guard_ends_without_text_still_prints_a_line() {
+    let cli = Cli::new();
+    cli.mock.repeat(Reply::tool_call(
+        "file_read",
+        json!({"path": "missing.txt"}),
+    ));
+    let output = cli.run(&["run", "read it"]);
+    assert_eq!(
+        output.status.code(),
+        Some(GUARD_ENDED),
+        "{}",
+        stderr(&output)
+    );
+    assert_eq!(
+        stdout(&output),
+        "(no answer: tern ended the turn before the model wrote one)\n"
+    );
+    let err = stderr(&output);
+    assert!(
+        err.contains("tern: the loop guard ended the turn after"),
+        "{err}"
+    );
+    let output = cli.run(&["run", "--output-format", "json", "read it"]);
+    assert_eq!(output.status.code(), Some(GUARD_ENDED));
+    let result = &json_lines(&output)[0];
+    assert_eq!(result["is_error"], false);
+    assert_eq!(result["stop"]["reason"], "loop_guard");
 }
 
 #[test]

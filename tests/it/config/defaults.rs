@@ -10,6 +10,7 @@ use tern::config::{ConfigError, ProviderKind, RetrySettings, SessionSettings};
 fn no_file_and_no_environment_gives_defaults_and_no_provider() {
     let config = loaded("", &[]);
     assert_eq!(config.session, SessionSettings::default());
+    assert_eq!(config.session.max_rounds, 60);
     assert_eq!(config.retry, RetrySettings::default());
     assert_eq!(config.models.default_provider, None);
     let names: Vec<_> = config.providers.keys().map(String::as_str).collect();

@@ -63,6 +63,12 @@ fn wrong_types() {
         &["wrong type", "whole number"],
     );
     check_error(
+        "[session]\nmax_rounds = \"many\"\n",
+        2,
+        "session.max_rounds",
+        &["wrong type", "whole number"],
+    );
+    check_error(
         "[session]\ncompaction_threshold = \"high\"\n",
         2,
         "session.compaction_threshold",
@@ -102,6 +108,12 @@ fn bad_values() {
         2,
         "session.compaction_threshold",
         &["between 0 and 1"],
+    );
+    check_error(
+        "[session]\nmax_rounds = 0\n",
+        2,
+        "session.max_rounds",
+        &["0 is out of range", "from 1 to 10000"],
     );
     check_error(
         "\n\n[retry]\nmax_attempts = 0\n",

@@ -48,6 +48,7 @@ fn full_file_round_trip() {
     assert_eq!(s.compaction_threshold, 0.7);
     assert_eq!(s.snapshot_every, 25);
     assert_eq!(s.max_message_bytes, 131_072);
+    assert_eq!(s.max_rounds, 40);
     assert_eq!(
         s.maintenance,
         MaintenanceSettings {

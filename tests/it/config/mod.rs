@@ -116,6 +116,7 @@ idle_timeout = 0
 compaction_threshold = 0.7
 snapshot_every = 25
 max_message_bytes = 131072
+max_rounds = 40
 
 [session.maintenance]
 mode = "enforce"

@@ -11,16 +11,16 @@ use tern::session::approvals::{
 
 /// An approval request as a subscriber receives it.
 #[derive(Debug)]
-struct Asked {
-    call_id: String,
-    tool: String,
-    summary: String,
-    detail: ApprovalDetail,
-    always: Option<Grant>,
+pub(super) struct Asked {
+    pub call_id: String,
+    pub tool: String,
+    pub summary: String,
+    pub detail: ApprovalDetail,
+    pub always: Option<Grant>,
 }
 
 /// A world whose sessions ask.
-fn asking_world() -> World {
+pub(super) fn asking_world() -> World {
     let mut world = World::anthropic();
     world.approval = ApprovalMode::Ask;
     world
@@ -62,7 +62,7 @@ async fn until_asked(events: &mut Subscription) -> (Vec<SessionEvent>, Asked) {
 }
 
 /// Starts a turn with `text` and waits for its first approval request.
-async fn ask(handle: &SessionHandle, text: &str) -> (Subscription, Asked) {
+pub(super) async fn ask(handle: &SessionHandle, text: &str) -> (Subscription, Asked) {
     let mut events = handle.subscribe(OutputFilter::ALL).await.unwrap();
     handle.send(UserInput::local(text)).await.unwrap();
     let (_, asked) = until_asked(&mut events).await;
@@ -74,7 +74,7 @@ fn shell(command: &str) -> Reply {
 }
 
 /// Whether the turn's events hold an approval request.
-fn was_asked(events: &[SessionEvent]) -> bool {
+pub(super) fn was_asked(events: &[SessionEvent]) -> bool {
     events
         .iter()
         .any(|e| matches!(e, SessionEvent::ApprovalRequested { .. }))

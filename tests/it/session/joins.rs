@@ -1,4 +1,4 @@
-//! Who joins a running turn, and how the loop guard ends one quietly, through a real session.
+//! Who joins a running turn, through a real session.
 
 use super::*;
 use pretty_assertions::assert_eq;
@@ -47,17 +47,6 @@ async fn overlapping(
     second.await.expect("joined").expect("second accepted");
     handle.state().await.expect("idle");
     seen
-}
-
-fn stops(events: &[SessionEvent]) -> Vec<(TurnStop, String)> {
-    events
-        .iter()
-        .filter_map(|e| match e {
-            SessionEvent::TurnCompleted { stop, text, .. } => Some((*stop, text.clone())),
-            SessionEvent::TurnFailed { stop, message, .. } => Some((*stop, message.clone())),
-            _ => None,
-        })
-        .collect()
 }
 
 /// The mock holds the first reply, a tool call, long enough for a second input to arrive.
@@ -180,97 +169,6 @@ async fn an_untrusted_person_never_ends_a_turn() {
             (TurnStop::Completed, "answer to eve".to_owned())
         ]
     );
-}
-
-#[tokio::test]
-async fn repeating_the_same_call_is_refused_then_ends_the_turn_quietly() {
-    let world = World::anthropic();
-    for _ in 0..8 {
-        world
-            .mock
-            .push(Reply::tool_call("glob", json!({"pattern": "*.rs"})).with_text("Looking again."));
-    }
-    let handle = world.create();
-    let events = turn(&handle, "find the rust files").await;
-    assert_eq!(
-        stops(&events),
-        [(TurnStop::LoopGuard, "Looking again.".to_owned())]
-    );
-    let results: Vec<(String, bool)> = events
-        .iter()
-        .filter_map(|e| match e {
-            SessionEvent::ToolResult {
-                content, is_error, ..
-            } => Some((content.clone(), *is_error)),
-            _ => None,
-        })
-        .collect();
-    // Two rounds run, five are refused (the fifth more sharply), the eighth ends the turn
-    // and its call is answered as not run.
-    assert_eq!(results.len(), 8);
-    assert!(!results[0].1 && !results[1].1);
-    for (content, is_error) in &results[2..6] {
-        assert!(
-            *is_error && content.contains("in each of the last two rounds"),
-            "{content}"
-        );
-    }
-    assert!(
-        results[6].0.contains("The next repetition ends the turn"),
-        "{}",
-        results[6].0
-    );
-    assert!(
-        results[7].0.starts_with("not run: the turn was ended"),
-        "{}",
-        results[7].0
-    );
-    assert_eq!(world.mock.model_requests().len(), 8);
-    // Quietly: the turn completed, no error was journaled.
-    let journal = journal(&world, handle.id());
-    assert!(
-        !journal
-            .iter()
-            .any(|e| matches!(e, JournalEvent::TurnFailed { .. }))
-    );
-    assert_eq!(
-        journal.last().and_then(JournalEvent::turn_stop),
-        Some(TurnStop::LoopGuard)
-    );
-    // The session goes on.
-    world.mock.push(Reply::text("fine"));
-    let events = turn(&handle, "stop searching").await;
-    assert_eq!(completed(&events).as_deref(), Some("fine"));
-}
-
-#[tokio::test]
-async fn calls_that_keep_failing_get_nudges_then_end_the_turn_quietly() {
-    let world = World::anthropic();
-    for i in 0..6 {
-        world.mock.push(
-            Reply::tool_call("file_read", json!({"path": format!("missing{i}.txt")}))
-                .with_text(format!("Trying file {i}.")),
-        );
-    }
-    let handle = world.create();
-    let events = turn(&handle, "read the missing files").await;
-    assert_eq!(
-        stops(&events),
-        [(TurnStop::LoopGuard, "Trying file 5.".to_owned())]
-    );
-    // The nudges went into the history, so the model saw them.
-    let requests = world.mock.model_requests();
-    let nudges_seen = |i: usize| {
-        requests[i]
-            .texts()
-            .iter()
-            .filter(|t| t.contains("failed"))
-            .count()
-    };
-    assert_eq!(requests.len(), 6);
-    assert_eq!(nudges_seen(2), 0);
-    assert_eq!(nudges_seen(3), 1);
-    assert_eq!(nudges_seen(4), 2);
 }
 
 #[tokio::test]

@@ -29,6 +29,8 @@ struct World {
     context_window: u64,
     /// A separate model for compaction notes (on the same mock), when set.
     notes_model: Option<&'static str>,
+    /// Attempts per model call, the first included (`[retry] max_attempts`).
+    max_attempts: u32,
 }
 
 impl World {
@@ -52,6 +54,7 @@ impl World {
             tools: ToolRegistry::builtin(),
             context_window: 100_000,
             notes_model: None,
+            max_attempts: 3,
         }
     }
 
@@ -84,7 +87,7 @@ impl World {
             )
         };
         let retry = RetrySettings {
-            max_attempts: 3,
+            max_attempts: self.max_attempts,
             base_delay: Duration::from_millis(1),
             max_delay: Duration::from_millis(200),
         };
@@ -202,6 +205,18 @@ fn completed(events: &[SessionEvent]) -> Option<String> {
     })
 }
 
+/// How each turn among `events` ended, with its text (or its error's message).
+fn stops(events: &[SessionEvent]) -> Vec<(tern::domain::TurnStop, String)> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            SessionEvent::TurnCompleted { stop, text, .. } => Some((*stop, text.clone())),
+            SessionEvent::TurnFailed { stop, message, .. } => Some((*stop, message.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
 /// The texts of the history's messages, without tern's per-turn `[system: …]` notes.
 fn conversation(state: &SessionState) -> Vec<String> {
     state
@@ -255,12 +270,15 @@ fn tool_result_texts(request: &Value) -> Vec<String> {
 }
 
 mod approvals;
+mod connections;
 mod errors;
 mod gateway;
+mod guard;
 mod joins;
 mod layers;
 mod lifecycle;
 mod long;
+mod prechecks;
 mod prefix;
 mod resets;
 mod snapshots;

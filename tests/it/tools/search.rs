@@ -175,3 +175,53 @@ async fn glob_reports_bad_patterns_and_roots() {
         &["missing does not exist"],
     );
 }
+
+// ---- finding nothing -------------------------------------------------------------------
+
+/// Succeeding without finding anything is said apart from finding something, so the loop
+/// guard does not take it as progress; failing is neither.
+#[tokio::test]
+async fn calls_that_find_nothing_say_so() {
+    let p = grep_fixture();
+    p.write("empty.txt", "");
+    let check = |out: tern::tools::ToolOutput, empty: bool, what: &str| {
+        assert!(!out.is_error, "{what}: {}", out.content);
+        assert_eq!(out.empty, empty, "{what}: {}", out.content);
+    };
+    check(
+        p.call("grep", json!({"pattern": "absent_word"})).await,
+        true,
+        "no match",
+    );
+    check(
+        p.call("grep", json!({"pattern": "needle"})).await,
+        false,
+        "matches",
+    );
+    check(
+        p.call("glob", json!({"pattern": "src/**/*.py"})).await,
+        true,
+        "no file",
+    );
+    check(
+        p.call("glob", json!({"pattern": "src/*"})).await,
+        false,
+        "files",
+    );
+    check(
+        p.call("file_read", json!({"path": "empty.txt"})).await,
+        true,
+        "empty file",
+    );
+    let past = json!({"path": "src/b.txt", "offset": 50});
+    check(p.call("file_read", past).await, true, "past the end");
+    check(
+        p.call("file_read", json!({"path": "src/b.txt"})).await,
+        false,
+        "lines",
+    );
+    let missing = p
+        .call("glob", json!({"pattern": "*", "path": "nowhere"}))
+        .await;
+    assert!(missing.is_error && !missing.empty, "{}", missing.content);
+}

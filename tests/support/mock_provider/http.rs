@@ -1,12 +1,15 @@
-//! Hand-written HTTP/1.1, just enough of it: one request per connection (request line,
-//! headers, a Content-Length or chunked body), one response, then close. Streams go out
-//! chunked, one event per chunk, so pacing, cuts and stalls happen at event boundaries.
+//! Hand-written HTTP/1.1, just enough of it: requests (request line, headers, a Content-Length
+//! or chunked body) and their responses, by default one per connection and then close.
+//! Streams go out chunked, one event per chunk, so pacing, cuts and stalls happen at event
+//! boundaries. [`KeepAlive`] modes keep connections open, or say so and then close them the
+//! ways real servers do, for the client's connection reuse to be tested.
 
 use super::reply::Pacing;
 use super::{Shared, answer};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -23,15 +26,67 @@ pub(super) async fn accept_loop(listener: tokio::net::TcpListener, shared: Arc<S
     }
 }
 
-async fn serve_connection(mut stream: TcpStream, shared: Arc<Shared>) {
+/// What the mock does with a connection once it has answered a request on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum KeepAlive {
+    /// Every response says `connection: close`, and the connection closes after it.
+    #[default]
+    Off,
+    /// Connections stay open and every request on them is answered, as a well-behaved
+    /// keep-alive server does.
+    On,
+    /// Responses advertise keep-alive, but the connection closes right after each one: what
+    /// llama.cpp's HTTP server does after a streamed reply (its stream provider reports
+    /// "no more data" as a failure, which ends the connection).
+    CloseAfterResponse,
+    /// Connections stay open after their first response; the next request on one is read and
+    /// the connection closed without an answer: what a client meets when it reuses a
+    /// connection at the moment the server gives it up.
+    DropNextRequest,
+}
+
+async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) {
     let _ = stream.set_nodelay(true);
-    let outgoing = match read_request(&mut stream).await {
-        Ok(Some(request)) => answer(&shared, request),
-        Ok(None) => return,
-        Err(why) => Outgoing::json(400, json!({ "error": format!("mock provider: {why}") })),
+    let connection = shared.connections.fetch_add(1, Ordering::SeqCst) + 1;
+    let mut reader = Reader {
+        stream,
+        buf: Vec::with_capacity(16 * 1024),
+        pos: 0,
     };
-    // A client that hung up early is its own test's business, not a server failure.
-    let _ = deliver(&mut stream, outgoing).await;
+    let mut answered = 0;
+    loop {
+        let outgoing = match reader.request().await {
+            Ok(Some(request)) => {
+                let mode = shared.lock().keep_alive;
+                if answered > 0 && mode == KeepAlive::DropNextRequest {
+                    // The whole request was read, so closing sends a clean FIN: the client
+                    // sees its connection end before any answer.
+                    shared.dropped.fetch_add(1, Ordering::SeqCst);
+                    let _ = reader.stream.shutdown().await;
+                    return;
+                }
+                answer(&shared, request, connection)
+            }
+            Ok(None) => return,
+            Err(why) => Outgoing::json(400, json!({ "error": format!("mock provider: {why}") })),
+        };
+        let mode = shared.lock().keep_alive;
+        // A cut or a stall ends the connection whatever the mode: that is what they test.
+        let whole = outgoing.pacing.cut_after.is_none() && outgoing.pacing.stall_after.is_none();
+        let advertise = mode != KeepAlive::Off && whole;
+        // A client that hung up early is its own test's business, not a server failure.
+        if deliver(&mut reader.stream, outgoing, advertise)
+            .await
+            .is_err()
+        {
+            return;
+        }
+        answered += 1;
+        if !advertise || mode == KeepAlive::CloseAfterResponse {
+            let _ = reader.stream.shutdown().await;
+            return;
+        }
+    }
 }
 
 /// A parsed request before it is recorded.
@@ -46,87 +101,88 @@ pub(super) struct Incoming {
 const MAX_HEAD: usize = 64 * 1024;
 const MAX_BODY: usize = 256 * 1024 * 1024;
 
-/// Reads one request: the head up to the blank line, then a Content-Length or chunked body.
-/// `Ok(None)` when the client closed without sending anything.
-async fn read_request(stream: &mut TcpStream) -> Result<Option<Incoming>, String> {
-    let mut reader = Reader {
-        stream,
-        buf: Vec::with_capacity(16 * 1024),
-        pos: 0,
-    };
-    let Some(request_line) = reader.line_or_eof().await? else {
-        return Ok(None);
-    };
-    let mut parts = request_line.split_whitespace();
-    let (Some(method), Some(target), Some(_version)) = (parts.next(), parts.next(), parts.next())
-    else {
-        return Err(format!("malformed request line {request_line:?}"));
-    };
-    let (method, target) = (method.to_owned(), target.to_owned());
-    let mut headers = BTreeMap::<String, String>::new();
-    loop {
-        let line = reader.line().await?;
-        if line.is_empty() {
-            break;
-        }
-        let (name, value) = line
-            .split_once(':')
-            .ok_or(format!("malformed header {line:?}"))?;
-        let value = value.trim().to_owned();
-        headers
-            .entry(name.trim().to_ascii_lowercase())
-            .and_modify(|joined| *joined = format!("{joined}, {value}"))
-            .or_insert(value);
-    }
-    let chunked = headers
-        .get("transfer-encoding")
-        .is_some_and(|te| te.contains("chunked"));
-    let body = if chunked {
-        let mut body = Vec::new();
-        loop {
-            let size_line = reader.line().await?;
-            let size = size_line.split(';').next().unwrap_or("").trim();
-            let size =
-                usize::from_str_radix(size, 16).map_err(|_| format!("bad chunk size {size:?}"))?;
-            if size == 0 {
-                // Trailers end at an empty line. Reading them matters: closing a socket with
-                // unread bytes makes the kernel send a reset that can destroy the response.
-                while !reader.line().await?.is_empty() {}
-                break;
-            }
-            if body.len() + size > MAX_BODY {
-                return Err(format!("a chunked body over {MAX_BODY} bytes"));
-            }
-            body.extend_from_slice(&reader.exact(size).await?);
-            reader.line().await?;
-        }
-        body
-    } else {
-        let length = headers
-            .get("content-length")
-            .map_or(Ok(0), |v| v.parse::<usize>());
-        let length = length.map_err(|_| "bad content-length".to_owned())?;
-        if length > MAX_BODY {
-            return Err(format!("body of {length} bytes is over the mock's limit"));
-        }
-        reader.exact(length).await?
-    };
-    Ok(Some(Incoming {
-        method,
-        target,
-        headers,
-        body,
-    }))
-}
-
-/// A byte buffer over the socket, enough for line- and length-based HTTP parsing.
-struct Reader<'a> {
-    stream: &'a mut TcpStream,
+/// A byte buffer over the socket, enough for line- and length-based HTTP parsing; it lives as
+/// long as the connection, so nothing a client sent ahead is lost between requests.
+struct Reader {
+    stream: TcpStream,
     buf: Vec<u8>,
     pos: usize,
 }
 
-impl Reader<'_> {
+impl Reader {
+    /// Reads one request: the head up to the blank line, then a Content-Length or chunked
+    /// body. `Ok(None)` when the client closed without sending anything more.
+    async fn request(&mut self) -> Result<Option<Incoming>, String> {
+        // What earlier requests used is dropped, so a long-lived connection's buffer stays small.
+        self.buf.drain(..self.pos);
+        self.pos = 0;
+        let Some(request_line) = self.line_or_eof().await? else {
+            return Ok(None);
+        };
+        let mut parts = request_line.split_whitespace();
+        let (Some(method), Some(target), Some(_version)) =
+            (parts.next(), parts.next(), parts.next())
+        else {
+            return Err(format!("malformed request line {request_line:?}"));
+        };
+        let (method, target) = (method.to_owned(), target.to_owned());
+        let mut headers = BTreeMap::<String, String>::new();
+        loop {
+            let line = self.line().await?;
+            if line.is_empty() {
+                break;
+            }
+            let (name, value) = line
+                .split_once(':')
+                .ok_or(format!("malformed header {line:?}"))?;
+            let value = value.trim().to_owned();
+            headers
+                .entry(name.trim().to_ascii_lowercase())
+                .and_modify(|joined| *joined = format!("{joined}, {value}"))
+                .or_insert(value);
+        }
+        let chunked = headers
+            .get("transfer-encoding")
+            .is_some_and(|te| te.contains("chunked"));
+        let body = if chunked {
+            let mut body = Vec::new();
+            loop {
+                let size_line = self.line().await?;
+                let size = size_line.split(';').next().unwrap_or("").trim();
+                let size = usize::from_str_radix(size, 16)
+                    .map_err(|_| format!("bad chunk size {size:?}"))?;
+                if size == 0 {
+                    // Trailers end at an empty line. Reading them matters: closing a socket
+                    // with unread bytes makes the kernel send a reset that can destroy the
+                    // response.
+                    while !self.line().await?.is_empty() {}
+                    break;
+                }
+                if body.len() + size > MAX_BODY {
+                    return Err(format!("a chunked body over {MAX_BODY} bytes"));
+                }
+                body.extend_from_slice(&self.exact(size).await?);
+                self.line().await?;
+            }
+            body
+        } else {
+            let length = headers
+                .get("content-length")
+                .map_or(Ok(0), |v| v.parse::<usize>());
+            let length = length.map_err(|_| "bad content-length".to_owned())?;
+            if length > MAX_BODY {
+                return Err(format!("body of {length} bytes is over the mock's limit"));
+            }
+            self.exact(length).await?
+        };
+        Ok(Some(Incoming {
+            method,
+            target,
+            headers,
+            body,
+        }))
+    }
+
     async fn fill(&mut self) -> Result<usize, String> {
         self.stream
             .read_buf(&mut self.buf)
@@ -237,12 +293,19 @@ fn chunk(bytes: &[u8], out: &mut Vec<u8>) {
     out.extend_from_slice(b"\r\n");
 }
 
-/// Writes the response with its pacing; streams are chunked and every connection closes.
-async fn deliver(stream: &mut TcpStream, out: Outgoing) -> std::io::Result<()> {
+/// Writes the response with its pacing; streams are chunked. With `keep_alive` the head
+/// advertises keep-alive the way llama.cpp's server does, otherwise `connection: close`;
+/// closing is the caller's.
+async fn deliver(stream: &mut TcpStream, out: Outgoing, keep_alive: bool) -> std::io::Result<()> {
     let pacing = out.pacing;
     tokio::time::sleep(pacing.before).await;
+    let connection = if keep_alive {
+        "keep-alive: timeout=5, max=100"
+    } else {
+        "connection: close"
+    };
     let mut head = format!(
-        "HTTP/1.1 {} {}\r\ncontent-type: {}\r\nconnection: close\r\n",
+        "HTTP/1.1 {} {}\r\ncontent-type: {}\r\n{connection}\r\n",
         out.status,
         reason_phrase(out.status),
         out.content_type
@@ -257,10 +320,9 @@ async fn deliver(stream: &mut TcpStream, out: Outgoing) -> std::io::Result<()> {
     head.push_str("\r\n");
     let events = match out.body {
         OutBody::Full(body) => {
-            stream
+            return stream
                 .write_all(&[head.into_bytes(), body.into_bytes()].concat())
-                .await?;
-            return stream.shutdown().await;
+                .await;
         }
         OutBody::Events(events) => events,
     };
@@ -295,5 +357,5 @@ async fn deliver(stream: &mut TcpStream, out: Outgoing) -> std::io::Result<()> {
         let mut sink = [0u8; 512];
         while stream.read(&mut sink).await? > 0 {}
     }
-    stream.shutdown().await
+    Ok(())
 }

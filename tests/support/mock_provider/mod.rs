@@ -4,8 +4,11 @@
 //! its path asks for: Anthropic Messages SSE (`/v1/messages`), OpenAI Chat Completions SSE
 //! (`/chat/completions`, `/v1/chat/completions`) or Ollama NDJSON (`/api/chat`). So one script
 //! drives every provider kind. The HTTP/1.1 is written by hand on purpose: streams use chunked
-//! encoding and every connection closes after its response, so a scripted cut is a genuine
-//! unexpected EOF inside a chunked body, exactly what a flaky network gives a real client.
+//! encoding and, by default, every connection closes after its response, so a scripted cut is
+//! a genuine unexpected EOF inside a chunked body, exactly what a flaky network gives a real
+//! client. [`KeepAlive`] modes keep connections open instead, or close them the ways servers
+//! do (llama.cpp right after a streamed reply), and the mock counts connections and the
+//! requests it dropped unanswered.
 //!
 //! The server runs on its own thread and runtime, so it behaves the same under any test
 //! runtime (current-thread, multi-thread, none at all) and keeps answering while a test blocks
@@ -20,6 +23,7 @@ mod reply;
 mod served;
 mod wire;
 
+pub use http::KeepAlive;
 pub use reply::{Reply, Stop};
 pub use served::Identity;
 
@@ -28,6 +32,7 @@ use serde_json::{Value, json};
 use served::Question;
 use std::collections::{BTreeMap, VecDeque};
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 use tokio::sync::{oneshot, watch};
@@ -52,6 +57,8 @@ pub struct RecordedRequest {
     pub status: u16,
     /// Ids of the tool calls in the reply this request got, in order (empty for Ollama).
     pub tool_ids: Vec<String>,
+    /// Which connection it came on: 1 for the first the mock accepted, and so on.
+    pub connection: usize,
 }
 
 impl RecordedRequest {
@@ -184,6 +191,10 @@ struct Shared {
     state: Mutex<State>,
     arrived: Condvar,
     count: watch::Sender<usize>,
+    /// Connections accepted so far.
+    connections: AtomicUsize,
+    /// Requests read and left unanswered by [`KeepAlive::DropNextRequest`].
+    dropped: AtomicUsize,
 }
 
 #[derive(Default)]
@@ -198,6 +209,7 @@ struct State {
     identity: Identity,
     /// How long model questions wait before their answer.
     questions_delay: Duration,
+    keep_alive: KeepAlive,
 }
 
 impl Shared {
@@ -232,6 +244,8 @@ impl MockProvider {
             state: Mutex::default(),
             arrived: Condvar::new(),
             count,
+            connections: AtomicUsize::new(0),
+            dropped: AtomicUsize::new(0),
         });
         let (stop, stopped) = oneshot::channel::<()>();
         let server = Arc::clone(&shared);
@@ -314,6 +328,23 @@ impl MockProvider {
             .filter(asked)
             .map(|r| format!("{} {}", r.method, r.path))
             .collect()
+    }
+
+    /// Sets what happens to connections after a response (see [`KeepAlive`]); each
+    /// connection reads the mode as each of its requests arrives.
+    pub fn keep_alive(&self, mode: KeepAlive) {
+        self.shared.lock().keep_alive = mode;
+    }
+
+    /// Connections accepted so far.
+    pub fn connections(&self) -> usize {
+        self.shared.connections.load(Ordering::SeqCst)
+    }
+
+    /// Requests read and closed without an answer ([`KeepAlive::DropNextRequest`]); they are
+    /// not among [`requests`](Self::requests) and consume no reply.
+    pub fn dropped_requests(&self) -> usize {
+        self.shared.dropped.load(Ordering::SeqCst)
     }
 
     /// Stops keeping request bodies, for long benchmark runs; counting goes on.
@@ -414,7 +445,7 @@ fn route(method: &str, path: &str) -> Route {
 
 /// Records the request and decides the response, all under one lock so that concurrent
 /// requests consume the script in arrival order.
-fn answer(shared: &Shared, incoming: Incoming) -> Outgoing {
+fn answer(shared: &Shared, incoming: Incoming, connection: usize) -> Outgoing {
     let (path, query) = match incoming.target.split_once('?') {
         Some((path, query)) => (path.to_owned(), Some(query.to_owned())),
         None => (incoming.target.clone(), None),
@@ -467,6 +498,7 @@ fn answer(shared: &Shared, incoming: Incoming) -> Outgoing {
             raw_body,
             status: outgoing.status,
             tool_ids,
+            connection,
         });
     }
     drop(state);
