@@ -188,7 +188,7 @@ fn transcript(meta: &SessionMeta, records: &[JournalRecord]) -> String {
                     }
                 }
             }
-            JournalEvent::ToolResults { results } => {
+            JournalEvent::ToolResults { results, .. } => {
                 for result in results {
                     let mark = if result.is_error { "✗" } else { "✓" };
                     let first = result.content.lines().next().unwrap_or("");

@@ -29,6 +29,10 @@ pub struct CallOutcome {
     /// Where the call kept what it printed as it ran, to be removed once its result is
     /// journaled.
     pub spool: Option<PathBuf>,
+    /// How long the tool ran, from its start to its answer; `None` for a call that never
+    /// started (refused, declined, malformed, cut off by a cancel). Journaled with the
+    /// result, so a reopened session shows the figure the live view showed.
+    pub took: Option<Duration>,
 }
 
 /// The result of a call that a cancel stopped before it began.
@@ -172,6 +176,7 @@ fn not_run<'c>(calls: &'c [ToolCall], why: &'c str) -> impl Iterator<Item = Call
         result: ToolResult::error(&call.id, why),
         effects: Vec::new(),
         spool: None,
+        took: None,
     })
 }
 
@@ -236,6 +241,7 @@ async fn execute(
         result: ToolResult::error(&call.id, text),
         effects: Vec::new(),
         spool: None,
+        took: None,
     };
     match plan {
         Plan::Answer(text) => answer(text),
@@ -245,6 +251,7 @@ async fn execute(
             let spool = spool_dir
                 .filter(|_| tool.keeps_spool())
                 .map(|dir| spool::file_for(dir, &call.id));
+            let started = tokio::time::Instant::now();
             let output = match &spool {
                 Some(path) => {
                     let ctx = ToolContext {
@@ -263,6 +270,7 @@ async fn execute(
                 },
                 effects: output.effects,
                 spool,
+                took: Some(started.elapsed()),
             }
         }
     }

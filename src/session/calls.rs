@@ -83,6 +83,7 @@ impl Recorder<'_, '_> {
         then: Vec<JournalEvent>,
     ) -> Result<(), LlmError> {
         let mut fresh = Vec::new();
+        let mut took_ms = BTreeMap::new();
         let mut effects = Vec::new();
         let mut spools = Vec::new();
         let mut ran = self.ran;
@@ -101,6 +102,9 @@ impl Recorder<'_, '_> {
                         Some(outcome) => {
                             effects.extend(outcome.effects.iter().cloned());
                             spools.extend(outcome.spool.iter().cloned());
+                            if let Some(took) = outcome.took {
+                                took_ms.insert(call.id.clone(), millis(took));
+                            }
                             outcome.result.clone()
                         }
                         None => ToolResult::error(call.id.clone(), "not run"),
@@ -119,6 +123,7 @@ impl Recorder<'_, '_> {
         if !fresh.is_empty() {
             events.push(JournalEvent::ToolResults {
                 results: fresh.clone(),
+                took_ms: Some(took_ms.clone()),
             });
         }
         // The journal records paths as text; a path that is not UTF-8 cannot be kept in
@@ -147,6 +152,7 @@ impl Recorder<'_, '_> {
                 name: call.name.clone(),
                 content: result.content.clone(),
                 is_error: result.is_error,
+                duration_ms: took_ms.get(&call.id).copied(),
             });
         }
         self.results.extend(fresh);
@@ -164,4 +170,9 @@ impl Recorder<'_, '_> {
         };
         self.record(done, false, vec![started])
     }
+}
+
+/// A duration in whole milliseconds, as the journal keeps it.
+fn millis(took: std::time::Duration) -> u64 {
+    u64::try_from(took.as_millis()).unwrap_or(u64::MAX)
 }
