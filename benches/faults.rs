@@ -178,6 +178,7 @@ fn bench_store() -> Vec<u8> {
                         },
                         JournalEvent::ToolResults {
                             results: vec![ToolResult::ok(call, output)],
+                            took_ms: None,
                         },
                         JournalEvent::AssistantMessage {
                             model: "m".into(),

@@ -48,6 +48,7 @@ fn turn_events(i: usize) -> Vec<JournalEvent> {
                 format!("toolu_{i}"),
                 format!("{:>6}\tpub fn item_{i}() -> u32 {{ {i} }}\n", i).repeat(24),
             )],
+            took_ms: None,
         },
         JournalEvent::AssistantMessage {
             model: "m".into(),

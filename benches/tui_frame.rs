@@ -53,6 +53,7 @@ fn history() -> Vec<JournalRecord> {
         if i % 5 == 0 {
             events.push(JournalEvent::ToolResults {
                 results: vec![ToolResult::ok(format!("c{i}"), "src/queue.rs:42: fn push")],
+                took_ms: None,
             });
         }
     }

@@ -67,6 +67,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     format!("call-{i}"),
                     "src/queue.rs:42: fn push(&mut self, task: Task)",
                 )],
+                took_ms: None,
             });
         }
         batch.push(JournalEvent::completed());

@@ -3,12 +3,13 @@
 //! `--enforce` (or `mode = "enforce"` in the config).
 
 use super::Outcome;
-use super::render::{clip, print_out};
+use super::render::print_out;
 use super::setup::Loaded;
 use crate::config::MaintenanceMode;
 use crate::gateway::maintenance::{Inventory, carry_out};
 use crate::store::{Reason, Removal, Store};
 use crate::tools::output::human_bytes;
+use crate::tui::picker::text::{fit, pad};
 use std::collections::{HashMap, HashSet};
 
 /// Whether to remove or only report.
@@ -59,9 +60,10 @@ pub fn run(loaded: &Loaded, store: &Store, mode: CleanupMode) -> anyhow::Result<
     for removal in &planned.removals {
         let line = match removal {
             Removal::Session { id, bytes, reason } => format!(
-                "  session {} {:<40} {:>9}  ({})\n",
+                "  session {} {} {:>9}  ({})\n",
                 id.short(),
-                clip(titles.get(id.as_str()).copied().unwrap_or(""), 40),
+                // Measured in cells, as drawn, so the sizes line up under wide titles.
+                pad(&fit(titles.get(id.as_str()).copied().unwrap_or(""), 40), 40),
                 human_bytes(*bytes),
                 why(*reason)
             ),

@@ -6,6 +6,7 @@ use super::render::{clip, print_out, summarize_input};
 use super::setup;
 use crate::domain::{Answer, ContentBlock, TurnStop, Usage};
 use crate::store::{JournalEvent, JournalRecord, SessionMeta};
+use crate::tui::picker::text::{fit, pad};
 
 #[derive(Debug, clap::Subcommand)]
 pub enum SessionsCommand {
@@ -83,11 +84,22 @@ pub async fn run(command: SessionsCommand) -> anyhow::Result<Outcome> {
     Ok(Outcome::Success)
 }
 
+/// Cells the TITLE column takes, its `…` included when a title is cut.
+const TITLE_CELLS: usize = 40;
+
 /// The session list as aligned columns.
+///
+/// Titles are measured in terminal cells, as they are drawn: a CJK character or an emoji
+/// takes two, and a cut title ends in `…` within the column, so PROJECT starts at the same
+/// column on every row.
 fn table(sessions: &[SessionMeta], now: jiff::Timestamp) -> String {
     let mut out = format!(
-        "{:<10} {:<10} {:>6}  {:<40} {}\n",
-        "ID", "UPDATED", "INPUTS", "TITLE", "PROJECT"
+        "{:<10} {:<10} {:>6}  {} {}\n",
+        "ID",
+        "UPDATED",
+        "INPUTS",
+        pad("TITLE", TITLE_CELLS),
+        "PROJECT"
     );
     let ids = unique_prefixes(sessions.iter().map(|m| m.id.as_str()));
     for (meta, id) in sessions.iter().zip(ids) {
@@ -97,11 +109,11 @@ fn table(sessions: &[SessionMeta], now: jiff::Timestamp) -> String {
             &meta.title
         };
         out.push_str(&format!(
-            "{:<10} {:<10} {:>6}  {:<40} {}\n",
+            "{:<10} {:<10} {:>6}  {} {}\n",
             id,
             ago(meta.updated_at_ms, now),
             meta.input_count,
-            clip(title, 40),
+            pad(&fit(title, TITLE_CELLS), TITLE_CELLS),
             meta.project_dir.display()
         ));
     }
@@ -176,7 +188,7 @@ fn transcript(meta: &SessionMeta, records: &[JournalRecord]) -> String {
                     }
                 }
             }
-            JournalEvent::ToolResults { results } => {
+            JournalEvent::ToolResults { results, .. } => {
                 for result in results {
                     let mark = if result.is_error { "✗" } else { "✓" };
                     let first = result.content.lines().next().unwrap_or("");
@@ -292,7 +304,10 @@ fn turn_total((calls, usage): &(usize, Usage)) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::unique_prefixes;
+    use super::{table, unique_prefixes};
+    use crate::domain::{SessionId, SessionKey};
+    use crate::store::SessionMeta;
+    use crate::tui::wrap::str_width;
 
     fn check(ids: &[&str], expected: &[&str]) {
         assert_eq!(unique_prefixes(ids.iter().copied()), expected);
@@ -317,5 +332,56 @@ mod tests {
             &["01a228e6", "01a228e7"],
         );
         check(&["01a228e6-3", "01a228e6-4"], &["01a228e6-3", "01a228e6-4"]);
+    }
+
+    #[test]
+    fn the_project_column_lines_up_after_wide_and_cut_titles() {
+        let titles = [
+            "short",
+            // 40 characters exactly: fits, no cut.
+            "a title of exactly forty characters long",
+            // Longer than the column: cut, and the `…` stays inside it.
+            "a title that goes on for far longer than forty characters do",
+            // Wide characters take two cells each: 24 of them are 48 cells.
+            "修复登录页面在移动端的布局问题并补充相应的单元测试用例",
+            "🚀 ship the release notes 🎉 with emoji 🐛 and more text after",
+            "",
+        ];
+        let metas: Vec<SessionMeta> = titles
+            .iter()
+            .enumerate()
+            .map(|(i, title)| {
+                let id =
+                    SessionId::from_string(format!("01a228e{i}-34a6-7000-8000-00000000000{i}"));
+                let mut meta = SessionMeta::new(
+                    id.clone(),
+                    SessionKey::cli(&id),
+                    format!("/work/project-{i}").into(),
+                    1_000,
+                );
+                meta.title = (*title).to_owned();
+                meta
+            })
+            .collect();
+        let now = jiff::Timestamp::from_millisecond(61_000).unwrap();
+        let text = table(&metas, now);
+        let columns: Vec<usize> = text
+            .lines()
+            .map(|line| {
+                let at = line
+                    .find("/work/project-")
+                    .or_else(|| line.find("PROJECT"))
+                    .unwrap_or_else(|| panic!("no project in {line:?}"));
+                str_width(&line[..at])
+            })
+            .collect();
+        assert_eq!(columns.len(), titles.len() + 1, "{text}");
+        assert!(
+            columns.iter().all(|c| *c == columns[0]),
+            "{columns:?}\n{text}"
+        );
+        assert!(text.contains("forty characters long "), "{text}");
+        assert!(text.contains("far longer tha…"), "{text}");
+        assert!(text.contains("(untitled)"), "{text}");
     }
 }

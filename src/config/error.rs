@@ -123,16 +123,17 @@ impl fmt::Display for NoProvider<'_> {
             f,
             "no model provider is configured. Any one of these works:\n\
              \x20 - export ANTHROPIC_API_KEY=<key> for Anthropic\n\
-             \x20 - export OPENAI_API_KEY=<key> for OpenAI; add OPENAI_BASE_URL for a compatible \
-             server (OpenRouter, vLLM, llama.cpp: OPENAI_BASE_URL=http://127.0.0.1:8080/v1)\n\
-             \x20 - export OLLAMA_HOST=127.0.0.1:11434 for a local Ollama\n\
+             \x20 - export OPENAI_API_KEY=<key> for OpenAI, with OPENAI_BASE_URL for another \
+             hosted OpenAI-compatible service (OpenRouter)\n\
+             \x20 - export OPENAI_BASE_URL=http://127.0.0.1:8080/v1 for llama.cpp or vLLM on \
+             this machine: a server on this machine or the local network needs no key\n\
+             \x20 - export OLLAMA_HOST=127.0.0.1:11434 for a local Ollama (no key)\n\
              \x20 - write {} with a provider profile, for example:\n\
              \n\
              \x20   [providers.local]\n\
              \x20   kind = \"openai\"            # anthropic | openai | ollama\n\
              \x20   base_url = \"http://127.0.0.1:8080/v1\"\n\
-             \x20   model = \"qwen2.5-coder\"\n\
-             \x20   api_key_env = \"LOCAL_KEY\"  # optional for servers on this machine",
+             \x20   model = \"qwen2.5-coder\"      # no key: the server is on this machine",
             self.config_file.display()
         )
     }

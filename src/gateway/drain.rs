@@ -74,7 +74,7 @@ fn resumable(records: &[JournalRecord]) -> bool {
                     }
                 }
             }
-            JournalEvent::ToolResults { results } => {
+            JournalEvent::ToolResults { results, .. } => {
                 batches += 1;
                 answered.extend(results.iter().map(|r| r.tool_use_id.clone()));
             }
@@ -221,6 +221,7 @@ mod tests {
     fn answers(ids: &[&str]) -> JournalEvent {
         JournalEvent::ToolResults {
             results: ids.iter().map(|id| ToolResult::ok(*id, "ok")).collect(),
+            took_ms: None,
         }
     }
 

@@ -33,6 +33,10 @@ pub struct CallOutcome {
     pub spool: Option<PathBuf>,
     /// It succeeded but found and changed nothing ([`ToolOutput::empty`]).
     pub empty: bool,
+    /// How long the tool ran, from its start to its answer; `None` for a call that never
+    /// started (refused, declined, malformed, cut off by a cancel). Journaled with the
+    /// result, so a reopened session shows the figure the live view showed.
+    pub took: Option<Duration>,
 }
 
 /// The result of a call that a cancel stopped before it began.
@@ -179,6 +183,7 @@ fn not_run<'c>(calls: &'c [ToolCall], why: &'c str) -> impl Iterator<Item = Call
         effects: Vec::new(),
         spool: None,
         empty: false,
+        took: None,
     })
 }
 
@@ -244,6 +249,7 @@ async fn execute(
         effects: Vec::new(),
         spool: None,
         empty: false,
+        took: None,
     };
     match plan {
         Plan::Answer(text) => answer(text),
@@ -253,6 +259,7 @@ async fn execute(
             let spool = spool_dir
                 .filter(|_| tool.keeps_spool())
                 .map(|dir| spool::file_for(dir, &call.id));
+            let started = tokio::time::Instant::now();
             let output = match &spool {
                 Some(path) => {
                     let ctx = ToolContext {
@@ -272,6 +279,7 @@ async fn execute(
                 effects: output.effects,
                 spool,
                 empty: output.empty && !output.is_error,
+                took: Some(started.elapsed()),
             }
         }
     }

@@ -88,6 +88,7 @@ impl Recorder<'_, '_> {
     ) -> Result<(), LlmError> {
         let mut fresh = Vec::new();
         let mut weighed = Vec::new();
+        let mut took_ms = BTreeMap::new();
         let mut effects = Vec::new();
         let mut spools = Vec::new();
         let mut ran = self.ran;
@@ -108,6 +109,9 @@ impl Recorder<'_, '_> {
                             effects.extend(outcome.effects.iter().cloned());
                             spools.extend(outcome.spool.iter().cloned());
                             empty = outcome.empty;
+                            if let Some(took) = outcome.took {
+                                took_ms.insert(call.id.clone(), millis(took));
+                            }
                             outcome.result.clone()
                         }
                         None => ToolResult::error(call.id.clone(), "not run"),
@@ -133,6 +137,7 @@ impl Recorder<'_, '_> {
         if !fresh.is_empty() {
             events.push(JournalEvent::ToolResults {
                 results: fresh.clone(),
+                took_ms: Some(took_ms.clone()),
             });
         }
         // The journal records paths as text; a path that is not UTF-8 cannot be kept in
@@ -161,6 +166,7 @@ impl Recorder<'_, '_> {
                 name: call.name.clone(),
                 content: result.content.clone(),
                 is_error: result.is_error,
+                duration_ms: took_ms.get(&call.id).copied(),
             });
         }
         self.results.extend(fresh);
@@ -179,4 +185,9 @@ impl Recorder<'_, '_> {
         };
         self.record(done, false, vec![started])
     }
+}
+
+/// A duration in whole milliseconds, as the journal keeps it.
+fn millis(took: std::time::Duration) -> u64 {
+    u64::try_from(took.as_millis()).unwrap_or(u64::MAX)
 }

@@ -59,6 +59,10 @@ pub enum SessionEvent {
         name: String,
         content: String,
         is_error: bool,
+        /// How long the tool ran, in milliseconds, as journaled with the result; absent for a
+        /// call that never started.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        duration_ms: Option<u64>,
     },
     /// The call `call_id` (announced by its `ToolCall`) waits for a person's answer
     /// (`SessionHandle::answer`); the results of the calls before it in its batch came first.

@@ -75,10 +75,12 @@ fn describe(event: &SessionEvent, redactor: &Redactor) -> Option<String> {
             name,
             content,
             is_error,
+            duration_ms,
         } => {
             let outcome = if *is_error { "error" } else { "ok" };
+            let took = duration_ms.map_or(String::new(), |ms| format!(", {ms} ms"));
             format!(
-                "tool result {name} {id} {outcome} ({} bytes)",
+                "tool result {name} {id} {outcome} ({} bytes{took})",
                 content.len()
             )
         }

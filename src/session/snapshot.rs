@@ -112,7 +112,7 @@ pub fn store_repairs(
         replay.state.last_seq = last.seq;
     }
     for event in &replay.repairs {
-        if let JournalEvent::ToolResults { results } = event {
+        if let JournalEvent::ToolResults { results, .. } = event {
             for result in results {
                 spool::remove(spool_dir, &result.tool_use_id);
             }

@@ -129,7 +129,7 @@ impl SessionState {
                     content: content.clone(),
                 });
             }
-            JournalEvent::ToolResults { results } => {
+            JournalEvent::ToolResults { results, .. } => {
                 for result in results {
                     self.started_calls.remove(&result.tool_use_id);
                 }
@@ -263,7 +263,7 @@ impl SessionState {
                     ToolResult::error(id, why)
                 })
                 .collect();
-            repairs.push(JournalEvent::ToolResults { results });
+            repairs.push(JournalEvent::results_not_timed(results));
         }
         if state.turn_open {
             repairs.push(JournalEvent::TurnFailed {
@@ -405,6 +405,7 @@ mod tests {
             },
             JournalEvent::ToolResults {
                 results: vec![ToolResult::ok("a", "x")],
+                took_ms: None,
             },
             JournalEvent::AssistantMessage {
                 model: "m".into(),
@@ -429,7 +430,7 @@ mod tests {
             },
         ]);
         assert_eq!(out.repairs.len(), 2);
-        let JournalEvent::ToolResults { results } = &out.repairs[0] else {
+        let JournalEvent::ToolResults { results, .. } = &out.repairs[0] else {
             panic!("{out:?}")
         };
         let ids: Vec<_> = results.iter().map(|r| r.tool_use_id.as_str()).collect();
@@ -452,6 +453,7 @@ mod tests {
             },
             JournalEvent::ToolResults {
                 results: vec![ToolResult::ok("read", "x")],
+                took_ms: None,
             },
             JournalEvent::ToolCallsStarted {
                 call_ids: vec!["shell".into()],
@@ -464,7 +466,7 @@ mod tests {
         let printed = |id: &str| (id == "shell").then(|| "migrating table 3 of 9\n".to_owned());
         let state = SessionState::new(SessionId::from_string("s"), PathBuf::from("/p"));
         let out = SessionState::replay_onto(state, &records, &printed);
-        let JournalEvent::ToolResults { results } = &out.repairs[0] else {
+        let JournalEvent::ToolResults { results, .. } = &out.repairs[0] else {
             panic!("{out:?}")
         };
         let shown: Vec<(&str, &str)> = results
@@ -502,6 +504,7 @@ mod tests {
             },
             JournalEvent::ToolResults {
                 results: vec![ToolResult::ok("a", "done")],
+                took_ms: None,
             },
             JournalEvent::completed(),
         ]);
@@ -522,6 +525,7 @@ mod tests {
             },
             JournalEvent::ToolResults {
                 results: vec![ToolResult::ok("a", "x")],
+                took_ms: None,
             },
             JournalEvent::ApprovalRequested {
                 call_id: "b".into(),
@@ -536,6 +540,7 @@ mod tests {
             },
             JournalEvent::ToolResults {
                 results: vec![ToolResult::ok("b", "y"), ToolResult::ok("c", "z")],
+                took_ms: None,
             },
         ]);
         let ids: Vec<_> = out.state.messages[2]
@@ -558,6 +563,7 @@ mod tests {
             },
             JournalEvent::ToolResults {
                 results: vec![ToolResult::ok("a", "x")],
+                took_ms: None,
             },
             JournalEvent::ApprovalRequested {
                 call_id: "b".into(),
@@ -566,7 +572,7 @@ mod tests {
                 prompt: "Run `make`".into(),
             },
         ]);
-        let JournalEvent::ToolResults { results } = &out.repairs[0] else {
+        let JournalEvent::ToolResults { results, .. } = &out.repairs[0] else {
             panic!("{out:?}")
         };
         let texts: Vec<_> = results

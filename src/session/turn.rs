@@ -311,9 +311,10 @@ impl Turn<'_> {
                 name: call.name.clone(),
                 content: result.content.clone(),
                 is_error: true,
+                duration_ms: None,
             });
         }
-        self.record(state, vec![JournalEvent::ToolResults { results }])
+        self.record(state, vec![JournalEvent::results_not_timed(results)])
     }
 
     /// Journals the inputs that joined since the last batch, acknowledging each; returns

@@ -6,10 +6,11 @@ use crate::domain::{
     ToolResult, TurnStop, Usage,
 };
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-/// One journaled fact about a session. New variants may be added; old ones never change
-/// shape, so old journals keep replaying.
+/// One journaled fact about a session. New variants may be added; old ones never lose or
+/// change a field (a field added later has a default), so old journals keep replaying.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum JournalEvent {
@@ -32,6 +33,11 @@ pub enum JournalEvent {
     /// `ToolResults` of the same batch extends the same history message on replay.
     ToolResults {
         results: Vec<ToolResult>,
+        /// How long each call that ran took, in milliseconds, by call id; a result with no
+        /// entry is of a call that never started. `None` in journals written before
+        /// durations were kept, where only the records' times are left to go by.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        took_ms: Option<BTreeMap<String, u64>>,
     },
     /// Tokens used by one model call.
     Usage {
@@ -133,6 +139,15 @@ pub enum JournalEvent {
 }
 
 impl JournalEvent {
+    /// The results of calls none of which ran (or whose running time is not known, such as
+    /// calls a crash interrupted): no durations to keep.
+    pub fn results_not_timed(results: Vec<ToolResult>) -> Self {
+        Self::ToolResults {
+            results,
+            took_ms: Some(BTreeMap::new()),
+        }
+    }
+
     /// A turn that completed normally.
     pub fn completed() -> Self {
         Self::TurnCompleted {

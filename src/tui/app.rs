@@ -431,7 +431,7 @@ impl App {
             },
             SessionEvent::Usage { usage, .. } => {
                 self.status.tokens.add(usage);
-                self.status.context_tokens = usage.context_tokens() + usage.output_tokens;
+                self.status.set_context(usage);
             }
             SessionEvent::TurnCompleted { .. } | SessionEvent::TurnFailed { .. } => {
                 self.status.working = None;

@@ -10,7 +10,7 @@ use super::picker::{Picker, PickerOutcome};
 use super::popup::FileIndex;
 use super::schedule::FrameScheduler;
 use super::terminal::TerminalGuard;
-use super::transcript::{Transcript, cells_from_history};
+use super::transcript::{Transcript, cells_from_history, last_usage};
 use super::view;
 use crate::domain::{SessionId, SessionKey};
 use crate::gateway::{SendUserMessage, SessionManager};
@@ -251,6 +251,11 @@ impl Runner {
                 let mut cells = cells_from_history(&records);
                 cells.append(&mut app.transcript.cells);
                 app.transcript = Transcript::with_cells(cells);
+                // How full the window was when the session was left, not 0% until the
+                // next call.
+                if let Some(usage) = last_usage(&records) {
+                    app.status.set_context(&usage);
+                }
             }
             Err(err) => app.notice(format!("could not read the session's journal: {err}")),
         }

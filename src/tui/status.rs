@@ -35,6 +35,15 @@ pub struct Status {
 }
 
 impl Status {
+    /// How full the window is after a model call that used `usage`: what it read and what it
+    /// wrote, which the next request carries. A report of no input at all is a server that
+    /// did not count (no request reads nothing), so the last known figure stays.
+    pub fn set_context(&mut self, usage: &Usage) {
+        if usage.context_tokens() > 0 {
+            self.context_tokens = usage.context_tokens() + usage.output_tokens;
+        }
+    }
+
     /// The line at `width` at `now`.
     pub fn line(&self, width: u16, now: Instant, theme: &Theme) -> Line<'static> {
         let mut parts: Vec<Span<'static>> = Vec::new();

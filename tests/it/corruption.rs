@@ -71,6 +71,7 @@ fn turn(session: usize, n: usize, rng: &mut fastrand::Rng) -> Vec<JournalEvent> 
         },
         JournalEvent::ToolResults {
             results: vec![ToolResult::ok(call, output)],
+            took_ms: None,
         },
         JournalEvent::Usage {
             model: "model-x".into(),

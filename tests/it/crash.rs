@@ -171,7 +171,7 @@ fn killing_tern_at_random_moments_loses_no_acknowledged_input() {
                     })
                     .collect();
             }
-            JournalEvent::ToolResults { results } => {
+            JournalEvent::ToolResults { results, .. } => {
                 for result in results {
                     let at = open.iter().position(|id| *id == result.tool_use_id);
                     assert!(
@@ -208,7 +208,7 @@ fn killing_tern_at_random_moments_loses_no_acknowledged_input() {
                     _ => None,
                 }));
             }
-            JournalEvent::ToolResults { results } => {
+            JournalEvent::ToolResults { results, .. } => {
                 for result in results.iter().filter(|r| commands.contains(&r.tool_use_id)) {
                     if result.content.starts_with("not run") {
                         not_run += 1;

@@ -10,6 +10,7 @@ mod conformance;
 mod context;
 mod corruption;
 mod crash;
+mod local_llm;
 mod mock;
 mod prompt;
 mod repair;

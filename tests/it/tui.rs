@@ -193,6 +193,8 @@ fn tool_cells_running_succeeded_and_failed() {
         name: name.into(),
         content: content.into(),
         is_error,
+        // As the session measured it: the results come 1.5 s after the calls.
+        duration_ms: Some(1500),
     };
     events(
         &mut app,
@@ -255,6 +257,7 @@ fn a_file_edit_shows_its_diff() {
                 name: "file_edit".into(),
                 content: format!("Edited src/main.rs: 1 replacement.\n{diff}"),
                 is_error: false,
+                duration_ms: Some(0),
             },
         ],
         now + Duration::from_millis(40),

@@ -20,6 +20,8 @@
 //! - `preview`: what the preview shows of a journal's end, pure.
 //! - `model`: the picker's state as the plain data the view draws.
 //! - `view`: the drawing, from plain data.
+//! - [`text`]: fitting text into cells, also used by the session tables `tern sessions`
+//!   prints.
 
 mod background;
 pub mod index;
@@ -27,7 +29,7 @@ mod model;
 mod preview;
 #[cfg(test)]
 mod tests;
-mod text;
+pub mod text;
 mod view;
 
 use crate::domain::SessionId;

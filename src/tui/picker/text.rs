@@ -60,7 +60,8 @@ pub(super) fn flatten(text: &str) -> String {
         .collect()
 }
 
-pub(super) fn pad(text: &str, width: usize) -> String {
+/// `text` followed by spaces up to `width` cells.
+pub fn pad(text: &str, width: usize) -> String {
     let used = str_width(text);
     format!("{text}{}", " ".repeat(width.saturating_sub(used)))
 }

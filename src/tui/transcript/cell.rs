@@ -498,7 +498,7 @@ fn tool_header(
     lines.pop().unwrap_or_default()
 }
 
-/// A tool's output under its header: the first lines while collapsed.
+/// A tool's (or a `!` command's) output under its header: the first lines while collapsed.
 fn output_lines(
     output: &str,
     width: u16,
@@ -521,7 +521,10 @@ fn output_lines(
     let mut lines = Vec::new();
     for (i, text) in all.iter().take(shown).enumerate() {
         let lead = if i == 0 { &first } else { &rest };
-        let mut wrapped = hard_wrap(
+        // Output is mostly words (messages, paths, test names): a line breaks at a space, and
+        // a word is cut only when it is longer than a whole line. A line that fits keeps its
+        // spaces and indentation as printed, so columns of aligned output still line up.
+        let mut wrapped = wrap_prefixed(
             &[Span::styled((*text).to_owned(), style)],
             width,
             lead,
@@ -589,6 +592,68 @@ mod tests {
             .iter()
             .map(|l| l.spans.iter().map(|s| s.content.as_ref()).collect())
             .collect()
+    }
+
+    /// A finished tool call with `output`, drawn at `width` with its output open.
+    fn check_tool_output(output: &str, width: u16, expected: &[&str]) {
+        let kind = CellKind::Tool(ToolCell {
+            id: "call_1".into(),
+            name: "shell_execute".into(),
+            input: serde_json::json!({"command": "make"}),
+            status: ToolStatus::Done {
+                ok: true,
+                took: None,
+            },
+            output: output.into(),
+        });
+        let view = View {
+            tools_open: true,
+            ..View::default()
+        };
+        let lines = render(&kind, width, view, &Theme::default());
+        // The header first, a blank line last.
+        assert_eq!(text_of(&lines[1..lines.len() - 1]), expected, "{output:?}");
+    }
+
+    #[test]
+    fn tool_output_wraps_at_word_boundaries() {
+        check_tool_output(
+            "error: cannot borrow value as mutable",
+            24,
+            &["  ⎿ error: cannot borrow", "    value as mutable"],
+        );
+        // A word longer than a line is cut, and only that word.
+        check_tool_output(
+            "see src/a/very/long/path/to/module.rs now",
+            20,
+            &[
+                "  ⎿ see",
+                "    src/a/very/long/",
+                "    path/to/module.r",
+                "    s now",
+            ],
+        );
+        // A line that fits keeps its spaces and indentation, so columns still line up.
+        check_tool_output(
+            "name   size\n  a.rs   12",
+            40,
+            &["  ⎿ name   size", "      a.rs   12"],
+        );
+        // The `!` commands' output is drawn the same way.
+        let lines = render(
+            &CellKind::Shell {
+                command: "ls".into(),
+                output: "alpha beta gamma delta".into(),
+                ok: true,
+            },
+            16,
+            View::default(),
+            &Theme::default(),
+        );
+        assert_eq!(
+            text_of(&lines[1..lines.len() - 1]),
+            ["  ⎿ alpha beta", "    gamma delta"]
+        );
     }
 
     #[test]

@@ -1,10 +1,12 @@
 //! A stored session's transcript, rebuilt from its journal: everything that was said and
 //! done, compactions included (the model's history shrinks; what the person sees does not).
 //! tern's own notes to the model (per-turn context, loop-guard corrections) are left out.
+//! Tool calls show the durations journaled with their results, and the status line starts
+//! from the latest call's usage, so the session looks as it did when it was left.
 
 use super::cell::{Cell, CellKind, ToolCell, ToolStatus};
 use super::stream::end_notice;
-use crate::domain::{ContentBlock, ErrorCategory, TurnStop};
+use crate::domain::{ContentBlock, ErrorCategory, TurnStop, Usage};
 use crate::store::{JournalEvent, JournalRecord};
 use std::collections::HashMap;
 use std::time::Duration;
@@ -12,7 +14,8 @@ use std::time::Duration;
 /// The cells of a stored session, oldest first.
 pub fn cells_from_history(records: &[JournalRecord]) -> Vec<Cell> {
     let mut cells: Vec<Cell> = Vec::new();
-    // Open tool calls: id → (cell index, when the call was journaled).
+    // Open tool calls: id → (cell index, when the call was journaled or, for a call that can
+    // change things, when its start was).
     let mut open: HashMap<String, (usize, i64)> = HashMap::new();
     let push = |cells: &mut Vec<Cell>, kind| cells.push(Cell::new(kind));
     for record in records {
@@ -63,13 +66,26 @@ pub fn cells_from_history(records: &[JournalRecord]) -> Vec<Cell> {
                     }
                 }
             }
-            JournalEvent::ToolResults { results } => {
+            JournalEvent::ToolCallsStarted { call_ids } => {
+                for id in call_ids {
+                    if let Some((_, since)) = open.get_mut(id) {
+                        *since = record.at_ms;
+                    }
+                }
+            }
+            JournalEvent::ToolResults { results, took_ms } => {
                 for result in results {
-                    let Some((at, asked)) = open.remove(&result.tool_use_id) else {
+                    let Some((at, since)) = open.remove(&result.tool_use_id) else {
                         continue;
                     };
+                    let took = match took_ms {
+                        // Measured when the call ran: what the live view showed.
+                        Some(took_ms) => took_ms.get(&result.tool_use_id).copied(),
+                        // An older journal: the time since the call's start was journaled,
+                        // or else since the reply asking for it.
+                        None => u64::try_from(record.at_ms - since).ok(),
+                    };
                     if let CellKind::Tool(tool) = cells[at].edit() {
-                        let took = u64::try_from(record.at_ms - asked).ok();
                         tool.status = ToolStatus::Done {
                             ok: !result.is_error,
                             took: took.map(Duration::from_millis),
@@ -136,6 +152,16 @@ pub fn cells_from_history(records: &[JournalRecord]) -> Vec<Cell> {
     cells
 }
 
+/// The usage of the session's latest model call, for the status line's context figure on
+/// opening it: the figure it showed when the session was left. Calls whose server reported
+/// no input are passed over, as the live status line passes over them.
+pub fn last_usage(records: &[JournalRecord]) -> Option<Usage> {
+    records.iter().rev().find_map(|record| match &record.event {
+        JournalEvent::Usage { usage, .. } if usage.context_tokens() > 0 => Some(*usage),
+        _ => None,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -196,6 +222,7 @@ mod tests {
                 1502,
                 JournalEvent::ToolResults {
                     results: vec![ToolResult::ok("t1", "src/queue.rs:42")],
+                    took_ms: None,
                 },
             ),
             (
@@ -268,5 +295,106 @@ mod tests {
             panic!()
         };
         assert_eq!(tool.output, "no result was recorded");
+    }
+
+    fn call(id: &str, name: &str) -> JournalEvent {
+        JournalEvent::AssistantMessage {
+            model: "m".into(),
+            content: vec![ContentBlock::ToolUse(ToolCall {
+                id: id.into(),
+                name: name.into(),
+                input: serde_json::json!({}),
+            })],
+        }
+    }
+
+    fn took(cells: &[Cell]) -> Vec<Option<Duration>> {
+        cells
+            .iter()
+            .filter_map(|cell| match &cell.kind {
+                CellKind::Tool(ToolCell {
+                    status: ToolStatus::Done { took, .. },
+                    ..
+                }) => Some(*took),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn tool_times_are_the_ones_journaled_with_the_results() {
+        // The reply at 0; a person approved the edit at 2000, it ran 135 ms; the read was
+        // refused, so it never ran. The records' times would say 2.2 s.
+        let cells = cells_from_history(&records(vec![
+            (0, call("edit", "file_edit")),
+            (0, call("read", "file_read")),
+            (
+                2000,
+                JournalEvent::ToolCallsStarted {
+                    call_ids: vec!["edit".into()],
+                },
+            ),
+            (
+                2200,
+                JournalEvent::ToolResults {
+                    results: vec![
+                        ToolResult::ok("edit", "edited"),
+                        ToolResult::error("read", "refused"),
+                    ],
+                    took_ms: Some([("edit".to_owned(), 135)].into()),
+                },
+            ),
+        ]));
+        assert_eq!(took(&cells), [Some(Duration::from_millis(135)), None]);
+    }
+
+    #[test]
+    fn an_older_journal_times_a_call_from_its_journaled_start() {
+        let cells = cells_from_history(&records(vec![
+            (0, call("edit", "file_edit")),
+            (0, call("read", "file_read")),
+            (
+                2000,
+                JournalEvent::ToolCallsStarted {
+                    call_ids: vec!["edit".into()],
+                },
+            ),
+            (
+                2140,
+                JournalEvent::ToolResults {
+                    results: vec![ToolResult::ok("edit", "ok"), ToolResult::ok("read", "x")],
+                    took_ms: None,
+                },
+            ),
+        ]));
+        assert_eq!(
+            took(&cells),
+            [
+                Some(Duration::from_millis(140)),
+                Some(Duration::from_millis(2140))
+            ]
+        );
+    }
+
+    #[test]
+    fn the_context_figure_comes_from_the_latest_call_that_counted() {
+        let usage = |input: u64| JournalEvent::Usage {
+            model: "m".into(),
+            usage: Usage {
+                input_tokens: input,
+                output_tokens: 10,
+                ..Usage::default()
+            },
+        };
+        let journal = records(vec![
+            (0, said("hi")),
+            (1, usage(900)),
+            (2, usage(1200)),
+            // A server that did not count: passed over.
+            (3, usage(0)),
+            (4, JournalEvent::completed()),
+        ]);
+        assert_eq!(last_usage(&journal).map(|u| u.input_tokens), Some(1200));
+        assert_eq!(last_usage(&records(vec![(0, said("hi"))])), None);
     }
 }

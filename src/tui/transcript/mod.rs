@@ -11,7 +11,7 @@ mod history;
 mod stream;
 
 pub use cell::{Cell, CellKind, ToolCell, ToolStatus, View, format_duration};
-pub use history::cells_from_history;
+pub use history::{cells_from_history, last_usage};
 
 use crate::tui::theme::Theme;
 use ratatui::buffer::Buffer;
@@ -386,6 +386,7 @@ mod tests {
                 name: "glob".into(),
                 content: "x.rs".into(),
                 is_error: false,
+                duration_ms: Some(35),
             },
             later,
         );
@@ -398,7 +399,8 @@ mod tests {
             status(1),
             ToolStatus::Done {
                 ok: true,
-                took: Some(std::time::Duration::from_millis(1200))
+                // The time the session measured, not the time between the events.
+                took: Some(std::time::Duration::from_millis(35))
             }
         );
         assert!(t.cells[0].is_live() && !t.cells[1].is_live());

@@ -6,6 +6,7 @@ use super::Transcript;
 use super::cell::{CellKind, ToolCell, ToolStatus};
 use crate::domain::{ErrorCategory, TurnStop};
 use crate::session::SessionEvent;
+use std::time::Duration;
 use tokio::time::Instant;
 
 /// What is being streamed now.
@@ -56,8 +57,9 @@ impl Transcript {
                 id,
                 content,
                 is_error,
+                duration_ms,
                 ..
-            } => self.tool_done(id, content, *is_error, now),
+            } => self.tool_done(id, content, *is_error, *duration_ms),
             SessionEvent::Compacted { .. } => {
                 if let Some(text) = event.compaction_summary() {
                     self.push(CellKind::Notice { text });
@@ -228,18 +230,15 @@ impl Transcript {
         }
     }
 
-    fn tool_done(&mut self, id: &str, content: &str, is_error: bool, now: Instant) {
+    /// A call's result: the time shown is the one the session measured and journaled, so
+    /// the session opened again shows the same; a call that never started shows none.
+    fn tool_done(&mut self, id: &str, content: &str, is_error: bool, duration_ms: Option<u64>) {
         let Some(tool) = self.tool_cell(id) else {
             return;
         };
-        let took = match tool.status {
-            ToolStatus::Running { since } => Some(now.saturating_duration_since(since)),
-            ToolStatus::Asking => None,
-            ToolStatus::Done { took, .. } => took,
-        };
         tool.status = ToolStatus::Done {
             ok: !is_error,
-            took,
+            took: duration_ms.map(Duration::from_millis),
         };
         tool.output = content.to_owned();
     }

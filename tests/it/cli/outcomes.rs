@@ -128,7 +128,7 @@ fn the_start_of_a_call_that_can_change_things_is_journaled_before_it_runs() {
     let batch: Vec<(u64, String)> = records
         .iter()
         .filter_map(|r| match &r.event {
-            JournalEvent::ToolResults { results } => Some((
+            JournalEvent::ToolResults { results, .. } => Some((
                 r.seq,
                 format!(
                     "results {:?}",

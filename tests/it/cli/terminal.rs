@@ -304,3 +304,70 @@ fn the_status_line_measures_the_context_against_the_window_the_server_said() {
     let screen = tmux.wait_for("window from the server: llama.cpp /props");
     assert!(screen.contains("context 2048 of 4096"), "{screen}");
 }
+
+/// The time a tool line shows, such as `312ms` in `✓ shell_execute sleep 0.3 · 312ms`.
+fn tool_time(screen: &str, tool: &str) -> String {
+    let line = screen
+        .lines()
+        .find(|line| line.contains(tool) && line.contains(" · "))
+        .unwrap_or_else(|| panic!("no finished {tool} line in:\n{screen}"));
+    line.rsplit(" · ").next().unwrap_or("").trim().to_owned()
+}
+
+#[test]
+fn a_resumed_session_shows_the_context_and_tool_times_it_showed_live() {
+    let cli = Cli::new();
+    cli.home.write_config(NO_TITLES);
+    cli.mock.push(Reply::tool_call(
+        "shell_execute",
+        json!({"command": "sleep 0.3; echo slept"}),
+    ));
+    // 49,000 read and 1,000 written of Anthropic's 200,000: a quarter of the window.
+    cli.mock
+        .push(Reply::text("Done sleeping.").usage(49_000, 1_000, 0, 0));
+    let tmux = Tmux::start(&cli, &[]);
+    tmux.wait_for("message tern");
+    tmux.type_text("sleep a bit");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("approval needed");
+    // The wait for the answer is not the command's time.
+    std::thread::sleep(Duration::from_millis(1200));
+    tmux.keys(&["y"]);
+    tmux.wait_for("Done sleeping.");
+    let live = tmux.wait_for("ctx 25%");
+    let live_time = tool_time(&live, "shell_execute");
+    assert!(
+        live_time.ends_with("ms"),
+        "the command took under a second: {live}"
+    );
+    tmux.keys(&["C-d"]);
+    tmux.wait_for("[tern exited 0]");
+
+    // `tern -c`: the figures as they were, not `ctx 0%` until the next call.
+    let again = Tmux::start(&cli, &["-c"]);
+    let screen = again.wait_for("Done sleeping.");
+    let screen = if screen.contains("ready ·") {
+        screen
+    } else {
+        again.wait_for("ready ·")
+    };
+    assert!(screen.contains("ctx 25%"), "{screen}");
+    assert_eq!(tool_time(&screen, "shell_execute"), live_time, "{screen}");
+
+    // Interrupted before its call answers: the last known figure stays.
+    cli.mock
+        .push(Reply::text("never shown").delay_after_headers(Duration::from_secs(20)));
+    again.type_text("and again");
+    again.keys(&["Enter"]);
+    again.wait_for("esc to interrupt");
+    again.keys(&["Escape"]);
+    let screen = again.wait_for("interrupted");
+    let screen = if screen.contains("ready ·") {
+        screen
+    } else {
+        again.wait_for("ready ·")
+    };
+    assert!(screen.contains("ctx 25%"), "{screen}");
+    again.keys(&["C-d"]);
+    again.wait_for("[tern exited 0]");
+}

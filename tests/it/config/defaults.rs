@@ -44,6 +44,36 @@ fn no_provider_message_explains_every_way_to_configure_one() {
 }
 
 #[test]
+fn the_no_provider_message_says_what_is_true_of_keys_for_a_local_server() {
+    let err = match loaded("", &[]).default_provider() {
+        Err(err) => err.to_string(),
+        Ok(p) => panic!("unexpected provider {}", p.name),
+    };
+    // The line for a server on this machine asks for no key…
+    let local = err
+        .lines()
+        .find(|line| line.contains("OPENAI_BASE_URL=http://127.0.0.1"))
+        .unwrap_or_else(|| panic!("no line for a local server in: {err}"));
+    assert!(local.contains("needs no key"), "{local}");
+    assert!(!local.contains("OPENAI_API_KEY"), "{local}");
+    // …and following it, with no key anywhere, gives a provider that is ready to use.
+    let config = loaded("", &[("OPENAI_BASE_URL", "http://127.0.0.1:8080/v1")]);
+    let profile = config.default_provider().unwrap();
+    assert_eq!(profile.name, "openai");
+    assert!(profile.require_key().is_ok(), "a local server needs no key");
+    // So does the example profile the message shows, copied as it stands.
+    let example: String = err
+        .lines()
+        .skip_while(|line| !line.contains("[providers.local]"))
+        .map(|line| format!("{}\n", line.trim()))
+        .collect();
+    let config = loaded(&format!("[models]\nprovider = \"local\"\n{example}"), &[]);
+    let profile = config.default_provider().unwrap();
+    assert_eq!(profile.base_url, "http://127.0.0.1:8080/v1");
+    assert!(profile.require_key().is_ok(), "{example}");
+}
+
+#[test]
 fn anthropic_key_in_the_environment_is_enough() {
     let config = loaded("", &[("ANTHROPIC_API_KEY", "sk-ant-test")]);
     let profile = config.default_provider().unwrap();

@@ -91,7 +91,7 @@ fn approval_trail(world: &World, id: &SessionId) -> Vec<String> {
             JournalEvent::ApprovalDecided { answer, grant, .. } => {
                 Some(format!("decided {answer:?} {grant:?}"))
             }
-            JournalEvent::ToolResults { results } => Some(format!("results {}", results.len())),
+            JournalEvent::ToolResults { results, .. } => Some(format!("results {}", results.len())),
             _ => None,
         })
         .collect()
@@ -428,7 +428,7 @@ async fn draining_while_asking_ends_the_turn_with_the_calls_not_run() {
     let results: Vec<String> = journal
         .iter()
         .filter_map(|e| match e {
-            JournalEvent::ToolResults { results } => Some(results.clone()),
+            JournalEvent::ToolResults { results, .. } => Some(results.clone()),
             _ => None,
         })
         .flatten()

@@ -333,3 +333,46 @@ async fn the_project_instruction_file_reaches_the_model() {
     assert!(system.contains("Always answer in haiku."), "{system}");
     assert!(!system.contains("not this one"), "{system}");
 }
+
+#[tokio::test]
+async fn each_call_that_ran_has_its_time_journaled_and_shown() {
+    let world = World::anthropic();
+    world.home.write_file("notes.txt", "alpha\n");
+    world.mock.push(Reply::tool_calls([
+        ("file_read", json!({"path": "notes.txt"})),
+        ("no_such_tool", json!({})),
+    ]));
+    world.mock.push(Reply::text("Read."));
+    let handle = world.create();
+    let events = turn(&handle, "read the notes").await;
+
+    let shown: Vec<(String, Option<u64>)> = events
+        .iter()
+        .filter_map(|e| match e {
+            SessionEvent::ToolResult {
+                name, duration_ms, ..
+            } => Some((name.clone(), *duration_ms)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(shown.len(), 2, "{events:?}");
+    assert!(shown[0].1.is_some(), "the read ran: {shown:?}");
+    assert_eq!(shown[1].1, None, "an unknown tool never started");
+    let journaled = journal(&world, handle.id())
+        .into_iter()
+        .find_map(|e| match e {
+            JournalEvent::ToolResults { results, took_ms } => Some((results, took_ms)),
+            _ => None,
+        });
+    let Some((results, Some(took_ms))) = journaled else {
+        panic!("no timed results in the journal: {journaled:?}");
+    };
+    // The same figure the live event carried, under the read's call id only.
+    assert_eq!(
+        took_ms.into_iter().collect::<Vec<_>>(),
+        [(
+            results[0].tool_use_id.clone(),
+            shown[0].1.unwrap_or(u64::MAX)
+        )]
+    );
+}
