@@ -12,6 +12,7 @@ mod corruption;
 mod crash;
 mod mock;
 mod prompt;
+mod prompt_size;
 mod repair;
 mod session;
 mod store;

@@ -260,6 +260,7 @@ mod lifecycle;
 mod long;
 mod prefix;
 mod resets;
+mod small_window;
 mod snapshots;
 mod titles;
 mod turns;
