@@ -11,7 +11,9 @@
 //! request right after it (goal: at most 0.5 of the window); the time each compaction spent
 //! deciding what to keep, the notes call excluded (goal: at most 5 ms).
 //!
-//! Run with `cargo bench --bench long_session` (add `-- --turns N` for another length).
+//! Run with `cargo bench --bench long_session` (add `-- --turns N` for another length, and
+//! `-- --window N` for another window: at 4096 the prompt is the compact one and most files
+//! are larger than what a result may keep whole, so their middle is cut).
 
 #[allow(unused_imports)]
 #[path = "../tests/support/mod.rs"]
@@ -27,24 +29,30 @@ use tern::session::{OutputFilter, SessionDeps, SessionEvent, SessionHandle, User
 use tern::store::Store;
 use tern::tools::{ApprovalMode, ToolRegistry};
 
+/// The window unless `--window` names another.
 const WINDOW: u64 = 32_000;
 
-fn main() {
-    let turns = std::env::args()
-        .skip_while(|arg| arg != "--turns")
+/// The number after `flag` on the command line.
+fn arg<T: std::str::FromStr>(flag: &str) -> Option<T> {
+    std::env::args()
+        .skip_while(|arg| arg != flag)
         .nth(1)
         .and_then(|n| n.parse().ok())
-        .unwrap_or(300);
+}
+
+fn main() {
+    let turns = arg("--turns").unwrap_or(300);
+    let window = arg("--window").unwrap_or(WINDOW);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .expect("a runtime");
     let mock = MockProvider::start_blocking();
-    runtime.block_on(run(turns, mock));
+    runtime.block_on(run(turns, window, mock));
 }
 
-async fn run(turns: usize, mock: MockProvider) {
+async fn run(turns: usize, window: u64, mock: MockProvider) {
     let home = TernHome::new();
     // Files of 2 to 20 KB in 60-byte lines, so file_read shows them whole.
     let mut sizes = Vec::with_capacity(turns);
@@ -70,11 +78,11 @@ async fn run(turns: usize, mock: MockProvider) {
         api_key_env: None,
         api_key: Some("bench".into()),
         default_model: "primary-model".into(),
-        context_window: WINDOW,
+        context_window: window,
         max_output_tokens: 1000,
         written: Default::default(),
     };
-    let route = |model: &str| ModelRoute::new(llm::provider_for(&profile), model, 1000, WINDOW);
+    let route = |model: &str| ModelRoute::new(llm::provider_for(&profile), model, 1000, window);
     let settings = SessionSettings::default();
     let policy = RetryPolicy::new(&RetrySettings::default(), &settings);
     let store = Arc::new(Store::open(&home.home().join("data/tern.redb")).expect("a store"));
@@ -172,17 +180,17 @@ async fn run(turns: usize, mock: MockProvider) {
         compactions.len()
     );
     println!(
-        "  peak request: {peak} tokens = {:.3} of the {WINDOW}-token window (goal ≤ 0.80)",
-        peak as f64 / WINDOW as f64
+        "  peak request: {peak} tokens = {:.3} of the {window}-token window (goal ≤ 0.80)",
+        peak as f64 / window as f64
     );
     println!(
         "  after compaction (estimate): worst {worst_after} tokens = {:.3} of the window (goal ≤ 0.50)",
-        worst_after as f64 / WINDOW as f64
+        worst_after as f64 / window as f64
     );
     if let Some(worst) = after.iter().max() {
         println!(
             "  first request after a compaction (as sent): worst {worst} tokens = {:.3} of the window",
-            *worst as f64 / WINDOW as f64
+            *worst as f64 / window as f64
         );
     }
     println!(

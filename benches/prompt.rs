@@ -33,8 +33,8 @@ use tern::context::{
 use tern::domain::{Audience, ContentBlock, Message, Role, ToolCall, ToolResult};
 use tern::llm::{ChatRequest, Provider, ToolSpec};
 use tern::prompt::{
-    self, IndexEntry, MEMORY_OFF, NudgeSources, RequestFrame, SessionPaths, StaticSources,
-    SystemSources, TurnNotes,
+    self, IndexEntry, MEMORY_OFF, NudgeSources, PromptSize, RequestFrame, SessionPaths,
+    StaticSources, SystemSources, TurnNotes,
 };
 use tern::tools::ToolRegistry;
 
@@ -281,6 +281,7 @@ fn turn_nudge(turn: usize) -> String {
             time: &time,
             working: Some(&working_context(recent)),
             notes: &TurnNotes::default(),
+            size: PromptSize::Full,
         },
     )
     .expect("the time is always there")
@@ -398,11 +399,12 @@ impl Inputs {
             SystemSources {
                 identity: &identity,
                 instructions: Some(&instructions),
+                size: PromptSize::Full,
             },
         );
         let index = prompt::tool_index(&registry, AUDIENCE);
         let tier_b = static_context(&index, &paths);
-        let tools = prompt::tool_specs(&registry, AUDIENCE);
+        let tools = prompt::tool_specs(&registry, AUDIENCE, PromptSize::Full);
         let start: jiff::Timestamp = FIRST_TURN_AT.parse().expect("timestamp");
         Self {
             identity,
@@ -439,6 +441,7 @@ impl Inputs {
             SystemSources {
                 identity: &self.identity,
                 instructions: Some(&self.instructions),
+                size: PromptSize::Full,
             },
         );
         let index = prompt::tool_index(&self.registry, AUDIENCE);
@@ -449,6 +452,7 @@ impl Inputs {
                 time: &self.time,
                 working: Some(&self.working),
                 notes: &TurnNotes::default(),
+                size: PromptSize::Full,
             },
         );
         (tier_a, tier_b, nudge)
@@ -464,6 +468,7 @@ fn static_context(tools: &[IndexEntry], paths: &SessionPaths) -> String {
             skills: &[],
             memory: MEMORY_OFF,
             paths,
+            size: PromptSize::Full,
         },
     )
 }

@@ -112,6 +112,11 @@ impl ReplyAssembler {
             .collect()
     }
 
+    /// The usage reported so far.
+    pub fn usage(&self) -> Usage {
+        self.usage
+    }
+
     /// The reply so far, with every call still open closed.
     pub fn finish(mut self) -> Assembled {
         let mut open: Vec<usize> = self.pending.keys().copied().collect();

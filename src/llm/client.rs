@@ -1,7 +1,8 @@
 //! The model client: one call to "the model", whatever it takes. It drives a provider's
 //! stream to the end while watching the prefill, first-token and no-progress timeouts,
 //! assembles the reply, retries what retrying can fix, fails over to the fallback model when
-//! the primary keeps failing, and refuses to hand back a reply cut off at the output limit.
+//! the primary keeps failing, and refuses to hand back a reply cut off at the output limit or
+//! by a full context window, telling the two apart by the usage the server reported.
 //!
 //! One of those timeouts ends the call at once, without a retry or the fallback: each costs
 //! the whole timeout, which is long, and the error names which one fired so the person can
@@ -12,6 +13,7 @@
 //! is told so before the next attempt starts.
 
 use super::assemble::ReplyAssembler;
+use super::cutoff::{CutOff, cut_off, cut_off_error};
 use super::error::connection_cut;
 use super::retry::{RetryDecision, RetryPolicy, next_delay};
 use super::served::{ModelLimits, RouteLimits};
@@ -364,15 +366,20 @@ impl ModelClient {
             );
         }
         if stop_reason == StopReason::MaxTokens {
-            let message = format!(
-                "reply was cut off at the output limit of {} tokens; nothing partial was kept; \
-                 raise max_output_tokens or ask for a shorter answer",
-                request.max_output_tokens
-            );
-            return Err(LlmError {
-                output_limit: true,
-                ..LlmError::new(ErrorCategory::ModelBehavior, message)
-            });
+            // The same stop reason covers a full window: the usage tells which it was.
+            let usage = assembler.usage();
+            let (limit, window) = (request.max_output_tokens, route.context_window());
+            let cause = cut_off(&usage, limit, window);
+            if let CutOff::WindowFull { filled } = cause {
+                tracing::info!(
+                    provider,
+                    model = %request.model,
+                    filled,
+                    window,
+                    "the reply stopped because the context window filled up"
+                );
+            }
+            return Err(cut_off_error(cause, &usage, limit, window));
         }
         let assembled = assembler.finish();
         Ok(ModelReply {

@@ -26,6 +26,10 @@ pub struct LlmError {
     pub watchdog: Option<Watchdog>,
     /// The reply was cut at the output limit (and dropped).
     pub output_limit: bool,
+    /// The reply was cut because the context window filled up, at this many tokens (prompt
+    /// and reply together), as the server counted them: the window it really has, which may
+    /// be smaller than the one configured.
+    pub window_filled_at: Option<u64>,
     /// The text the model had written when the person interrupted the call: kept, marked
     /// as interrupted, so the conversation shows (and the model sees) what was said.
     pub interrupted_text: Option<String>,
@@ -41,6 +45,7 @@ impl LlmError {
             retry_after: None,
             watchdog: None,
             output_limit: false,
+            window_filled_at: None,
             interrupted_text: None,
         }
     }

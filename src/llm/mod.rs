@@ -9,6 +9,7 @@
 mod anthropic;
 mod assemble;
 mod client;
+mod cutoff;
 pub mod decode;
 mod error;
 mod history;

@@ -294,7 +294,14 @@ impl SseHandler for OpenAiEvents {
         {
             self.choice(choice, out);
         }
-        if let Some(usage) = value.get("usage").and_then(parse_usage) {
+        // llama.cpp's server also reports `timings`, the counts of its own prompt cache and
+        // decoding: usage enough to tell a full window from the output limit when a build
+        // sends no `usage`.
+        let usage = match value.get("usage").and_then(parse_usage) {
+            Some(usage) => Some(usage),
+            None => value.get("timings").and_then(parse_timings),
+        };
+        if let Some(usage) = usage {
             out.push(Ok(StreamEvent::Usage(usage)));
         }
         Ok(())
@@ -486,6 +493,21 @@ fn parse_usage(value: &Value) -> Option<Usage> {
     Some(Usage {
         input_tokens: count("prompt_tokens").saturating_sub(cached),
         output_tokens: count("completion_tokens"),
+        cache_creation_input_tokens: 0,
+        cache_read_input_tokens: cached,
+    })
+}
+
+/// Reads llama.cpp's `timings`: `prompt_n` tokens of the prompt evaluated, `cache_n` more
+/// served from its cache, `predicted_n` generated.
+fn parse_timings(value: &Value) -> Option<Usage> {
+    let timings = value.as_object()?;
+    let count = |key: &str| timings.get(key).and_then(Value::as_u64);
+    let (prompt, predicted) = (count("prompt_n")?, count("predicted_n")?);
+    let cached = count("cache_n").unwrap_or(0);
+    Some(Usage {
+        input_tokens: prompt,
+        output_tokens: predicted,
         cache_creation_input_tokens: 0,
         cache_read_input_tokens: cached,
     })

@@ -253,6 +253,36 @@ fn cached_tokens_are_split_out_of_the_prompt_count() {
     );
 }
 
+#[test]
+fn llama_cpp_timings_stand_in_for_a_missing_usage() {
+    let timings = r#""timings":{"cache_n":4000,"prompt_n":67,"prompt_ms":310.2,"predicted_n":29,"predicted_ms":1201.5}"#;
+    let only_timings = format!(
+        "data: {{\"choices\":[{{\"index\":0,\"delta\":{{}},\"finish_reason\":\"length\"}}],{timings}}}\n\n"
+    );
+    let out = events(&only_timings);
+    assert_eq!(
+        out[0],
+        Ok(StreamEvent::Usage(Usage {
+            input_tokens: 67,
+            output_tokens: 29,
+            cache_creation_input_tokens: 0,
+            cache_read_input_tokens: 4000,
+        }))
+    );
+    // With both, `usage` is what counts.
+    let both = format!(
+        "data: {{\"choices\":[],\"usage\":{{\"prompt_tokens\":4067,\"completion_tokens\":29}},{timings}}}\n\n"
+    );
+    assert_eq!(
+        events(&both),
+        vec![Ok(StreamEvent::Usage(Usage {
+            input_tokens: 4067,
+            output_tokens: 29,
+            ..Usage::default()
+        }))]
+    );
+}
+
 #[tokio::test]
 async fn streams_over_http_with_a_bearer_key() {
     let sse = [

@@ -1,10 +1,12 @@
 //! Tier D, the per-turn nudge: a `[system: …]` block in a user-role message just before the
 //! latest user message, holding what is true now (the time, the working context, running
 //! jobs) and notes for this turn only. It is saved into the history as sent, so on later
-//! turns it is part of the cached prefix like any other message.
+//! turns it is part of the cached prefix like any other message. For a small window the time
+//! and the working context take a line or two each: every turn's nudge stays in the history.
 
+use super::size::PromptSize;
 use super::static_context::IndexEntry;
-use crate::context::{CurrentTime, WorkingContext};
+use crate::context::{CurrentTime, GitContext, WorkingContext};
 use crate::domain::{Audience, ContentBlock, Message, Role};
 
 /// The first line of every nudge; the operating rules tell the model what it means.
@@ -71,7 +73,11 @@ pub struct NudgeSources<'a> {
     /// `None` for the Public audience, which is not told about the machine.
     pub working: Option<&'a WorkingContext>,
     pub notes: &'a TurnNotes,
+    pub size: PromptSize,
 }
+
+/// How many recent files the compact nudge names.
+const COMPACT_RECENT_FILES: usize = 5;
 
 /// The nudge text for `audience`, or `None` when every layer is empty. Public gets the time
 /// and the turn's notices only.
@@ -90,9 +96,10 @@ pub fn nudge(audience: Audience, sources: NudgeSources<'_>) -> Option<String> {
             .join("\n");
         layers.push(("available-subagents", list));
     }
-    layers.push(("current-time", current_time(sources.time)));
+    let compact = sources.size.is_compact();
+    layers.push(("current-time", current_time(sources.time, compact)));
     if full && let Some(working) = sources.working {
-        layers.push(("working-context", working_context(working)));
+        layers.push(("working-context", working_context(working, compact)));
     }
     if full && !notes.background_jobs.is_empty() {
         let jobs = notes
@@ -132,13 +139,21 @@ fn push_text(
     }
 }
 
-/// UTC, local time, weekday and time zone, to the second.
-fn current_time(time: &CurrentTime) -> String {
+/// UTC, local time, weekday and time zone, to the second; compact, the local time with its
+/// offset, the weekday and the zone on one line.
+fn current_time(time: &CurrentTime, compact: bool) -> String {
     let local = &time.local;
     let zone = local
         .time_zone()
         .iana_name()
         .map_or_else(|| local.strftime("UTC%:z").to_string(), str::to_owned);
+    if compact {
+        return format!(
+            "{} {} {zone}",
+            local.strftime("%Y-%m-%dT%H:%M:%S%:z"),
+            local.strftime("%A")
+        );
+    }
     format!(
         "utc: {}\nlocal: {}\nweekday: {}\ntimezone: {zone}",
         local.timestamp().strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -147,8 +162,9 @@ fn current_time(time: &CurrentTime) -> String {
     )
 }
 
-/// Shell (when given), directories, recent files and the git line.
-fn working_context(working: &WorkingContext) -> String {
+/// Shell (when given), directories, recent files and the git line; compact, the five most
+/// recent files and a git line without the paths git already shares with the project.
+fn working_context(working: &WorkingContext, compact: bool) -> String {
     let mut lines = Vec::new();
     if let Some(shell) = &working.shell {
         lines.push(format!(
@@ -163,16 +179,60 @@ fn working_context(working: &WorkingContext) -> String {
         lines.push(format!("cwd: {}", working.cwd.display()));
     }
     if !working.recent_files.is_empty() {
+        let shown = if compact {
+            COMPACT_RECENT_FILES
+        } else {
+            usize::MAX
+        };
         let files = working
             .recent_files
             .iter()
+            .take(shown)
             .map(|path| working.display_path(path))
             .collect::<Vec<_>>()
             .join(", ");
         lines.push(format!("recent_files: {files}"));
     }
-    lines.push(working.git.render());
+    lines.push(if compact {
+        compact_git(&working.git)
+    } else {
+        working.git.render()
+    });
     lines.join("\n")
+}
+
+/// `git: branch main, head 1a2b3c4, upstream origin/main (ahead 1, behind 0), modified 2`:
+/// the branch, the head's id, the upstream, and only the counts that are not zero (`clean`
+/// when none is).
+fn compact_git(git: &GitContext) -> String {
+    let snapshot = match git {
+        GitContext::Repo(snapshot) => snapshot,
+        GitContext::Unavailable { .. } => return git.render(),
+    };
+    let head = match &snapshot.head {
+        crate::context::Head::Commit { short_id, .. } => short_id.clone(),
+        unborn => unborn.to_string(),
+    };
+    let mut line = format!("git: branch {}, head {head}", snapshot.branch);
+    if let Some(upstream) = &snapshot.upstream {
+        line.push_str(&format!(", upstream {upstream}"));
+    }
+    let c = &snapshot.counts;
+    let counts = [
+        ("staged", c.staged),
+        ("modified", c.modified),
+        ("untracked", c.untracked),
+        ("conflicted", c.conflicted),
+    ];
+    let mut any = false;
+    for (name, count) in counts.into_iter().filter(|(_, count)| *count > 0) {
+        line.push_str(&format!(", {name} {count}"));
+        any = true;
+    }
+    if !any {
+        line.push_str(", clean");
+    }
+    line
 }
 
 #[cfg(test)]
@@ -210,6 +270,7 @@ mod tests {
                 time: &time(),
                 working,
                 notes,
+                size: PromptSize::Full,
             },
         )
         .expect("the time is always there")
@@ -237,6 +298,7 @@ mod tests {
                 time: &time,
                 working: None,
                 notes: &TurnNotes::default(),
+                size: PromptSize::Full,
             },
         )
         .unwrap();
@@ -366,5 +428,63 @@ mod tests {
             assert!(!text.contains(absent), "{absent} in {text}");
         }
         assert!(text.ends_with("[session-overlay]\nbe kind"), "{text}");
+    }
+
+    #[test]
+    fn a_small_window_gets_the_time_on_one_line_and_a_short_git_line() {
+        use crate::context::{Branch, DurableContext, GitSnapshot, Head, StatusCounts};
+        let git = GitContext::Repo(GitSnapshot {
+            worktree: "/p".into(),
+            common_dir: "/p/.git".into(),
+            branch: Branch::Named("main".into()),
+            head: Head::Commit {
+                short_id: "1a2b3c4".into(),
+                subject: "Round the totals".into(),
+            },
+            upstream: None,
+            counts: StatusCounts {
+                modified: 2,
+                ..StatusCounts::default()
+            },
+        });
+        let files = (0..8).map(|i| format!("/p/f{i}.rs").into()).collect();
+        let working = WorkingContext::with_git(
+            DurableContext {
+                project_dir: "/p".into(),
+                cwd: "/p".into(),
+                recent_files: files,
+            },
+            None,
+            git,
+        );
+        let text = nudge(
+            Audience::Team,
+            NudgeSources {
+                time: &time(),
+                working: Some(&working),
+                notes: &TurnNotes::default(),
+                size: PromptSize::for_window(4096),
+            },
+        )
+        .expect("the time is always there");
+        assert_eq!(
+            text,
+            "[system: turn context from tern, not written by the person]\n\n\
+             [current-time]\n2026-11-29T22:47:30+01:00 Sunday Europe/Berlin\n\n\
+             [working-context]\nproject_dir: /p\nrecent_files: f0.rs, f1.rs, f2.rs, f3.rs, f4.rs\n\
+             git: branch main, head 1a2b3c4, modified 2"
+        );
+        let clean = GitContext::Repo(GitSnapshot {
+            worktree: "/p".into(),
+            common_dir: "/p/.git".into(),
+            branch: Branch::Detached,
+            head: Head::Unborn,
+            upstream: None,
+            counts: StatusCounts::default(),
+        });
+        assert_eq!(
+            compact_git(&clean),
+            "git: branch (detached), head (unborn, no commits yet), clean"
+        );
     }
 }

@@ -1,7 +1,10 @@
 //! Tier B, the static context: what the session has to work with (the tool index, skills,
 //! memory) and where its files are. Rendered on the first model call and again right after a
-//! compaction, so it stays byte-identical, and cached, in between.
+//! compaction, so it stays byte-identical, and cached, in between. For a small window it
+//! keeps only what the model acts on: the session's id and its two folders, since the compact
+//! tool descriptions already are the index.
 
+use super::size::PromptSize;
 use crate::domain::Audience;
 use std::path::PathBuf;
 
@@ -32,6 +35,7 @@ pub struct StaticSources<'a> {
     /// One line on long-term memory.
     pub memory: &'a str,
     pub paths: &'a SessionPaths,
+    pub size: PromptSize,
 }
 
 /// The memory line while no long-term memory exists.
@@ -40,6 +44,9 @@ pub const MEMORY_OFF: &str = "off: no long-term memory is set up, so nothing car
 
 /// Tier B for `audience`. Public gets the tool index and the session id only.
 pub fn static_context(audience: Audience, sources: StaticSources<'_>) -> String {
+    if sources.size.is_compact() {
+        return compact(audience, sources);
+    }
     let mut out = String::from("[tools]\n");
     if sources.tools.is_empty() {
         out.push_str("none: this conversation has no tools; answer from what you know\n");
@@ -97,6 +104,32 @@ pub fn static_context(audience: Audience, sources: StaticSources<'_>) -> String 
     out
 }
 
+/// Tier B for a small window: no tool index (each tool's one-line description comes with the
+/// request), no memory line while there is no memory, the session folder and the temp dir.
+fn compact(audience: Audience, sources: StaticSources<'_>) -> String {
+    let mut out = String::new();
+    if sources.tools.is_empty() {
+        out.push_str("[tools]\nnone: answer from what you know\n\n");
+    }
+    if audience != Audience::Public && !sources.skills.is_empty() {
+        out.push_str("[skills]\n");
+        push_index(&mut out, sources.skills);
+        out.push('\n');
+    }
+    out.push_str(&format!("[session]\nid: {}\n", sources.session_id));
+    if audience == Audience::Public {
+        return out;
+    }
+    let paths = sources.paths;
+    out.push_str(&format!(
+        "session_dir: {} (readable without asking; artifacts/ holds full copies of cut \
+         output)\ntemp_dir: {} (scratch, TMPDIR)\n",
+        paths.session_dir.display(),
+        paths.temp_dir.display()
+    ));
+    out
+}
+
 fn push_index(out: &mut String, entries: &[IndexEntry]) {
     for entry in entries {
         out.push_str(&format!("- {}: {}\n", entry.name, entry.summary));
@@ -133,6 +166,7 @@ mod tests {
                 skills,
                 memory: MEMORY_OFF,
                 paths: &paths(),
+                size: PromptSize::Full,
             },
         )
     }
@@ -174,6 +208,32 @@ mod tests {
             text,
             "[tools]\nnone: this conversation has no tools; answer from what you know\n\n\
              [session]\nid: s1\n"
+        );
+    }
+
+    #[test]
+    fn a_small_window_gets_the_session_and_its_folders_only() {
+        let compact = |audience, tools: &[IndexEntry]| {
+            static_context(
+                audience,
+                StaticSources {
+                    session_id: "s1",
+                    tools,
+                    skills: &[],
+                    memory: MEMORY_OFF,
+                    paths: &paths(),
+                    size: PromptSize::for_window(8192),
+                },
+            )
+        };
+        assert_eq!(
+            compact(Audience::Team, &[entry("file_read")]),
+            "[session]\nid: s1\nsession_dir: /d/s (readable without asking; artifacts/ holds \
+             full copies of cut output)\ntemp_dir: /t/p (scratch, TMPDIR)\n"
+        );
+        assert_eq!(
+            compact(Audience::Public, &[]),
+            "[tools]\nnone: answer from what you know\n\n[session]\nid: s1\n"
         );
     }
 }

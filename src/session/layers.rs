@@ -1,7 +1,9 @@
 //! The prompt's layers for a turn: the IO half. Before a turn's first model call, tier A is
 //! rebuilt from its files and journaled only if it changed, tier B is rendered if this
-//! audience has none yet, and the nudge is gathered fresh (time, git under its budget). The
-//! `prompt` module turns the journaled layers into each request.
+//! audience has none yet or tier A changed (and journaled if it differs), and the nudge is gathered fresh (time, git under
+//! its budget). The `prompt` module turns the journaled layers into each request. Every layer
+//! and the tools come in the size the conversation model's window calls for
+//! ([`prompt_size`]).
 
 use super::actor::SessionDeps;
 use super::envelope::SessionDirs;
@@ -12,12 +14,26 @@ use crate::context::{
 };
 use crate::domain::Audience;
 use crate::llm::{ChatRequest, ModelRoute, ToolSpec};
-use crate::prompt::{self, NudgeSources, RequestFrame, StaticSources, SystemSources, TurnNotes};
+use crate::prompt::{
+    self, NudgeSources, PromptSize, RequestFrame, StaticSources, SystemSources, TurnNotes,
+};
 use crate::store::JournalEvent;
 use std::path::Path;
 
+/// The size of every layer of this session's prompt: from the conversation model's window,
+/// so it stays the same, and the cached prefix with it, for as long as the window does.
+pub fn prompt_size(deps: &SessionDeps) -> PromptSize {
+    PromptSize::for_window(deps.client.primary.context_window())
+}
+
+/// The tools `audience` may call, in this session's prompt size.
+pub fn tool_specs(deps: &SessionDeps, audience: Audience) -> Vec<ToolSpec> {
+    prompt::tool_specs(&deps.tools, audience, prompt_size(deps))
+}
+
 /// The journal events that set up a turn's prompt, in order: tier A when its sources
-/// changed, tier B when `audience` has none yet, and the turn's nudge.
+/// changed, tier B when `audience` has none yet or it changed with tier A, and the turn's
+/// nudge.
 pub async fn prepare_turn(
     deps: &SessionDeps,
     dirs: &SessionDirs,
@@ -28,6 +44,7 @@ pub async fn prepare_turn(
     time: CurrentTime,
 ) -> Vec<JournalEvent> {
     let mut events = Vec::new();
+    let size = prompt_size(deps);
     let identity = IdentityFiles::load(&deps.identity_dir);
     let instructions = match audience {
         Audience::Public => None,
@@ -38,16 +55,27 @@ pub async fn prepare_turn(
         SystemSources {
             identity: &identity,
             instructions: instructions.as_ref(),
+            size,
         },
     );
-    if state.system_prompts.get(&audience) != Some(&system) {
+    let tier_a_changed = state.system_prompts.get(&audience) != Some(&system);
+    if tier_a_changed {
         events.push(JournalEvent::SystemPromptSet {
             audience,
             text: system,
         });
     }
-    if !state.static_contexts.contains_key(&audience) {
+    let tier_b = state.static_contexts.get(&audience);
+    if tier_b.is_none() {
         events.push(static_context_event(deps, dirs, temp_dir, state, audience));
+    } else if tier_a_changed {
+        // A new tier A already breaks the cached prefix at its start, so tier B after it may
+        // change at no cost: that is how a change of prompt size reaches it. Journaled only
+        // when it differs.
+        let event = static_context_event(deps, dirs, temp_dir, state, audience);
+        if matches!(&event, JournalEvent::StaticContextSet { text, .. } if Some(text) != tier_b) {
+            events.push(event);
+        }
     }
     let working = match audience {
         Audience::Public => None,
@@ -67,6 +95,7 @@ pub async fn prepare_turn(
             time: &time,
             working: working.as_ref(),
             notes,
+            size,
         },
     );
     if let Some(text) = nudge {
@@ -99,6 +128,7 @@ pub fn static_context_event(
             skills: &[],
             memory: prompt::MEMORY_OFF,
             paths: &paths,
+            size: prompt_size(deps),
         },
     );
     JournalEvent::StaticContextSet { audience, text }
@@ -146,7 +176,7 @@ pub async fn preview(
     for event in prepare_turn(deps, dirs, &temp_dir, &state, audience, &notes, time).await {
         state.apply(&event);
     }
-    let tools = prompt::tool_specs(&deps.tools, audience);
+    let tools = tool_specs(deps, audience);
     let request = request(&state, audience, tools, &deps.client.primary);
     // The nudge, when there is one, sits right before the latest user message.
     let nudge_at = request.messages.len().checked_sub(2).filter(|&i| {

@@ -1,11 +1,14 @@
 //! One turn: model call, tool batch, results, model call … until the model ends the turn, the
 //! loop guard or a person ends it quietly, or something fails. Every step is journaled before
 //! the state moves on. Before each model call the history is compacted when it nears the
-//! context window, and between batches the same person's new messages join the turn.
+//! context window, never cutting the turn itself, and a turn too large for the window fails
+//! naming it; a call the window overflows is compacted and made again once. Between batches
+//! the same person's new messages join the turn.
 
 use super::actor::SessionDeps;
 use super::asking::ApprovalSlot;
 use super::compacting::{self, Compaction};
+use super::compaction::{self, Budget};
 use super::envelope::SessionDirs;
 use super::events::SessionEvent;
 use super::input::{SessionError, UserInput, journal_input};
@@ -19,7 +22,7 @@ use crate::domain::{
     Audience, ContentBlock, ErrorCategory, Message, Role, ToolCall, ToolResult, TurnStop, Usage,
 };
 use crate::llm::{LlmError, StreamEvent, StreamObserver, ToolSpec};
-use crate::prompt::{self, TurnNotes};
+use crate::prompt::TurnNotes;
 use crate::store::JournalEvent;
 use crate::tools::ToolContext;
 use std::collections::VecDeque;
@@ -137,9 +140,10 @@ impl Turn<'_> {
 
     async fn rounds(&self, state: &mut SessionState, usage: &mut Usage) -> Result<Ended, LlmError> {
         // The model and its window may still be on their way from the server (a bounded
-        // wait, begun at start): the first call and the compaction check need them.
+        // wait, begun at start): the first call, the prompt's size and the compaction check
+        // need them.
         self.deps.client.primary.ready().await;
-        let tools = prompt::tool_specs(&self.deps.tools, self.audience);
+        let tools = layers::tool_specs(self.deps, self.audience);
         let temp_dir = self.dirs.prepare_temp_dir();
         let time = CurrentTime::now();
         let setup = layers::prepare_turn(
@@ -167,10 +171,16 @@ impl Turn<'_> {
         let max_rounds = self.deps.settings.max_rounds;
         let mut guard = LoopGuard::new(max_rounds);
         let mut overflow_compacted = false;
+        // Where this turn starts: no compaction cuts anything from here on.
+        let mut turn_start = compaction::turn_start(&state.messages);
+        // The window to fit: the route's, or less once the server showed a smaller one by
+        // filling up.
+        let mut window = self.deps.client.primary.context_window();
         loop {
-            if self.needs_compaction(state, &tools) {
-                self.compact(state, &tools).await?;
+            if self.needs_compaction(state, &tools, window) {
+                self.compact(state, &tools, window, &mut turn_start).await?;
             }
+            self.check_fits(state, &tools, window)?;
             let route = &self.deps.client.primary;
             let request = layers::request(state, self.audience, tools.clone(), route);
             let mut observer = Forward::new(&self.events);
@@ -187,8 +197,11 @@ impl Turn<'_> {
                 {
                     overflow_compacted = true;
                     tracing::warn!(%err, "the provider says the context is full; compacting");
-                    if !self.compact(state, &tools).await? {
-                        return Err(overflow_unfixable(err));
+                    if let Some(filled) = err.window_filled_at {
+                        window = window.min(filled);
+                    }
+                    if !self.compact(state, &tools, window, &mut turn_start).await? {
+                        return Err(overflow_unfixable(err, window));
                     }
                     // A reply the window cut off mid-stream was shown as it came: the call
                     // made again voids it, as a retry by the client would.
@@ -196,7 +209,7 @@ impl Turn<'_> {
                     continue;
                 }
                 Err(err) if err.category == ErrorCategory::ContextOverflow => {
-                    return Err(overflow_unfixable(err));
+                    return Err(overflow_unfixable(err, window));
                 }
                 Err(err) => {
                     // What the person saw before interrupting stays, marked by the turn's end.
@@ -210,6 +223,8 @@ impl Turn<'_> {
                     return Err(err);
                 }
             };
+            // The next call is another request: it may be compacted and retried in its turn.
+            overflow_compacted = false;
             usage.add(&reply.usage);
             self.emit(SessionEvent::Usage {
                 model: reply.model.clone(),
@@ -353,66 +368,114 @@ impl Turn<'_> {
         Ok(any)
     }
 
-    /// Whether the next request would pass the compaction threshold: the last call's input
-    /// tokens plus an estimate of what was added since.
-    fn needs_compaction(&self, state: &SessionState, tools: &[ToolSpec]) -> bool {
-        let route = &self.deps.client.primary;
-        let threshold = self.deps.settings.compaction_threshold * route.context_window() as f64;
+    /// Whether the next request would pass the compaction threshold of `window`: the last
+    /// call's input tokens plus an estimate of what was added since.
+    fn needs_compaction(&self, state: &SessionState, tools: &[ToolSpec], window: u64) -> bool {
+        let threshold = self.deps.settings.compaction_threshold * window as f64;
         next_request_tokens(state, self.overhead(state, tools)) as f64 > threshold
+    }
+
+    /// Fails the turn when its next request cannot leave a reply room in `window` even after
+    /// compacting: the turn being answered, with its older tool output cleared and its latest
+    /// shortened, is larger than the window allows. Nothing is lost: the history stays, and
+    /// the message names the window.
+    fn check_fits(
+        &self,
+        state: &SessionState,
+        tools: &[ToolSpec],
+        window: u64,
+    ) -> Result<(), LlmError> {
+        let budget = self.budget(state, tools, window);
+        let needed = next_request_tokens(state, budget.overhead);
+        let room = budget.overhead + budget.limit();
+        if needed <= room {
+            return Ok(());
+        }
+        Err(LlmError::new(
+            ErrorCategory::ContextOverflow,
+            format!(
+                "this turn no longer fits the context window of {window} tokens: its request \
+                 needs about {needed} tokens with older tool output cleared, and the reply \
+                 needs room beyond {room}; nothing was lost; ask for less at a time (a \
+                 narrower read or search, a command with shorter output), or start a new \
+                 session, or use a model with a larger context_window"
+            ),
+        ))
     }
 
     /// Tokens every request spends before the history: the system blocks and the tools.
     fn overhead(&self, state: &SessionState, tools: &[ToolSpec]) -> u64 {
-        let system: usize = [&state.system_prompts, &state.static_contexts]
-            .iter()
+        let system = [&state.system_prompts, &state.static_contexts]
+            .into_iter()
             .filter_map(|tier| tier.get(&self.audience))
-            .map(String::len)
-            .sum();
-        let tools: usize = tools
-            .iter()
-            .map(|t| t.name.len() + t.description.len() + t.input_schema.to_string().len())
-            .sum();
-        ((system + tools) / 4) as u64
+            .map(String::as_str);
+        compaction::prefix_tokens(system, tools)
     }
 
-    /// Compacts the history within the turn (phase Compacting meanwhile) and renders tier B
-    /// again. Returns whether anything changed.
+    /// What a compaction for `window` works to.
+    fn budget(&self, state: &SessionState, tools: &[ToolSpec], window: u64) -> Budget {
+        Budget {
+            window,
+            overhead: self.overhead(state, tools),
+            reply: u64::from(self.deps.client.primary.max_output_tokens()),
+        }
+    }
+
+    /// Compacts the history within the turn (phase Compacting meanwhile), keeping the turn
+    /// from `turn_start` on and moving it to where that lands, and renders tier B again.
+    /// Returns whether anything changed.
     async fn compact(
         &self,
         state: &mut SessionState,
         tools: &[ToolSpec],
+        window: u64,
+        turn_start: &mut Option<usize>,
     ) -> Result<bool, LlmError> {
         self.emit(SessionEvent::PhaseChanged {
             phase: Phase::Compacting,
         });
-        let changed = self.compact_history(state, tools).await;
+        let compacted = self
+            .compact_history(state, tools, window, *turn_start)
+            .await;
         self.emit(SessionEvent::PhaseChanged {
             phase: Phase::Processing,
         });
-        changed
+        match compacted? {
+            Some(start) => {
+                *turn_start = start;
+                Ok(true)
+            }
+            None => Ok(false),
+        }
     }
 
     /// A compaction on its own (`/compact`): the actor holds phase Compacting meanwhile.
+    /// Between turns nothing is being answered, so nothing is kept for a turn's sake.
     pub async fn compact_on_demand(&self, state: &mut SessionState) -> Result<bool, LlmError> {
-        let tools = prompt::tool_specs(&self.deps.tools, self.audience);
-        self.compact_history(state, &tools).await
+        // The window decides the cut; the server may still be saying what it is.
+        self.deps.client.primary.ready().await;
+        let tools = layers::tool_specs(self.deps, self.audience);
+        let window = self.deps.client.primary.context_window();
+        let compacted = self.compact_history(state, &tools, window, None).await?;
+        Ok(compacted.is_some())
     }
 
+    /// Runs a compaction; `Some` with where the turn now starts when it changed the history.
     async fn compact_history(
         &self,
         state: &mut SessionState,
         tools: &[ToolSpec],
-    ) -> Result<bool, LlmError> {
-        // The window decides the cut; the server may still be saying what it is.
-        self.deps.client.primary.ready().await;
-        let window = self.deps.client.primary.context_window();
-        let overhead = self.overhead(state, tools);
-        match compacting::compact(self.deps, state, window, overhead, &self.cancel).await {
+        window: u64,
+        turn_start: Option<usize>,
+    ) -> Result<Option<Option<usize>>, LlmError> {
+        let budget = self.budget(state, tools, window);
+        match compacting::compact(self.deps, state, budget, turn_start, &self.cancel).await {
             Some(compaction) => {
+                let start = compaction.turn_start;
                 self.apply_compaction(state, compaction)?;
-                Ok(true)
+                Ok(Some(start))
             }
-            None => Ok(false),
+            None => Ok(None),
         }
     }
 
@@ -518,12 +581,13 @@ fn storage_error(err: &str) -> LlmError {
     )
 }
 
-/// The error for a request that is still too big after compacting.
-fn overflow_unfixable(err: LlmError) -> LlmError {
-    err.with_hint(
-        "compacting the conversation did not make it fit; the session is intact: send a \
-         shorter message, or start a new session",
-    )
+/// The error for a request that is still too big for a `window`-token context window after
+/// compacting.
+fn overflow_unfixable(err: LlmError, window: u64) -> LlmError {
+    err.with_hint(&format!(
+        "compacting the conversation did not make it fit the context window of {window} \
+         tokens; the session is intact: send a shorter message, or start a new session"
+    ))
 }
 
 /// Passes streamed model output on to the session's subscribers, counting what the current

@@ -149,8 +149,9 @@ pub trait Tool: Send + Sync {
     /// while a process runs: it rides in the prompt's cached prefix.
     fn description(&self) -> &str;
 
-    /// One line for the tool index in the prompt; the description's first sentence unless
-    /// the tool says otherwise.
+    /// One line for the tool index in the prompt, and the whole description in the compact
+    /// prompt of a small window; the description's first sentence unless the tool says
+    /// otherwise.
     fn summary(&self) -> &str {
         first_sentence(self.description())
     }

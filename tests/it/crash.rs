@@ -14,24 +14,32 @@ use serde_json::json;
 use std::collections::HashSet;
 use std::io::{BufRead, BufReader};
 use std::process::Stdio;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 use tern::domain::ContentBlock;
 use tern::store::{JournalEvent, Store};
 
 /// Kills in a default run.
 const KILLS: usize = 60;
 
-/// One `tern run` that is killed after `delay`; returns whether its input was acknowledged
-/// (its `input_accepted` line arrived) before the kill.
+/// When a run is killed.
+#[derive(Debug, Clone, Copy)]
+enum Kill {
+    /// This long after it started.
+    After(Duration),
+    /// This long after its input was acknowledged (or after 60 s without it).
+    AfterAck(Duration),
+}
+
+/// One `tern run` killed as `kill` says; returns how long after its start its input was
+/// acknowledged (its `input_accepted` line arrived) before the kill, if it was.
 fn run_and_kill(
     home: &TernHome,
     mock: &MockProvider,
     text: &str,
     first: bool,
-    delay: Duration,
-) -> bool {
+    kill: Kill,
+) -> Option<Duration> {
     let mut args = vec!["run", "--output-format", "stream-json", "--approve", "all"];
     if !first {
         args.push("--continue");
@@ -46,22 +54,31 @@ fn run_and_kill(
         .stderr(Stdio::null())
         .spawn()
         .expect("starting tern");
-    let acked = Arc::new(AtomicBool::new(false));
+    let started = Instant::now();
+    let acked: Arc<Mutex<Option<Duration>>> = Arc::default();
     let stdout = child.stdout.take().expect("stdout");
     let seen = acked.clone();
     let reader = std::thread::spawn(move || {
         for line in BufReader::new(stdout).lines().map_while(Result::ok) {
             if line.contains("\"type\":\"input_accepted\"") {
-                seen.store(true, Ordering::SeqCst);
+                *seen.lock().unwrap() = Some(started.elapsed());
             }
         }
     });
-    std::thread::sleep(delay);
+    match kill {
+        Kill::After(delay) => std::thread::sleep(delay),
+        Kill::AfterAck(delay) => {
+            while acked.lock().unwrap().is_none() && started.elapsed() < Duration::from_secs(60) {
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            std::thread::sleep(delay);
+        }
+    }
     // SIGKILL: no chance to clean up, as in a power cut or an OOM kill.
     let _ = child.kill();
     let _ = child.wait();
     let _ = reader.join();
-    acked.load(Ordering::SeqCst)
+    *acked.lock().unwrap()
 }
 
 #[test]
@@ -98,10 +115,22 @@ fn killing_tern_at_random_moments_loses_no_acknowledged_input() {
 
     let mut acknowledged = Vec::new();
     let mut started = false;
+    // The kills fall within the time a run takes to acknowledge its input (or 120 ms),
+    // measured on the first run, which is killed only after its acknowledgement: a machine
+    // slowed by other work stretches the range instead of leaving every kill too early.
+    let mut span = Duration::from_millis(120);
     for i in 0..kills {
         let text = format!("message {i}");
-        let delay = Duration::from_millis(rng.u64(0..120));
-        if run_and_kill(&home, &mock, &text, !started, delay) {
+        let kill = if i == 0 {
+            Kill::AfterAck(Duration::from_millis(rng.u64(0..60)))
+        } else {
+            Kill::After(Duration::from_millis(rng.u64(0..=span.as_millis() as u64)))
+        };
+        let acked = run_and_kill(&home, &mock, &text, !started, kill);
+        if let Some(after) = acked {
+            if i == 0 {
+                span = span.max(after);
+            }
             acknowledged.push(text);
             started = true;
         } else if !started {
@@ -257,9 +286,11 @@ fn killing_tern_at_random_moments_loses_no_acknowledged_input() {
         listed.iter().map(|m| m.transcript_bytes).sum::<u64>()
     );
     eprintln!(
-        "crash harness: {} of {kills} runs acknowledged before the kill; {} events; {} \
-         commands, {effects} of them ran, {not_run} reported not run, {unknown} outcome unknown",
+        "crash harness: {} of {kills} runs acknowledged before the kill (killed within {} ms); \
+         {} events; {} commands, {effects} of them ran, {not_run} reported not run, {unknown} \
+         outcome unknown",
         acknowledged.len(),
+        span.as_millis(),
         records.len(),
         commands.len()
     );

@@ -13,6 +13,7 @@ mod crash;
 mod local_llm;
 mod mock;
 mod prompt;
+mod prompt_size;
 mod repair;
 mod session;
 mod store;

@@ -12,8 +12,8 @@ use tern::context::{
 use tern::domain::{Audience, ContentBlock, Message, Role, ToolCall, ToolResult};
 use tern::llm::{ChatRequest, provider_for};
 use tern::prompt::{
-    self, MEMORY_OFF, NudgeSources, RequestFrame, SessionPaths, StaticSources, SystemSources,
-    TurnNotes,
+    self, MEMORY_OFF, NudgeSources, PromptSize, RequestFrame, SessionPaths, StaticSources,
+    SystemSources, TurnNotes,
 };
 use tern::tools::ToolRegistry;
 
@@ -64,6 +64,11 @@ fn working(shell: bool) -> WorkingContext {
 
 /// The first request of a turn for `audience`, after one earlier turn with a tool call.
 fn assembled(audience: Audience) -> (ChatRequest, Option<usize>) {
+    assembled_in(audience, PromptSize::Full)
+}
+
+/// [`assembled`] in the prompt size `size`.
+fn assembled_in(audience: Audience, size: PromptSize) -> (ChatRequest, Option<usize>) {
     let identity = IdentityFiles {
         soul: None,
         playbook: Some(file("identity/AGENTS.md", "Prefer small commits.")),
@@ -78,6 +83,7 @@ fn assembled(audience: Audience) -> (ChatRequest, Option<usize>) {
         SystemSources {
             identity: &identity,
             instructions: Some(&instructions),
+            size,
         },
     );
     let registry = ToolRegistry::builtin();
@@ -96,6 +102,7 @@ fn assembled(audience: Audience) -> (ChatRequest, Option<usize>) {
             skills: &[],
             memory: MEMORY_OFF,
             paths: &paths,
+            size,
         },
     );
     let at: jiff::Timestamp = "2026-11-29T21:47:30Z".parse().unwrap();
@@ -109,6 +116,7 @@ fn assembled(audience: Audience) -> (ChatRequest, Option<usize>) {
                 time,
                 working: working.as_ref(),
                 notes: &TurnNotes::default(),
+                size,
             },
         )
         .unwrap()
@@ -148,7 +156,7 @@ fn assembled(audience: Audience) -> (ChatRequest, Option<usize>) {
         max_output_tokens: 8192,
         cache_key: "s-1",
     };
-    let tools = prompt::tool_specs(&registry, audience);
+    let tools = prompt::tool_specs(&registry, audience, size);
     let nudge_at = history.len() - 2;
     let request = prompt::build_request(vec![tier_a, tier_b], &history, tools, &frame);
     (request, Some(nudge_at))
@@ -195,6 +203,36 @@ fn check(audience: Audience, name: &str) {
         );
         let body = serde_json::to_string_pretty(&anthropic_body(&request)).unwrap();
         insta::assert_snapshot!(format!("{name}_anthropic"), body);
+    });
+}
+
+/// The compact variant of the layers at a 4k window, and its tools in full: one-line
+/// descriptions and schemas without guidance.
+fn check_compact(audience: Audience, name: &str) {
+    let (request, nudge_at) = assembled_in(audience, PromptSize::for_window(4096));
+    settings().bind(|| {
+        insta::assert_snapshot!(
+            format!("compact_{name}_layers"),
+            prompt::describe_request(&request, nudge_at)
+        );
+        let tools = serde_json::to_string_pretty(&request.tools).unwrap();
+        insta::assert_snapshot!(format!("compact_{name}_tools"), tools);
+    });
+}
+
+#[test]
+fn compact_team_request() {
+    check_compact(Audience::Team, "team");
+}
+
+#[test]
+fn compact_public_request() {
+    let (request, nudge_at) = assembled_in(Audience::Public, PromptSize::for_window(4096));
+    settings().bind(|| {
+        insta::assert_snapshot!(
+            "compact_public_layers",
+            prompt::describe_request(&request, nudge_at)
+        );
     });
 }
 

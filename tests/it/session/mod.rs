@@ -281,6 +281,7 @@ mod long;
 mod prechecks;
 mod prefix;
 mod resets;
+mod small_window;
 mod snapshots;
 mod titles;
 mod turns;

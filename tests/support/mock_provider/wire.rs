@@ -76,6 +76,8 @@ pub(super) struct Ctx {
     stream: bool,
     include_usage: bool,
     body_len: usize,
+    /// The output limit the request asked for, when it named one.
+    max_output: Option<u64>,
 }
 
 impl Ctx {
@@ -90,6 +92,13 @@ impl Ctx {
         let include_usage = body.pointer("/stream_options/include_usage") == Some(&json!(true));
         let model = body.get("model").and_then(Value::as_str);
         let model = model.unwrap_or(DEFAULT_MODEL).to_owned();
+        let max_output = [
+            "/max_tokens",
+            "/max_completion_tokens",
+            "/options/num_predict",
+        ]
+        .iter()
+        .find_map(|pointer| body.pointer(pointer).and_then(Value::as_u64));
         Ctx {
             wire,
             seq,
@@ -97,6 +106,7 @@ impl Ctx {
             stream,
             include_usage,
             body_len,
+            max_output,
         }
     }
 }
@@ -158,9 +168,14 @@ fn sse(events: Vec<String>) -> Outgoing {
     outgoing
 }
 
-/// The scripted usage, or an estimate: input from the request size, output from the reply.
+/// The scripted usage, or an estimate: input from the request size, output from the reply;
+/// a reply stopped at the output limit used up the limit the request asked for, as with a
+/// real server.
 fn resolve_usage(ctx: &Ctx, message: &Message) -> Usage {
     message.usage.unwrap_or_else(|| {
+        if let (Some(Stop::MaxTokens), Some(limit)) = (message.stop, ctx.max_output) {
+            return [(ctx.body_len / 4).max(1) as u64, limit, 0, 0];
+        }
         let chars: usize = message
             .blocks
             .iter()
