@@ -17,6 +17,7 @@ use super::cutoff::{CutOff, cut_off, cut_off_error};
 use super::error::connection_cut;
 use super::retry::{RetryDecision, RetryPolicy, next_delay};
 use super::served::{ModelLimits, RouteLimits};
+use super::text_calls::read_calls_in_text;
 use super::{ChatRequest, LlmError, Provider, StopReason, StreamEvent, provider_for};
 use crate::config::ProviderProfile;
 use crate::domain::{ContentBlock, ErrorCategory, Usage, Watchdog};
@@ -381,7 +382,18 @@ impl ModelClient {
             }
             return Err(cut_off_error(cause, &usage, limit, window));
         }
-        let assembled = assembler.finish();
+        let mut assembled = assembler.finish();
+        if route.provider.reads_calls_in_text() {
+            let offered: Vec<&str> = request.tools.iter().map(|t| t.name.as_str()).collect();
+            let read = read_calls_in_text(&mut assembled.content, &offered);
+            if read > 0 {
+                tracing::info!(
+                    provider,
+                    calls = read,
+                    "read tool calls the model wrote as text"
+                );
+            }
+        }
         Ok(ModelReply {
             content: assembled.content,
             usage: assembled.usage,

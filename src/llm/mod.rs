@@ -25,6 +25,7 @@ pub mod served;
 mod sse;
 #[cfg(test)]
 mod test_server;
+pub mod text_calls;
 
 pub use anthropic::AnthropicProvider;
 pub use client::{ModelClient, ModelReply, ModelRoute, StreamObserver};
@@ -147,6 +148,13 @@ pub trait Provider: Send + Sync {
     /// The JSON body [`Provider::stream`] would send for `request`, for showing a user
     /// exactly what the model receives.
     fn wire_body(&self, request: &ChatRequest) -> serde_json::Value;
+
+    /// Whether a reply that is nothing but tool calls written as text is read as those calls
+    /// ([`text_calls`]): for servers of small local models, whose chat templates may leave a
+    /// call as text. No by default.
+    fn reads_calls_in_text(&self) -> bool {
+        false
+    }
 }
 
 impl ChatRequest {

@@ -85,6 +85,10 @@ impl Provider for OllamaProvider {
         &self.name
     }
 
+    fn reads_calls_in_text(&self) -> bool {
+        true
+    }
+
     fn stream<'a>(
         &'a self,
         request: &'a ChatRequest,

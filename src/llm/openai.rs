@@ -83,6 +83,11 @@ impl Provider for OpenAiProvider {
         &self.name
     }
 
+    /// Every compatible server but OpenAI's own: llama.cpp, vLLM, LM Studio, gateways.
+    fn reads_calls_in_text(&self) -> bool {
+        !self.official_api
+    }
+
     fn stream<'a>(
         &'a self,
         request: &'a ChatRequest,

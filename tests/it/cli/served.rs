@@ -320,3 +320,55 @@ fn the_line_mode_status_shows_the_window_and_where_it_came_from() {
         "{text}"
     );
 }
+
+#[test]
+fn a_call_a_small_model_wrote_as_text_is_run_as_a_call() {
+    let cli = Cli::new();
+    cli.mock.serve_as(llama_cpp(4096));
+    cli.home
+        .write_file("README.md", "# inventory\nA tiny inventory tool.\n");
+    // As Qwen2.5-Coder 0.5B answers through llama-server: the call in a fence, as text.
+    cli.mock.push(Reply::text(
+        "```json\n{\n  \"name\": \"file_read\",\n  \"arguments\": {\"path\": \"README.md\"}\n}\n```",
+    ));
+    cli.mock.push(Reply::text("It is a tiny inventory tool."));
+    let output = run_ok(&mut local(
+        &cli,
+        &["run", "--output-format", "stream-json", "what is this?"],
+    ));
+    let events: Vec<Value> = stdout(&output)
+        .lines()
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .collect();
+    let call = events
+        .iter()
+        .find(|e| e["type"] == "tool_call")
+        .expect("a tool_call event");
+    assert_eq!(call["name"], "file_read");
+    assert_eq!(call["input"]["path"], "README.md");
+    let requests = cli.mock.model_requests();
+    assert_eq!(requests.len(), 2);
+    let (calls, results) = (requests[1].tool_use_ids(), requests[1].tool_result_ids());
+    assert_eq!(calls.len(), 1, "the call goes back as a call");
+    assert_eq!(calls, results, "paired with its result");
+    assert!(
+        requests[1]
+            .body
+            .to_string()
+            .contains("A tiny inventory tool."),
+        "the file's text went back to the model"
+    );
+    let end = events.last().expect("events");
+    assert_eq!(end["type"], "turn_completed");
+    assert_eq!(end["text"], "It is a tiny inventory tool.");
+}
+
+#[test]
+fn anthropic_s_api_keeps_a_reply_that_looks_like_a_call_as_text() {
+    let cli = Cli::new();
+    let json = r#"{"name": "file_read", "arguments": {"path": "README.md"}}"#;
+    cli.mock.push(Reply::text(json));
+    let output = cli.run(&["run", "show me a call as JSON"]);
+    assert_eq!(stdout(&output).trim(), json);
+    assert_eq!(cli.mock.model_requests().len(), 1, "nothing was run");
+}

@@ -71,6 +71,8 @@ struct TurnReport {
     calls: usize,
     compactions: usize,
     overflow_retries: usize,
+    /// The start of the turn's answer.
+    reply: String,
 }
 
 impl TurnReport {
@@ -145,13 +147,13 @@ fn a_ten_message_conversation_with_tools_at_a_4k_window() {
 
     report.push_str(
         "\n## The conversation (`OPENAI_BASE_URL` only, `--approve edits`)\n\n| # | message | \
-         outcome | time | calls | tools | last prompt | compactions | overflow retries |\n\
-         |---|---|---|---|---|---|---|---|---|\n",
+         outcome | time | calls | tools | last prompt | compactions | overflow retries | reply |\n\
+         |---|---|---|---|---|---|---|---|---|---|\n",
     );
     for (i, (turn, message)) in turns.iter().zip(MESSAGES).enumerate() {
         let _ = writeln!(
             report,
-            "| {} | {} | {} | {:.0} s | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {:.0} s | {} | {} | {} | {} | {} | {} |",
             i + 1,
             clip(message, 40),
             turn.outcome().replace('|', "\\|"),
@@ -161,8 +163,10 @@ fn a_ten_message_conversation_with_tools_at_a_4k_window() {
             turn.last_prompt.map_or("-".to_owned(), |t| t.to_string()),
             turn.compactions,
             turn.overflow_retries,
+            turn.reply.replace('|', "\\|"),
         );
     }
+    let with_tools = turns.iter().filter(|t| !t.tools.is_empty()).count();
     let failed = turns.iter().filter(|t| t.failed()).count();
     let for_context = turns.iter().filter(|t| t.failed_for_context()).count();
     let fixed = home.read_file("inventory.py").contains("quantity * price")
@@ -173,8 +177,8 @@ fn a_ten_message_conversation_with_tools_at_a_4k_window() {
     let tern_window = doctor_window(&home, &server, &provider);
     let _ = write!(
         report,
-        "\n{failed} of {} turns failed, {for_context} of them for context reasons; {total:.0} s \
-         in all. The bug was {}fixed in inventory.py. tern names the model `{named_model}` \
+        "\n{failed} of {} turns failed, {for_context} of them for context reasons; {with_tools} \
+         called tools; {total:.0} s in all. The bug was {}fixed in inventory.py. tern names the model `{named_model}` \
          (profile `{provider}`) and its window {tern_window} tokens; the server serves \
          `{served_model}` with {served_window}.\n",
         turns.len(),
@@ -287,6 +291,7 @@ fn run_turn(home: &TernHome, server: &LocalServer, continued: bool, message: &st
         calls: 0,
         compactions: 0,
         overflow_retries: 0,
+        reply: String::new(),
     };
     for line in lines {
         let Ok(event) = serde_json::from_str::<Value>(&line) else {
@@ -308,6 +313,7 @@ fn run_turn(home: &TernHome, server: &LocalServer, continued: bool, message: &st
             "compacted" => report.compactions += 1,
             "retry" if text("category") == "context_overflow" => report.overflow_retries += 1,
             "turn_completed" => {
+                report.reply = clip(&text("text"), 50);
                 report.ending = Ending::Completed {
                     reason: text("reason"),
                 }
@@ -365,21 +371,14 @@ fn doctor_window(home: &TernHome, server: &LocalServer, provider: &str) -> u64 {
         .env("OPENAI_BASE_URL", server.base_url())
         .arg("doctor"));
     let text = String::from_utf8_lossy(&output.stdout);
-    let mut current = "";
-    for line in text.lines() {
-        let line = line.trim();
-        if let Some(name) = line
-            .strip_prefix("[providers.")
-            .and_then(|rest| rest.strip_suffix(']'))
-        {
-            current = name;
-        } else if let Some(window) = line.strip_prefix("context_window = ")
-            && current == provider
-        {
-            return window.trim().parse().unwrap_or(0);
-        }
-    }
-    0
+    // `Default provider: openai (model …, context window 4096 tokens (from the server: …), …)`
+    let line = text
+        .lines()
+        .find(|line| line.starts_with(&format!("Default provider: {provider} ")));
+    line.and_then(|line| line.split("context window ").nth(1))
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
 }
 
 fn run(command: &mut std::process::Command) -> Output {
