@@ -143,6 +143,7 @@ impl Renderer {
                     delay.as_secs_f64()
                 );
             }
+            SessionEvent::TextReadAsCalls { .. } => self.void_partial(&mut out),
             SessionEvent::Fallback { model, message, .. } => {
                 self.void_partial(&mut out);
                 eprintln!("tern: {message}; switching to the fallback model {model}");

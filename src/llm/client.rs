@@ -150,6 +150,10 @@ pub trait StreamObserver: Send {
     /// The primary route gave up with `error`; the fallback model `route_model` is tried
     /// next. Everything shown so far must be discarded.
     fn on_fallback(&mut self, route_model: &str, error: &LlmError);
+
+    /// The text of the attempt just ended was read as tool calls: the text shown must be
+    /// discarded (its thinking stays).
+    fn on_text_read_as_calls(&mut self) {}
 }
 
 /// The observer that ignores everything, for calls nobody watches.
@@ -392,6 +396,7 @@ impl ModelClient {
                     calls = read,
                     "read tool calls the model wrote as text"
                 );
+                observer.on_text_read_as_calls();
             }
         }
         Ok(ModelReply {

@@ -49,6 +49,12 @@ pub enum SessionEvent {
         discarded_chars: u64,
         discarded_thinking_chars: u64,
     },
+    /// The reply's text turned out to be tool calls written as text
+    /// ([`crate::llm::text_calls`]): the `TextDelta`s it sent are void, counted as in
+    /// `Retry`, and the calls follow as `ToolCall`s.
+    TextReadAsCalls {
+        discarded_chars: u64,
+    },
     ToolCall {
         id: String,
         name: String,
@@ -194,6 +200,7 @@ impl OutputFilter {
             | SessionEvent::Compacted { .. }
             | SessionEvent::Retry { .. }
             | SessionEvent::Fallback { .. }
+            | SessionEvent::TextReadAsCalls { .. }
             | SessionEvent::TurnCompleted { .. }
             | SessionEvent::TurnFailed { .. } => true,
         }

@@ -104,6 +104,11 @@ fn describe(event: &SessionEvent, redactor: &Redactor) -> Option<String> {
             delay.as_millis(),
             redactor.text(message)
         ),
+        SessionEvent::TextReadAsCalls { discarded_chars } => {
+            format!(
+                "the reply's text was tool calls written as text ({discarded_chars} characters of answer discarded)"
+            )
+        }
         SessionEvent::Fallback {
             model,
             message,

@@ -660,6 +660,11 @@ impl StreamObserver for Forward<'_> {
         self.retry(attempt, delay, error);
     }
 
+    fn on_text_read_as_calls(&mut self) {
+        let discarded_chars = std::mem::take(&mut self.text_chars);
+        self.send(SessionEvent::TextReadAsCalls { discarded_chars });
+    }
+
     fn on_fallback(&mut self, model: &str, error: &LlmError) {
         let (discarded_chars, discarded_thinking_chars) = self.restart();
         self.send(SessionEvent::Fallback {

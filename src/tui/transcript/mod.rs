@@ -366,6 +366,43 @@ mod tests {
     }
 
     #[test]
+    fn text_read_as_calls_leaves_the_thinking_and_the_call() {
+        let now = Instant::now();
+        let mut t = Transcript::default();
+        t.apply(&SessionEvent::ThinkingDelta { text: "hmm".into() }, now);
+        t.apply(
+            &SessionEvent::TextDelta {
+                text: r#"{"name": "glob", "arguments": {}}"#.into(),
+            },
+            now,
+        );
+        t.commit_pending();
+        assert_eq!(t.cells.len(), 2);
+        t.apply(
+            &SessionEvent::TextReadAsCalls {
+                discarded_chars: 33,
+            },
+            now,
+        );
+        t.apply(
+            &SessionEvent::ToolCall {
+                id: "text_call_1_0".into(),
+                name: "glob".into(),
+                input: serde_json::json!({}),
+            },
+            now,
+        );
+        let kinds: Vec<&CellKind> = t.cells.iter().map(|c| &c.kind).collect();
+        assert!(
+            matches!(
+                kinds.as_slice(),
+                [CellKind::Thinking { .. }, CellKind::Tool(tool)] if tool.name == "glob"
+            ),
+            "{kinds:?}"
+        );
+    }
+
+    #[test]
     fn tool_results_find_their_calls() {
         let now = Instant::now();
         let later = now + std::time::Duration::from_millis(1200);

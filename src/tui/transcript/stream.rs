@@ -37,6 +37,7 @@ impl Transcript {
                     text: format!("retrying (attempt {attempt}) after {category}: {message}"),
                 });
             }
+            SessionEvent::TextReadAsCalls { .. } => self.void_answer(),
             SessionEvent::Fallback { model, message, .. } => {
                 self.void_round();
                 self.push(CellKind::Notice {
@@ -196,6 +197,21 @@ impl Transcript {
     }
 
     /// A retry or a failover voids what the failed call streamed.
+    /// Drops the round's text and its cell, keeping its thinking: the text was tool calls.
+    fn void_answer(&mut self) {
+        self.stream.text.clear();
+        if let Some(at) = self.stream.answer.take()
+            && at < self.cells.len()
+        {
+            self.cells.remove(at);
+            if let Some(thought) = self.stream.thought.as_mut()
+                && *thought > at
+            {
+                *thought -= 1;
+            }
+        }
+    }
+
     fn void_round(&mut self) {
         self.stream.text.clear();
         self.stream.thinking.clear();

@@ -340,10 +340,22 @@ fn a_call_a_small_model_wrote_as_text_is_run_as_a_call() {
         .lines()
         .filter_map(|line| serde_json::from_str(line).ok())
         .collect();
+    let voided = events
+        .iter()
+        .position(|e| e["type"] == "text_read_as_calls")
+        .expect("the streamed text is voided");
+    let streamed: usize = events[..voided]
+        .iter()
+        .filter(|e| e["type"] == "text_delta")
+        .map(|e| e["text"].as_str().unwrap_or("").chars().count())
+        .sum();
+    assert!(streamed > 0);
+    assert_eq!(events[voided]["discarded_chars"], streamed);
     let call = events
         .iter()
+        .skip(voided)
         .find(|e| e["type"] == "tool_call")
-        .expect("a tool_call event");
+        .expect("a tool_call event after it");
     assert_eq!(call["name"], "file_read");
     assert_eq!(call["input"]["path"], "README.md");
     let requests = cli.mock.model_requests();
