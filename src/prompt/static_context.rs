@@ -121,9 +121,9 @@ fn compact(audience: Audience, sources: StaticSources<'_>) -> String {
         return out;
     }
     let paths = sources.paths;
+    // Without the full prompt's notes: a saved artifact's message names its own path.
     out.push_str(&format!(
-        "session_dir: {} (readable without asking; artifacts/ holds full copies of cut \
-         output)\ntemp_dir: {} (scratch, TMPDIR)\n",
+        "session_dir: {}\ntemp_dir: {} (TMPDIR)\n",
         paths.session_dir.display(),
         paths.temp_dir.display()
     ));
@@ -228,8 +228,7 @@ mod tests {
         };
         assert_eq!(
             compact(Audience::Team, &[entry("file_read")]),
-            "[session]\nid: s1\nsession_dir: /d/s (readable without asking; artifacts/ holds \
-             full copies of cut output)\ntemp_dir: /t/p (scratch, TMPDIR)\n"
+            "[session]\nid: s1\nsession_dir: /d/s\ntemp_dir: /t/p (TMPDIR)\n"
         );
         assert_eq!(
             compact(Audience::Public, &[]),
