@@ -349,20 +349,26 @@ pub(crate) fn is_official_openai(base_url: &str) -> bool {
     url_host(base_url).is_some_and(|host| host.eq_ignore_ascii_case("api.openai.com"))
 }
 
-/// Whether a profile of `kind` at `base_url` can be asked for its model and window.
+/// Whether a profile of `kind` at `base_url` can be asked for its model and window: Ollama,
+/// every OpenAI-compatible server but OpenAI's own, and an Anthropic-compatible server on
+/// this machine or the local network (llama.cpp serves that wire too); Anthropic's own API
+/// and remote gateways of its wire say nothing about windows.
 pub(crate) fn asks_server(kind: ProviderKind, base_url: &str) -> bool {
     match kind {
         ProviderKind::Ollama => true,
         ProviderKind::OpenAi => !is_official_openai(base_url),
-        ProviderKind::Anthropic => false,
+        ProviderKind::Anthropic => url_host(base_url).is_some_and(is_local_host),
     }
 }
 
 /// Whether a profile of `kind` at `base_url` may leave out `model`: a server on this machine
 /// or the local network that says which model it serves. A remote gateway lists many, and
-/// picking one for the person would be a guess.
+/// picking one for the person would be a guess. An Anthropic-compatible server is asked for
+/// its window only: the model named stays.
 pub(crate) fn may_learn_model(kind: ProviderKind, base_url: &str) -> bool {
-    asks_server(kind, base_url) && url_host(base_url).is_some_and(is_local_host)
+    kind != ProviderKind::Anthropic
+        && asks_server(kind, base_url)
+        && url_host(base_url).is_some_and(is_local_host)
 }
 
 /// The host of an http(s) URL, without user info, port or IPv6 brackets.

@@ -35,6 +35,9 @@ pub struct AnthropicProvider {
     models: Endpoint,
     api_key: Option<String>,
     api_key_env: Option<String>,
+    /// A server of this wire on this machine or the local network (llama.cpp's), whose small
+    /// models may write a tool call as text.
+    local: bool,
 }
 
 impl AnthropicProvider {
@@ -47,6 +50,7 @@ impl AnthropicProvider {
             models: Endpoint::new(profile, &["/v1"], "/v1/models"),
             api_key: profile.api_key.clone().filter(|key| !key.is_empty()),
             api_key_env: profile.api_key_env.clone(),
+            local: profile.asks_server(),
         }
     }
 
@@ -78,6 +82,10 @@ impl AnthropicProvider {
 impl Provider for AnthropicProvider {
     fn name(&self) -> &str {
         &self.name
+    }
+
+    fn reads_calls_in_text(&self) -> bool {
+        self.local
     }
 
     fn stream<'a>(

@@ -4,7 +4,9 @@
 //! turn into a real call (llama.cpp's server passes such a reply on as text). A reply that
 //! is nothing but such calls, each naming a tool the request offered, is read as those
 //! calls; anything else stays text. Only providers that serve such models ask for this
-//! ([`super::Provider::reads_calls_in_text`]): OpenAI's and Anthropic's own APIs never do it.
+//! ([`super::Provider::reads_calls_in_text`]): Ollama, OpenAI-compatible servers, and
+//! Anthropic-compatible ones on this machine or the local network; never OpenAI's or
+//! Anthropic's own APIs.
 
 use crate::domain::{ContentBlock, ToolCall};
 use serde_json::{Map, Value};
@@ -220,6 +222,30 @@ mod tests {
         let mut content = vec![text.clone()];
         assert_eq!(read_calls_in_text(&mut content, &[]), 0);
         assert_eq!(content, [text]);
+    }
+
+    #[test]
+    fn only_servers_of_small_models_are_read_this_way() {
+        use crate::config::{ProviderKind, ProviderProfile};
+        let reads = |kind, base_url: &str| {
+            crate::llm::provider_for(&ProviderProfile {
+                name: "p".into(),
+                kind,
+                base_url: base_url.into(),
+                api_key_env: None,
+                api_key: Some("k".into()),
+                default_model: "m".into(),
+                context_window: 4096,
+                max_output_tokens: 1024,
+                written: Default::default(),
+            })
+            .reads_calls_in_text()
+        };
+        assert!(!reads(ProviderKind::OpenAi, "https://api.openai.com/v1"));
+        assert!(!reads(ProviderKind::Anthropic, "https://api.anthropic.com"));
+        assert!(reads(ProviderKind::OpenAi, "http://127.0.0.1:8080/v1"));
+        assert!(reads(ProviderKind::Anthropic, "http://127.0.0.1:8080"));
+        assert!(reads(ProviderKind::Ollama, "http://127.0.0.1:11434"));
     }
 
     #[test]

@@ -57,8 +57,20 @@ pub(super) async fn ask(
     match profile.kind {
         ProviderKind::Ollama => ask_ollama(profile, chosen).await,
         ProviderKind::OpenAi => ask_openai_compatible(profile, chosen).await,
-        ProviderKind::Anthropic => Err("Anthropic's API does not say its window".to_owned()),
+        ProviderKind::Anthropic => ask_anthropic_compatible(profile).await,
     }
+}
+
+/// An Anthropic-compatible server on this machine or the local network: llama.cpp's says its
+/// window at `/props`. Only the window is learned; the model named stays.
+async fn ask_anthropic_compatible(profile: &ProviderProfile) -> Result<ServerAnswer, String> {
+    let root = server_root(&profile.base_url);
+    let window = match get(profile, format!("{root}/props")).await {
+        Reply::Json(props) => answers::props_window(&props),
+        Reply::Other => None,
+        Reply::Silent(why) => return Err(why),
+    };
+    Ok(answer(None, window))
 }
 
 async fn ask_openai_compatible(

@@ -397,7 +397,7 @@ fn a_locked_database_names_the_process_holding_it() {
         .stderr(Stdio::null());
     let mut holder = holder.spawn().unwrap();
     cli.mock
-        .wait_for_requests_blocking(1, Duration::from_secs(20));
+        .wait_for_model_requests_blocking(1, Duration::from_secs(20));
 
     let output = cli.run(&["sessions", "list"]);
     assert_eq!(output.status.code(), Some(2));
@@ -442,7 +442,7 @@ fn a_killed_run_is_continued_with_its_history_whole() {
         .stderr(Stdio::null());
     let mut run = run.spawn().unwrap();
     cli.mock
-        .wait_for_requests_blocking(2, Duration::from_secs(20));
+        .wait_for_model_requests_blocking(2, Duration::from_secs(20));
     run.kill().unwrap();
     run.wait().unwrap();
 
@@ -632,7 +632,7 @@ fn ctrl_c_stops_the_turn_journals_it_and_exits_130() {
         .stderr(Stdio::null());
     let run = run.spawn().unwrap();
     cli.mock
-        .wait_for_requests_blocking(1, Duration::from_secs(20));
+        .wait_for_model_requests_blocking(1, Duration::from_secs(20));
     // SAFETY: kill has no memory-safety preconditions; the pid is our own child's.
     unsafe { libc::kill(run.id() as i32, libc::SIGINT) };
     let output = run.wait_with_output().unwrap();

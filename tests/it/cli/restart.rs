@@ -94,7 +94,7 @@ fn sigterm_drains_the_turn_after_its_tool_batch_and_the_next_start_carries_it_on
     tern.expect("session ");
     tern.say("find the text files");
     cli.mock
-        .wait_for_requests_blocking(1, Duration::from_secs(20));
+        .wait_for_model_requests_blocking(1, Duration::from_secs(20));
     tern.signal(libc::SIGTERM);
     tern.expect("tern is stopping (SIGTERM)");
     tern.expect("Continue this conversation with");

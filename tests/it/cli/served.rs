@@ -376,11 +376,46 @@ fn a_call_a_small_model_wrote_as_text_is_run_as_a_call() {
 }
 
 #[test]
-fn anthropic_s_api_keeps_a_reply_that_looks_like_a_call_as_text() {
+fn llama_cpp_s_anthropic_endpoint_is_asked_its_window_and_keeps_the_model_named() {
     let cli = Cli::new();
-    let json = r#"{"name": "file_read", "arguments": {"path": "README.md"}}"#;
-    cli.mock.push(Reply::text(json));
-    let output = cli.run(&["run", "show me a call as JSON"]);
-    assert_eq!(stdout(&output).trim(), json);
-    assert_eq!(cli.mock.model_requests().len(), 1, "nothing was run");
+    cli.mock.serve_as(llama_cpp(4096));
+    cli.mock.push(Reply::text("hello"));
+    let output = cli
+        .home
+        .tern()
+        .args(["run", "hi"])
+        .env("ANTHROPIC_API_KEY", "local")
+        .env("ANTHROPIC_BASE_URL", cli.mock.base_url())
+        .output()
+        .expect("running tern");
+    assert!(output.status.success(), "{}", stderr(&output));
+    let request = &cli.mock.model_requests()[0];
+    assert_eq!(request.path, "/v1/messages");
+    assert_ne!(request.model(), Some(GGUF), "the model named stays");
+    assert_eq!(output_limit(request), Some(1024), "a quarter of 4096");
+    assert_eq!(cli.mock.model_questions(), ["GET /props"]);
+}
+
+#[test]
+fn a_call_written_as_text_on_llama_cpp_s_anthropic_endpoint_is_run() {
+    let cli = Cli::new();
+    cli.mock.serve_as(llama_cpp(4096));
+    cli.home.write_file("notes.txt", "remember the milk\n");
+    cli.mock.push(Reply::text(
+        "<tool_call>\n{\"name\": \"file_read\", \"arguments\": {\"path\": \"notes.txt\"}}\n</tool_call>",
+    ));
+    cli.mock.push(Reply::text("It says to remember the milk."));
+    let output = cli
+        .home
+        .tern()
+        .args(["run", "what do my notes say?"])
+        .env("ANTHROPIC_API_KEY", "local")
+        .env("ANTHROPIC_BASE_URL", cli.mock.base_url())
+        .output()
+        .expect("running tern");
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(stdout(&output), "It says to remember the milk.\n");
+    let second = &cli.mock.model_requests()[1];
+    assert_eq!(second.tool_use_ids(), second.tool_result_ids());
+    assert!(second.raw_body.contains("remember the milk"));
 }

@@ -205,6 +205,8 @@ struct State {
     requests: Vec<RecordedRequest>,
     not_recording: bool,
     received: usize,
+    /// Of them, the requests to a model endpoint.
+    model_received: usize,
     next_tool: u64,
     identity: Identity,
     /// How long model questions wait before their answer.
@@ -405,6 +407,34 @@ impl MockProvider {
         self.requests_or_panic(arrived, n, timeout)
     }
 
+    /// Waits until at least `n` requests to a model endpoint arrived (questions about the
+    /// served model aside) and returns those; panics naming what did arrive when `timeout`
+    /// passes first.
+    pub fn wait_for_model_requests_blocking(
+        &self,
+        n: usize,
+        timeout: Duration,
+    ) -> Vec<RecordedRequest> {
+        let deadline = Instant::now() + timeout;
+        let mut state = self.shared.lock();
+        while state.model_received < n {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            state = self
+                .shared
+                .arrived
+                .wait_timeout(state, left)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+        let arrived = state.model_received >= n;
+        drop(state);
+        self.requests_or_panic(arrived, n, timeout);
+        self.model_requests()
+    }
+
     fn requests_or_panic(
         &self,
         arrived: bool,
@@ -458,6 +488,9 @@ fn answer(shared: &Shared, incoming: Incoming, connection: usize) -> Outgoing {
     state.received += 1;
     let seq = state.received;
     let mut tool_ids = Vec::new();
+    if matches!(route(&incoming.method, &path), Route::Model(_)) {
+        state.model_received += 1;
+    }
     let mut outgoing = match route(&incoming.method, &path) {
         Route::Model(wire) => match state.next_reply(model.as_deref()) {
             Ok(reply) => {
