@@ -388,22 +388,7 @@ impl MockProvider {
 
     /// [`wait_for_requests`](Self::wait_for_requests) for code outside a runtime.
     pub fn wait_for_requests_blocking(&self, n: usize, timeout: Duration) -> Vec<RecordedRequest> {
-        let deadline = Instant::now() + timeout;
-        let mut state = self.shared.lock();
-        while state.received < n {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                break;
-            }
-            state = self
-                .shared
-                .arrived
-                .wait_timeout(state, left)
-                .unwrap_or_else(PoisonError::into_inner)
-                .0;
-        }
-        let arrived = state.received >= n;
-        drop(state);
+        let arrived = self.block_until(timeout, |state| state.received >= n);
         self.requests_or_panic(arrived, n, timeout)
     }
 
@@ -415,9 +400,16 @@ impl MockProvider {
         n: usize,
         timeout: Duration,
     ) -> Vec<RecordedRequest> {
+        let arrived = self.block_until(timeout, |state| state.model_received >= n);
+        self.requests_or_panic(arrived, n, timeout);
+        self.model_requests()
+    }
+
+    /// Blocks until `done` holds of the state or `timeout` passes; returns whether it held.
+    fn block_until(&self, timeout: Duration, done: impl Fn(&State) -> bool) -> bool {
         let deadline = Instant::now() + timeout;
         let mut state = self.shared.lock();
-        while state.model_received < n {
+        while !done(&state) {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 break;
@@ -429,10 +421,7 @@ impl MockProvider {
                 .unwrap_or_else(PoisonError::into_inner)
                 .0;
         }
-        let arrived = state.model_received >= n;
-        drop(state);
-        self.requests_or_panic(arrived, n, timeout);
-        self.model_requests()
+        done(&state)
     }
 
     fn requests_or_panic(
