@@ -17,7 +17,7 @@ use super::cutoff::{CutOff, cut_off, cut_off_error};
 use super::error::connection_cut;
 use super::retry::{RetryDecision, RetryPolicy, next_delay};
 use super::served::{ModelLimits, RouteLimits};
-use super::text_calls::read_calls_in_text;
+use super::text_calls::{Ending, read_calls_in_text};
 use super::{ChatRequest, LlmError, Provider, StopReason, StreamEvent, provider_for};
 use crate::config::ProviderProfile;
 use crate::domain::{ContentBlock, ErrorCategory, Usage, Watchdog};
@@ -370,34 +370,46 @@ impl ModelClient {
                 "the model stopped for a reason tern does not know; keeping the reply"
             );
         }
-        if stop_reason == StopReason::MaxTokens {
-            // The same stop reason covers a full window: the usage tells which it was.
+        // The same stop reason covers a full window: the usage tells which it was.
+        let (limit, window) = (request.max_output_tokens, route.context_window());
+        let cut = (stop_reason == StopReason::MaxTokens).then(|| {
             let usage = assembler.usage();
-            let (limit, window) = (request.max_output_tokens, route.context_window());
-            let cause = cut_off(&usage, limit, window);
-            if let CutOff::WindowFull { filled } = cause {
-                tracing::info!(
-                    provider,
-                    model = %request.model,
-                    filled,
-                    window,
-                    "the reply stopped because the context window filled up"
-                );
-            }
-            return Err(cut_off_error(cause, &usage, limit, window));
+            (cut_off(&usage, limit, window), usage)
+        });
+        if let Some((CutOff::WindowFull { filled }, _)) = &cut {
+            tracing::info!(
+                provider,
+                model = %request.model,
+                filled,
+                window,
+                "the reply stopped because the context window filled up"
+            );
         }
         let mut assembled = assembler.finish();
-        if route.provider.reads_calls_in_text() {
+        let mut stop_reason = stop_reason;
+        let window_full = matches!(cut, Some((CutOff::WindowFull { .. }, _)));
+        if route.provider.reads_calls_in_text() && !window_full {
             let offered: Vec<&str> = request.tools.iter().map(|t| t.name.as_str()).collect();
-            let read = read_calls_in_text(&mut assembled.content, &offered);
+            let ending = match cut {
+                Some(_) => Ending::Cut,
+                None => Ending::Whole,
+            };
+            let read = read_calls_in_text(&mut assembled.content, &offered, ending);
             if read > 0 {
                 tracing::info!(
                     provider,
                     calls = read,
+                    cut_off = cut.is_some(),
                     "read tool calls the model wrote as text"
                 );
                 observer.on_text_read_as_calls();
+                stop_reason = StopReason::ToolUse;
             }
+        }
+        if let Some((cause, usage)) = cut
+            && stop_reason == StopReason::MaxTokens
+        {
+            return Err(cut_off_error(cause, &usage, limit, window));
         }
         Ok(ModelReply {
             content: assembled.content,

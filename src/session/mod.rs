@@ -14,6 +14,7 @@ mod compacting;
 pub mod compaction;
 mod envelope;
 mod events;
+mod fit;
 mod handle;
 mod input;
 mod joining;

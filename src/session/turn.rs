@@ -11,6 +11,7 @@ use super::compacting::{self, Compaction};
 use super::compaction::{self, Budget};
 use super::envelope::SessionDirs;
 use super::events::SessionEvent;
+use super::fit::Fit;
 use super::input::{SessionError, UserInput, journal_input};
 use super::layers;
 use super::loop_guard::{self, LoopGuard};
@@ -173,14 +174,15 @@ impl Turn<'_> {
         let mut overflow_compacted = false;
         // Where this turn starts: no compaction cuts anything from here on.
         let mut turn_start = compaction::turn_start(&state.messages);
-        // The window to fit: the route's, or less once the server showed a smaller one by
-        // filling up.
-        let mut window = self.deps.client.primary.context_window();
+        // The window to fit (the route's, or less once the server showed a smaller one by
+        // filling up), and how the server's counts compare with the estimates.
+        let mut fit = Fit::new(self.deps.client.primary.context_window());
         loop {
-            if self.needs_compaction(state, &tools, window) {
-                self.compact(state, &tools, window, &mut turn_start).await?;
+            if self.needs_compaction(state, &tools, &fit) {
+                self.compact(state, &tools, &fit, &mut turn_start).await?;
             }
-            self.check_fits(state, &tools, window)?;
+            self.check_fits(state, &tools, &fit)?;
+            let sent = self.overhead(state, &tools) + compaction::estimate_tokens(&state.messages);
             let route = &self.deps.client.primary;
             let request = layers::request(state, self.audience, tools.clone(), route);
             let mut observer = Forward::new(&self.events);
@@ -197,11 +199,13 @@ impl Turn<'_> {
                 {
                     overflow_compacted = true;
                     tracing::warn!(%err, "the provider says the context is full; compacting");
-                    if let Some(filled) = err.window_filled_at {
-                        window = window.min(filled);
+                    match err.window_filled_at {
+                        // The request fitted; the reply filled the window the server has.
+                        Some(filled) => fit.filled_at(filled),
+                        None => fit.overflowed(sent),
                     }
-                    if !self.compact(state, &tools, window, &mut turn_start).await? {
-                        return Err(overflow_unfixable(err, window));
+                    if !self.compact(state, &tools, &fit, &mut turn_start).await? {
+                        return Err(overflow_unfixable(err, fit.window));
                     }
                     // A reply the window cut off mid-stream was shown as it came: the call
                     // made again voids it, as a retry by the client would.
@@ -209,7 +213,7 @@ impl Turn<'_> {
                     continue;
                 }
                 Err(err) if err.category == ErrorCategory::ContextOverflow => {
-                    return Err(overflow_unfixable(err, window));
+                    return Err(overflow_unfixable(err, fit.window));
                 }
                 Err(err) => {
                     // What the person saw before interrupting stays, marked by the turn's end.
@@ -225,6 +229,7 @@ impl Turn<'_> {
             };
             // The next call is another request: it may be compacted and retried in its turn.
             overflow_compacted = false;
+            fit.measured(sent, reply.usage.context_tokens());
             usage.add(&reply.usage);
             self.emit(SessionEvent::Usage {
                 model: reply.model.clone(),
@@ -368,11 +373,11 @@ impl Turn<'_> {
         Ok(any)
     }
 
-    /// Whether the next request would pass the compaction threshold of `window`: the last
-    /// call's input tokens plus an estimate of what was added since.
-    fn needs_compaction(&self, state: &SessionState, tools: &[ToolSpec], window: u64) -> bool {
-        let threshold = self.deps.settings.compaction_threshold * window as f64;
-        next_request_tokens(state, self.overhead(state, tools)) as f64 > threshold
+    /// Whether the next request would pass the compaction threshold of the window: the last
+    /// call's input tokens plus an estimate of what was added since, as the server counts.
+    fn needs_compaction(&self, state: &SessionState, tools: &[ToolSpec], fit: &Fit) -> bool {
+        let threshold = self.deps.settings.compaction_threshold * fit.window as f64;
+        fit.next_request(state, self.overhead(state, tools)) as f64 > threshold
     }
 
     /// Fails the turn when its next request cannot leave a reply room in `window` even after
@@ -383,10 +388,11 @@ impl Turn<'_> {
         &self,
         state: &SessionState,
         tools: &[ToolSpec],
-        window: u64,
+        fit: &Fit,
     ) -> Result<(), LlmError> {
+        let window = fit.window;
         let budget = self.budget(state, tools, window);
-        let needed = next_request_tokens(state, budget.overhead);
+        let needed = fit.next_request(state, budget.overhead);
         let room = budget.overhead + budget.limit();
         if needed <= room {
             return Ok(());
@@ -428,12 +434,14 @@ impl Turn<'_> {
         &self,
         state: &mut SessionState,
         tools: &[ToolSpec],
-        window: u64,
+        fit: &Fit,
         turn_start: &mut Option<usize>,
     ) -> Result<bool, LlmError> {
         self.emit(SessionEvent::PhaseChanged {
             phase: Phase::Compacting,
         });
+        // Compaction plans in estimated tokens: the window as the estimates see it.
+        let window = fit.estimated_window();
         let compacted = self
             .compact_history(state, tools, window, *turn_start)
             .await;
@@ -556,20 +564,6 @@ impl Turn<'_> {
     }
 }
 
-/// The next request's input tokens: the last call's count plus an estimate of the messages
-/// added since, or, with no count since the last compaction, an estimate of it all.
-pub fn next_request_tokens(state: &SessionState, overhead: u64) -> u64 {
-    use super::compaction::estimate_tokens;
-    match state.last_usage {
-        // A provider that reported no usage says nothing about the size: estimate it all.
-        Some(usage) if usage.context_tokens() > 0 => {
-            let since = state.messages_at_last_usage.min(state.messages.len());
-            usage.context_tokens() + estimate_tokens(&state.messages[since..])
-        }
-        _ => overhead + estimate_tokens(&state.messages),
-    }
-}
-
 fn storage_error(err: &str) -> LlmError {
     LlmError::new(
         ErrorCategory::Storage,
@@ -674,37 +668,5 @@ impl StreamObserver for Forward<'_> {
             discarded_thinking_chars,
         });
         self.attempt = 1;
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::domain::SessionId;
-
-    #[test]
-    fn a_provider_that_reports_no_usage_leaves_the_size_to_the_estimate() {
-        let mut state = SessionState::new(SessionId::from_string("s"), "/p".into());
-        state.apply(&JournalEvent::Message {
-            message: Message::user_text("x".repeat(4_000)),
-        });
-        state.apply(&JournalEvent::Usage {
-            model: "m".into(),
-            usage: Usage::default(),
-        });
-        // About 1,000 tokens of history plus the overhead, not zero.
-        assert!(next_request_tokens(&state, 500) > 1_400);
-        state.apply(&JournalEvent::Usage {
-            model: "m".into(),
-            usage: Usage {
-                input_tokens: 9_000,
-                ..Usage::default()
-            },
-        });
-        state.apply(&JournalEvent::Message {
-            message: Message::user_text("y".repeat(400)),
-        });
-        let next = next_request_tokens(&state, 500);
-        assert!((9_100..9_200).contains(&next), "{next}");
     }
 }

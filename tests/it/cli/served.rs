@@ -3,7 +3,7 @@
 //! and never put above what the person wrote. The mock answers as each kind of server does.
 
 use super::*;
-use crate::support::Identity;
+use crate::support::{Identity, Stop};
 
 /// The llama.cpp model id the mock serves: llama-server names a model by its file.
 const GGUF: &str = "../models/qwen2.5-coder-0.5b-instruct-q8_0.gguf";
@@ -418,4 +418,35 @@ fn a_call_written_as_text_on_llama_cpp_s_anthropic_endpoint_is_run() {
     let second = &cli.mock.model_requests()[1];
     assert_eq!(second.tool_use_ids(), second.tool_result_ids());
     assert!(second.raw_body.contains("remember the milk"));
+}
+
+#[test]
+fn calls_written_as_text_until_the_output_limit_run_the_finished_ones() {
+    let cli = Cli::new();
+    cli.mock.serve_as(llama_cpp(4096));
+    cli.home.write_file("README.md", "# inventory\n");
+    // As the 0.5B model does in the interface: call after call until the limit cuts it,
+    // one of them naming a tool that does not exist.
+    cli.mock.push(
+        Reply::text(
+            "{\"name\": \"file_read\", \"arguments\": {\"path\": \"README.md\"}} \
+             {\"name\": \"git\", \"arguments\": {\"branch\": \"master\"}} \
+             {\"name\": \"glob\", \"argu",
+        )
+        .stop(Stop::MaxTokens)
+        .usage(1_200, 1_024, 0, 0),
+    );
+    cli.mock.push(Reply::text("It is the inventory tool."));
+    let output = run_ok(&mut local(&cli, &["run", "what is this?"]));
+    assert_eq!(stdout(&output), "It is the inventory tool.\n");
+    let second = &cli.mock.model_requests()[1];
+    assert_eq!(
+        second.tool_use_ids().len(),
+        2,
+        "the unfinished third call is left out"
+    );
+    assert_eq!(second.tool_use_ids(), second.tool_result_ids());
+    let body = second.raw_body.clone();
+    assert!(body.contains("# inventory"), "{body}");
+    assert!(body.contains("git"), "the unknown tool is answered: {body}");
 }
