@@ -380,10 +380,12 @@ impl Turn<'_> {
         fit.next_request(state, self.overhead(state, tools)) as f64 > threshold
     }
 
-    /// Fails the turn when its next request cannot leave a reply room in `window` even after
-    /// compacting: the turn being answered, with its older tool output cleared and its latest
-    /// shortened, is larger than the window allows. Nothing is lost: the history stays, and
-    /// the message names the window.
+    /// Fails the turn when its next request cannot leave even a short reply room in the
+    /// window after compacting: the turn being answered, with its older tool output cleared
+    /// and its latest shortened, is larger than the window allows. A request that leaves
+    /// less than the whole output limit is still sent: most replies are short, and one the
+    /// full window cuts off is compacted for and made again. Nothing is lost: the history
+    /// stays, and the message names the window.
     fn check_fits(
         &self,
         state: &SessionState,
@@ -393,7 +395,8 @@ impl Turn<'_> {
         let window = fit.window;
         let budget = self.budget(state, tools, window);
         let needed = fit.next_request(state, budget.overhead);
-        let room = budget.overhead + budget.limit();
+        let short_reply = budget.reply.min(window / 16);
+        let room = window.saturating_sub(short_reply);
         if needed <= room {
             return Ok(());
         }

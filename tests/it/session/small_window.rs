@@ -351,3 +351,81 @@ async fn a_turn_that_cannot_fit_the_window_fails_naming_it_and_keeps_the_request
         "the request is kept"
     );
 }
+
+#[tokio::test]
+async fn a_server_that_counts_more_than_the_estimate_is_compacted_for_in_time() {
+    // llama.cpp with `-c 4096` whose tokenizer and template take two bytes of the request a
+    // token: more than twice tern's estimate, so a request estimated at 2,000 tokens is
+    // refused. Without measuring that, the turn fails after its retry.
+    let world = local_4k(10);
+    world.mock.count_like_a_server(2.0, WINDOW);
+    for _ in 0..20 {
+        world
+            .mock
+            .push_for_model("notes-model", Reply::text("NOTES: files were read."));
+    }
+    for i in 0..3 {
+        world.mock.push_for_model(
+            "primary-model",
+            Reply::tool_call("file_read", json!({"path": format!("f{i}.txt")})),
+        );
+        world
+            .mock
+            .push_for_model("primary-model", Reply::text(format!("f{i} holds numbers")));
+    }
+    for i in 0..10 {
+        world.mock.push_for_model(
+            "primary-model",
+            Reply::text(format!("Reading f{i}."))
+                .with_tool_call("file_read", json!({"path": format!("f{i}.txt")})),
+        );
+    }
+    world
+        .mock
+        .push_for_model("primary-model", Reply::text("All ten hold numbers."));
+    let handle = world.create();
+    let mut retries = 0;
+    for i in 0..3 {
+        let events = turn(&handle, &format!("what is in f{i}.txt?")).await;
+        assert!(completed(&events).is_some(), "{:?}", failure(&events));
+        retries += overflow_retries(&events);
+    }
+    let events = turn(
+        &handle,
+        "read all ten files, one at a time, then sum them up",
+    )
+    .await;
+    assert_eq!(
+        completed(&events).as_deref(),
+        Some("All ten hold numbers."),
+        "{:?}",
+        failure(&events)
+    );
+    retries += overflow_retries(&events);
+    let refused = world
+        .mock
+        .model_requests()
+        .iter()
+        .filter(|r| r.status == 400)
+        .count();
+    assert_eq!(
+        refused, retries,
+        "every refusal was compacted for and retried"
+    );
+    // The first refusal shows the server counts more; after it the turns compact in time.
+    assert!(refused <= 1, "{refused} requests refused for their size");
+}
+
+/// How many calls a turn made again after the window refused them.
+fn overflow_retries(events: &[SessionEvent]) -> usize {
+    let overflow = |e: &&SessionEvent| {
+        matches!(
+            e,
+            SessionEvent::Retry {
+                category: ErrorCategory::ContextOverflow,
+                ..
+            }
+        )
+    };
+    events.iter().filter(overflow).count()
+}

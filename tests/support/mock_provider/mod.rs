@@ -212,6 +212,41 @@ struct State {
     /// How long model questions wait before their answer.
     questions_delay: Duration,
     keep_alive: KeepAlive,
+    counting: Counting,
+}
+
+/// How the mock counts a request's tokens, and whether it refuses those over a window.
+#[derive(Debug, Clone, Copy, Default)]
+struct Counting {
+    /// Bytes of request body per token; 0 for the default of four.
+    bytes_per_token: f64,
+    /// The window of a server that refuses larger requests, as llama.cpp's does.
+    n_ctx: Option<u64>,
+}
+
+impl Counting {
+    fn count(&self, body_len: usize) -> u64 {
+        let per = if self.bytes_per_token > 0.0 {
+            self.bytes_per_token
+        } else {
+            4.0
+        };
+        ((body_len as f64 / per) as u64).max(1)
+    }
+
+    /// llama.cpp's answer to a request over its window.
+    fn refusal(&self, counted: u64) -> Option<Outgoing> {
+        let n_ctx = self.n_ctx.filter(|&n| counted > n)?;
+        let message = format!(
+            "request ({counted} tokens) exceeds the available context size ({n_ctx} tokens), \
+             try increasing it"
+        );
+        Some(Outgoing::json(
+            400,
+            json!({"error": {"code": 400, "message": message, "type": "exceed_context_size_error",
+                             "n_prompt_tokens": counted, "n_ctx": n_ctx}}),
+        ))
+    }
 }
 
 impl Shared {
@@ -336,6 +371,16 @@ impl MockProvider {
     /// connection reads the mode as each of its requests arrives.
     pub fn keep_alive(&self, mode: KeepAlive) {
         self.shared.lock().keep_alive = mode;
+    }
+
+    /// Counts a request's tokens as `bytes_per_token` bytes of its body each, and refuses a
+    /// request over `n_ctx` of them as llama.cpp's server does (HTTP 400
+    /// `exceed_context_size_error`), without using up a reply.
+    pub fn count_like_a_server(&self, bytes_per_token: f64, n_ctx: u64) {
+        self.shared.lock().counting = Counting {
+            bytes_per_token,
+            n_ctx: Some(n_ctx),
+        };
     }
 
     /// Connections accepted so far.
@@ -481,19 +526,25 @@ fn answer(shared: &Shared, incoming: Incoming, connection: usize) -> Outgoing {
         state.model_received += 1;
     }
     let mut outgoing = match route(&incoming.method, &path) {
-        Route::Model(wire) => match state.next_reply(model.as_deref()) {
-            Ok(reply) => {
-                let ctx = Ctx::new(wire, seq, &body, raw_body.len());
-                render(&ctx, reply, &mut state.next_tool, &mut tool_ids)
+        Route::Model(wire) => {
+            let counted = state.counting.count(raw_body.len());
+            match state.counting.refusal(counted) {
+                Some(refused) => refused,
+                None => match state.next_reply(model.as_deref()) {
+                    Ok(reply) => {
+                        let ctx = Ctx::new(wire, seq, &body, counted);
+                        render(&ctx, reply, &mut state.next_tool, &mut tool_ids)
+                    }
+                    Err(why) => {
+                        let why = format!(
+                            "mock provider: {why} (request #{seq}, {} {path}); push more replies",
+                            incoming.method
+                        );
+                        Outgoing::json(500, error_body(wire, "api_error", &why))
+                    }
+                },
             }
-            Err(why) => {
-                let why = format!(
-                    "mock provider: {why} (request #{seq}, {} {path}); push more replies",
-                    incoming.method
-                );
-                Outgoing::json(500, error_body(wire, "api_error", &why))
-            }
-        },
+        }
         Route::Question(question) => {
             let names = state.model_names();
             let said = state.identity.answer(question, &names, model.as_deref());

@@ -75,13 +75,14 @@ pub(super) struct Ctx {
     model: String,
     stream: bool,
     include_usage: bool,
-    body_len: usize,
+    /// The request's size in tokens, as the server counts them.
+    input_tokens: u64,
     /// The output limit the request asked for, when it named one.
     max_output: Option<u64>,
 }
 
 impl Ctx {
-    pub(super) fn new(wire: Wire, seq: usize, body: &Value, body_len: usize) -> Self {
+    pub(super) fn new(wire: Wire, seq: usize, body: &Value, input_tokens: u64) -> Self {
         let stream_flag = body.get("stream").and_then(Value::as_bool);
         // Mirrors the real servers: Ollama streams unless told not to, the others only when
         // asked, so a provider that forgets `"stream": true` fails here as it would for real.
@@ -105,7 +106,7 @@ impl Ctx {
             model,
             stream,
             include_usage,
-            body_len,
+            input_tokens,
             max_output,
         }
     }
@@ -174,7 +175,7 @@ fn sse(events: Vec<String>) -> Outgoing {
 fn resolve_usage(ctx: &Ctx, message: &Message) -> Usage {
     message.usage.unwrap_or_else(|| {
         if let (Some(Stop::MaxTokens), Some(limit)) = (message.stop, ctx.max_output) {
-            return [(ctx.body_len / 4).max(1) as u64, limit, 0, 0];
+            return [ctx.input_tokens, limit, 0, 0];
         }
         let chars: usize = message
             .blocks
@@ -184,12 +185,7 @@ fn resolve_usage(ctx: &Ctx, message: &Message) -> Usage {
                 Block::Tool { name, args, .. } => name.len() + args.to_string().len(),
             })
             .sum();
-        [
-            (ctx.body_len / 4).max(1) as u64,
-            (chars / 4).max(1) as u64,
-            0,
-            0,
-        ]
+        [ctx.input_tokens, (chars / 4).max(1) as u64, 0, 0]
     })
 }
 
