@@ -36,15 +36,14 @@ fn system_text(request: &crate::support::RecordedRequest) -> String {
         .to_owned()
 }
 
-#[tokio::test]
-async fn a_ten_round_tool_turn_at_4k_keeps_its_request_in_every_call() {
-    let world = local_4k(10);
+/// Scripts notes for every compaction and three short turns reading `f0`–`f2`, so there is
+/// history to cut.
+fn script_notes_and_three_short_turns(world: &World) {
     for _ in 0..20 {
         world
             .mock
             .push_for_model("notes-model", Reply::text("NOTES: files were read."));
     }
-    // Three short turns first, so there is history to cut.
     for i in 0..3 {
         world.mock.push_for_model(
             "primary-model",
@@ -54,15 +53,10 @@ async fn a_ten_round_tool_turn_at_4k_keeps_its_request_in_every_call() {
             .mock
             .push_for_model("primary-model", Reply::text(format!("f{i} holds numbers")));
     }
-    let handle = world.create();
-    for i in 0..3 {
-        let events = turn(&handle, &format!("what is in f{i}.txt?")).await;
-        assert!(completed(&events).is_some(), "{events:?}");
-    }
-    let before = world.mock.model_requests().len();
+}
 
-    // Then one turn of ten rounds, each reading a 1–2 KB file.
-    const REQUEST: &str = "THE REQUEST: read all ten files, one at a time, then sum them up";
+/// Scripts a turn of ten rounds, each reading one of `f0`–`f9`, then the answer.
+fn script_ten_rounds(world: &World) {
     for i in 0..10 {
         world.mock.push_for_model(
             "primary-model",
@@ -73,6 +67,23 @@ async fn a_ten_round_tool_turn_at_4k_keeps_its_request_in_every_call() {
     world
         .mock
         .push_for_model("primary-model", Reply::text("All ten hold numbers."));
+}
+
+#[tokio::test]
+async fn a_ten_round_tool_turn_at_4k_keeps_its_request_in_every_call() {
+    let world = local_4k(10);
+    // Three short turns first, so there is history to cut.
+    script_notes_and_three_short_turns(&world);
+    let handle = world.create();
+    for i in 0..3 {
+        let events = turn(&handle, &format!("what is in f{i}.txt?")).await;
+        assert!(completed(&events).is_some(), "{events:?}");
+    }
+    let before = world.mock.model_requests().len();
+
+    // Then one turn of ten rounds, each reading a 1–2 KB file.
+    const REQUEST: &str = "THE REQUEST: read all ten files, one at a time, then sum them up";
+    script_ten_rounds(&world);
     let events = turn(&handle, REQUEST).await;
     assert_eq!(
         completed(&events).as_deref(),
@@ -359,30 +370,8 @@ async fn a_server_that_counts_more_than_the_estimate_is_compacted_for_in_time() 
     // refused. Without measuring that, the turn fails after its retry.
     let world = local_4k(10);
     world.mock.count_like_a_server(2.0, WINDOW);
-    for _ in 0..20 {
-        world
-            .mock
-            .push_for_model("notes-model", Reply::text("NOTES: files were read."));
-    }
-    for i in 0..3 {
-        world.mock.push_for_model(
-            "primary-model",
-            Reply::tool_call("file_read", json!({"path": format!("f{i}.txt")})),
-        );
-        world
-            .mock
-            .push_for_model("primary-model", Reply::text(format!("f{i} holds numbers")));
-    }
-    for i in 0..10 {
-        world.mock.push_for_model(
-            "primary-model",
-            Reply::text(format!("Reading f{i}."))
-                .with_tool_call("file_read", json!({"path": format!("f{i}.txt")})),
-        );
-    }
-    world
-        .mock
-        .push_for_model("primary-model", Reply::text("All ten hold numbers."));
+    script_notes_and_three_short_turns(&world);
+    script_ten_rounds(&world);
     let handle = world.create();
     let mut retries = 0;
     for i in 0..3 {
