@@ -9,6 +9,7 @@
 //! idle session ([`titling`](super::titling)); the actor journals its answer.
 
 use super::asking::ApprovalSlot;
+use super::deps::SessionDeps;
 use super::envelope::SessionDirs;
 use super::events::{SessionEvent, Subscribers};
 use super::handle::{Request, SessionHandle};
@@ -16,17 +17,14 @@ use super::input::{SessionError, UserInput, journal_input};
 use super::joining::{self, Route, TurnOwner};
 use super::log::SessionLog;
 use super::phase::{IllegalTransition, Phase};
-use super::redact::Redactor;
 use super::snapshot;
 use super::state::SessionState;
 use super::titling::Titler;
 use super::turn::{Joining, PendingInput, StopAfterBatch, Turn};
-use crate::config::SessionSettings;
 use crate::domain::{Audience, ErrorCategory, SessionId, TurnStop};
-use crate::llm::ModelClient;
 use crate::prompt::TurnNotes;
-use crate::store::{JournalEvent, Overrides, Store};
-use crate::tools::{ApprovalMode, ChildEnv, ToolRegistry};
+use crate::store::JournalEvent;
+use crate::tools::ApprovalMode;
 use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -42,27 +40,6 @@ const REQUEST_QUEUE: usize = 32;
 
 /// How long a session about to be put to rest still takes a new message that keeps it up.
 const PASSIVATION_GRACE: Duration = Duration::from_secs(5);
-
-/// What every session of this process shares.
-pub struct SessionDeps {
-    pub store: Arc<Store>,
-    pub client: ModelClient,
-    pub tools: ToolRegistry,
-    pub settings: SessionSettings,
-    pub approval: ApprovalMode,
-    /// Where session folders live (`<data>/sessions/<id>/`).
-    pub data_dir: PathBuf,
-    /// The user's identity files (`<config>/identity/`): SOUL.md, AGENTS.md, TOOLING.md.
-    pub identity_dir: PathBuf,
-    /// Writes compaction notes; `None` uses `client`.
-    pub notes_client: Option<ModelClient>,
-    /// The provider and model asked for on the command line, recorded with new sessions.
-    pub overrides: Overrides,
-    /// Keeps secrets out of the session logs.
-    pub redactor: Arc<Redactor>,
-    /// Builds the environment of the commands the tools run.
-    pub child_env: Arc<ChildEnv>,
-}
 
 struct RunningTurn {
     cancel: CancellationToken,

@@ -3,10 +3,10 @@
 //! compaction model for notes on what was cut (best effort, within limits that are a share of
 //! the window) and returns the journal events that replace the history.
 
-use super::actor::SessionDeps;
 use super::compaction::{
     Budget, Keep, NOTES_SYSTEM, NotesCall, estimate_tokens, notes_call, notes_request_text, plan,
 };
+use super::deps::SessionDeps;
 use super::state::SessionState;
 use crate::domain::{ErrorCategory, Message, Role, Watchdog};
 use crate::llm::{ChatRequest, LlmError};

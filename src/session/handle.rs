@@ -1,7 +1,8 @@
 //! The session's handle: the cloneable front every caller holds. It only sends requests to
 //! the actor (see `actor.rs`), which owns the state; each method says when it returns.
 
-use super::actor::{SessionActor, SessionDeps};
+use super::actor::SessionActor;
+use super::deps::SessionDeps;
 use super::envelope::SessionDirs;
 use super::events::{OutputFilter, Subscription};
 use super::input::{SessionError, UserInput};

@@ -1,7 +1,7 @@
 //! What comes into a session: inputs, who sent them, and how one is journaled before it is
 //! acknowledged.
 
-use super::actor::SessionDeps;
+use super::deps::SessionDeps;
 use super::envelope::SessionDirs;
 use super::phase::IllegalTransition;
 use super::snapshot;

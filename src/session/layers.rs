@@ -5,7 +5,7 @@
 //! and the tools come in the size the conversation model's window calls for
 //! ([`prompt_size`]).
 
-use super::actor::SessionDeps;
+use super::deps::SessionDeps;
 use super::envelope::SessionDirs;
 use super::input::UserInput;
 use super::state::SessionState;

@@ -12,6 +12,7 @@ mod batch;
 mod calls;
 mod compacting;
 pub mod compaction;
+mod deps;
 mod envelope;
 mod events;
 mod fit;
@@ -30,7 +31,7 @@ mod titling;
 mod turn;
 
 pub use crate::domain::{Answer, ApprovalDetail, Grant};
-pub use actor::SessionDeps;
+pub use deps::SessionDeps;
 pub use envelope::{Rerooted, SessionDirs, SubagentDirs};
 pub use events::{OutputFilter, SessionEvent, Subscription};
 pub use handle::{KeepAwake, SessionHandle};

@@ -7,7 +7,7 @@
 //! through `snapshot::commit` on its own state, after any turn that started meanwhile; a call
 //! that fails, times out or answers nothing usable leaves the derived title, with a log line.
 
-use super::actor::SessionDeps;
+use super::deps::SessionDeps;
 use super::events::SessionEvent;
 use super::snapshot;
 use super::state::SessionState;

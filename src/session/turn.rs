@@ -5,10 +5,10 @@
 //! naming it; a call the window overflows is compacted and made again once. Between batches
 //! the same person's new messages join the turn.
 
-use super::actor::SessionDeps;
 use super::asking::ApprovalSlot;
 use super::compacting::{self, Compaction};
 use super::compaction::{self, Budget};
+use super::deps::SessionDeps;
 use super::envelope::SessionDirs;
 use super::events::SessionEvent;
 use super::fit::Fit;

@@ -1,0 +1,32 @@
+//! What every session of a process shares: the store, the model client, the tools and the
+//! settings. Kept apart from the actor so that the turn, its layers and compaction can use it
+//! without depending on the actor that runs them.
+
+use super::redact::Redactor;
+use crate::config::SessionSettings;
+use crate::llm::ModelClient;
+use crate::store::{Overrides, Store};
+use crate::tools::{ApprovalMode, ChildEnv, ToolRegistry};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// What every session of this process shares.
+pub struct SessionDeps {
+    pub store: Arc<Store>,
+    pub client: ModelClient,
+    pub tools: ToolRegistry,
+    pub settings: SessionSettings,
+    pub approval: ApprovalMode,
+    /// Where session folders live (`<data>/sessions/<id>/`).
+    pub data_dir: PathBuf,
+    /// The user's identity files (`<config>/identity/`): SOUL.md, AGENTS.md, TOOLING.md.
+    pub identity_dir: PathBuf,
+    /// Writes compaction notes; `None` uses `client`.
+    pub notes_client: Option<ModelClient>,
+    /// The provider and model asked for on the command line, recorded with new sessions.
+    pub overrides: Overrides,
+    /// Keeps secrets out of the session logs.
+    pub redactor: Arc<Redactor>,
+    /// Builds the environment of the commands the tools run.
+    pub child_env: Arc<ChildEnv>,
+}
