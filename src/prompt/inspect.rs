@@ -1,8 +1,8 @@
 //! A request shown to a person, layer by layer (`tern run --print-prompt`), so they can see
 //! exactly what the model receives and which parts are cached.
 
+use crate::domain::ChatRequest;
 use crate::domain::{ContentBlock, Message, Role};
-use crate::llm::ChatRequest;
 
 const TIER_NAMES: [&str; 2] = ["tier A · system prompt", "tier B · static context"];
 

@@ -26,7 +26,7 @@ pub use static_context::{IndexEntry, MEMORY_OFF, SessionPaths, StaticSources, st
 pub use system::{SystemSources, agents_core, system_prompt};
 
 use crate::domain::Audience;
-use crate::llm::ToolSpec;
+use crate::domain::ToolSpec;
 use crate::tools::ToolRegistry;
 
 /// The schemas of the tools `audience` may call, in the registry's stable order. The compact

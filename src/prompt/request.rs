@@ -3,7 +3,7 @@
 
 use super::history::pair_tool_calls;
 use crate::domain::Message;
-use crate::llm::{ChatRequest, ToolSpec};
+use crate::domain::{ChatRequest, ToolSpec};
 
 /// The parts of a request that do not come from the history.
 #[derive(Debug, Clone, PartialEq)]
