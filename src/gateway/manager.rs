@@ -9,6 +9,10 @@
 //! first message after the daily boundary or after `idle_minutes` starts a new session for
 //! the key), lifecycle events, and maintenance, checked on every write (see
 //! [`super::maintenance`]). Drain and warm-up are in `drain.rs`.
+//!
+//! No lock is held across a slow await that concerns one key only: the map of running
+//! sessions is locked for a lookup or an update, and each key's own lock keeps its steps in
+//! order, so a reset waiting for one session's turn to finish holds up no other key.
 
 use super::events::{LifecycleBus, LifecycleEvent};
 use super::maintenance::{self, BudgetWatch, Check};
@@ -21,8 +25,8 @@ use crate::session::{
 use crate::store::{Plan, SessionMeta, StoreChange};
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, PoisonError};
 use tokio::sync::{Mutex, Notify, broadcast};
 
 /// An input for the session a key talks to.
@@ -64,7 +68,12 @@ pub(super) type Live = Arc<Mutex<HashMap<SessionKey, SessionHandle>>>;
 /// Routes inputs by session key to the sessions' actors.
 pub struct SessionManager {
     pub(super) deps: Arc<SessionDeps>,
+    /// Held only for a lookup, an insert or a removal, never across an await.
     pub(super) live: Live,
+    /// One lock per key, held across a key's slow steps (starting its session, closing it
+    /// for a reset or a pick), so the key's operations keep their order and one key's slow
+    /// close holds up no other key.
+    keys: std::sync::Mutex<HashMap<SessionKey, Arc<Mutex<()>>>>,
     bus: Arc<LifecycleBus>,
     watch: Arc<BudgetWatch>,
     /// Wakes the maintenance task.
@@ -93,6 +102,7 @@ impl SessionManager {
         let due = Arc::new(Notify::new());
         let manager = Self {
             live: Arc::new(Mutex::new(HashMap::new())),
+            keys: std::sync::Mutex::default(),
             bus,
             watch,
             due,
@@ -161,7 +171,12 @@ impl SessionManager {
                     if !restarted && !self.stopping.load(Ordering::Acquire) =>
                 {
                     tracing::error!(session = %handle.id(), %key, "the session's actor had stopped; restarting it from its journal");
-                    self.live.lock().await.remove(&key);
+                    let mut live = self.live.lock().await;
+                    // Only the stopped one: a reset may have put a new session in its place.
+                    if live.get(&key).is_some_and(|now| now.id() == handle.id()) {
+                        live.remove(&key);
+                    }
+                    drop(live);
                     restarted = true;
                 }
                 Ok(seq) => {
@@ -222,8 +237,9 @@ impl SessionManager {
         key: &SessionKey,
         project_dir: &std::path::Path,
     ) -> Result<SessionHandle, SessionError> {
-        let mut live = self.live.lock().await;
-        if let Some(handle) = live.get(key) {
+        let lock = self.key_lock(key);
+        let _key = lock.lock().await;
+        if let Some(handle) = self.live.lock().await.get(key) {
             return Ok(handle.clone());
         }
         let handle = match self.deps.store.session_for_key(key)? {
@@ -234,28 +250,41 @@ impl SessionManager {
                 project_dir.to_path_buf(),
             )?,
         };
-        live.insert(key.clone(), handle.clone());
+        self.live.lock().await.insert(key.clone(), handle.clone());
         Ok(handle)
+    }
+
+    /// The lock that keeps `key`'s operations in order.
+    fn key_lock(&self, key: &SessionKey) -> Arc<Mutex<()>> {
+        let mut keys = self.keys.lock().unwrap_or_else(PoisonError::into_inner);
+        keys.entry(key.clone()).or_default().clone()
     }
 
     /// The running session of a stored one, made the one its key talks to: a past session
     /// picked to go on with, which the key may have left behind (a reset archived it).
     pub async fn attach(&self, meta: &SessionMeta) -> Result<SessionHandle, SessionError> {
-        let mut live = self.live.lock().await;
-        if let Some(handle) = live.get(&meta.key) {
-            if handle.id() == &meta.id {
-                return Ok(handle.clone());
+        let lock = self.key_lock(&meta.key);
+        let _key = lock.lock().await;
+        let other = {
+            let mut live = self.live.lock().await;
+            match live.get(&meta.key) {
+                Some(handle) if handle.id() == &meta.id => return Ok(handle.clone()),
+                Some(_) => live.remove(&meta.key),
+                None => None,
             }
-            if let Some(other) = live.remove(&meta.key) {
-                other.close().await;
-            }
+        };
+        if let Some(other) = other {
+            other.close().await;
         }
         let current = self.deps.store.session_for_key(&meta.key)?.map(|m| m.id);
         if current.as_ref() != Some(&meta.id) || meta.archived_at_ms.is_some() {
             self.deps.store.point_key(&meta.key, &meta.id)?;
         }
         let handle = SessionHandle::resume(self.deps.clone(), meta)?;
-        live.insert(meta.key.clone(), handle.clone());
+        self.live
+            .lock()
+            .await
+            .insert(meta.key.clone(), handle.clone());
         Ok(handle)
     }
 
@@ -273,8 +302,11 @@ impl SessionManager {
         project_dir: PathBuf,
         why: ResetReason,
     ) -> Result<SessionId, SessionError> {
-        let mut live = self.live.lock().await;
-        if let Some(handle) = live.remove(key) {
+        let lock = self.key_lock(key);
+        let _key = lock.lock().await;
+        let current = self.live.lock().await.remove(key);
+        if let Some(handle) = current {
+            // The current session finishes what it accepted; other keys go on meanwhile.
             handle.close().await;
         }
         let old = self.deps.store.session_for_key(key)?;
@@ -284,7 +316,7 @@ impl SessionManager {
         }
         let handle = SessionHandle::create_with_key(self.deps.clone(), key.clone(), project_dir)?;
         let id = handle.id().clone();
-        live.insert(key.clone(), handle);
+        self.live.lock().await.insert(key.clone(), handle);
         if let Some(meta) = old {
             self.bus.emit(LifecycleEvent::reset(
                 key.as_str(),

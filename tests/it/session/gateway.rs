@@ -303,3 +303,44 @@ async fn a_past_session_picked_again_becomes_the_one_its_key_talks_to() {
     );
     assert_ne!(old, new);
 }
+
+#[tokio::test]
+async fn a_reset_waiting_for_one_key_s_turn_holds_up_no_other_key() {
+    let world = World::anthropic();
+    let manager = Arc::new(SessionManager::new(world.deps()));
+    let slow = "slack:T1/C1/1700000000.1";
+    // The slow key's turn waits three seconds for its reply; the reset waits for the turn.
+    world
+        .mock
+        .push(Reply::text("slow answer").delay_after_headers(Duration::from_secs(3)));
+    manager
+        .send(message(&world, slow, "take your time"))
+        .await
+        .expect("delivered");
+    world
+        .mock
+        .wait_for_requests(1, Duration::from_secs(20))
+        .await;
+    let project = world.home.project().canonicalize().unwrap();
+    let resetting = {
+        let manager = manager.clone();
+        tokio::spawn(async move { manager.reset(slow, project).await })
+    };
+    // Let the reset start closing the slow key's session.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    world.mock.repeat(Reply::text("ok"));
+    let other = manager
+        .send(message(&world, "discord:42/7", "meanwhile"))
+        .await
+        .expect("delivered while the other key resets");
+    assert!(
+        !resetting.is_finished(),
+        "the other key's input was taken before the slow turn ended"
+    );
+    let fresh = resetting.await.unwrap().expect("reset");
+    assert_ne!(fresh, other.session);
+    let old = world
+        .store
+        .session_for_key(&tern::domain::SessionKey::parse(slow).unwrap());
+    assert_eq!(old.unwrap().map(|m| m.id), Some(fresh));
+}
