@@ -5,6 +5,8 @@ use super::prompt::{self, PromptFormat};
 use super::render::{OutputFormat, Renderer, TurnEnd};
 use super::setup::{self, KeyCheck, ModelArgs, Which};
 use crate::domain::{Audience, ErrorCategory};
+use crate::domain::{SessionId, SessionKey};
+use crate::gateway::{SendUserMessage, SessionManager};
 use crate::session::{OutputFilter, SessionHandle, Subscription, UserInput};
 use crate::tools::ApprovalMode;
 use anyhow::{Context, bail};
@@ -121,27 +123,48 @@ pub async fn run(args: RunArgs) -> anyhow::Result<Outcome> {
         args.approve.into(),
         args.model.overrides(),
     );
-    let (handle, project_dir, resumed) = match found {
-        Some(meta) => (SessionHandle::resume(deps, &meta)?, meta.project_dir, true),
+    // Through the manager, as every front end: the same maintenance check on its writes,
+    // the same lifecycle events, and the same resets of a key that is due for one.
+    let manager = SessionManager::new(deps);
+    let (key, handle, project_dir, resumed) = match found {
+        Some(meta) => {
+            let handle = manager.attach(&meta).await?;
+            (meta.key, handle, meta.project_dir, true)
+        }
         None => {
             let here = setup::project_dir()?;
-            (SessionHandle::create(deps, here.clone())?, here, false)
+            let key = SessionKey::cli(&SessionId::generate());
+            let handle = manager.handle(&key, &here).await?;
+            (key, handle, here, false)
         }
     };
 
     // Listen for Ctrl-C before the turn can start, so an early one cancels it too.
     let mut interrupts = signal(SignalKind::interrupt()).context("could not listen for Ctrl-C")?;
     let mut renderer = Renderer::new(args.output_format);
-    renderer.session(handle.id(), resumed, &model, &project_dir);
-    let mut events = handle.subscribe(OutputFilter::ALL).await?;
-    if args.compact {
-        compact(&handle, &mut events, &mut renderer).await?;
-    }
     let Some(prompt) = prompt else {
-        handle.state().await?;
+        renderer.session(handle.id(), resumed, &model, &project_dir);
+        let mut events = handle.subscribe(OutputFilter::ALL).await?;
+        compact(&handle, &mut events, &mut renderer).await?;
         return Ok(Outcome::Success);
     };
-    handle.send(UserInput::local(prompt)).await?;
+    if args.compact {
+        renderer.session(handle.id(), resumed, &model, &project_dir);
+        let mut events = handle.subscribe(OutputFilter::ALL).await?;
+        compact(&handle, &mut events, &mut renderer).await?;
+    }
+    let message = SendUserMessage {
+        key: key.as_str().to_owned(),
+        input: UserInput::local(prompt),
+        project_dir: project_dir.clone(),
+    };
+    let (delivered, mut events) = manager.send_watched(message, OutputFilter::ALL).await?;
+    // A key due for a reset has a new session now: the one the turn runs in is named.
+    let handle = manager.handle(&key, &project_dir).await?;
+    if !args.compact {
+        let resumed = resumed && delivered.reset.is_none();
+        renderer.session(&delivered.session, resumed, &model, &project_dir);
+    }
 
     let mut interrupted = false;
     let end = loop {
