@@ -12,5 +12,7 @@ pub mod llm;
 pub mod prompt;
 pub mod session;
 pub mod store;
+#[cfg(test)]
+mod testing;
 pub mod tools;
 pub mod tui;

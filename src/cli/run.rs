@@ -142,17 +142,15 @@ pub async fn run(args: RunArgs) -> anyhow::Result<Outcome> {
     // Listen for Ctrl-C before the turn can start, so an early one cancels it too.
     let mut interrupts = signal(SignalKind::interrupt()).context("could not listen for Ctrl-C")?;
     let mut renderer = Renderer::new(args.output_format);
-    let Some(prompt) = prompt else {
-        renderer.session(handle.id(), resumed, &model, &project_dir);
-        let mut events = handle.subscribe(OutputFilter::ALL).await?;
-        compact(&handle, &mut events, &mut renderer).await?;
-        return Ok(Outcome::Success);
-    };
+    // Without a prompt there is only the compaction (checked above).
     if args.compact {
         renderer.session(handle.id(), resumed, &model, &project_dir);
         let mut events = handle.subscribe(OutputFilter::ALL).await?;
         compact(&handle, &mut events, &mut renderer).await?;
     }
+    let Some(prompt) = prompt else {
+        return Ok(Outcome::Success);
+    };
     let message = SendUserMessage {
         key: key.as_str().to_owned(),
         input: UserInput::local(prompt),

@@ -239,11 +239,7 @@ mod tests {
     proptest! {
         // The seed is fixed so that every run tries the same cases; failures become named
         // unit tests rather than a file.
-        #![proptest_config(ProptestConfig {
-            failure_persistence: None,
-            rng_seed: proptest::test_runner::RngSeed::Fixed(0x7465_726e),
-            ..ProptestConfig::default()
-        })]
+        #![proptest_config(crate::testing::fixed_cases())]
 
         #[test]
         fn every_path_reads_back_as_itself(

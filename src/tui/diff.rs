@@ -521,7 +521,6 @@ index 1..2 100644
 
     mod properties {
         use proptest::prelude::*;
-        use proptest::test_runner::RngSeed;
 
         use super::*;
 
@@ -556,13 +555,7 @@ index 1..2 100644
         }
 
         proptest! {
-            #![proptest_config(ProptestConfig {
-                failure_persistence: None,
-                // The same cases on every run, so that the suite passes or fails alike each
-                // time; a failure is turned into a named unit test.
-                rng_seed: RngSeed::Fixed(0x7465_726e),
-                ..ProptestConfig::default()
-            })]
+            #![proptest_config(crate::testing::fixed_cases())]
 
             #[test]
             fn never_panics_and_fits(

@@ -5,8 +5,8 @@ use super::notes::{BLOCK_LIMIT, NOTES_INSTRUCTIONS, TRANSCRIPT_LIMIT};
 use super::*;
 use crate::domain::{ToolCall, ToolResult};
 use crate::prompt::pair_tool_calls;
+use crate::testing::fixed_cases;
 use proptest::prelude::*;
-use proptest::test_runner::RngSeed;
 use serde_json::json;
 use std::collections::HashSet;
 
@@ -568,15 +568,6 @@ fn an_earlier_compaction_s_notes_are_not_cut_alone() {
     assert_eq!(plan.extractive[0], history[0], "the notes stay");
     assert_eq!(plan.turn_start, Some(1));
     assert!(!plan.cuts_something(), "no notes call for nothing cut");
-}
-
-/// The random cases' settings: the same cases every run, no failure file.
-fn fixed_cases() -> ProptestConfig {
-    ProptestConfig {
-        failure_persistence: None,
-        rng_seed: RngSeed::Fixed(0x7465_726e),
-        ..ProptestConfig::default()
-    }
 }
 
 #[test]

@@ -579,7 +579,6 @@ fn every_prefix_of_a_streamed_reply_renders() {
 
 mod properties {
     use proptest::prelude::*;
-    use proptest::test_runner::RngSeed;
 
     use super::*;
 
@@ -622,11 +621,7 @@ mod properties {
     proptest! {
         // Failures are turned into named unit tests rather than kept in a file, and the seed
         // is fixed so that every run tries the same cases.
-        #![proptest_config(ProptestConfig {
-            failure_persistence: None,
-            rng_seed: RngSeed::Fixed(0x7465_726e),
-            ..ProptestConfig::default()
-        })]
+        #![proptest_config(crate::testing::fixed_cases())]
 
         #[test]
         fn never_panics_and_fits(

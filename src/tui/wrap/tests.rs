@@ -263,7 +263,6 @@ fn cache_renders_once_per_generation_and_width() {
 
 mod properties {
     use proptest::prelude::*;
-    use proptest::test_runner::RngSeed;
 
     use super::*;
 
@@ -308,11 +307,7 @@ mod properties {
     proptest! {
         // Failures are turned into named unit tests rather than kept in a file, and the
         // seed is fixed so that every run tries the same cases.
-        #![proptest_config(ProptestConfig {
-            failure_persistence: None,
-            rng_seed: RngSeed::Fixed(0x7465_726e),
-            ..ProptestConfig::default()
-        })]
+        #![proptest_config(crate::testing::fixed_cases())]
 
         #[test]
         fn wrap_never_panics_fits_and_loses_nothing(input in text(), width in 0u16..30) {

@@ -12,19 +12,6 @@ fn guard_end(cause: GuardCause, rounds: u32) -> TurnStop {
     }
 }
 
-/// The tool results among `events`, with whether each is an error.
-fn results(events: &[SessionEvent]) -> Vec<(String, bool)> {
-    events
-        .iter()
-        .filter_map(|e| match e {
-            SessionEvent::ToolResult {
-                content, is_error, ..
-            } => Some((content.clone(), *is_error)),
-            _ => None,
-        })
-        .collect()
-}
-
 #[tokio::test]
 async fn repeating_the_same_call_is_refused_then_ends_the_turn_quietly() {
     let world = World::anthropic();

@@ -198,6 +198,19 @@ fn failure(events: &[SessionEvent]) -> Option<(ErrorCategory, String)> {
     })
 }
 
+/// The tool results among `events`, with whether each is an error.
+fn results(events: &[SessionEvent]) -> Vec<(String, bool)> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            SessionEvent::ToolResult {
+                content, is_error, ..
+            } => Some((content.clone(), *is_error)),
+            _ => None,
+        })
+        .collect()
+}
+
 fn completed(events: &[SessionEvent]) -> Option<String> {
     events.iter().find_map(|e| match e {
         SessionEvent::TurnCompleted { text, .. } => Some(text.clone()),

@@ -44,15 +44,7 @@ async fn calls_that_cannot_work_fail_with_the_reason_and_nobody_is_asked() {
             .any(|e| matches!(e, JournalEvent::ApprovalRequested { .. })),
         "no request journaled"
     );
-    let results: Vec<(String, bool)> = events
-        .iter()
-        .filter_map(|e| match e {
-            SessionEvent::ToolResult {
-                content, is_error, ..
-            } => Some((content.clone(), *is_error)),
-            _ => None,
-        })
-        .collect();
+    let results = results(&events);
     let expected = [
         "missing.txt does not exist.",
         "`old_string` and `new_string` are the same, so there is nothing to change",

@@ -216,22 +216,27 @@ struct State {
 }
 
 /// How the mock counts a request's tokens, and whether it refuses those over a window.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy)]
 struct Counting {
-    /// Bytes of request body per token; 0 for the default of four.
+    /// Bytes of request body per token.
     bytes_per_token: f64,
     /// The window of a server that refuses larger requests, as llama.cpp's does.
     n_ctx: Option<u64>,
 }
 
+impl Default for Counting {
+    /// Four bytes a token, no window.
+    fn default() -> Self {
+        Self {
+            bytes_per_token: 4.0,
+            n_ctx: None,
+        }
+    }
+}
+
 impl Counting {
     fn count(&self, body_len: usize) -> u64 {
-        let per = if self.bytes_per_token > 0.0 {
-            self.bytes_per_token
-        } else {
-            4.0
-        };
-        ((body_len as f64 / per) as u64).max(1)
+        ((body_len as f64 / self.bytes_per_token) as u64).max(1)
     }
 
     /// llama.cpp's answer to a request over its window.
