@@ -262,7 +262,7 @@ impl Conversation {
                         None => open = false,
                     },
                     drained = &mut drain => {
-                        while let Ok(event) = events.try_recv() {
+                        while let Some(event) = events.try_recv() {
                             renderer.event(&event);
                         }
                         break drained;

@@ -205,7 +205,7 @@ pub(super) async fn compact(
     let changed = handle.compact().await?;
     // Once the session is idle, every event of the compaction has been published.
     handle.state().await?;
-    while let Ok(event) = events.try_recv() {
+    while let Some(event) = events.try_recv() {
         renderer.event(&event);
     }
     if !changed {

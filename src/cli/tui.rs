@@ -7,7 +7,7 @@ use super::Outcome;
 use super::lifecycle::{self, Stop, Stops};
 use super::setup::{self, ModelArgs};
 use crate::domain::{SessionId, SessionKey};
-use crate::gateway::{SessionManager, WarmedUp};
+use crate::gateway::{SessionManager, SessionService, WarmedUp};
 use crate::llm::served::RouteLimits;
 use crate::store::{SessionMeta, Store};
 use crate::tools::ApprovalMode;
@@ -70,11 +70,6 @@ pub async fn run(args: LaunchArgs) -> anyhow::Result<Outcome> {
         ApprovalMode::Ask,
         args.model.overrides(),
     );
-    let (tools, child_env, redactor) = (
-        deps.tools.clone(),
-        deps.child_env.clone(),
-        deps.redactor.clone(),
-    );
     let manager = Arc::new(SessionManager::new(deps));
     let warmed = manager.warm_up().await?;
     let (key, resumed, project_dir) = match &found {
@@ -99,12 +94,7 @@ pub async fn run(args: LaunchArgs) -> anyhow::Result<Outcome> {
         ),
     };
     let theme = theme.for_depth(depth);
-    let mut app = App::new(
-        theme,
-        themes_dir,
-        FileIndex::spawn(project_dir.clone()),
-        status,
-    );
+    let mut app = App::new(theme, themes_dir, FileIndex::pending(), status);
     if let Some(problem) = theme_problem {
         app.notice(problem);
     }
@@ -131,17 +121,13 @@ pub async fn run(args: LaunchArgs) -> anyhow::Result<Outcome> {
         });
     });
     let launch = Launch {
-        manager: manager.clone(),
-        store,
+        service: SessionService::local(manager.clone()),
         key,
         resumed,
         project_dir,
         prompt: args.prompt.clone(),
         pick: args.pick,
         stop,
-        tools,
-        child_env,
-        redactor,
         outside,
     };
     let exit = runner::run(app, launch)

@@ -254,6 +254,12 @@ impl SessionManager {
         Ok(handle)
     }
 
+    /// The running session `id`, if it runs.
+    pub async fn live_handle(&self, id: &SessionId) -> Option<SessionHandle> {
+        let live = self.live.lock().await;
+        live.values().find(|handle| handle.id() == id).cloned()
+    }
+
     /// The lock that keeps `key`'s operations in order.
     fn key_lock(&self, key: &SessionKey) -> Arc<Mutex<()>> {
         let mut keys = self.keys.lock().unwrap_or_else(PoisonError::into_inner);

@@ -2,13 +2,18 @@
 //! key, and are routed to the session that key talks to. It also owns what concerns every
 //! session at once: resets, drain and restart, lifecycle events and maintenance.
 
+pub mod catalog;
 mod drain;
 pub mod events;
+pub mod feed;
 pub mod maintenance;
 mod manager;
 pub mod reset;
+pub mod service;
 
 pub use drain::{DRAIN_BOUND, DrainedSession, WarmedUp};
 pub use events::{LifecycleBus, LifecycleEvent};
+pub use feed::{Feed, FeedItem};
 pub use manager::{Clock, Delivered, GatewayError, SendUserMessage, SessionManager};
 pub use reset::ResetReason;
+pub use service::{ServiceError, SessionService, ShellRun};

@@ -11,7 +11,7 @@
 use super::asking::ApprovalSlot;
 use super::deps::SessionDeps;
 use super::envelope::SessionDirs;
-use super::events::{SessionEvent, Subscribers};
+use super::events::{EventTx, SessionEvent, Stamped, Subscribers};
 use super::handle::{Request, SessionHandle};
 use super::input::{SessionError, UserInput, journal_input};
 use super::joining::{self, Route, TurnOwner};
@@ -50,7 +50,7 @@ struct RunningTurn {
     joining: Joining,
     /// Where the call waiting for a person, if any, takes its answer.
     approvals: ApprovalSlot,
-    events: mpsc::UnboundedReceiver<SessionEvent>,
+    events: mpsc::UnboundedReceiver<Stamped>,
     task: JoinHandle<SessionState>,
 }
 
@@ -67,7 +67,7 @@ enum Queued {
 
 /// What a running turn reports: an event, then, once its events are all out, its end.
 enum TurnUpdate {
-    Event(SessionEvent),
+    Event(Stamped),
     /// The turn's task returned the state, or died (a bug) and must be recovered from.
     Ended(Box<Result<SessionState, tokio::task::JoinError>>),
 }
@@ -103,6 +103,8 @@ pub(super) struct SessionActor {
     awake: Arc<AtomicUsize>,
     /// The model call naming the session after its first turn.
     titles: Titler,
+    /// The journal position of the latest event published.
+    published_at: u64,
 }
 
 impl SessionActor {
@@ -135,6 +137,7 @@ impl SessionActor {
             drainers: Vec::new(),
             awake: awake.clone(),
             titles: Titler::default(),
+            published_at: 0,
         };
         tokio::spawn(actor.run(rx));
         SessionHandle { id, tx, awake }
@@ -160,17 +163,19 @@ impl SessionActor {
                 () = self.titles.finished() => self.apply_title(),
                 update = next_turn_update(&mut self.turn) => match update {
                     // A turn changing phase (compacting and back) goes through the table.
-                    TurnUpdate::Event(SessionEvent::PhaseChanged { phase }) => {
+                    TurnUpdate::Event(Stamped { at, event: SessionEvent::PhaseChanged { phase } }) => {
+                        self.published_at = self.published_at.max(at);
                         if let Err(err) = self.set_phase(phase) {
                             tracing::error!(%err, "a turn asked for an illegal phase change");
                         }
                     }
-                    TurnUpdate::Event(event) => {
+                    TurnUpdate::Event(Stamped { at, event }) => {
                         if let SessionEvent::TurnCompleted { stop, .. }
                         | SessionEvent::TurnFailed { stop, .. } = &event
                         {
                             self.last_stop = Some(*stop);
                         }
+                        self.published_at = self.published_at.max(at);
                         self.publish(&event);
                     }
                     TurnUpdate::Ended(ended) => {
@@ -224,8 +229,13 @@ impl SessionActor {
             Request::Send { reply, .. } => {
                 let _ = reply.send(Err(SessionError::Closed));
             }
-            Request::Subscribe { filter, reply } => {
-                let _ = reply.send(self.subscribers.add(filter));
+            Request::Subscribe {
+                filter,
+                backlog,
+                reply,
+            } => {
+                let at = self.position();
+                let _ = reply.send(self.subscribers.add(filter, at, backlog));
             }
             Request::State { reply } => match &self.state {
                 Some(state) => {
@@ -391,7 +401,7 @@ impl SessionActor {
         owner: TurnOwner,
         notes: TurnNotes,
     ) {
-        let (events, receiver) = mpsc::unbounded_channel();
+        let (events, receiver) = EventTx::channel(state.head.clone());
         let cancel = CancellationToken::new();
         let stop_after_batch = StopAfterBatch::default();
         let joining: Joining = Joining::default();
@@ -474,7 +484,7 @@ impl SessionActor {
             let _ = reply.send(Err(SessionError::Closed));
             return;
         };
-        let (events, receiver) = mpsc::unbounded_channel();
+        let (events, receiver) = EventTx::channel(state.head.clone());
         let cancel = CancellationToken::new();
         let deps = self.deps.clone();
         let dirs = self.dirs.clone();
@@ -509,6 +519,7 @@ impl SessionActor {
     /// Journals an input durably, then applies and announces it; see [`journal_input`].
     fn accept(&mut self, state: &mut SessionState, input: UserInput) -> Result<u64, SessionError> {
         let (seq, text) = journal_input(&self.deps, &self.dirs, state, input)?;
+        self.published_at = self.published_at.max(state.last_seq);
         self.publish(&SessionEvent::InputAccepted { seq, text });
         Ok(seq)
     }
@@ -645,6 +656,7 @@ impl SessionActor {
         {
             tracing::error!(%err, "could not repair the journal");
         }
+        self.published_at = self.published_at.max(replay.state.last_seq);
         self.publish(&SessionEvent::TurnFailed {
             category: ErrorCategory::Internal,
             message: message.to_owned(),
@@ -657,8 +669,19 @@ impl SessionActor {
 
     /// Tells the subscribers and the session log.
     fn publish(&mut self, event: &SessionEvent) {
+        let at = self.position();
         self.log.record(event);
-        self.subscribers.publish(event);
+        self.subscribers.publish(at, event);
+    }
+
+    /// The journal position events are published at: the state's while the actor holds it,
+    /// else the latest a running turn's events carried. Where the actor works on a state it
+    /// took out (accepting an input, a recovery), it moves `published_at` itself first.
+    fn position(&mut self) -> u64 {
+        if let Some(state) = &self.state {
+            self.published_at = self.published_at.max(state.last_seq);
+        }
+        self.published_at
     }
 
     fn set_phase(&mut self, to: Phase) -> Result<(), IllegalTransition> {

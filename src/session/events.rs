@@ -1,16 +1,33 @@
 //! What a session tells its subscribers, and the filter each subscriber attaches with.
 //!
-//! Subscribers receive over their own unbounded channel; one that goes away is dropped from
-//! the list on the next send without the session noticing.
+//! Every event goes out stamped with the journal position it was published at ([`Stamped`]):
+//! an event that journaled something carries that record's position, any other the position
+//! of the last record before it. A subscriber that also reads the journal up to the position
+//! it attached at ([`Subscription::attached_at`]) sees everything once: what the journal gave
+//! up to there, and from there on the events.
+//!
+//! Subscribers receive over their own bounded channel. One that falls behind is dropped, with
+//! the reason and the last position it was sent, so the session never waits for it; one that
+//! goes away is dropped on the next send without the session noticing.
 
 use super::Phase;
 use crate::domain::{Answer, ApprovalDetail, ErrorCategory, Grant, TurnStop, Usage};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 use tokio::sync::mpsc;
 
+/// Events a subscriber may have waiting before it counts as fallen behind, unless it asks
+/// for another bound.
+pub const SUBSCRIBER_BACKLOG: usize = 4096;
+
+/// Room a subscriber's backlog must have for the first event of a new journal position (at
+/// most a quarter of it), so the events of one record are not split by a drop.
+const GROUP_ROOM: usize = 64;
+
 /// One thing that happened in a session, in the order it happened.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum SessionEvent {
     /// An input was durably journaled; `seq` is its journal position.
@@ -30,7 +47,7 @@ pub enum SessionEvent {
     /// A model call failed and is being retried: what the failed attempt streamed is void.
     Retry {
         attempt: u32,
-        #[serde(serialize_with = "as_millis")]
+        #[serde(with = "millis")]
         delay: Duration,
         category: ErrorCategory,
         message: String,
@@ -126,6 +143,30 @@ pub enum SessionEvent {
 }
 
 impl SessionEvent {
+    /// Whether the event stands for a journal record, published once the record is
+    /// committed and stamped with its position; the others (streamed deltas, phases,
+    /// retries) are not journaled, and are stamped with the position before them.
+    pub fn is_journaled(&self) -> bool {
+        match self {
+            SessionEvent::InputAccepted { .. }
+            | SessionEvent::ToolCall { .. }
+            | SessionEvent::ToolResult { .. }
+            | SessionEvent::ApprovalRequested { .. }
+            | SessionEvent::ApprovalDecided { .. }
+            | SessionEvent::TitleChanged { .. }
+            | SessionEvent::Usage { .. }
+            | SessionEvent::Compacted { .. }
+            | SessionEvent::TurnCompleted { .. }
+            | SessionEvent::TurnFailed { .. } => true,
+            SessionEvent::PhaseChanged { .. }
+            | SessionEvent::TextDelta { .. }
+            | SessionEvent::ThinkingDelta { .. }
+            | SessionEvent::Retry { .. }
+            | SessionEvent::Fallback { .. }
+            | SessionEvent::TextReadAsCalls { .. } => false,
+        }
+    }
+
     /// What a compaction did, in one sentence for the person; `None` for other events.
     pub fn compaction_summary(&self) -> Option<String> {
         let SessionEvent::Compacted {
@@ -151,8 +192,68 @@ impl SessionEvent {
     }
 }
 
-fn as_millis<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_u64(d.as_millis() as u64)
+/// A duration as whole milliseconds.
+mod millis {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::time::Duration;
+
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        u64::deserialize(d).map(Duration::from_millis)
+    }
+}
+
+/// An event with the journal position it was published at.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Stamped {
+    pub at: u64,
+    pub event: SessionEvent,
+}
+
+/// The session's journal position, shared between the state that moves it and the senders
+/// that stamp events with it.
+#[derive(Debug, Clone, Default)]
+pub struct JournalHead(Arc<AtomicU64>);
+
+/// A copy of `last_seq`, so two states compare equal whatever their heads hold.
+impl PartialEq for JournalHead {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl JournalHead {
+    pub fn get(&self) -> u64 {
+        self.0.load(Ordering::Acquire)
+    }
+
+    pub fn set(&self, seq: u64) {
+        self.0.store(seq, Ordering::Release);
+    }
+}
+
+/// Where a running turn sends its events: each stamped with the journal position as the
+/// turn's own commits left it.
+#[derive(Debug, Clone)]
+pub struct EventTx {
+    tx: mpsc::UnboundedSender<Stamped>,
+    head: JournalHead,
+}
+
+impl EventTx {
+    pub fn channel(head: JournalHead) -> (Self, mpsc::UnboundedReceiver<Stamped>) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        (Self { tx, head }, rx)
+    }
+
+    /// Sends `event`; a failed send means the actor is shutting down anyway.
+    pub fn send(&self, event: SessionEvent) {
+        let at = self.head.get();
+        let _ = self.tx.send(Stamped { at, event });
+    }
 }
 
 /// Which kinds of event a subscriber wants. Lifecycle events (input accepted, turn end,
@@ -207,26 +308,160 @@ impl OutputFilter {
     }
 }
 
+/// Why a subscription ended before the session did: it fell behind.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Dropped {
+    pub reason: String,
+    /// A position up to which it was sent every event that stands for a record: the
+    /// journal after it and the events from a new subscription hold the rest.
+    pub last_at: u64,
+}
+
 /// The receiving end a subscriber reads from.
-pub type Subscription = mpsc::UnboundedReceiver<SessionEvent>;
+#[derive(Debug)]
+pub struct Subscription {
+    rx: mpsc::Receiver<Stamped>,
+    dropped: Arc<OnceLock<Dropped>>,
+    attached_at: u64,
+    last_at: u64,
+}
+
+impl Subscription {
+    /// The next event; `None` once the session stopped or the subscriber was dropped
+    /// ([`Subscription::dropped`] says which).
+    pub async fn recv(&mut self) -> Option<SessionEvent> {
+        self.next().await.map(|stamped| stamped.event)
+    }
+
+    /// The next event with its journal position.
+    pub async fn next(&mut self) -> Option<Stamped> {
+        loop {
+            let stamped = self.rx.recv().await?;
+            if let Some(stamped) = self.take(stamped) {
+                return Some(stamped);
+            }
+        }
+    }
+
+    /// An event if one is waiting.
+    pub fn try_recv(&mut self) -> Option<SessionEvent> {
+        loop {
+            let stamped = self.rx.try_recv().ok()?;
+            if let Some(stamped) = self.take(stamped) {
+                return Some(stamped.event);
+            }
+        }
+    }
+
+    /// `stamped`, unless the subscriber was dropped before its position was whole: what
+    /// comes after the position the drop names is read from the journal instead.
+    fn take(&mut self, stamped: Stamped) -> Option<Stamped> {
+        if let Some(dropped) = self.dropped.get()
+            && stamped.at > dropped.last_at
+        {
+            return None;
+        }
+        self.last_at = self.last_at.max(stamped.at);
+        Some(stamped)
+    }
+
+    /// The journal position the session had published up to when this subscriber attached:
+    /// the journal up to here and the events from here on hold everything once.
+    pub fn attached_at(&self) -> u64 {
+        self.attached_at
+    }
+
+    /// The position of the latest event received (or of the attachment, before any).
+    pub fn last_at(&self) -> u64 {
+        self.last_at
+    }
+
+    /// Set when the session dropped this subscriber for falling behind.
+    pub fn dropped(&self) -> Option<&Dropped> {
+        self.dropped.get()
+    }
+}
+
+struct Subscriber {
+    filter: OutputFilter,
+    tx: mpsc::Sender<Stamped>,
+    dropped: Arc<OnceLock<Dropped>>,
+    /// The position of the last event sent to it.
+    last_at: u64,
+    /// A position all of whose events it was sent: the one before `last_at`'s.
+    complete: u64,
+}
 
 /// The session's list of subscribers.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct Subscribers {
-    list: Vec<(OutputFilter, mpsc::UnboundedSender<SessionEvent>)>,
+    list: Vec<Subscriber>,
 }
 
 impl Subscribers {
-    pub fn add(&mut self, filter: OutputFilter) -> Subscription {
-        let (tx, rx) = mpsc::unbounded_channel();
-        self.list.push((filter, tx));
-        rx
+    /// A subscriber from position `at` on that may have up to `backlog` events waiting.
+    pub fn add(&mut self, filter: OutputFilter, at: u64, backlog: usize) -> Subscription {
+        let (tx, rx) = mpsc::channel(backlog.max(1));
+        let dropped = Arc::new(OnceLock::new());
+        self.list.push(Subscriber {
+            filter,
+            tx,
+            dropped: dropped.clone(),
+            last_at: at,
+            complete: at,
+        });
+        Subscription {
+            rx,
+            dropped,
+            attached_at: at,
+            last_at: at,
+        }
     }
 
-    /// Sends `event` to everyone whose filter admits it, forgetting subscribers that left.
-    pub fn publish(&mut self, event: &SessionEvent) {
-        self.list
-            .retain(|(filter, tx)| !filter.admits(event) || tx.send(event.clone()).is_ok());
+    /// Sends `event` to everyone whose filter admits it, forgetting subscribers that left and
+    /// dropping those whose backlog is full.
+    pub fn publish(&mut self, at: u64, event: &SessionEvent) {
+        self.list.retain_mut(|sub| {
+            if !sub.filter.admits(event) {
+                return true;
+            }
+            // Within a position, its journaled events come first, the rest after them: a
+            // drop at a journaled event of the position last sent leaves that position
+            // unfinished, a drop anywhere else leaves none.
+            let mid_group = event.is_journaled() && at == sub.last_at;
+            // A record's events go out whole or not at all: the first of a new position
+            // needs room for the rest, so a drop falls between positions.
+            let opens = event.is_journaled() && at > sub.last_at;
+            let room = if opens {
+                GROUP_ROOM.min(sub.tx.max_capacity() / 4).max(1)
+            } else {
+                1
+            };
+            if sub.tx.capacity() < room {
+                let backlog = sub.tx.max_capacity();
+                let _ = sub.dropped.set(Dropped {
+                    reason: format!(
+                        "fell behind the session: {backlog} events were waiting unread"
+                    ),
+                    last_at: if mid_group { sub.complete } else { sub.last_at },
+                });
+                return false;
+            }
+            let stamped = Stamped {
+                at,
+                event: event.clone(),
+            };
+            match sub.tx.try_send(stamped) {
+                Ok(()) => {
+                    if at > sub.last_at {
+                        sub.complete = sub.last_at;
+                    }
+                    sub.last_at = at;
+                    true
+                }
+                Err(_) => false,
+            }
+        });
     }
 
     #[cfg(test)]
@@ -259,10 +494,73 @@ mod tests {
     #[test]
     fn a_dropped_subscriber_is_forgotten() {
         let mut subs = Subscribers::default();
-        let kept = subs.add(OutputFilter::ALL);
-        drop(subs.add(OutputFilter::ALL));
-        subs.publish(&SessionEvent::TextDelta { text: "x".into() });
+        let kept = subs.add(OutputFilter::ALL, 0, 8);
+        drop(subs.add(OutputFilter::ALL, 0, 8));
+        subs.publish(1, &SessionEvent::TextDelta { text: "x".into() });
         assert_eq!(subs.len(), 1);
         drop(kept);
+    }
+
+    fn usage(at: u64) -> SessionEvent {
+        SessionEvent::Usage {
+            model: format!("m{at}"),
+            usage: Usage::default(),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_subscriber_that_falls_behind_is_dropped_between_positions() {
+        let mut subs = Subscribers::default();
+        let mut slow = subs.add(OutputFilter::ALL, 3, 8);
+        let mut quick = subs.add(OutputFilter::ALL, 3, 64);
+        subs.publish(4, &usage(4));
+        for _ in 0..6 {
+            subs.publish(4, &SessionEvent::TextDelta { text: "x".into() });
+        }
+        // No room for the whole of position 5: the slow one is dropped before it.
+        subs.publish(5, &usage(5));
+        assert_eq!(subs.len(), 1, "the slow one is gone, the quick one stays");
+        let dropped = slow.dropped().expect("dropped").clone();
+        assert_eq!(dropped.last_at, 4, "every event of position 4 was sent");
+        assert!(dropped.reason.contains("fell behind"), "{}", dropped.reason);
+        assert_eq!(slow.recv().await, Some(usage(4)));
+        for _ in 0..6 {
+            assert!(matches!(
+                slow.recv().await,
+                Some(SessionEvent::TextDelta { .. })
+            ));
+        }
+        assert_eq!(slow.recv().await, None);
+        for at in [4, 4, 4, 4, 4, 4, 4, 5] {
+            assert_eq!(quick.next().await.map(|s| s.at), Some(at));
+        }
+        assert_eq!(quick.last_at(), 5);
+    }
+
+    #[test]
+    fn events_read_back_as_they_were_written() {
+        let events = [
+            SessionEvent::Retry {
+                attempt: 2,
+                delay: Duration::from_millis(1500),
+                category: ErrorCategory::RateLimit,
+                message: "slow down".into(),
+                discarded_chars: 3,
+                discarded_thinking_chars: 0,
+            },
+            SessionEvent::TurnCompleted {
+                text: "done".into(),
+                usage: Usage::default(),
+                stop: TurnStop::Completed,
+            },
+            SessionEvent::PhaseChanged {
+                phase: Phase::Processing,
+            },
+        ];
+        for event in events {
+            let text = serde_json::to_string(&event).expect("encodes");
+            let back: SessionEvent = serde_json::from_str(&text).expect("decodes");
+            assert_eq!(back, event, "{text}");
+        }
     }
 }

@@ -4,7 +4,7 @@
 use super::actor::SessionActor;
 use super::deps::SessionDeps;
 use super::envelope::SessionDirs;
-use super::events::{OutputFilter, Subscription};
+use super::events::{OutputFilter, SUBSCRIBER_BACKLOG, Subscription};
 use super::input::{SessionError, UserInput};
 use super::state::SessionState;
 use super::{snapshot, spool};
@@ -57,6 +57,7 @@ pub(super) enum Request {
     },
     Subscribe {
         filter: OutputFilter,
+        backlog: usize,
         reply: oneshot::Sender<Subscription>,
     },
     /// Answered once no turn is running.
@@ -174,10 +175,25 @@ impl SessionHandle {
         rx.await.map_err(|_| SessionError::Closed)?
     }
 
-    /// Attaches a subscriber; events from now on arrive on the returned receiver.
+    /// Attaches a subscriber; events from now on arrive on the returned receiver, which may
+    /// hold [`SUBSCRIBER_BACKLOG`] events unread before it is dropped.
     pub async fn subscribe(&self, filter: OutputFilter) -> Result<Subscription, SessionError> {
+        self.subscribe_with(filter, SUBSCRIBER_BACKLOG).await
+    }
+
+    /// [`SessionHandle::subscribe`] with a bound of its own on the events left unread.
+    pub async fn subscribe_with(
+        &self,
+        filter: OutputFilter,
+        backlog: usize,
+    ) -> Result<Subscription, SessionError> {
         let (reply, rx) = oneshot::channel();
-        self.request(Request::Subscribe { filter, reply }).await?;
+        self.request(Request::Subscribe {
+            filter,
+            backlog,
+            reply,
+        })
+        .await?;
         rx.await.map_err(|_| SessionError::Closed)
     }
 

@@ -33,7 +33,9 @@ mod turn;
 pub use crate::domain::{Answer, ApprovalDetail, Grant};
 pub use deps::SessionDeps;
 pub use envelope::{Rerooted, SessionDirs, SubagentDirs};
-pub use events::{OutputFilter, SessionEvent, Subscription};
+pub use events::{
+    Dropped, JournalHead, OutputFilter, SUBSCRIBER_BACKLOG, SessionEvent, Stamped, Subscription,
+};
 pub use handle::{KeepAwake, SessionHandle};
 pub use input::{SessionError, UserInput};
 pub use layers::preview;

@@ -69,7 +69,7 @@ pub fn commit(
     let records = store.append_batch(&state.id, events)?;
     for record in &records {
         state.apply(&record.event);
-        state.last_seq = record.seq;
+        state.set_last_seq(record.seq);
     }
     let compacted = events
         .iter()
@@ -109,7 +109,7 @@ pub fn store_repairs(
     }
     let records = store.append_batch(&replay.state.id, &replay.repairs)?;
     if let Some(last) = records.last() {
-        replay.state.last_seq = last.seq;
+        replay.state.set_last_seq(last.seq);
     }
     for event in &replay.repairs {
         if let JournalEvent::ToolResults { results, .. } = event {

@@ -6,6 +6,7 @@
 //! a call of it waited for a person's approval).
 
 use super::approvals::STOPPED_WAITING;
+use super::events::JournalHead;
 use crate::domain::{
     Audience, ContentBlock, ErrorCategory, Grant, InputKind, Message, Role, Sender, SessionId,
     ToolResult, Usage,
@@ -79,6 +80,9 @@ pub struct SessionState {
     /// The journal position the latest snapshot was taken at.
     #[serde(skip)]
     pub snapshot_seq: u64,
+    /// `last_seq`, shared with what stamps the session's events.
+    #[serde(skip)]
+    pub head: JournalHead,
 }
 
 impl SessionState {
@@ -99,12 +103,19 @@ impl SessionState {
             static_contexts: BTreeMap::new(),
             last_seq: 0,
             snapshot_seq: 0,
+            head: JournalHead::default(),
             last_input: None,
             grants: BTreeSet::new(),
             pending_approval: None,
             started_calls: BTreeSet::new(),
             derived_title: None,
         }
+    }
+
+    /// Moves the journal position to `seq`, where the session's events are stamped from now.
+    pub fn set_last_seq(&mut self, seq: u64) {
+        self.last_seq = seq;
+        self.head.set(seq);
     }
 
     /// Folds one journal event into the state.
@@ -242,9 +253,11 @@ impl SessionState {
         records: &[JournalRecord],
         captured: &dyn Fn(&str) -> Option<String>,
     ) -> Replay {
+        // A snapshot brings its position but not the shared head.
+        state.set_last_seq(state.last_seq);
         for record in records {
             state.apply(&record.event);
-            state.last_seq = record.seq;
+            state.set_last_seq(record.seq);
         }
         let mut repairs = Vec::new();
         let orphans = state.unanswered_calls();

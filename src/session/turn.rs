@@ -10,7 +10,7 @@ use super::compacting::{self, Compaction};
 use super::compaction::{self, Budget};
 use super::deps::SessionDeps;
 use super::envelope::SessionDirs;
-use super::events::SessionEvent;
+use super::events::{EventTx, SessionEvent};
 use super::fit::Fit;
 use super::input::{SessionError, UserInput, journal_input};
 use super::layers;
@@ -30,7 +30,6 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::sync::mpsc::UnboundedSender;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
@@ -57,7 +56,7 @@ pub struct Turn<'a> {
     /// during this automated turn, or tern is stopping.
     pub stop_after_batch: StopAfterBatch,
     pub joining: Joining,
-    pub events: UnboundedSender<SessionEvent>,
+    pub events: EventTx,
     /// Where a call waiting for a person's answer receives it.
     pub approvals: ApprovalSlot,
 }
@@ -231,10 +230,11 @@ impl Turn<'_> {
             overflow_compacted = false;
             fit.measured(sent, reply.usage.context_tokens());
             usage.add(&reply.usage);
-            self.emit(SessionEvent::Usage {
+            // Told once journaled, as every event that stands for a record is.
+            let usage_event = SessionEvent::Usage {
                 model: reply.model.clone(),
                 usage: reply.usage,
-            });
+            };
             let mut events = vec![JournalEvent::Usage {
                 model: reply.model.clone(),
                 usage: reply.usage,
@@ -259,12 +259,14 @@ impl Turn<'_> {
                 // One commit per round: the reply, its usage and, at the end, the turn's end
                 // (journaled by `run`).
                 self.record(state, events)?;
+                self.emit(usage_event);
                 return Ok(Ended {
                     text,
                     stop: TurnStop::Completed,
                 });
             }
             self.record(state, events)?;
+            self.emit(usage_event);
             for call in &calls {
                 self.emit(SessionEvent::ToolCall {
                     id: call.id.clone(),
@@ -537,8 +539,7 @@ impl Turn<'_> {
     }
 
     pub(super) fn emit(&self, event: SessionEvent) {
-        // The actor outlives its turns; a failed send means it is shutting down anyway.
-        let _ = self.events.send(event);
+        self.events.send(event);
     }
 
     /// Replaces oversized text blocks of an assistant message by placeholders.
@@ -590,7 +591,7 @@ fn overflow_unfixable(err: LlmError, window: u64) -> LlmError {
 /// Passes streamed model output on to the session's subscribers, counting what the current
 /// attempt sent so that the event voiding it can say how much to drop.
 struct Forward<'a> {
-    events: &'a UnboundedSender<SessionEvent>,
+    events: &'a EventTx,
     /// The attempt now streaming, as the client numbers them on its route.
     attempt: u32,
     /// Characters of the text and thinking deltas sent since the attempt began.
@@ -599,7 +600,7 @@ struct Forward<'a> {
 }
 
 impl<'a> Forward<'a> {
-    fn new(events: &'a UnboundedSender<SessionEvent>) -> Self {
+    fn new(events: &'a EventTx) -> Self {
         Self {
             events,
             attempt: 1,
@@ -609,7 +610,7 @@ impl<'a> Forward<'a> {
     }
 
     fn send(&self, event: SessionEvent) {
-        let _ = self.events.send(event);
+        self.events.send(event);
     }
 
     /// Starts attempt `attempt` after `error`: the `Retry` event voids what the one before

@@ -21,6 +21,7 @@ pub mod color;
 pub mod composer;
 pub mod diff;
 pub mod highlight;
+mod link;
 pub mod markdown;
 pub mod picker;
 pub mod popup;

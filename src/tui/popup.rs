@@ -9,13 +9,10 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Widget};
-use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
 /// Rows a popup shows at most.
 pub const ROWS: usize = 8;
-/// Files gathered for completion at most.
-const FILE_LIMIT: usize = 50_000;
 
 /// A slash command as the popup and `/help` list it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -149,26 +146,23 @@ pub fn slash_choices(typed: &str) -> Choices {
     }
 }
 
-/// The project's files, gathered once on a background thread.
+/// The project's files, gathered once in the background by whoever holds a clone.
 #[derive(Debug, Clone)]
 pub struct FileIndex {
     files: Arc<OnceLock<Vec<String>>>,
 }
 
 impl FileIndex {
-    /// Starts gathering the files under `root`.
-    pub fn spawn(root: PathBuf) -> Self {
-        let files = Arc::new(OnceLock::new());
-        let filling = files.clone();
-        let started = std::thread::Builder::new()
-            .name("tern-files".into())
-            .spawn(move || {
-                let _ = filling.set(crate::tools::list_files(&root, FILE_LIMIT));
-            });
-        if started.is_err() {
-            let _ = files.set(Vec::new());
+    /// An index whose files are still being gathered: empty until [`FileIndex::fill`].
+    pub fn pending() -> Self {
+        Self {
+            files: Arc::new(OnceLock::new()),
         }
-        Self { files }
+    }
+
+    /// The files gathered; only the first fill counts.
+    pub fn fill(&self, files: Vec<String>) {
+        let _ = self.files.set(files);
     }
 
     /// An index of exactly `files`, for tests.
@@ -305,22 +299,5 @@ mod tests {
         assert_eq!(choices.chosen(), Some("/quit"));
         choices.down();
         assert_eq!(choices.chosen(), Some("/new"));
-    }
-
-    #[test]
-    fn the_project_walk_finds_files_and_skips_ignored_ones() {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::create_dir_all(dir.path().join("src")).unwrap();
-        std::fs::create_dir_all(dir.path().join(".git")).unwrap();
-        std::fs::write(dir.path().join("src/lib.rs"), "").unwrap();
-        std::fs::write(dir.path().join(".gitignore"), "target/\n").unwrap();
-        std::fs::create_dir_all(dir.path().join("target")).unwrap();
-        std::fs::write(dir.path().join("target/out"), "").unwrap();
-        let index = FileIndex::spawn(dir.path().to_owned());
-        while !index.ready() {
-            std::thread::yield_now();
-        }
-        let all: Vec<_> = index.choices("").entries.into_iter().map(|e| e.1).collect();
-        assert_eq!(all, ["src/lib.rs"]);
     }
 }

@@ -6,19 +6,15 @@
 //! the screen never waits on it.
 
 use super::app::{Action, App, AppEvent};
+use super::link::{Fed, Link, Linked};
 use super::picker::{Picker, PickerOutcome};
-use super::popup::FileIndex;
 use super::schedule::FrameScheduler;
 use super::terminal::TerminalGuard;
 use super::transcript::{Transcript, cells_from_history, last_usage};
 use super::view;
 use crate::domain::{SessionId, SessionKey};
-use crate::gateway::{SendUserMessage, SessionManager};
-use crate::session::{
-    OutputFilter, Redactor, SessionError, SessionEvent, SessionHandle, Subscription, UserInput,
-};
-use crate::store::Store;
-use crate::tools::{ChildEnv, ToolContext, ToolRegistry};
+use crate::gateway::{Feed, FeedItem, SessionService};
+use crate::session::SessionEvent;
 use crossterm::event::{Event, EventStream, KeyEventKind};
 use futures_util::StreamExt;
 use std::path::PathBuf;
@@ -26,19 +22,16 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{Notify, mpsc, oneshot};
 use tokio::time::{Instant, sleep_until};
-use tokio_util::sync::CancellationToken;
 
 /// How often moving parts (spinners, clocks) are redrawn when nothing else happens.
 const ANIMATION: Duration = Duration::from_millis(80);
-/// Longest a `!` command may run without output.
-const SHELL_TIMEOUT: Duration = Duration::from_secs(120);
 /// Cells around the view whose rendered lines stay cached.
 const KEEP_RENDERED: usize = 400;
 
 /// What the terminal UI works with.
 pub struct Launch {
-    pub manager: Arc<SessionManager>,
-    pub store: Arc<Store>,
+    /// The one door to the sessions.
+    pub service: SessionService,
     /// The conversation's key, and whether a stored session already answers to it.
     pub key: SessionKey,
     pub resumed: Option<SessionId>,
@@ -49,12 +42,6 @@ pub struct Launch {
     pub pick: bool,
     /// Tells the UI to stop (a signal, a changed config); the reason is shown.
     pub stop: oneshot::Receiver<Stopping>,
-    /// The sessions' tools, for `!` commands: the same limits as the model's commands.
-    pub tools: ToolRegistry,
-    /// The environment rules of the sessions' commands, for `!` commands.
-    pub child_env: Arc<ChildEnv>,
-    /// The credentials the sessions know, kept out of what a `!` command shows and sends.
-    pub redactor: Arc<Redactor>,
     /// News from the rest of tern while the interface runs (a config file that cannot be
     /// used, what the server said about its model). Nothing else may reach the person while
     /// the interface owns the terminal, so everything goes through here.
@@ -89,16 +76,8 @@ pub enum Exit {
 
 /// The loop's moving parts besides the app.
 struct Runner {
-    launch_key: SessionKey,
-    manager: Arc<SessionManager>,
-    store: Arc<Store>,
-    project_dir: PathBuf,
-    events: Option<Subscription>,
-    tx: mpsc::UnboundedSender<AppEvent>,
+    link: Link,
     frames: FrameScheduler,
-    tools: ToolRegistry,
-    child_env: Arc<ChildEnv>,
-    redactor: Arc<Redactor>,
     /// The session picker, while it is open (full screen), and whether leaving it without a
     /// choice leaves tern (it was what tern opened with).
     picker: Option<(Picker, bool)>,
@@ -114,17 +93,10 @@ struct Runner {
 pub async fn run(mut app: App, launch: Launch) -> std::io::Result<Exit> {
     let mut terminal = TerminalGuard::enter()?;
     let (tx, mut results) = mpsc::unbounded_channel();
+    let (link, mut linked) = Link::new(launch.service, launch.key, launch.project_dir, tx);
     let mut runner = Runner {
-        launch_key: launch.key,
-        manager: launch.manager,
-        store: launch.store,
-        project_dir: launch.project_dir,
-        events: None,
-        tx,
+        link,
         frames: FrameScheduler::default(),
-        tools: launch.tools,
-        child_env: launch.child_env,
-        redactor: launch.redactor,
         picker: None,
         picker_woke: Arc::new(Notify::new()),
         frame_log: std::env::var_os("TERN_FRAME_LOG").and_then(|path| {
@@ -135,14 +107,15 @@ pub async fn run(mut app: App, launch: Launch) -> std::io::Result<Exit> {
                 .ok()
         }),
     };
+    app.set_files(runner.link.files());
     if let Some(id) = launch.resumed {
-        // A long session takes a moment to read: the screen comes first.
+        // A long session takes a moment to read: the screen comes first, the transcript
+        // when it has been read.
         app.status.flash = Some((format!("opening session {}…", id.short()), Instant::now()));
-        runner.draw(&mut app, &mut terminal, Instant::now())?;
-        runner.open(&mut app, id).await;
-        app.status.flash = None;
+        warm_up_highlighting(&runner.link.project_dir);
+        runner.link.open(id);
     }
-    runner.read_branch();
+    runner.link.read_branch();
     if launch.pick {
         runner.open_picker(true);
     }
@@ -189,29 +162,24 @@ pub async fn run(mut app: App, launch: Launch) -> std::io::Result<Exit> {
                 }
                 // The terminal went away: nothing more can be read or shown.
                 Some(Err(_)) | None => {
-                    runner.manager.close_all().await;
+                    runner.link.service.close_all().await;
                     return Ok(Exit::Quit { session: app.session.clone() });
                 }
             },
-            event = next_event(&mut runner.events) => match event {
-                Some(event) => {
-                    let now = Instant::now();
-                    if matches!(event, SessionEvent::TurnCompleted { .. } | SessionEvent::TurnFailed { .. }) {
-                        runner.read_branch();
-                    }
-                    app.session_event(&event, now);
-                    runner.frames.request(now);
-                }
-                // The session went to rest; the next message wakes it.
-                None => runner.events = None,
-            },
+            item = next_item(&mut runner.link.feed) => {
+                let fed = runner.link.fed(item);
+                runner.fed(&mut app, fed);
+            }
+            Some(news) = linked.recv() => runner.linked(&mut app, news),
             Some(news) = outside.recv() => {
                 app.app_event(news);
                 runner.frames.request(Instant::now());
             }
             Some(result) = results.recv() => {
-                if let AppEvent::Renewed { .. } = &result {
-                    runner.subscribe(&mut app).await;
+                if let AppEvent::Renewed { new, .. } = &result {
+                    runner.link.session = Some(new.clone());
+                    runner.link.feed = None;
+                    runner.link.follow();
                 }
                 app.app_event(result);
                 runner.frames.request(Instant::now());
@@ -241,42 +209,11 @@ pub async fn run(mut app: App, launch: Launch) -> std::io::Result<Exit> {
 }
 
 impl Runner {
-    /// Shows a stored session: its transcript from the journal, its totals, and its events
-    /// from now on.
-    async fn open(&mut self, app: &mut App, id: SessionId) {
-        warm_up_highlighting(&self.project_dir);
-        match self.store.load(&id) {
-            Ok(records) => {
-                // The history goes above whatever was said before it was read (notices).
-                let mut cells = cells_from_history(&records);
-                cells.append(&mut app.transcript.cells);
-                app.transcript = Transcript::with_cells(cells);
-                // How full the window was when the session was left, not 0% until the
-                // next call.
-                if let Some(usage) = last_usage(&records) {
-                    app.status.set_context(&usage);
-                }
-            }
-            Err(err) => app.notice(format!("could not read the session's journal: {err}")),
-        }
-        // The journal as read is dropped; its cells stay.
-        super::release_freed_memory();
-        let meta = match self.store.meta(&id) {
-            Ok(Some(meta)) => meta,
-            Ok(None) => return app.notice(format!("session {} is gone", id.short())),
-            Err(err) => return app.notice(format!("could not read session {}: {err}", id.short())),
-        };
-        app.status.tokens = meta.tokens;
-        app.status.title = meta.title.clone();
-        let attached = self.manager.attach(&meta).await;
-        self.follow(app, attached).await;
-    }
-
     /// Opens the session picker; `first` when it is what tern opened with.
     fn open_picker(&mut self, first: bool) {
         let mut picker = Picker::open(
-            self.store.clone(),
-            self.project_dir.clone(),
+            self.link.service.catalog(),
+            self.link.project_dir.clone(),
             jiff::Timestamp::now(),
         );
         let woke = self.picker_woke.clone();
@@ -301,7 +238,7 @@ impl Runner {
             PickerOutcome::Continue => None,
             PickerOutcome::Cancel if first && app.session.is_none() => {
                 self.picker = None;
-                self.manager.close_all().await;
+                self.link.service.close_all().await;
                 Some(Exit::Quit { session: None })
             }
             PickerOutcome::Cancel => {
@@ -311,75 +248,96 @@ impl Runner {
             PickerOutcome::New => {
                 self.picker = None;
                 if app.session.is_some() {
-                    self.switch(
-                        app,
-                        SessionKey::cli(&SessionId::generate()),
-                        None,
-                        self.project_dir.clone(),
-                    )
-                    .await;
+                    let dir = self.link.project_dir.clone();
+                    self.switch(app, SessionKey::cli(&SessionId::generate()), dir);
                     app.notice("a new conversation");
                 }
                 None
             }
             PickerOutcome::Resume(id) => {
                 self.picker = None;
-                match self.store.meta(&id) {
-                    Ok(Some(meta)) => {
-                        self.switch(app, meta.key.clone(), Some(id), meta.project_dir.clone())
-                            .await;
-                    }
-                    Ok(None) => app.notice(format!("session {} is gone", id.short())),
-                    Err(err) => app.notice(format!("could not open session {}: {err}", id.short())),
-                }
+                // The key and project come with the session's meta, once it is open.
+                app.reset_view();
+                app.status.flash =
+                    Some((format!("opening session {}…", id.short()), Instant::now()));
+                warm_up_highlighting(&self.link.project_dir);
+                self.link.open(id);
                 None
             }
         }
     }
 
-    /// Moves the interface to another conversation: its key, its project and its
-    /// transcript (empty for a new one).
-    async fn switch(
-        &mut self,
-        app: &mut App,
-        key: SessionKey,
-        session: Option<SessionId>,
-        project_dir: PathBuf,
-    ) {
-        self.events = None;
-        if project_dir != self.project_dir {
-            app.set_files(FileIndex::spawn(project_dir.clone()));
+    /// Moves the interface to another conversation: its key, its project and an empty
+    /// transcript.
+    fn switch(&mut self, app: &mut App, key: SessionKey, project_dir: PathBuf) {
+        let moved = project_dir != self.link.project_dir;
+        self.link.switch(key, project_dir);
+        if moved {
+            app.set_files(self.link.files());
         }
-        self.launch_key = key;
-        self.project_dir = project_dir;
         app.reset_view();
-        if let Some(id) = session {
-            self.open(app, id).await;
-        }
-        self.read_branch();
+        self.link.read_branch();
     }
 
-    /// Attaches to the session the key talks to (starting it when needed).
-    async fn subscribe(&mut self, app: &mut App) {
-        let opened = self
-            .manager
-            .handle(&self.launch_key, &self.project_dir)
-            .await;
-        self.follow(app, opened).await;
-    }
-
-    /// Follows the events of a session just opened.
-    async fn follow(&mut self, app: &mut App, opened: Result<SessionHandle, SessionError>) {
-        match opened {
-            Ok(handle) => {
-                app.session = Some(handle.id().clone());
-                match handle.subscribe(OutputFilter::ALL).await {
-                    Ok(events) => self.events = Some(events),
-                    Err(err) => app.notice(format!("could not follow the session: {err}")),
+    /// A task's news about the link: an opened session's meta, a feed, or why not.
+    fn linked(&mut self, app: &mut App, news: Linked) {
+        match self.link.linked(news) {
+            Ok(Some(meta)) => {
+                if meta.project_dir != self.link.project_dir {
+                    self.link.project_dir = meta.project_dir.clone();
+                    app.set_files(self.link.files());
                 }
+                self.link.key = meta.key.clone();
+                app.status.tokens = meta.tokens;
+                app.status.title = meta.title.clone();
+                self.link.read_branch();
             }
-            Err(err) => app.notice(format!("could not open the session: {err}")),
+            Ok(None) => {}
+            Err(err) => {
+                app.status.flash = None;
+                app.notice(err);
+            }
         }
+        app.session = self.link.session.clone();
+        self.frames.request(Instant::now());
+    }
+
+    /// What the feed brought, into the app.
+    fn fed(&mut self, app: &mut App, fed: Fed) {
+        let now = Instant::now();
+        match fed {
+            Fed::History(records) => {
+                // The history goes above whatever was said before it was read (notices).
+                let mut cells = cells_from_history(&records);
+                cells.append(&mut app.transcript.cells);
+                app.transcript = Transcript::with_cells(cells);
+                // How full the window was when the session was left, not 0% until the
+                // next call.
+                if let Some(usage) = last_usage(&records) {
+                    app.status.set_context(&usage);
+                }
+                app.status.flash = None;
+                drop(records);
+                // The journal as read is dropped; its cells stay.
+                super::release_freed_memory();
+            }
+            Fed::Missed(records) => {
+                let mut cells = std::mem::take(&mut app.transcript.cells);
+                cells.extend(cells_from_history(&records));
+                app.transcript = Transcript::with_cells(cells);
+            }
+            Fed::Event(event) => {
+                if matches!(
+                    event,
+                    SessionEvent::TurnCompleted { .. } | SessionEvent::TurnFailed { .. }
+                ) {
+                    self.link.read_branch();
+                }
+                app.session_event(&event, now);
+            }
+            Fed::Nothing => {}
+        }
+        self.frames.request(now);
     }
 
     fn draw(
@@ -419,31 +377,14 @@ impl Runner {
     async fn perform(&mut self, app: &mut App, actions: Vec<Action>) -> Option<Exit> {
         for action in actions {
             match action {
-                Action::Send(text) => self.send(app, text).await,
-                Action::Cancel => {
-                    if let Ok(handle) = self
-                        .manager
-                        .handle(&self.launch_key, &self.project_dir)
-                        .await
-                    {
-                        let _ = handle.cancel().await;
-                    }
+                Action::Send(text) => {
+                    warm_up_highlighting(&self.link.project_dir);
+                    self.link.send(text);
                 }
-                Action::Shell(command) => self.shell(command),
-                Action::Compact => self.compact(app).await,
-                Action::Reset => {
-                    let old = app.session.clone();
-                    match self
-                        .manager
-                        .reset(self.launch_key.as_str(), self.project_dir.clone())
-                        .await
-                    {
-                        Ok(new) => {
-                            let _ = self.tx.send(AppEvent::Renewed { old, new });
-                        }
-                        Err(err) => app.notice(format!("could not start a new session: {err}")),
-                    }
-                }
+                Action::Cancel => self.link.cancel(),
+                Action::Shell(command) => self.link.shell(command),
+                Action::Compact => self.link.compact(),
+                Action::Reset => self.link.reset(app.session.clone()),
                 Action::Pick => self.open_picker(false),
                 Action::SwitchModel(model) => {
                     let session = app.session.clone();
@@ -453,34 +394,22 @@ impl Runner {
                     let path = if path.is_absolute() {
                         path
                     } else {
-                        self.project_dir.join(path)
+                        self.link.project_dir.join(path)
                     };
                     let text = app.transcript.to_markdown();
                     let written = std::fs::write(&path, text)
                         .map(|()| path.clone())
                         .map_err(|err| format!("{}: {err}", path.display()));
-                    let _ = self.tx.send(AppEvent::Exported(written));
+                    let _ = self.link.tx.send(AppEvent::Exported(written));
                 }
-                Action::Answer { call_id, answer } => {
-                    if let Ok(handle) = self
-                        .manager
-                        .handle(&self.launch_key, &self.project_dir)
-                        .await
-                        && let Err(err) = handle.answer(&call_id, answer).await
-                    {
-                        app.notice(format!("the answer did not reach the session: {err}"));
-                    }
-                }
+                Action::Answer { call_id, answer } => self.link.answer(call_id, answer),
                 Action::Quit => {
                     if app.busy()
-                        && let Ok(handle) = self
-                            .manager
-                            .handle(&self.launch_key, &self.project_dir)
-                            .await
+                        && let Some(id) = &app.session
                     {
-                        let _ = handle.cancel().await;
+                        let _ = self.link.service.cancel(id).await;
                     }
-                    self.manager.close_all().await;
+                    self.link.service.close_all().await;
                     return Some(Exit::Quit {
                         session: app.session.clone(),
                     });
@@ -490,109 +419,12 @@ impl Runner {
         None
     }
 
-    /// Sends a message: subscribed first (so none of its turn is missed), then delivered by
-    /// a task, since an input sent during a turn is acknowledged only when it goes in.
-    async fn send(&mut self, app: &mut App, text: String) {
-        warm_up_highlighting(&self.project_dir);
-        if self.events.is_none() {
-            self.subscribe(app).await;
-        }
-        let manager = self.manager.clone();
-        let tx = self.tx.clone();
-        let message = SendUserMessage {
-            key: self.launch_key.as_str().to_owned(),
-            input: UserInput::local(text.clone()),
-            project_dir: self.project_dir.clone(),
-        };
-        tokio::spawn(async move {
-            match manager.send(message).await {
-                Ok(delivered) => {
-                    if let Some((old, _)) = delivered.reset {
-                        let _ = tx.send(AppEvent::Renewed {
-                            old: Some(old),
-                            new: delivered.session,
-                        });
-                    }
-                }
-                Err(err) => {
-                    let _ = tx.send(AppEvent::NotSent {
-                        text,
-                        error: err.to_string(),
-                    });
-                }
-            }
-        });
-    }
-
-    /// Runs a `!` command through the same tool the model uses (own process group, no
-    /// secrets in its environment, output capped), in a task.
-    fn shell(&self, command: String) {
-        let Some(tool) = self.tools.get_shared("shell_execute").cloned() else {
-            return;
-        };
-        let ctx = ToolContext {
-            project_dir: self.project_dir.clone(),
-            cwd: self.project_dir.clone(),
-            temp_dir: std::env::temp_dir(),
-            readable_dirs: Vec::new(),
-            tool_timeout: SHELL_TIMEOUT,
-            child_env: self.child_env.clone(),
-            spool: None,
-        };
-        let tx = self.tx.clone();
-        let redactor = self.redactor.clone();
-        tokio::spawn(async move {
-            let input = serde_json::json!({ "command": command });
-            let output = tool.execute(input, &ctx, CancellationToken::new()).await;
-            let _ = tx.send(AppEvent::ShellDone {
-                command,
-                output: redactor.credentials(&output.content),
-                ok: !output.is_error,
-            });
-        });
-    }
-
-    async fn compact(&mut self, app: &mut App) {
-        if self.events.is_none() {
-            self.subscribe(app).await;
-        }
-        let Ok(handle) = self
-            .manager
-            .handle(&self.launch_key, &self.project_dir)
-            .await
-        else {
-            return;
-        };
-        let tx = self.tx.clone();
-        tokio::spawn(async move {
-            let done = handle.compact().await.map_err(|err| err.to_string());
-            let _ = tx.send(AppEvent::Compacted(done));
-        });
-    }
-
-    /// Reads the git branch in a task.
-    fn read_branch(&self) {
-        let dir = self.project_dir.clone();
-        let tx = self.tx.clone();
-        tokio::spawn(async move {
-            let git = crate::context::git::working_git(&dir, Duration::from_secs(2)).await;
-            let branch = match git {
-                crate::context::git::GitContext::Repo(snapshot) => Some(match snapshot.branch {
-                    crate::context::git::Branch::Named(name) => name,
-                    crate::context::git::Branch::Detached => "(detached)".to_owned(),
-                }),
-                crate::context::git::GitContext::Unavailable { .. } => None,
-            };
-            let _ = tx.send(AppEvent::Branch(branch));
-        });
-    }
-
     /// Drains every session, still drawing the running turn's end as it comes.
     async fn drain(&mut self, app: &mut App, terminal: &mut TerminalGuard) {
-        let manager = self.manager.clone();
-        let drain = manager.drain(crate::gateway::DRAIN_BOUND);
+        let service = self.link.service.clone();
+        let drain = service.drain(crate::gateway::DRAIN_BOUND);
         tokio::pin!(drain);
-        let mut open = self.events.is_some();
+        let mut open = self.link.feed.is_some();
         loop {
             let now = Instant::now();
             if self.frames.is_due(now) {
@@ -600,11 +432,12 @@ impl Runner {
             }
             tokio::select! {
                 biased;
-                event = next_event(&mut self.events), if open => match event {
-                    Some(event) => {
-                        app.session_event(&event, Instant::now());
+                item = next_item(&mut self.link.feed), if open => match item {
+                    Some(FeedItem::Event(stamped)) => {
+                        app.session_event(&stamped.event, Instant::now());
                         self.frames.request(Instant::now());
                     }
+                    Some(_) => {}
                     None => open = false,
                 },
                 done = &mut drain => {
@@ -633,10 +466,10 @@ fn warm_up_highlighting(project_dir: &std::path::Path) {
     });
 }
 
-/// The next event of the session, or pending forever when there is no subscription.
-async fn next_event(events: &mut Option<Subscription>) -> Option<SessionEvent> {
-    match events {
-        Some(events) => events.recv().await,
+/// The next item of the feed, or pending forever when there is none.
+async fn next_item(feed: &mut Option<Feed>) -> Option<FeedItem> {
+    match feed {
+        Some(feed) => feed.next().await,
         None => std::future::pending().await,
     }
 }

@@ -16,7 +16,9 @@
 use super::index::{self, Finished, Hit, IndexBuilder, Scope, Search, SearchIndex};
 use super::preview::{PreviewMessage, TAIL_RECORDS, preview_of};
 use crate::domain::SessionId;
-use crate::store::{ListFilter, PageCursor, RecentPage, SearchEntry, SearchSink, Store};
+use crate::gateway::catalog::{
+    Catalog, ListFilter, PageCursor, RecentPage, SearchEntry, SearchSink,
+};
 use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, Sender};
@@ -114,7 +116,7 @@ pub struct Workers {
 
 impl Workers {
     /// Starts both threads; their updates arrive on the returned receiver.
-    pub fn start(store: Arc<Store>) -> (Workers, Receiver<Update>) {
+    pub fn start(store: Arc<dyn Catalog>) -> (Workers, Receiver<Update>) {
         let (tx, rx) = std::sync::mpsc::channel();
         let waker = Arc::new(OnceLock::new());
         let outbox = Outbox {
@@ -133,7 +135,7 @@ impl Workers {
             let (store, shared, outbox) = (store.clone(), search.clone(), outbox.clone());
             std::thread::Builder::new()
                 .name("picker-search".into())
-                .spawn(move || search_thread(&store, &shared, &outbox))
+                .spawn(move || search_thread(store.as_ref(), &shared, &outbox))
         };
         match spawned {
             Ok(handle) => threads.push(handle),
@@ -145,7 +147,7 @@ impl Workers {
             let outbox = outbox.clone();
             std::thread::Builder::new()
                 .name("picker-loader".into())
-                .spawn(move || loader_thread(&store, &load_rx, &outbox))
+                .spawn(move || loader_thread(store.as_ref(), &load_rx, &outbox))
         };
         match spawned {
             Ok(handle) => threads.push(handle),
@@ -221,7 +223,7 @@ impl Drop for Workers {
 }
 
 /// Builds the index, then runs the newest query whenever there is one.
-fn search_thread(store: &Store, shared: &SearchShared, outbox: &Outbox) {
+fn search_thread(store: &dyn Catalog, shared: &SearchShared, outbox: &Outbox) {
     let built = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| build(store, shared)));
     let index = match built {
         Ok(Ok(Some(index))) => Arc::new(index),
@@ -257,7 +259,7 @@ fn search_thread(store: &Store, shared: &SearchShared, outbox: &Outbox) {
 }
 
 /// The index from the store's search table; `None` when the picker closed meanwhile.
-fn build(store: &Store, shared: &SearchShared) -> Result<Option<SearchIndex>, String> {
+fn build(store: &dyn Catalog, shared: &SearchShared) -> Result<Option<SearchIndex>, String> {
     let mut sink = Stoppable {
         builder: IndexBuilder::new(),
         closed: &shared.closed,
@@ -359,7 +361,7 @@ fn run_job(
 }
 
 /// Reads what the picker asks for, newest first when requests pile up.
-fn loader_thread(store: &Store, requests: &Receiver<LoadRequest>, outbox: &Outbox) {
+fn loader_thread(store: &dyn Catalog, requests: &Receiver<LoadRequest>, outbox: &Outbox) {
     while let Ok(first) = requests.recv() {
         let mut page = None;
         let mut preview = None;

@@ -19,7 +19,7 @@
 //! sum of each word's best score over the three. A word's score against each project dir is
 //! computed once per query, not once per session.
 
-use crate::store::{SearchEntry, SearchSink};
+use crate::gateway::catalog::{SearchEntry, SearchSink};
 use nucleo_matcher::pattern::{Atom, AtomKind, CaseMatching, Normalization, Pattern};
 use nucleo_matcher::{Config, Matcher, Utf32Str};
 use std::collections::HashMap;

@@ -33,7 +33,7 @@ pub mod text;
 mod view;
 
 use crate::domain::SessionId;
-use crate::store::{ListFilter, PageCursor, SessionMeta, Store};
+use crate::gateway::catalog::{Catalog, ListFilter, PageCursor, SessionMeta};
 use background::{LoadRequest, PAGE_SCAN, Update, Workers};
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use index::{Hit, Scope, SearchIndex, is_blank};
@@ -78,7 +78,7 @@ pub enum PickerOutcome {
 /// The resume picker's state: what is listed, the query, the selection, and the background
 /// work behind them.
 pub struct Picker {
-    store: Arc<Store>,
+    store: Arc<dyn Catalog>,
     project_dir: PathBuf,
     now_ms: i64,
     all_projects: bool,
@@ -145,9 +145,9 @@ impl Picker {
     /// Opens the picker on the sessions of `project_dir` (as the index stores it), reading
     /// the first page now and building the search index on a background thread. `now` is
     /// the time the "ago" column counts from.
-    pub fn open(store: Arc<Store>, project_dir: PathBuf, now: jiff::Timestamp) -> Picker {
+    pub fn open(store: Arc<dyn Catalog>, project_dir: PathBuf, now: jiff::Timestamp) -> Picker {
         let (workers, updates) = Workers::start(store.clone());
-        let stored = store.totals().sessions;
+        let stored = store.stored_sessions();
         let mut picker = Picker {
             store,
             project_dir,

@@ -2,7 +2,7 @@
 //! from the end of its journal (`Store::tail`) and shortened for a small pane. Pure.
 
 use crate::domain::ContentBlock;
-use crate::store::{JournalEvent, JournalRecord};
+use crate::gateway::catalog::{JournalEvent, JournalRecord};
 
 /// Journal records read from the end of a session for its preview. Tool results and usage
 /// records sit between the messages, so this is several times the messages shown.

@@ -4,7 +4,8 @@
 
 use super::*;
 use crate::domain::{Audience, ContentBlock, InputKind, Sender, SessionKey};
-use crate::store::JournalEvent;
+use crate::gateway::catalog::JournalEvent;
+use crate::store::Store;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use ratatui::buffer::{Buffer, CellWidth};

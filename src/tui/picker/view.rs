@@ -7,7 +7,7 @@
 
 use super::preview::{PreviewMessage, Speaker};
 use super::text::{ago, fit, fit_left, messages, pad, pad_left, plural, thousands};
-use crate::store::SessionMeta;
+use crate::gateway::catalog::SessionMeta;
 use crate::tui::Theme;
 use crate::tui::wrap::{str_width, wrap_prefixed};
 use nucleo_matcher::pattern::{AtomKind, CaseMatching, Normalization, Pattern};

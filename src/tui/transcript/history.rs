@@ -7,7 +7,7 @@
 use super::cell::{Cell, CellKind, ToolCell, ToolStatus};
 use super::stream::end_notice;
 use crate::domain::{ContentBlock, ErrorCategory, TurnStop, Usage};
-use crate::store::{JournalEvent, JournalRecord};
+use crate::gateway::catalog::{JournalEvent, JournalRecord};
 use std::collections::HashMap;
 use std::time::Duration;
 

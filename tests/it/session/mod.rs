@@ -294,6 +294,7 @@ mod long;
 mod prechecks;
 mod prefix;
 mod resets;
+mod service;
 mod small_window;
 mod snapshots;
 mod titles;

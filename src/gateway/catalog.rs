@@ -1,0 +1,63 @@
+//! What the front ends may read about stored sessions, and the plain data it comes in: the
+//! picker's pages, search scan and previews, a session's meta, the end of a journal.
+//!
+//! [`Catalog`] is a blocking interface, for the threads of a front end (the picker's) or the
+//! service's blocking tasks, never for an async thread. The store answers it in the process
+//! that owns the database; a client's answers come from the owner.
+
+use crate::domain::SessionId;
+use crate::store::Store;
+pub use crate::store::{
+    JournalEvent, JournalRecord, ListFilter, PageCursor, RecentPage, SearchEntry, SearchSink,
+    SessionMeta,
+};
+
+/// Reading stored sessions, for front ends. Errors are the reader's message.
+pub trait Catalog: Send + Sync {
+    /// How many sessions are stored.
+    fn stored_sessions(&self) -> u64;
+    /// One page of the sessions by recent activity under `filter`, after `after`, looking
+    /// at no more than `max_scanned` index entries.
+    fn recent_page(
+        &self,
+        filter: &ListFilter,
+        after: Option<&PageCursor>,
+        limit: usize,
+        max_scanned: usize,
+    ) -> Result<RecentPage, String>;
+    /// Every session's search entry and the activity order, into `sink`; `Ok(false)` when
+    /// the sink ended it early.
+    fn scan_search(&self, sink: &mut dyn SearchSink) -> Result<bool, String>;
+    /// A session's meta, `None` when it is not stored.
+    fn meta(&self, id: &SessionId) -> Result<Option<SessionMeta>, String>;
+    /// The last `n` records of a session's journal.
+    fn tail(&self, id: &SessionId, n: usize) -> Result<Vec<JournalRecord>, String>;
+}
+
+impl Catalog for Store {
+    fn stored_sessions(&self) -> u64 {
+        self.totals().sessions
+    }
+
+    fn recent_page(
+        &self,
+        filter: &ListFilter,
+        after: Option<&PageCursor>,
+        limit: usize,
+        max_scanned: usize,
+    ) -> Result<RecentPage, String> {
+        Store::recent_page(self, filter, after, limit, max_scanned).map_err(|err| err.to_string())
+    }
+
+    fn scan_search(&self, sink: &mut dyn SearchSink) -> Result<bool, String> {
+        Store::scan_search(self, sink).map_err(|err| err.to_string())
+    }
+
+    fn meta(&self, id: &SessionId) -> Result<Option<SessionMeta>, String> {
+        Store::meta(self, id).map_err(|err| err.to_string())
+    }
+
+    fn tail(&self, id: &SessionId, n: usize) -> Result<Vec<JournalRecord>, String> {
+        Store::tail(self, id, n).map_err(|err| err.to_string())
+    }
+}

@@ -1,0 +1,317 @@
+//! The session service: subscriptions from a journal position (the seam between the replay
+//! and the live events, a feed that falls behind), approvals named by session and call, `!`
+//! lines and the project's files, all through the one handle a front end holds.
+
+use super::*;
+use pretty_assertions::assert_eq;
+use std::collections::BTreeSet;
+use tern::domain::Answer;
+use tern::gateway::{Feed, FeedItem, SessionManager, SessionService};
+use tern::session::Stamped;
+use tern::store::JournalRecord;
+
+fn service(world: &World) -> SessionService {
+    SessionService::local(Arc::new(SessionManager::new(world.deps())))
+}
+
+/// What a feed brought until the turn ended or the feed stopped.
+#[derive(Default)]
+struct Fed {
+    replayed: Vec<JournalRecord>,
+    live_from: Option<u64>,
+    events: Vec<Stamped>,
+    end: Option<FeedItem>,
+}
+
+/// Where reading a feed stops.
+#[derive(PartialEq)]
+enum Until {
+    TurnEnd,
+    /// The replay is over.
+    Live,
+    /// The feed ended or was dropped.
+    End,
+}
+
+async fn read_feed(feed: &mut Feed, until: Until) -> Fed {
+    let mut fed = Fed::default();
+    let read = async {
+        while let Some(item) = feed.next().await {
+            match item {
+                FeedItem::Replay { mut records } => fed.replayed.append(&mut records),
+                FeedItem::Live { at } => {
+                    fed.live_from = Some(at);
+                    if until == Until::Live {
+                        return;
+                    }
+                }
+                FeedItem::Event(stamped) => {
+                    let ended = matches!(
+                        stamped.event,
+                        SessionEvent::TurnCompleted { .. } | SessionEvent::TurnFailed { .. }
+                    );
+                    fed.events.push(stamped);
+                    if ended && until == Until::TurnEnd {
+                        return;
+                    }
+                }
+                end => {
+                    fed.end = Some(end);
+                    return;
+                }
+            }
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(30), read)
+        .await
+        .expect("the feed went on in time");
+    fed
+}
+
+fn words(n: usize) -> String {
+    (0..n).map(|i| format!("w{i} ")).collect()
+}
+
+#[tokio::test]
+async fn a_feed_from_the_start_during_a_turn_holds_every_record_once() {
+    let world = World::anthropic();
+    world.mock.push(Reply::tool_call(
+        "shell_execute",
+        json!({ "command": "echo seam" }),
+    ));
+    world
+        .mock
+        .push(Reply::text(words(200)).delay_between_events(Duration::from_millis(2)));
+    let service = service(&world);
+    let project = world.home.project().canonicalize().unwrap();
+    let delivered = service
+        .send("cli:seam-1", &project, UserInput::local("run it"))
+        .await
+        .expect("delivered");
+    // The reply is streaming: what came before is in the journal, the rest still to come.
+    world
+        .mock
+        .wait_for_requests(2, Duration::from_secs(10))
+        .await;
+    let mut feed = service
+        .subscribe(&delivered.session, Some(0), OutputFilter::ALL, 100_000)
+        .await
+        .expect("subscribed");
+    let fed = read_feed(&mut feed, Until::TurnEnd).await;
+
+    let journal = world.store.load(&delivered.session).unwrap();
+    let live_from = fed.live_from.expect("the replay ended");
+    let replayed: Vec<u64> = fed.replayed.iter().map(|r| r.seq).collect();
+    let expected: Vec<u64> = (1..=live_from).collect();
+    assert_eq!(
+        replayed, expected,
+        "the journal up to the seam, each record once"
+    );
+    assert!(
+        fed.replayed
+            .iter()
+            .any(|r| matches!(r.event, JournalEvent::ToolResults { .. })),
+        "the tool round came from the journal"
+    );
+    for stamped in &fed.events {
+        assert!(stamped.at >= live_from, "no event from before the seam");
+        if stamped.event.is_journaled() {
+            assert!(
+                stamped.at > live_from,
+                "nothing journaled twice: {stamped:?}"
+            );
+        }
+    }
+    let streamed: String = fed
+        .events
+        .iter()
+        .filter_map(|s| match &s.event {
+            SessionEvent::TextDelta { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    let SessionEvent::TurnCompleted { text, .. } = &fed.events.last().unwrap().event else {
+        panic!("the turn completed");
+    };
+    assert!(
+        text.ends_with(&streamed),
+        "the live deltas are the reply's end, with no gap"
+    );
+    assert!(!streamed.is_empty(), "some of the reply came live");
+    let last = journal.last().unwrap().seq;
+    assert_eq!(
+        fed.events.last().unwrap().at,
+        last,
+        "the turn's end is the journal's"
+    );
+}
+
+#[tokio::test]
+async fn a_feed_that_falls_behind_is_dropped_and_resubscribing_misses_nothing() {
+    let world = World::anthropic();
+    world.mock.push(Reply::tool_calls([
+        ("shell_execute", json!({ "command": "echo one" })),
+        ("shell_execute", json!({ "command": "echo two" })),
+    ]));
+    world.mock.push(Reply::text(words(600)));
+    let service = service(&world);
+    let project = world.home.project().canonicalize().unwrap();
+    let id = service
+        .open_key("cli:slow-1", &project)
+        .await
+        .expect("opened");
+    // A reader that reads nothing while the turn runs, with room for two items.
+    let mut slow = service
+        .subscribe(&id, Some(0), OutputFilter::ALL, 2)
+        .await
+        .expect("subscribed");
+    let mut watcher = service
+        .subscribe(&id, None, OutputFilter::ALL, 100_000)
+        .await
+        .expect("subscribed");
+    service
+        .send("cli:slow-1", &project, UserInput::local("go"))
+        .await
+        .expect("delivered");
+    let seen = read_feed(&mut watcher, Until::TurnEnd).await;
+    assert!(seen.end.is_none(), "a quick reader is never dropped");
+
+    let first = read_feed(&mut slow, Until::End).await;
+    let Some(FeedItem::Dropped(dropped)) = first.end else {
+        panic!("the slow reader was dropped, not {:?}", first.end);
+    };
+    assert!(dropped.reason.contains("fell behind"), "{}", dropped.reason);
+    let mut again = service
+        .subscribe(&id, Some(dropped.last_at), OutputFilter::ALL, 100_000)
+        .await
+        .expect("subscribed again");
+    let second = read_feed(&mut again, Until::Live).await;
+    assert!(second.end.is_none(), "the new feed follows on");
+
+    // Every record is there once: journaled events up to the drop, the journal after it.
+    let journal: Vec<u64> = world
+        .store
+        .load(&id)
+        .unwrap()
+        .iter()
+        .map(|r| r.seq)
+        .collect();
+    let mut covered = BTreeSet::new();
+    for stamped in first.events.iter().filter(|s| s.event.is_journaled()) {
+        assert!(
+            stamped.at <= dropped.last_at,
+            "sent after the position it names: {stamped:?} {dropped:?}"
+        );
+        covered.insert(stamped.at);
+    }
+    for record in &second.replayed {
+        assert!(record.seq > dropped.last_at, "nothing replayed twice");
+        assert!(covered.insert(record.seq), "record {} twice", record.seq);
+    }
+    let replayed_to = second.replayed.last().map_or(dropped.last_at, |r| r.seq);
+    assert_eq!(
+        replayed_to,
+        *journal.last().unwrap(),
+        "the replay reaches the end"
+    );
+    let seen_events: BTreeSet<u64> = seen
+        .events
+        .iter()
+        .filter(|s| s.event.is_journaled())
+        .map(|s| s.at)
+        .collect();
+    assert!(
+        seen_events.is_subset(&covered.iter().copied().chain(1..=dropped.last_at).collect()),
+        "whatever the quick reader saw, the slow one has"
+    );
+}
+
+#[tokio::test]
+async fn an_approval_names_its_session_and_the_first_answer_wins() {
+    let world = super::approvals::asking_world();
+    world.mock.push(Reply::tool_call(
+        "shell_execute",
+        json!({ "command": "echo approved" }),
+    ));
+    world.mock.push(Reply::text("It ran."));
+    let service = service(&world);
+    let project = world.home.project().canonicalize().unwrap();
+    let id = service.open_key("cli:ask-1", &project).await.unwrap();
+    let mut one = service
+        .subscribe(&id, None, OutputFilter::ALL, 4096)
+        .await
+        .unwrap();
+    let mut two = service
+        .subscribe(&id, None, OutputFilter::ALL, 4096)
+        .await
+        .unwrap();
+    service
+        .send("cli:ask-1", &project, UserInput::local("run it"))
+        .await
+        .unwrap();
+    let mut call_ids = Vec::new();
+    for feed in [&mut one, &mut two] {
+        loop {
+            let Some(FeedItem::Event(stamped)) = feed.next().await else {
+                continue;
+            };
+            if let SessionEvent::ApprovalRequested { call_id, .. } = stamped.event {
+                call_ids.push(call_id);
+                break;
+            }
+        }
+    }
+    assert_eq!(call_ids[0], call_ids[1], "both readers are asked the same");
+    let other = SessionId::generate();
+    assert!(
+        service
+            .answer(&other, &call_ids[0], Answer::Once)
+            .await
+            .is_err(),
+        "an answer names the session it is for"
+    );
+    service
+        .answer(&id, &call_ids[1], Answer::Once)
+        .await
+        .expect("the first answer is taken");
+    let late = service
+        .answer(&id, &call_ids[0], Answer::Deny { reason: None })
+        .await;
+    assert!(late.is_err(), "the second answer finds nothing waiting");
+    let fed = read_feed(&mut one, Until::TurnEnd).await;
+    assert!(fed.events.iter().any(|s| matches!(
+        &s.event,
+        SessionEvent::ApprovalDecided {
+            answer: Answer::Once,
+            ..
+        }
+    )));
+}
+
+#[tokio::test]
+async fn a_shell_line_runs_in_the_project_and_the_files_skip_ignored_ones() {
+    let world = World::anthropic();
+    let service = service(&world);
+    let project = world.home.project().canonicalize().unwrap();
+    std::fs::create_dir_all(project.join("src")).unwrap();
+    std::fs::create_dir_all(project.join(".git")).unwrap();
+    std::fs::write(project.join("src/lib.rs"), "").unwrap();
+    std::fs::write(project.join(".gitignore"), "target/\n").unwrap();
+    std::fs::create_dir_all(project.join("target")).unwrap();
+    std::fs::write(project.join("target/out"), "").unwrap();
+    let run = service.shell(&project, "pwd && ls src").await.unwrap();
+    assert!(run.ok, "{}", run.output);
+    assert!(
+        run.output.contains(project.to_str().unwrap()),
+        "{}",
+        run.output
+    );
+    assert!(run.output.contains("lib.rs"), "{}", run.output);
+    let mut files = service.files(project.clone()).await;
+    files.sort();
+    assert_eq!(
+        files,
+        ["src/lib.rs"],
+        "hidden and ignored files are left out"
+    );
+}
