@@ -6,7 +6,7 @@ use super::Outcome;
 use super::lifecycle;
 use super::setup::{Loaded, ModelArgs};
 use crate::llm::local::find_local_servers;
-use crate::tui::setup::{SetupChoice, SetupScreen};
+use crate::tui::setup::{FoundServer, SetupChoice, SetupScreen};
 use crate::tui::{ColorDepth, Theme};
 use anyhow::Context;
 
@@ -23,7 +23,14 @@ pub async fn run(loaded: &Loaded, problem: &str) -> anyhow::Result<Outcome> {
     let screen = SetupScreen {
         problem: problem.to_owned(),
         config_file: config_file.clone(),
-        servers: servers.clone(),
+        servers: servers
+            .iter()
+            .map(|server| FoundServer {
+                name: server.name.to_owned(),
+                base_url: server.base_url.clone(),
+                model: server.model.clone(),
+            })
+            .collect(),
         selected: 0,
     };
     let choice = crate::tui::setup::run(screen, &theme)

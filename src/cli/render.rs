@@ -1,9 +1,9 @@
 //! Rendering session events for a terminal or a program: plain text, one JSON result, or a
 //! stream of JSON lines.
 
+pub use crate::domain::call_text::{clip, summarize_input};
 use crate::domain::{ErrorCategory, SessionId, TurnStop, Usage};
 use crate::session::SessionEvent;
-pub use crate::tools::summary::{clip, summarize_input};
 use serde_json::json;
 use std::io::{IsTerminal, Write};
 use std::path::Path;

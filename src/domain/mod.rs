@@ -6,6 +6,7 @@
 //! may depend on `domain`, and `domain` depends on none of them.
 
 mod approval;
+pub mod call_text;
 mod error;
 mod ids;
 mod message;

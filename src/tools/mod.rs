@@ -32,7 +32,6 @@ pub mod registry;
 mod regular_file;
 pub mod set_working_directory;
 pub mod shell_execute;
-pub mod summary;
 mod walk;
 
 pub use walk::list_files;

@@ -5,8 +5,8 @@
 
 use super::theme::Theme;
 use super::wrap::{hard_wrap, wrap, wrap_prefixed};
+use crate::domain::call_text::argument_pairs;
 use crate::domain::{Answer, ApprovalDetail, Grant};
-use crate::tools::summary::argument_pairs;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;

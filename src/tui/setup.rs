@@ -5,12 +5,21 @@
 use super::terminal::TerminalGuard;
 use super::theme::Theme;
 use super::wrap::wrap;
-use crate::llm::local::LocalServer;
 use crossterm::event::{Event, EventStream, KeyCode, KeyEventKind, KeyModifiers};
 use futures_util::StreamExt;
 use ratatui::Frame;
 use ratatui::text::{Line, Span};
 use std::path::PathBuf;
+
+/// A model server found answering on this machine, as the setup screen names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FoundServer {
+    /// What it is, in words (`llama.cpp server`, `Ollama`).
+    pub name: String,
+    pub base_url: String,
+    /// The first model it lists, if it lists any.
+    pub model: Option<String>,
+}
 
 /// What the screen shows.
 #[derive(Debug, Clone)]
@@ -19,7 +28,7 @@ pub struct SetupScreen {
     pub problem: String,
     /// Where the config file goes.
     pub config_file: PathBuf,
-    pub servers: Vec<LocalServer>,
+    pub servers: Vec<FoundServer>,
     pub selected: usize,
 }
 

@@ -125,7 +125,7 @@ fn fit(spans: Vec<Span<'static>>, width: u16) -> Line<'static> {
             continue;
         }
         if left > 1 {
-            let cut: String = crate::tools::summary::clip(&span.content, left - 1);
+            let cut: String = crate::domain::call_text::clip(&span.content, left - 1);
             let cut: String = cut.chars().take(left - 1).collect();
             out.push(Span::styled(format!("{cut}…"), span.style));
         }

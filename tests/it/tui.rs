@@ -401,9 +401,8 @@ fn a_tiny_terminal_still_draws() {
 
 #[test]
 fn the_setup_screen() {
-    use tern::llm::local::LocalServer;
-    use tern::tui::setup::SetupScreen;
-    let screen_for = |servers: Vec<LocalServer>, w, h| {
+    use tern::tui::setup::{FoundServer, SetupScreen};
+    let screen_for = |servers: Vec<FoundServer>, w, h| {
         let setup = SetupScreen {
             problem: "no model provider is configured. Any one of these works:\n  - export ANTHROPIC_API_KEY=<key> for Anthropic\n  - export OLLAMA_HOST=127.0.0.1:11434 for a local Ollama".into(),
             config_file: "/home/dev/.config/tern/config.toml".into(),
@@ -426,9 +425,8 @@ fn the_setup_screen() {
             .collect::<Vec<_>>()
             .join("\n")
     };
-    let found = vec![LocalServer {
-        name: "Ollama",
-        kind: tern::config::ProviderKind::Ollama,
+    let found = vec![FoundServer {
+        name: "Ollama".into(),
         base_url: "http://127.0.0.1:11434".into(),
         model: Some("qwen2.5-coder:7b".into()),
     }];

@@ -6,7 +6,7 @@
 //! is wrapped again only when the width, the view or the cell changed. A running tool's
 //! header (its spinner and clock) is the one part drawn fresh every frame.
 
-use crate::tools::summary::summarize_input;
+use crate::domain::call_text::summarize_input;
 use crate::tui::theme::Theme;
 use crate::tui::wrap::{hard_wrap, wrap_prefixed};
 use crate::tui::{render_diff, render_markdown};

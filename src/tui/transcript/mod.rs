@@ -208,7 +208,7 @@ impl Transcript {
                     out.push_str(&format!(
                         "> **{}** `{}`\n\n",
                         tool.name,
-                        crate::tools::summary::summarize_input(&tool.input)
+                        crate::domain::call_text::summarize_input(&tool.input)
                     ));
                     if !tool.output.is_empty() {
                         out.push_str(&format!("```\n{}\n```\n\n", tool.output.trim_end()));
