@@ -61,3 +61,38 @@ impl Catalog for Store {
         Store::tail(self, id, n).map_err(|err| err.to_string())
     }
 }
+
+/// A catalog on a real store in a folder, filled by the unit tests of front ends that read
+/// through a [`Catalog`].
+#[cfg(test)]
+pub mod filled {
+    use super::{Catalog, JournalEvent, SessionMeta};
+    use crate::domain::SessionId;
+    use crate::store::Store;
+    use std::path::Path;
+    use std::sync::Arc;
+
+    pub struct Filled {
+        store: Arc<Store>,
+    }
+
+    impl Filled {
+        pub fn open(path: &Path) -> Self {
+            Self {
+                store: Arc::new(Store::open(path).expect("open a store")),
+            }
+        }
+
+        pub fn create(&self, meta: &SessionMeta) {
+            self.store.create_session(meta).expect("create a session");
+        }
+
+        pub fn append(&self, id: &SessionId, events: &[JournalEvent]) {
+            self.store.append_batch(id, events).expect("append");
+        }
+
+        pub fn catalog(&self) -> Arc<dyn Catalog> {
+            self.store.clone()
+        }
+    }
+}

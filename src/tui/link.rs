@@ -185,19 +185,10 @@ impl Link {
         self.linking = true;
         let (service, linked) = (self.service.clone(), self.linked.clone());
         tokio::spawn(async move {
-            let _ = linked.send(
-                match service
-                    .subscribe(&id, Some(from), OutputFilter::ALL, FEED_BACKLOG)
-                    .await
-                {
-                    Ok(feed) => Linked::Feed {
-                        id,
-                        feed,
-                        meta: None,
-                    },
-                    Err(err) => Linked::Failed(format!("could not follow the session: {err}")),
-                },
-            );
+            let feed = service
+                .subscribe(&id, Some(from), OutputFilter::ALL, FEED_BACKLOG)
+                .await;
+            let _ = linked.send(followed(feed.map(|feed| (id, feed))));
         });
     }
 
@@ -357,7 +348,7 @@ struct Following {
 
 impl Following {
     async fn run(self) {
-        let followed = async {
+        let following = async {
             let id = self.service.open_key(self.key.as_str(), &self.dir).await?;
             let feed = self
                 .service
@@ -365,13 +356,18 @@ impl Following {
                 .await?;
             Ok::<_, crate::gateway::ServiceError>((id, feed))
         };
-        let _ = self.linked.send(match followed.await {
-            Ok((id, feed)) => Linked::Feed {
-                id,
-                feed,
-                meta: None,
-            },
-            Err(err) => Linked::Failed(format!("could not follow the session: {err}")),
-        });
+        let _ = self.linked.send(followed(following.await));
+    }
+}
+
+/// The news of a session followed, or of why it could not be.
+fn followed(result: Result<(SessionId, Feed), crate::gateway::ServiceError>) -> Linked {
+    match result {
+        Ok((id, feed)) => Linked::Feed {
+            id,
+            feed,
+            meta: None,
+        },
+        Err(err) => Linked::Failed(format!("could not follow the session: {err}")),
     }
 }

@@ -5,7 +5,7 @@
 use super::*;
 use crate::domain::{Audience, ContentBlock, InputKind, Sender, SessionKey};
 use crate::gateway::catalog::JournalEvent;
-use crate::store::Store;
+use crate::gateway::catalog::filled::Filled;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use ratatui::buffer::{Buffer, CellWidth};
@@ -20,7 +20,7 @@ const SETTLE: Duration = Duration::from_secs(20);
 
 struct Fixture {
     _dir: tempfile::TempDir,
-    store: Arc<Store>,
+    store: Filled,
     /// The time the picker counts "ago" from; stored sessions are placed before it.
     now_ms: i64,
 }
@@ -55,7 +55,7 @@ impl Default for Session<'_> {
 impl Fixture {
     fn new() -> Fixture {
         let dir = tempfile::tempdir().expect("temp dir");
-        let store = Arc::new(Store::open(&dir.path().join("tern.redb")).expect("open"));
+        let store = Filled::open(&dir.path().join("tern.redb"));
         Fixture {
             _dir: dir,
             store,
@@ -81,7 +81,7 @@ impl Fixture {
                 at - HOUR,
             )
         };
-        self.store.create_session(&meta).expect("create");
+        self.store.create(&meta);
     }
 
     /// A conversation appended to `id`, which makes it the most recently used session
@@ -104,13 +104,13 @@ impl Fixture {
                 },
                 JournalEvent::completed(),
             ];
-            self.store.append_batch(&id, &events).expect("append");
+            self.store.append(&id, &events);
         }
     }
 
     fn open(&self, project: &str) -> Picker {
         let now = jiff::Timestamp::from_millisecond(self.now_ms).expect("timestamp");
-        Picker::open(self.store.clone(), project.into(), now)
+        Picker::open(self.store.catalog(), project.into(), now)
     }
 
     /// Opens the picker and waits until everything it started reading has arrived.
