@@ -34,7 +34,7 @@ pub async fn run(launch: LaunchArgs) -> anyhow::Result<Outcome> {
     let args = launch.model.clone();
     let loaded = setup::load()?;
     let store = setup::open_store(&loaded.paths)?;
-    let attached = super::tui::find(&launch, &store)?;
+    let attached = find(&launch, &store)?;
     let client = setup::model_client(
         &loaded,
         &args.or_session(attached.as_ref()),
@@ -92,6 +92,42 @@ pub async fn run(launch: LaunchArgs) -> anyhow::Result<Outcome> {
         ))?;
     }
     converse(&chat, &loaded.config, &args, launch.prompt).await
+}
+
+/// Compacts the session now and shows what happened (`/compact`).
+async fn compact(
+    handle: &crate::session::SessionHandle,
+    events: &mut Subscription,
+    renderer: &mut Renderer,
+) -> anyhow::Result<()> {
+    let changed = handle.compact().await?;
+    // Once the session is idle, every event of the compaction has been published.
+    handle.state().await?;
+    while let Some(event) = events.try_recv() {
+        renderer.event(&event);
+    }
+    if !changed {
+        eprintln!("tern: nothing to compact: the conversation is already short");
+    }
+    Ok(())
+}
+
+/// The stored session to go on with, if any: a restart's, `-r ID`, or `-c` (the latest here).
+fn find(args: &LaunchArgs, store: &Store) -> anyhow::Result<Option<crate::store::SessionMeta>> {
+    if let Some(id) = args.restarted_from.as_deref().or(args.resume.as_deref()) {
+        return Ok(Some(store.resolve(id)?));
+    }
+    if !args.r#continue {
+        return Ok(None);
+    }
+    let here = setup::project_dir()?;
+    match store.latest_for_project(&here)? {
+        Some(meta) => Ok(Some(meta)),
+        None => anyhow::bail!(
+            "there is no earlier session for {} to continue; start one with `tern`",
+            here.display()
+        ),
+    }
 }
 
 /// The prompt loop, until the person leaves or something stops tern.
@@ -152,7 +188,7 @@ async fn converse(
             let mut events = chat.subscribe().await?;
             let handle = chat.manager.handle(&chat.key, &chat.project_dir).await?;
             let mut renderer = Renderer::new(OutputFormat::Text);
-            super::run::compact(&handle, &mut events, &mut renderer).await?;
+            compact(&handle, &mut events, &mut renderer).await?;
             continue;
         }
         let message = SendUserMessage {

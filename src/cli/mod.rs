@@ -5,6 +5,7 @@
 mod chat;
 mod cleanup;
 mod doctor;
+mod door;
 mod first_run;
 mod lifecycle;
 mod prompt;

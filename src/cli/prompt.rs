@@ -91,7 +91,7 @@ pub async fn print(
 ) -> anyhow::Result<Outcome> {
     let loaded = setup::load()?;
     let store = setup::open_store(&loaded.paths)?;
-    let found = which.find(&store)?;
+    let found = which.find(store.as_ref()).await?;
     let client = setup::model_client(
         &loaded,
         &model.or_session(found.as_ref()),

@@ -1,16 +1,20 @@
 //! `tern run`: one turn without the interactive interface, for scripts and pipelines.
 
 use super::Outcome;
+use super::door;
 use super::prompt::{self, PromptFormat};
 use super::render::{OutputFormat, Renderer, TurnEnd};
 use super::setup::{self, KeyCheck, ModelArgs, Which};
 use crate::domain::{Audience, ErrorCategory};
 use crate::domain::{SessionId, SessionKey};
-use crate::gateway::{SendUserMessage, SessionManager};
-use crate::session::{OutputFilter, SessionHandle, Subscription, UserInput};
+use crate::gateway::{FeedItem, SessionService};
+use crate::llm::ModelClient;
+use crate::session::{OutputFilter, Phase, SUBSCRIBER_BACKLOG, SessionEvent, UserInput};
+use crate::store::Overrides;
 use crate::tools::ApprovalMode;
 use anyhow::{Context, bail};
 use std::io::{IsTerminal, Read};
+use std::sync::Arc;
 use tokio::signal::unix::{SignalKind, signal};
 
 /// Run one turn and print the answer.
@@ -102,40 +106,57 @@ pub async fn run(args: RunArgs) -> anyhow::Result<Outcome> {
     };
     let mut loaded = setup::load()?;
     // The run ends with its turn: a title call after it would delay the exit or be cut off,
-    // so the session keeps the title its first input gave.
+    // so a session this process runs keeps the title its first input gave.
     loaded.config.session.sidecar_titles = false;
-    let store = setup::open_store(&loaded.paths)?;
+    let loaded = Arc::new(loaded);
+    let approval = ApprovalMode::from(args.approve);
+    let client = setup::model_client(&loaded, &args.model, KeyCheck::Required)?;
+    // Through the session service, as every front end: this process's own when no other tern
+    // holds the store, the owner's otherwise; the same maintenance check on its writes, the
+    // same lifecycle events, and the same resets of a key that is due for one.
+    let build = build_deps(
+        loaded.clone(),
+        client.clone(),
+        approval,
+        args.model.overrides(),
+    );
+    let said = Arc::new(|text: String| eprintln!("tern: {text}"));
+    let service = door::open(&loaded.paths, build, said).await?.service;
     let which = Which {
         r#continue: args.r#continue,
         session: args.session.clone(),
     };
-    let found = which.find(&store)?;
-    let model_args = args.model.or_session(found.as_ref());
-    let client = setup::model_client(&loaded, &model_args, KeyCheck::Required)?;
+    let found = which.find(&service).await?;
+    // A model asked for when continuing is the session's from now on.
+    if let Some(meta) = &found
+        && !args.model.overrides().is_empty()
+    {
+        service.set_model(&meta.id, args.model.overrides()).await?;
+    }
+    let client = match &found {
+        Some(meta) if args.model.overrides().is_empty() && !meta.overrides.is_empty() => {
+            setup::model_client(
+                &loaded,
+                &args.model.or_session(found.as_ref()),
+                KeyCheck::Required,
+            )?
+        }
+        _ => client,
+    };
     // The window decides when to compact and the served model what to ask for: a headless
     // turn waits (within the asking's bound) for what the server says before it starts.
     client.primary.ready().await;
     let model = client.primary.model();
-    let deps = setup::session_deps(
-        &loaded,
-        store.clone(),
-        client,
-        args.approve.into(),
-        args.model.overrides(),
-    );
-    // Through the manager, as every front end: the same maintenance check on its writes,
-    // the same lifecycle events, and the same resets of a key that is due for one.
-    let manager = SessionManager::new(deps);
-    let (key, handle, project_dir, resumed) = match found {
+    let (key, id, project_dir, resumed) = match found {
         Some(meta) => {
-            let handle = manager.attach(&meta).await?;
-            (meta.key, handle, meta.project_dir, true)
+            service.open(&meta.id).await?;
+            (meta.key, meta.id, meta.project_dir, true)
         }
         None => {
             let here = setup::project_dir()?;
             let key = SessionKey::cli(&SessionId::generate());
-            let handle = manager.handle(&key, &here).await?;
-            (key, handle, here, false)
+            let id = service.open_key(key.as_str(), &here).await?;
+            (key, id, here, false)
         }
     };
 
@@ -144,36 +165,41 @@ pub async fn run(args: RunArgs) -> anyhow::Result<Outcome> {
     let mut renderer = Renderer::new(args.output_format);
     // Without a prompt there is only the compaction (checked above).
     if args.compact {
-        renderer.session(handle.id(), resumed, &model, &project_dir);
-        let mut events = handle.subscribe(OutputFilter::ALL).await?;
-        compact(&handle, &mut events, &mut renderer).await?;
+        renderer.session(&id, resumed, &model, &project_dir);
+        compact(&service, &id, &mut renderer).await?;
     }
     let Some(prompt) = prompt else {
         return Ok(Outcome::Success);
     };
-    let message = SendUserMessage {
-        key: key.as_str().to_owned(),
-        input: UserInput::local(prompt),
-        project_dir: project_dir.clone(),
-    };
-    let (delivered, mut events) = manager.send_watched(message, OutputFilter::ALL).await?;
+    let mut input = UserInput::local(prompt);
+    input.approval = Some(approval);
+    let (delivered, mut feed) = service
+        .send_followed(key.as_str(), &project_dir, input, OutputFilter::ALL)
+        .await?;
     // A key due for a reset has a new session now: the one the turn runs in is named.
-    let handle = manager.handle(&key, &project_dir).await?;
+    let id = delivered.session.clone();
     if !args.compact {
         let resumed = resumed && delivered.reset.is_none();
-        renderer.session(&delivered.session, resumed, &model, &project_dir);
+        renderer.session(&id, resumed, &model, &project_dir);
     }
 
     let mut interrupted = false;
     let end = loop {
         tokio::select! {
-            event = events.recv() => match event {
-                Some(event) => {
-                    if let Some(end) = renderer.event(&event) {
+            item = feed.next() => match item {
+                Some(FeedItem::Event(stamped)) => {
+                    if let Some(end) = renderer.event(&stamped.event) {
                         break end;
                     }
                 }
-                None => break TurnEnd::Failed(ErrorCategory::Internal),
+                Some(FeedItem::Replay { .. } | FeedItem::Live { .. }) => {}
+                // The owner left: follow the session again where it is now served.
+                Some(FeedItem::Dropped(dropped)) => {
+                    feed = service
+                        .subscribe(&id, Some(dropped.last_at), OutputFilter::ALL, SUBSCRIBER_BACKLOG)
+                        .await?;
+                }
+                Some(FeedItem::Ended) | None => break TurnEnd::Failed(ErrorCategory::Internal),
             },
             _ = interrupts.recv() => {
                 if interrupted {
@@ -182,12 +208,13 @@ pub async fn run(args: RunArgs) -> anyhow::Result<Outcome> {
                     return Ok(Outcome::Interrupted);
                 }
                 interrupted = true;
-                handle.cancel().await?;
+                service.cancel(&id).await?;
             }
         }
     };
     // Wait until the session is idle, so the journal holds the whole turn.
-    handle.state().await?;
+    service.idle(&id).await?;
+    service.close_all().await;
     Ok(match end {
         TurnEnd::Completed => Outcome::Success,
         TurnEnd::GuardEnded => Outcome::GuardEnded,
@@ -196,17 +223,43 @@ pub async fn run(args: RunArgs) -> anyhow::Result<Outcome> {
     })
 }
 
-/// Compacts the session now and shows what happened (`--compact`, `/compact`).
-pub(super) async fn compact(
-    handle: &SessionHandle,
-    events: &mut Subscription,
+/// The dependencies of the sessions, once this process owns the store.
+fn build_deps(
+    loaded: Arc<setup::Loaded>,
+    client: ModelClient,
+    approval: ApprovalMode,
+    overrides: Overrides,
+) -> door::BuildDeps {
+    Arc::new(move |store| {
+        Ok(door::Sessions {
+            deps: setup::session_deps(&loaded, store, client.clone(), approval, overrides.clone()),
+            models: Some(setup::models(loaded.clone())),
+        })
+    })
+}
+
+/// Compacts the session now and shows what happened (`--compact`).
+async fn compact(
+    service: &SessionService,
+    id: &SessionId,
     renderer: &mut Renderer,
 ) -> anyhow::Result<()> {
-    let changed = handle.compact().await?;
-    // Once the session is idle, every event of the compaction has been published.
-    handle.state().await?;
-    while let Some(event) = events.try_recv() {
-        renderer.event(&event);
+    let mut feed = service
+        .subscribe(id, None, OutputFilter::ALL, SUBSCRIBER_BACKLOG)
+        .await?;
+    let changed = service.compact(id).await?;
+    // The compaction's events end with the session ready again.
+    while let Some(item) = feed.next().await {
+        let FeedItem::Event(stamped) = item else {
+            continue;
+        };
+        renderer.event(&stamped.event);
+        if let SessionEvent::PhaseChanged {
+            phase: Phase::Ready,
+        } = stamped.event
+        {
+            break;
+        }
     }
     if !changed {
         eprintln!("tern: nothing to compact: the conversation is already short");

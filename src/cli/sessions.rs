@@ -2,11 +2,14 @@
 
 use super::Outcome;
 use super::cleanup::{self, CleanupMode};
+use super::door;
 use super::render::{clip, print_out, summarize_input};
 use super::setup;
 use crate::domain::{Answer, ContentBlock, TurnStop, Usage};
+use crate::gateway::catalog::Catalog;
 use crate::store::{JournalEvent, JournalRecord, SessionMeta};
 use crate::tui::picker::text::{fit, pad};
+use std::sync::Arc;
 
 #[derive(Debug, clap::Subcommand)]
 pub enum SessionsCommand {
@@ -45,14 +48,26 @@ pub enum SessionsCommand {
 
 pub async fn run(command: SessionsCommand) -> anyhow::Result<Outcome> {
     let loaded = setup::load()?;
-    let store = setup::open_store(&loaded.paths)?;
+    if let SessionsCommand::Cleanup { dry_run, enforce } = command {
+        let store = setup::open_store(&loaded.paths)?;
+        let mode = match (dry_run, enforce) {
+            (true, _) => CleanupMode::DryRun,
+            (_, true) => CleanupMode::Enforce,
+            _ => CleanupMode::FromConfig,
+        };
+        return cleanup::run(&loaded, &store, mode);
+    }
+    // Read through the owner when a tern process holds the store; the reads block, so they
+    // run off the async threads.
+    let catalog = door::catalog(&loaded.paths).await?;
     match command {
+        SessionsCommand::Cleanup { .. } => {}
         SessionsCommand::List {
             json,
             limit,
             archived,
         } => {
-            let sessions = store.recent(limit, |m| m.archived_at_ms.is_some() == archived)?;
+            let sessions = read(&catalog, move |c| c.recent(limit, archived)).await?;
             let text = if json {
                 serde_json::to_string_pretty(&sessions)? + "\n"
             } else if sessions.is_empty() {
@@ -62,17 +77,10 @@ pub async fn run(command: SessionsCommand) -> anyhow::Result<Outcome> {
             };
             print_out(&text)?;
         }
-        SessionsCommand::Cleanup { dry_run, enforce } => {
-            let mode = match (dry_run, enforce) {
-                (true, _) => CleanupMode::DryRun,
-                (_, true) => CleanupMode::Enforce,
-                _ => CleanupMode::FromConfig,
-            };
-            return cleanup::run(&loaded, &store, mode);
-        }
         SessionsCommand::Show { id, json } => {
-            let meta = store.resolve(&id)?;
-            let records = store.load(&meta.id)?;
+            let meta = read(&catalog, move |c| c.resolve(&id)).await?;
+            let wanted = meta.id.clone();
+            let records = read(&catalog, move |c| c.journal(&wanted)).await?;
             let text = if json {
                 serde_json::to_string_pretty(&records)? + "\n"
             } else {
@@ -82,6 +90,17 @@ pub async fn run(command: SessionsCommand) -> anyhow::Result<Outcome> {
         }
     }
     Ok(Outcome::Success)
+}
+
+/// Runs a read of `catalog` on a blocking thread.
+async fn read<T: Send + 'static>(
+    catalog: &Arc<dyn Catalog>,
+    work: impl FnOnce(&dyn Catalog) -> Result<T, String> + Send + 'static,
+) -> anyhow::Result<T> {
+    let catalog = catalog.clone();
+    tokio::task::spawn_blocking(move || work(catalog.as_ref()))
+        .await?
+        .map_err(anyhow::Error::msg)
 }
 
 /// Cells the TITLE column takes, its `…` included when a title is cut.

@@ -70,6 +70,17 @@ pub fn open_store(paths: &Paths) -> anyhow::Result<Arc<Store>> {
     Ok(Arc::new(Store::open(&paths.db_file)?))
 }
 
+/// Builds the client of a session that asked for its own provider or model.
+pub fn models(loaded: Arc<Loaded>) -> crate::gateway::Models {
+    Arc::new(move |overrides: &Overrides| {
+        let args = ModelArgs {
+            provider: overrides.provider.clone(),
+            model: overrides.model.clone(),
+        };
+        model_client(&loaded, &args, KeyCheck::Required).map_err(|err| format!("{err:#}"))
+    })
+}
+
 /// Whether building a model client insists on the provider's key being set.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum KeyCheck {
@@ -211,6 +222,35 @@ fn notes_client(loaded: &Loaded, main: &ModelClient) -> Option<ModelClient> {
     }
 }
 
+/// Where [`Which`] looks for sessions: the store, when a command reads it itself, or the
+/// session service.
+pub trait Sessions {
+    /// The session an id or a unique prefix of one names.
+    async fn resolve(&self, prefix: &str) -> anyhow::Result<SessionMeta>;
+    /// The latest session started in `dir`.
+    async fn latest(&self, dir: &Path) -> anyhow::Result<Option<SessionMeta>>;
+}
+
+impl Sessions for Store {
+    async fn resolve(&self, prefix: &str) -> anyhow::Result<SessionMeta> {
+        Ok(Store::resolve(self, prefix)?)
+    }
+
+    async fn latest(&self, dir: &Path) -> anyhow::Result<Option<SessionMeta>> {
+        Ok(self.latest_for_project(dir)?)
+    }
+}
+
+impl Sessions for crate::gateway::SessionService {
+    async fn resolve(&self, prefix: &str) -> anyhow::Result<SessionMeta> {
+        Ok(crate::gateway::SessionService::resolve(self, prefix).await?)
+    }
+
+    async fn latest(&self, dir: &Path) -> anyhow::Result<Option<SessionMeta>> {
+        Ok(crate::gateway::SessionService::latest(self, dir).await?)
+    }
+}
+
 /// Which stored session a command continues, from `--continue` and `--session`.
 #[derive(Debug, Clone, Default)]
 pub struct Which {
@@ -222,9 +262,9 @@ impl Which {
     /// The stored session to continue, or `None` for a new one. `--session` may name a
     /// session of another project (its tools work there, and the user is told); `--continue`
     /// takes the latest of this directory's.
-    pub fn find(&self, store: &Store) -> anyhow::Result<Option<SessionMeta>> {
+    pub async fn find(&self, sessions: &impl Sessions) -> anyhow::Result<Option<SessionMeta>> {
         if let Some(id) = &self.session {
-            let meta = store.resolve(id)?;
+            let meta = sessions.resolve(id).await?;
             if !meta.project_dir.is_dir() {
                 anyhow::bail!(
                     "session {} belongs to {}, which no longer exists; recreate that folder to \
@@ -248,7 +288,7 @@ impl Which {
             return Ok(None);
         }
         let here = project_dir()?;
-        match store.latest_for_project(&here)? {
+        match sessions.latest(&here).await? {
             Some(meta) => Ok(Some(meta)),
             None => anyhow::bail!(
                 "there is no earlier session for {} to continue; start one with `tern run \"…\"` \

@@ -4,12 +4,15 @@
 //! setup screen instead.
 
 use super::Outcome;
+use super::door;
 use super::lifecycle::{self, Stop, Stops};
 use super::setup::{self, ModelArgs};
 use crate::domain::{SessionId, SessionKey};
-use crate::gateway::{SessionManager, SessionService, WarmedUp};
+use crate::gateway::{SessionService, WarmedUp};
+use crate::llm::ModelClient;
 use crate::llm::served::RouteLimits;
-use crate::store::{SessionMeta, Store};
+use crate::store::Overrides;
+use crate::store::SessionMeta;
 use crate::tools::ApprovalMode;
 use crate::tui::app::{App, AppEvent};
 use crate::tui::popup::FileIndex;
@@ -36,22 +39,39 @@ pub struct LaunchArgs {
 }
 
 pub async fn run(args: LaunchArgs) -> anyhow::Result<Outcome> {
-    let loaded = setup::load()?;
-    let store = setup::open_store(&loaded.paths)?;
-    let found = find(&args, &store)?;
-    let model_args = args.model.or_session(found.as_ref());
+    let loaded = Arc::new(setup::load()?);
+    // What the interface hears while it runs; nothing may print over it.
+    let (news, outside) = tokio::sync::mpsc::unbounded_channel();
+    // A model that cannot be used is explained by the setup screen before anything opens.
+    let client = match setup::model_client(&loaded, &args.model, setup::KeyCheck::Required) {
+        Ok(client) => client,
+        Err(err) => return super::first_run::run(&loaded, &err.to_string()).await,
+    };
+    let notify = {
+        let news = news.clone();
+        Arc::new(move |text: String| {
+            let _ = news.send(AppEvent::Notice(text));
+        })
+    };
+    let door = door::open(
+        &loaded.paths,
+        build_deps(loaded.clone(), client, args.model.overrides()),
+        notify,
+    )
+    .await?;
+    let service = door.service;
+    let found = find(&args, &service).await?;
     // A model asked for when resuming (`-r ID --model …`, `/model`) is the session's from now on.
     if let Some(meta) = &found
         && !args.model.overrides().is_empty()
     {
-        store.set_overrides(&meta.id, &args.model.overrides())?;
+        service.set_model(&meta.id, args.model.overrides()).await?;
     }
+    let model_args = args.model.or_session(found.as_ref());
     let client = match setup::model_client(&loaded, &model_args, setup::KeyCheck::Required) {
         Ok(client) => client,
         Err(err) => return super::first_run::run(&loaded, &err.to_string()).await,
     };
-    // What the interface hears while it runs; nothing may print over it.
-    let (news, outside) = tokio::sync::mpsc::unbounded_channel();
     // The status line starts from what is known now and follows what the server says, which
     // arrives in the background: the first frame never waits for it.
     let limits = client.primary.limits();
@@ -63,15 +83,6 @@ pub async fn run(args: LaunchArgs) -> anyhow::Result<Outcome> {
         ..Status::default()
     };
     forward_limits(client.primary.watch(), news.clone());
-    let deps = setup::session_deps(
-        &loaded,
-        store.clone(),
-        client,
-        ApprovalMode::Ask,
-        args.model.overrides(),
-    );
-    let manager = Arc::new(SessionManager::new(deps));
-    let warmed = manager.warm_up().await?;
     let (key, resumed, project_dir) = match &found {
         Some(meta) => (
             meta.key.clone(),
@@ -98,7 +109,7 @@ pub async fn run(args: LaunchArgs) -> anyhow::Result<Outcome> {
     if let Some(problem) = theme_problem {
         app.notice(problem);
     }
-    tell_warm_up(&mut app, &store, &warmed, resumed.as_ref());
+    tell_warm_up(&mut app, &service, &door.warmed, resumed.as_ref()).await;
     if args.restarted_from.is_some() {
         app.notice(format!(
             "tern started again on this session, with {}",
@@ -121,7 +132,7 @@ pub async fn run(args: LaunchArgs) -> anyhow::Result<Outcome> {
         });
     });
     let launch = Launch {
-        service: SessionService::local(manager.clone()),
+        service,
         key,
         resumed,
         project_dir,
@@ -133,7 +144,6 @@ pub async fn run(args: LaunchArgs) -> anyhow::Result<Outcome> {
     let exit = runner::run(app, launch)
         .await
         .context("the terminal interface stopped")?;
-    drop(manager);
     match exit {
         Exit::Quit { session }
         | Exit::Drained {
@@ -170,21 +180,43 @@ pub async fn run(args: LaunchArgs) -> anyhow::Result<Outcome> {
 }
 
 /// The stored session to open, if any: a restart's, `-r ID`, or `-c` (the latest here).
-pub(super) fn find(args: &LaunchArgs, store: &Store) -> anyhow::Result<Option<SessionMeta>> {
+async fn find(args: &LaunchArgs, service: &SessionService) -> anyhow::Result<Option<SessionMeta>> {
     if let Some(id) = args.restarted_from.as_deref().or(args.resume.as_deref()) {
-        return Ok(Some(store.resolve(id)?));
+        return Ok(Some(service.resolve(id).await?));
     }
     if !args.r#continue {
         return Ok(None);
     }
     let here = setup::project_dir()?;
-    match store.latest_for_project(&here)? {
+    match service.latest(&here).await? {
         Some(meta) => Ok(Some(meta)),
         None => anyhow::bail!(
             "there is no earlier session for {} to continue; start one with `tern`",
             here.display()
         ),
     }
+}
+
+/// The dependencies of the sessions, once this process owns the store: the model the flags
+/// name, and any other a session asked for, built when it is opened.
+fn build_deps(
+    loaded: Arc<setup::Loaded>,
+    client: ModelClient,
+    overrides: Overrides,
+) -> door::BuildDeps {
+    Arc::new(move |store| {
+        let deps = setup::session_deps(
+            &loaded,
+            store,
+            client.clone(),
+            ApprovalMode::Ask,
+            overrides.clone(),
+        );
+        Ok(door::Sessions {
+            deps,
+            models: Some(setup::models(loaded.clone())),
+        })
+    })
 }
 
 /// Passes the model's limits to the interface each time they change (once, when the server
@@ -209,12 +241,16 @@ fn forward_limits(
 }
 
 /// Tells the person about sessions the last stop interrupted, other than the one shown.
-fn tell_warm_up(app: &mut App, store: &Store, warmed: &[WarmedUp], shown: Option<&SessionId>) {
+async fn tell_warm_up(
+    app: &mut App,
+    service: &SessionService,
+    warmed: &[WarmedUp],
+    shown: Option<&SessionId>,
+) {
     for session in warmed.iter().filter(|w| Some(&w.id) != shown) {
-        let title = store
+        let title = service
             .meta(&session.id)
-            .ok()
-            .flatten()
+            .await
             .map(|m| m.title)
             .unwrap_or_default();
         let how = if session.resumed {

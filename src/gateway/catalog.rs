@@ -32,6 +32,12 @@ pub trait Catalog: Send + Sync {
     fn meta(&self, id: &SessionId) -> Result<Option<SessionMeta>, String>;
     /// The last `n` records of a session's journal.
     fn tail(&self, id: &SessionId, n: usize) -> Result<Vec<JournalRecord>, String>;
+    /// The `limit` most recently used sessions: the archived ones, or the others.
+    fn recent(&self, limit: usize, archived: bool) -> Result<Vec<SessionMeta>, String>;
+    /// A session's whole journal.
+    fn journal(&self, id: &SessionId) -> Result<Vec<JournalRecord>, String>;
+    /// The session an id, or a unique prefix of one, names.
+    fn resolve(&self, prefix: &str) -> Result<SessionMeta, String>;
 }
 
 impl Catalog for Store {
@@ -59,6 +65,21 @@ impl Catalog for Store {
 
     fn tail(&self, id: &SessionId, n: usize) -> Result<Vec<JournalRecord>, String> {
         Store::tail(self, id, n).map_err(|err| err.to_string())
+    }
+
+    fn recent(&self, limit: usize, archived: bool) -> Result<Vec<SessionMeta>, String> {
+        Store::recent(self, limit, |meta| {
+            meta.archived_at_ms.is_some() == archived
+        })
+        .map_err(|err| err.to_string())
+    }
+
+    fn journal(&self, id: &SessionId) -> Result<Vec<JournalRecord>, String> {
+        Store::load(self, id).map_err(|err| err.to_string())
+    }
+
+    fn resolve(&self, prefix: &str) -> Result<SessionMeta, String> {
+        Store::resolve(self, prefix).map_err(|err| err.to_string())
     }
 }
 

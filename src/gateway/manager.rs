@@ -19,10 +19,11 @@ use super::maintenance::{self, BudgetWatch, Check};
 use super::reset::{self, ResetReason};
 use crate::config::MaintenanceMode;
 use crate::domain::{InvalidSessionKey, SessionId, SessionKey};
+use crate::llm::ModelClient;
 use crate::session::{
     OutputFilter, SessionDeps, SessionError, SessionHandle, Subscription, UserInput,
 };
-use crate::store::{Plan, SessionMeta, StoreChange};
+use crate::store::{Overrides, Plan, SessionMeta, StoreChange};
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -40,7 +41,7 @@ pub struct SendUserMessage {
 }
 
 /// Where an input went.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Delivered {
     pub session: SessionId,
     /// The input's journal position.
@@ -57,10 +58,16 @@ pub enum GatewayError {
     InvalidKey(#[from] InvalidSessionKey),
     #[error(transparent)]
     Session(#[from] SessionError),
+    #[error("that model cannot be used: {0}")]
+    Model(String),
 }
 
 /// The manager's clock: the time resets are measured at. Tests pass a fixed one.
 pub type Clock = Arc<dyn Fn() -> jiff::Timestamp + Send + Sync>;
+
+/// Builds the model client of a session that asked for another provider or model than the
+/// process's.
+pub type Models = Arc<dyn Fn(&Overrides) -> Result<ModelClient, String> + Send + Sync>;
 
 /// The running sessions, by key.
 pub(super) type Live = Arc<Mutex<HashMap<SessionKey, SessionHandle>>>;
@@ -82,6 +89,11 @@ pub struct SessionManager {
     zone: jiff::tz::TimeZone,
     /// Set by a drain: from then on nothing is delivered and no session is started again.
     pub(super) stopping: AtomicBool,
+    /// Builds the clients of sessions with a model of their own; none: every session calls
+    /// the process's.
+    models: std::sync::Mutex<Option<Models>>,
+    /// The dependencies of each model asked for, built once.
+    by_model: std::sync::Mutex<HashMap<Overrides, Arc<SessionDeps>>>,
 }
 
 impl SessionManager {
@@ -110,6 +122,8 @@ impl SessionManager {
             zone,
             deps,
             stopping: AtomicBool::new(false),
+            models: std::sync::Mutex::new(None),
+            by_model: std::sync::Mutex::default(),
         };
         manager.observe_writes();
         manager.start_maintenance();
@@ -243,7 +257,7 @@ impl SessionManager {
             return Ok(handle.clone());
         }
         let handle = match self.deps.store.session_for_key(key)? {
-            Some(meta) => SessionHandle::resume(self.deps.clone(), &meta)?,
+            Some(meta) => SessionHandle::resume(self.deps_for(&meta.overrides), &meta)?,
             None => SessionHandle::create_with_key(
                 self.deps.clone(),
                 key.clone(),
@@ -252,6 +266,73 @@ impl SessionManager {
         };
         self.live.lock().await.insert(key.clone(), handle.clone());
         Ok(handle)
+    }
+
+    /// Lets sessions call a model of their own, built by `models`.
+    pub fn set_models(&self, models: Models) {
+        *self.models.lock().unwrap_or_else(PoisonError::into_inner) = Some(models);
+    }
+
+    /// The dependencies of a session that asked for `overrides`: the process's own, unless
+    /// it asked for another model and that model's client can be built.
+    fn deps_for(&self, overrides: &Overrides) -> Arc<SessionDeps> {
+        if overrides.is_empty() || overrides == &self.deps.overrides {
+            return self.deps.clone();
+        }
+        let mut built = self.by_model.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(deps) = built.get(overrides) {
+            return deps.clone();
+        }
+        let models = self
+            .models
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        let Some(models) = models else {
+            return self.deps.clone();
+        };
+        match models(overrides) {
+            Ok(client) => {
+                let mut deps = (*self.deps).clone();
+                deps.client = client;
+                deps.notes_client = None;
+                deps.overrides = overrides.clone();
+                let deps = Arc::new(deps);
+                built.insert(overrides.clone(), deps.clone());
+                deps
+            }
+            Err(err) => {
+                tracing::warn!(%err, "a session's own model could not be used; it calls the default one");
+                self.deps.clone()
+            }
+        }
+    }
+
+    /// Session `id` calls the model `overrides` names from its next turn on, now and when
+    /// it is opened again.
+    pub async fn set_model(
+        &self,
+        id: &SessionId,
+        overrides: Overrides,
+    ) -> Result<(), GatewayError> {
+        if let Some(models) = self
+            .models
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+            && !overrides.is_empty()
+            && let Err(err) = models(&overrides)
+        {
+            return Err(GatewayError::Model(err));
+        }
+        self.deps
+            .store
+            .set_overrides(id, &overrides)
+            .map_err(SessionError::from)?;
+        if let Some(handle) = self.live_handle(id).await {
+            handle.set_model(self.deps_for(&overrides)).await?;
+        }
+        Ok(())
     }
 
     /// The running session `id`, if it runs.
@@ -286,7 +367,7 @@ impl SessionManager {
         if current.as_ref() != Some(&meta.id) || meta.archived_at_ms.is_some() {
             self.deps.store.point_key(&meta.key, &meta.id)?;
         }
-        let handle = SessionHandle::resume(self.deps.clone(), meta)?;
+        let handle = SessionHandle::resume(self.deps_for(&meta.overrides), meta)?;
         self.live
             .lock()
             .await

@@ -8,7 +8,8 @@ use jiff::Timestamp;
 use jiff::tz::TimeZone;
 
 /// Why a key got a new session.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum ResetReason {
     /// `/new`, `/reset` or a front end asking.
     Manual,

@@ -1,33 +1,34 @@
 //! The session service: the one door every front end goes through. A [`SessionService`] is a
 //! cloneable handle holding nothing a front end could reach past it: commands (send an input,
-//! answer an approval, cancel, compact, reset, run a `!` line, close), queries served off the
-//! actors on blocking threads (a session's meta, the picker's [`Catalog`], the git branch, the
-//! project's files), and subscriptions from a journal position ([`Feed`]).
+//! answer an approval, cancel, compact, reset, set the approval mode, run a `!` line, close),
+//! queries served off the actors on blocking threads (a session's meta, the picker's
+//! [`Catalog`], the git branch, the project's files), and subscriptions from a journal
+//! position ([`Feed`]).
+//!
+//! The process that owns the store answers in place ([`SessionService::local`]); every other
+//! tern process is a client of it over its socket ([`SessionService::connect`]), with the
+//! same calls. A client whose owner leaves finds the next one, or becomes it.
 //!
 //! Every session is named by its id except where a key picks it (an input to a key, a reset);
 //! an approval names the session and the call.
 
-use super::catalog::Catalog;
+use super::catalog::{Catalog, JournalRecord, ListFilter, PageCursor, RecentPage, SearchSink};
 use super::drain::{DrainedSession, WarmedUp};
 use super::events::LifecycleEvent;
-use super::feed::{self, Feed};
-use super::manager::{Delivered, GatewayError, SendUserMessage, SessionManager};
-use crate::domain::{Answer, SessionId, SessionKey};
-use crate::session::{OutputFilter, SessionDeps, SessionError, SessionHandle, UserInput};
-use crate::store::SessionMeta;
-use crate::tools::ToolContext;
+use super::feed::Feed;
+use super::local::Local;
+use super::manager::{Delivered, GatewayError, SessionManager};
+use super::remote::{self, Connection, Notify, Remote, Route, Takeover, Unreached};
+use super::wire::{Call, Reply};
+use crate::domain::{Answer, SessionId};
+use crate::session::{OutputFilter, SUBSCRIBER_BACKLOG, SessionError, UserInput};
+use crate::store::{Overrides, SearchEntry, SessionMeta};
+use crate::tools::ApprovalMode;
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::broadcast;
-use tokio_util::sync::CancellationToken;
-
-/// Longest a `!` line may run without output.
-pub const SHELL_TIMEOUT: Duration = Duration::from_secs(120);
-/// Files the file completion lists at most.
-const FILE_LIMIT: usize = 50_000;
-/// Longest the git branch is looked for.
-const GIT_BOUND: Duration = Duration::from_secs(2);
 
 /// Why the service could not do what was asked.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -57,24 +58,122 @@ impl From<SessionError> for ServiceError {
 }
 
 /// What a `!` line printed, with the credentials the sessions know replaced.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ShellRun {
     pub output: String,
     pub ok: bool,
 }
 
+/// Who answers a client when it connects: an owner, or nobody (the caller may open the
+/// store itself).
+pub enum Reached {
+    Owner(SessionService),
+    NoOwner,
+}
+
 /// The handle every front end holds.
 #[derive(Clone)]
 pub struct SessionService {
-    manager: Arc<SessionManager>,
-    deps: Arc<SessionDeps>,
+    backend: Backend,
+}
+
+#[derive(Clone)]
+enum Backend {
+    Local(Arc<Local>),
+    Remote(Arc<Remote>),
 }
 
 impl SessionService {
     /// The service over the sessions `manager` runs, in this process.
     pub fn local(manager: Arc<SessionManager>) -> Self {
-        let deps = manager.deps.clone();
-        Self { manager, deps }
+        Self {
+            backend: Backend::Local(Arc::new(Local::new(manager))),
+        }
+    }
+
+    /// The service of the owner serving `socket`, if one does. `takeover` opens the store
+    /// here when that owner leaves and no other process took it; `notify` tells the person
+    /// who owns the sessions after such a change.
+    pub async fn connect(
+        socket: &Path,
+        takeover: Takeover,
+        notify: Notify,
+    ) -> Result<Reached, ServiceError> {
+        match remote::connect(socket).await {
+            Ok(connection) => Ok(Reached::Owner(Self {
+                backend: Backend::Remote(Remote::new(
+                    socket.to_path_buf(),
+                    connection,
+                    takeover,
+                    notify,
+                )),
+            })),
+            Err(Unreached::NoOwner) => Ok(Reached::NoOwner),
+            Err(Unreached::OtherVersion(message)) => Err(ServiceError::new(message)),
+            Err(Unreached::Failed(why)) => Err(ServiceError::new(format!(
+                "the tern owning the sessions did not answer at {}: {why}",
+                socket.display()
+            ))),
+        }
+    }
+
+    /// Serves this process's sessions to other tern processes at `socket`. Only the process
+    /// holding the store calls this.
+    pub fn serve(&self, socket: &Path) -> std::io::Result<()> {
+        let Backend::Local(local) = &self.backend else {
+            return Err(std::io::Error::other("only the store's owner serves it"));
+        };
+        let serving = super::serve::serve(Arc::downgrade(local), socket)?;
+        *local
+            .serving
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(serving);
+        Ok(())
+    }
+
+    /// Whether this process owns the store (now: a client may have taken it over).
+    pub async fn owns_store(&self) -> bool {
+        matches!(self.via().await, Ok(Via::Here(_)))
+    }
+
+    /// Whether no other tern process shares these sessions: this one owns the store and no
+    /// client is connected. Only then may leaving stop a running turn.
+    pub async fn alone(&self) -> bool {
+        matches!(self.via().await, Ok(Via::Here(local)) if local.clients() == 0)
+    }
+
+    /// The owner's pid, when this is a client.
+    pub async fn owner_pid(&self) -> Option<u32> {
+        match self.via().await {
+            Ok(Via::Owner(connection)) => Some(connection.owner.pid),
+            _ => None,
+        }
+    }
+
+    pub(super) fn local_part(&self) -> Option<Arc<Local>> {
+        match &self.backend {
+            Backend::Local(local) => Some(local.clone()),
+            Backend::Remote(_) => None,
+        }
+    }
+
+    /// Who answers now.
+    async fn via(&self) -> Result<Via, ServiceError> {
+        match &self.backend {
+            Backend::Local(local) => Ok(Via::Here(local.clone())),
+            Backend::Remote(remote) => Ok(match remote.route().await? {
+                Route::Owner(connection) => Via::Owner(connection),
+                Route::Here(local) => Via::Here(local),
+            }),
+        }
+    }
+
+    /// Asks `call` of whoever answers now.
+    async fn ask(&self, call: Call) -> Result<Reply, ServiceError> {
+        match self.via().await? {
+            Via::Here(local) => local.dispatch(call).await,
+            Via::Owner(connection) => connection.call(call).await,
+        }
     }
 
     /// Delivers an input to the session `key` talks to (see [`SessionManager::send`]).
@@ -84,32 +183,55 @@ impl SessionService {
         project_dir: &Path,
         input: UserInput,
     ) -> Result<Delivered, ServiceError> {
-        let message = SendUserMessage {
+        if let Backend::Local(local) = &self.backend {
+            return local.send(key, project_dir, input).await;
+        }
+        let call = Call::Send {
             key: key.to_owned(),
-            input,
             project_dir: project_dir.to_path_buf(),
+            input,
         };
-        Ok(self.manager.send(message).await?)
+        match self.ask(call).await? {
+            Reply::Delivered(delivered) => Ok(delivered),
+            other => Err(unexpected(&other)),
+        }
     }
 
     /// Delivers an input to the session `id`, whichever key it has.
     pub async fn send_to(&self, id: &SessionId, input: UserInput) -> Result<u64, ServiceError> {
-        let handle = self.running(id).await?;
-        Ok(handle.send(input).await?)
+        if let Backend::Local(local) = &self.backend {
+            return local.send_to(id, input).await;
+        }
+        match self
+            .ask(Call::SendTo {
+                id: id.clone(),
+                input,
+            })
+            .await?
+        {
+            Reply::Seq { seq } => Ok(seq),
+            other => Err(unexpected(&other)),
+        }
     }
 
     /// The session `key` talks to, started (or created) when needed.
     pub async fn open_key(&self, key: &str, project_dir: &Path) -> Result<SessionId, ServiceError> {
-        let key = SessionKey::parse(key).map_err(|err| ServiceError::new(err.to_string()))?;
-        let handle = self.manager.handle(&key, project_dir).await?;
-        Ok(handle.id().clone())
+        if let Backend::Local(local) = &self.backend {
+            return local.open_key(key, project_dir).await;
+        }
+        let call = Call::OpenKey {
+            key: key.to_owned(),
+            project_dir: project_dir.to_path_buf(),
+        };
+        session_of(self.ask(call).await?)
     }
 
     /// Makes the stored session `id` the one its key talks to, started; returns its meta.
     pub async fn open(&self, id: &SessionId) -> Result<SessionMeta, ServiceError> {
-        let meta = self.meta(id).await?;
-        self.manager.attach(&meta).await?;
-        Ok(meta)
+        if let Backend::Local(local) = &self.backend {
+            return local.open(id).await;
+        }
+        meta_of(self.ask(Call::Open { id: id.clone() }).await?)
     }
 
     /// Follows session `id` from journal position `from` (the records after it first;
@@ -122,15 +244,45 @@ impl SessionService {
         filter: OutputFilter,
         backlog: usize,
     ) -> Result<Feed, ServiceError> {
-        let handle = self.running(id).await?;
-        let live = handle.subscribe_with(filter, backlog).await?;
-        Ok(feed::start(
-            self.deps.store.clone(),
-            id.clone(),
-            from,
-            live,
-            backlog,
-        ))
+        match self.via().await? {
+            Via::Here(local) => local.subscribe(id, from, filter, backlog).await,
+            Via::Owner(connection) => {
+                let call = Call::Subscribe {
+                    id: id.clone(),
+                    from,
+                    filter,
+                    backlog,
+                };
+                Ok(connection.open_feed(call, from, backlog).await?.1)
+            }
+        }
+    }
+
+    /// [`SessionService::send`], with a feed attached to the session the input goes to
+    /// before it is sent, so none of the turn it starts is missed, even when a reset gave the
+    /// key a new session.
+    pub async fn send_followed(
+        &self,
+        key: &str,
+        project_dir: &Path,
+        input: UserInput,
+        filter: OutputFilter,
+    ) -> Result<(Delivered, Feed), ServiceError> {
+        match self.via().await? {
+            Via::Here(local) => local.send_followed(key, project_dir, input, filter).await,
+            Via::Owner(connection) => {
+                let call = Call::SendFollowed {
+                    key: key.to_owned(),
+                    project_dir: project_dir.to_path_buf(),
+                    input,
+                    filter,
+                };
+                match connection.open_feed(call, None, SUBSCRIBER_BACKLOG).await? {
+                    (Reply::Followed(delivered), feed) => Ok((delivered, feed)),
+                    (other, _) => Err(unexpected(&other)),
+                }
+            }
+        }
     }
 
     /// Answers the approval request for `call_id` in session `id`. The first answer wins: a
@@ -141,134 +293,353 @@ impl SessionService {
         call_id: &str,
         answer: Answer,
     ) -> Result<(), ServiceError> {
-        let handle = self.live(id).await?;
-        Ok(handle.answer(call_id, answer).await?)
+        if let Backend::Local(local) = &self.backend {
+            return local.answer(id, call_id, answer).await;
+        }
+        let call = Call::Answer {
+            id: id.clone(),
+            call_id: call_id.to_owned(),
+            answer,
+        };
+        done(self.ask(call).await?)
     }
 
     /// Stops the running turn of session `id`, if it runs.
     pub async fn cancel(&self, id: &SessionId) -> Result<(), ServiceError> {
-        match self.manager.live_handle(id).await {
-            Some(handle) => Ok(handle.cancel().await?),
-            None => Ok(()),
+        if let Backend::Local(local) = &self.backend {
+            return local.cancel(id).await;
         }
+        done(self.ask(Call::Cancel { id: id.clone() }).await?)
     }
 
     /// Compacts session `id` now; whether anything changed.
     pub async fn compact(&self, id: &SessionId) -> Result<bool, ServiceError> {
-        let handle = self.running(id).await?;
-        Ok(handle.compact().await?)
+        if let Backend::Local(local) = &self.backend {
+            return local.compact(id).await;
+        }
+        match self.ask(Call::Compact { id: id.clone() }).await? {
+            Reply::Changed { changed } => Ok(changed),
+            other => Err(unexpected(&other)),
+        }
     }
 
     /// Gives `key` a new session (`/new`); its id.
     pub async fn reset(&self, key: &str, project_dir: &Path) -> Result<SessionId, ServiceError> {
-        Ok(self.manager.reset(key, project_dir.to_path_buf()).await?)
+        if let Backend::Local(local) = &self.backend {
+            return local.reset(key, project_dir).await;
+        }
+        let call = Call::Reset {
+            key: key.to_owned(),
+            project_dir: project_dir.to_path_buf(),
+        };
+        session_of(self.ask(call).await?)
+    }
+
+    /// From its next turn on, session `id` asks (or not) as `mode` says; other sessions keep
+    /// theirs.
+    pub async fn set_approval(
+        &self,
+        id: &SessionId,
+        mode: ApprovalMode,
+    ) -> Result<(), ServiceError> {
+        if let Backend::Local(local) = &self.backend {
+            return local.set_approval(id, mode).await;
+        }
+        done(
+            self.ask(Call::SetApproval {
+                id: id.clone(),
+                mode,
+            })
+            .await?,
+        )
+    }
+
+    /// From its next turn on, session `id` calls the provider and model `overrides` names
+    /// (the process's when empty), and keeps them when opened again; other sessions keep
+    /// theirs.
+    pub async fn set_model(
+        &self,
+        id: &SessionId,
+        overrides: Overrides,
+    ) -> Result<(), ServiceError> {
+        let call = Call::SetModel {
+            id: id.clone(),
+            overrides,
+        };
+        done(self.ask(call).await?)
+    }
+
+    /// Waits until session `id` runs no turn, so its journal holds the whole of the last.
+    pub async fn idle(&self, id: &SessionId) -> Result<(), ServiceError> {
+        if let Backend::Local(local) = &self.backend {
+            return local.idle(id).await;
+        }
+        done(self.ask(Call::Idle { id: id.clone() }).await?)
     }
 
     /// Runs a `!` line in `cwd` through the sessions' own shell tool: its own process group,
     /// no credentials in its environment, its output capped and its credentials replaced.
     pub async fn shell(&self, cwd: &Path, command: &str) -> Result<ShellRun, ServiceError> {
-        let tool = self
-            .deps
-            .tools
-            .get_shared("shell_execute")
-            .cloned()
-            .ok_or_else(|| ServiceError::new("the shell tool is not available"))?;
-        let ctx = ToolContext {
-            project_dir: cwd.to_path_buf(),
+        if let Backend::Local(local) = &self.backend {
+            return local.shell(cwd, command).await;
+        }
+        let call = Call::Shell {
             cwd: cwd.to_path_buf(),
-            temp_dir: std::env::temp_dir(),
-            readable_dirs: Vec::new(),
-            tool_timeout: SHELL_TIMEOUT,
-            child_env: self.deps.child_env.clone(),
-            spool: None,
+            command: command.to_owned(),
         };
-        let input = serde_json::json!({ "command": command });
-        let output = tool.execute(input, &ctx, CancellationToken::new()).await;
-        Ok(ShellRun {
-            output: self.deps.redactor.credentials(&output.content),
-            ok: !output.is_error,
-        })
+        match self.ask(call).await? {
+            Reply::Shell(run) => Ok(run),
+            other => Err(unexpected(&other)),
+        }
     }
 
     /// A stored session's meta, read on a blocking thread.
     pub async fn meta(&self, id: &SessionId) -> Result<SessionMeta, ServiceError> {
-        let store = self.deps.store.clone();
-        let wanted = id.clone();
-        let found = blocking(move || store.meta(&wanted)).await?;
-        found
-            .map_err(|err| ServiceError::new(err.to_string()))?
-            .ok_or_else(|| ServiceError::new(format!("session {} is not stored", id.short())))
+        if let Backend::Local(local) = &self.backend {
+            return local.meta(id).await;
+        }
+        meta_of(self.ask(Call::Meta { id: id.clone() }).await?)
     }
 
-    /// Reading stored sessions from a front end's own threads (the picker's).
+    /// The stored session an id or a unique prefix of one names.
+    pub async fn resolve(&self, prefix: &str) -> Result<SessionMeta, ServiceError> {
+        let call = Call::Resolve {
+            prefix: prefix.to_owned(),
+        };
+        meta_of(self.ask(call).await?)
+    }
+
+    /// The latest session started in `project_dir`, if any.
+    pub async fn latest(&self, project_dir: &Path) -> Result<Option<SessionMeta>, ServiceError> {
+        let call = Call::Latest {
+            project_dir: project_dir.to_path_buf(),
+        };
+        match self.ask(call).await? {
+            Reply::MaybeMeta { meta } => Ok(meta.map(|meta| *meta)),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    /// Reading stored sessions from a front end's own threads (the picker's), never from an
+    /// async thread.
     pub fn catalog(&self) -> Arc<dyn Catalog> {
-        self.deps.store.clone()
+        match &self.backend {
+            Backend::Local(local) => local.deps.store.clone(),
+            Backend::Remote(_) => Arc::new(Asked {
+                service: self.clone(),
+                runtime: tokio::runtime::Handle::current(),
+            }),
+        }
     }
 
     /// The branch `dir` is on (`(detached)` for a detached head), or `None` outside a
     /// repository; looked for within two seconds.
     pub async fn git_branch(&self, dir: &Path) -> Option<String> {
-        use crate::context::git::{Branch, GitContext, working_git};
-        match working_git(dir, GIT_BOUND).await {
-            GitContext::Repo(snapshot) => Some(match snapshot.branch {
-                Branch::Named(name) => name,
-                Branch::Detached => "(detached)".to_owned(),
-            }),
-            GitContext::Unavailable { .. } => None,
+        if let Backend::Local(local) = &self.backend {
+            return local.git_branch(dir).await;
+        }
+        let call = Call::GitBranch {
+            dir: dir.to_path_buf(),
+        };
+        match self.ask(call).await {
+            Ok(Reply::Branch { branch }) => branch,
+            _ => None,
         }
     }
 
     /// The files of the project at `root` that a walk respecting `.gitignore` finds, for
     /// completion; read on a blocking thread.
     pub async fn files(&self, root: PathBuf) -> Vec<String> {
-        blocking(move || crate::tools::list_files(&root, FILE_LIMIT))
-            .await
-            .unwrap_or_default()
+        if let Backend::Local(local) = &self.backend {
+            return local.files(root).await;
+        }
+        match self.ask(Call::Files { root }).await {
+            Ok(Reply::Files { files }) => files,
+            _ => Vec::new(),
+        }
     }
 
-    /// Lifecycle events of every session from now on.
+    /// Lifecycle events of every session from now on (none reach a client yet).
     pub fn lifecycle(&self) -> broadcast::Receiver<LifecycleEvent> {
-        self.manager.lifecycle()
+        match &self.backend {
+            Backend::Local(local) => local.manager.lifecycle(),
+            Backend::Remote(_) => broadcast::channel(1).1,
+        }
     }
 
-    /// Lets every session finish what it accepted, then stops them.
+    /// This front end is leaving. The owner with no client lets every session finish what
+    /// it accepted, then stops them; the owner with clients hands over: it drains its
+    /// sessions, which the next owner warms up, and stops serving. A client leaves the
+    /// owner's sessions running.
     pub async fn close_all(&self) {
-        self.manager.close_all().await;
+        let Ok(Via::Here(local)) = self.via().await else {
+            return;
+        };
+        if local.clients() == 0 {
+            local.manager.close_all().await;
+            return;
+        }
+        if let Err(err) = local.manager.drain(super::DRAIN_BOUND).await {
+            tracing::warn!(%err, "the handover's drain did not finish cleanly");
+        }
+        local
+            .serving
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
     }
 
-    /// Stops every session for a restart (see [`SessionManager::drain`]).
+    /// Stops every session of this owner for a restart (see [`SessionManager::drain`]); a
+    /// client has none.
     pub async fn drain(&self, bound: Duration) -> Result<Vec<DrainedSession>, ServiceError> {
-        Ok(self.manager.drain(bound).await?)
+        match self.via().await? {
+            Via::Here(local) => Ok(local.manager.drain(bound).await?),
+            Via::Owner(_) => Ok(Vec::new()),
+        }
     }
 
     /// Resumes what the last drain stopped (see [`SessionManager::warm_up`]).
     pub async fn warm_up(&self) -> Result<Vec<WarmedUp>, ServiceError> {
-        Ok(self.manager.warm_up().await?)
-    }
-
-    /// The running session `id`, started from its journal when it is not running.
-    async fn running(&self, id: &SessionId) -> Result<SessionHandle, ServiceError> {
-        if let Some(handle) = self.manager.live_handle(id).await {
-            return Ok(handle);
+        match self.via().await? {
+            Via::Here(local) => Ok(local.manager.warm_up().await?),
+            Via::Owner(_) => Ok(Vec::new()),
         }
-        let meta = self.meta(id).await?;
-        Ok(self.manager.attach(&meta).await?)
-    }
-
-    /// The running session `id`; an error when it is not running.
-    async fn live(&self, id: &SessionId) -> Result<SessionHandle, ServiceError> {
-        self.manager
-            .live_handle(id)
-            .await
-            .ok_or_else(|| ServiceError::new(format!("session {} is not running", id.short())))
     }
 }
 
-/// Runs `work` on a blocking thread.
-async fn blocking<T: Send + 'static>(
-    work: impl FnOnce() -> T + Send + 'static,
-) -> Result<T, ServiceError> {
-    tokio::task::spawn_blocking(work)
-        .await
-        .map_err(|err| ServiceError::new(format!("a query stopped: {err}")))
+/// Who answers a call now.
+enum Via {
+    Here(Arc<Local>),
+    Owner(Arc<Connection>),
+}
+
+fn unexpected(reply: &Reply) -> ServiceError {
+    ServiceError::new(format!("the owner answered out of turn: {reply:?}"))
+}
+
+fn done(reply: Reply) -> Result<(), ServiceError> {
+    match reply {
+        Reply::Done => Ok(()),
+        other => Err(unexpected(&other)),
+    }
+}
+
+fn session_of(reply: Reply) -> Result<SessionId, ServiceError> {
+    match reply {
+        Reply::Session { id } => Ok(id),
+        other => Err(unexpected(&other)),
+    }
+}
+
+fn meta_of(reply: Reply) -> Result<SessionMeta, ServiceError> {
+    match reply {
+        Reply::Meta(meta) => Ok(*meta),
+        other => Err(unexpected(&other)),
+    }
+}
+
+/// A client's catalog: each read asked of the owner from the picker's thread.
+struct Asked {
+    service: SessionService,
+    runtime: tokio::runtime::Handle,
+}
+
+impl Asked {
+    fn ask(&self, call: Call) -> Result<Reply, String> {
+        self.runtime
+            .block_on(self.service.ask(call))
+            .map_err(|err| err.message)
+    }
+}
+
+impl Catalog for Asked {
+    fn stored_sessions(&self) -> u64 {
+        match self.ask(Call::StoredSessions) {
+            Ok(Reply::Count { count }) => count,
+            _ => 0,
+        }
+    }
+
+    fn recent_page(
+        &self,
+        filter: &ListFilter,
+        after: Option<&PageCursor>,
+        limit: usize,
+        max_scanned: usize,
+    ) -> Result<RecentPage, String> {
+        let call = Call::RecentPage {
+            filter: filter.clone(),
+            after: after.cloned(),
+            limit,
+            max_scanned,
+        };
+        match self.ask(call)? {
+            Reply::Page(page) => Ok(page),
+            other => Err(unexpected(&other).message),
+        }
+    }
+
+    fn scan_search(&self, sink: &mut dyn SearchSink) -> Result<bool, String> {
+        let scan = match self.ask(Call::ScanSearch)? {
+            Reply::Search(scan) => scan,
+            other => return Err(unexpected(&other).message),
+        };
+        sink.begin(scan.entries.len() as u64);
+        for entry in &scan.entries {
+            let entry = SearchEntry {
+                id: &entry.id,
+                title: &entry.title,
+                first_input: &entry.first_input,
+                project_dir: &entry.project_dir,
+                archived: entry.archived,
+            };
+            if sink.entry(entry) == ControlFlow::Break(()) {
+                return Ok(false);
+            }
+        }
+        for (at_ms, id) in &scan.activity {
+            if sink.activity(*at_ms, id) == ControlFlow::Break(()) {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    fn recent(&self, limit: usize, archived: bool) -> Result<Vec<SessionMeta>, String> {
+        match self.ask(Call::Recent { limit, archived })? {
+            Reply::Sessions { sessions } => Ok(sessions),
+            other => Err(unexpected(&other).message),
+        }
+    }
+
+    fn resolve(&self, prefix: &str) -> Result<SessionMeta, String> {
+        let call = Call::Resolve {
+            prefix: prefix.to_owned(),
+        };
+        match self.ask(call)? {
+            Reply::Meta(meta) => Ok(*meta),
+            other => Err(unexpected(&other).message),
+        }
+    }
+
+    fn journal(&self, id: &SessionId) -> Result<Vec<JournalRecord>, String> {
+        match self.ask(Call::Journal { id: id.clone() })? {
+            Reply::Records { records } => Ok(records),
+            other => Err(unexpected(&other).message),
+        }
+    }
+
+    fn meta(&self, id: &SessionId) -> Result<Option<SessionMeta>, String> {
+        match self.ask(Call::Lookup { id: id.clone() })? {
+            Reply::MaybeMeta { meta } => Ok(meta.map(|meta| *meta)),
+            other => Err(unexpected(&other).message),
+        }
+    }
+
+    fn tail(&self, id: &SessionId, n: usize) -> Result<Vec<JournalRecord>, String> {
+        match self.ask(Call::Tail { id: id.clone(), n })? {
+            Reply::Records { records } => Ok(records),
+            other => Err(unexpected(&other).message),
+        }
+    }
 }

@@ -269,6 +269,20 @@ impl SessionActor {
                     Err(SessionError::NotWaiting { call_id })
                 });
             }
+            Request::SetApproval { mode } => {
+                if self.deps.approval != mode {
+                    let mut deps = (*self.deps).clone();
+                    deps.approval = mode;
+                    self.deps = Arc::new(deps);
+                }
+            }
+            Request::SetModel { deps } => {
+                let mut changed = (*self.deps).clone();
+                changed.client = deps.client.clone();
+                changed.notes_client = deps.notes_client.clone();
+                changed.overrides = deps.overrides.clone();
+                self.deps = Arc::new(changed);
+            }
             Request::Cancel => {
                 if let Some(turn) = &self.turn {
                     turn.cancel.cancel();
@@ -391,11 +405,21 @@ impl SessionActor {
             interrupted_automation: self.interrupted_note.take(),
             ..TurnNotes::default()
         };
-        self.spawn_turn_for(state, input.audience, TurnOwner::of(input), notes);
+        // An input that says how much its turn may do without asking gets a turn that does so.
+        let deps = match input.approval {
+            Some(mode) if mode != self.deps.approval => {
+                let mut deps = (*self.deps).clone();
+                deps.approval = mode;
+                Arc::new(deps)
+            }
+            _ => self.deps.clone(),
+        };
+        self.spawn_turn_for(deps, state, input.audience, TurnOwner::of(input), notes);
     }
 
     fn spawn_turn_for(
         &mut self,
+        deps: Arc<SessionDeps>,
         mut state: SessionState,
         audience: Audience,
         owner: TurnOwner,
@@ -405,7 +429,6 @@ impl SessionActor {
         let cancel = CancellationToken::new();
         let stop_after_batch = StopAfterBatch::default();
         let joining: Joining = Joining::default();
-        let deps = self.deps.clone();
         let dirs = self.dirs.clone();
         let turn_cancel = cancel.clone();
         let turn_stop = stop_after_batch.clone();
@@ -471,7 +494,7 @@ impl SessionActor {
             restart_notice: Some(notice),
             ..TurnNotes::default()
         };
-        self.spawn_turn_for(state, audience, owner, notes);
+        self.spawn_turn_for(self.deps.clone(), state, audience, owner, notes);
     }
 
     /// Runs a compaction on demand, in phase Compacting.

@@ -10,7 +10,9 @@ use crate::tools::{ApprovalMode, ChildEnv, ToolRegistry};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-/// What every session of this process shares.
+/// What every session of this process shares; a session given settings of its own (an
+/// approval mode) holds a changed copy.
+#[derive(Clone)]
 pub struct SessionDeps {
     pub store: Arc<Store>,
     pub client: ModelClient,

@@ -260,7 +260,8 @@ impl EventTx {
 /// retries, fallback) always arrive; phase changes and title changes come with
 /// `PROCESSING_STATE`; approval requests and decisions with `APPROVALS`, which a front end
 /// that answers them must ask for (`ALL` includes it).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
 pub struct OutputFilter(u8);
 
 impl OutputFilter {

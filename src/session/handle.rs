@@ -10,6 +10,7 @@ use super::state::SessionState;
 use super::{snapshot, spool};
 use crate::domain::{Answer, SessionId, SessionKey};
 use crate::store::SessionMeta;
+use crate::tools::ApprovalMode;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -65,6 +66,14 @@ pub(super) enum Request {
         reply: oneshot::Sender<SessionState>,
     },
     Cancel,
+    /// From the next turn on, ask (or not) as `mode` says.
+    SetApproval {
+        mode: ApprovalMode,
+    },
+    /// From the next turn on, call the model of `deps` (its client and overrides).
+    SetModel {
+        deps: Arc<SessionDeps>,
+    },
     /// The person's answer for the call `call_id`, which waits for approval.
     Answer {
         call_id: String,
@@ -246,6 +255,17 @@ impl SessionHandle {
     /// is answered as denied by the cancel.
     pub async fn cancel(&self) -> Result<(), SessionError> {
         self.request(Request::Cancel).await
+    }
+
+    /// Sets how much this session may do without asking, from its next turn on.
+    pub async fn set_approval(&self, mode: ApprovalMode) -> Result<(), SessionError> {
+        self.request(Request::SetApproval { mode }).await
+    }
+
+    /// Calls the model `deps` names from the next turn on, keeping this session's own
+    /// approval mode.
+    pub async fn set_model(&self, deps: Arc<SessionDeps>) -> Result<(), SessionError> {
+        self.request(Request::SetModel { deps }).await
     }
 
     /// Answers the approval request for `call_id` (a `SessionEvent::ApprovalRequested`).

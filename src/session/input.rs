@@ -10,16 +10,21 @@ use crate::domain::{Audience, InputKind, Sender};
 use crate::llm::LlmError;
 use crate::prompt;
 use crate::store::{JournalEvent, StoreError, title_from_input};
+use crate::tools::ApprovalMode;
 use std::path::PathBuf;
 
 /// Input for the session, from any front end.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct UserInput {
     pub sender: Sender,
     pub audience: Audience,
     /// A person, or which automation.
     pub kind: InputKind,
     pub text: String,
+    /// How much the turn this input starts may do without asking, when not what the session
+    /// says (`tern run --approve`); inputs that join a running turn keep that turn's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<ApprovalMode>,
 }
 
 impl UserInput {
@@ -30,6 +35,7 @@ impl UserInput {
             audience: Audience::Personal,
             kind: InputKind::Person,
             text: text.into(),
+            approval: None,
         }
     }
 

@@ -13,7 +13,7 @@ use redb::{Database, ReadableDatabase, ReadableTable, WriteTransaction};
 use std::path::{Path, PathBuf};
 
 /// Which sessions [`Store::recent_page`] lists.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ListFilter {
     /// Only the sessions started in this project dir (compared as stored), or all.
     pub project_dir: Option<PathBuf>,
@@ -22,14 +22,14 @@ pub struct ListFilter {
 }
 
 /// Where a page of [`Store::recent_page`] stopped: the next page goes on after it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct PageCursor {
     at_ms: i64,
     id: String,
 }
 
 /// One page of the most recently used sessions.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct RecentPage {
     pub sessions: Vec<SessionMeta>,
     /// Where to go on from, or `None` when the index has nothing older.

@@ -69,7 +69,7 @@ pub struct SessionMeta {
 }
 
 /// The provider profile and model a session asked for, when it asked.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Overrides {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provider: Option<String>,

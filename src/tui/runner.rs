@@ -404,8 +404,11 @@ impl Runner {
                 }
                 Action::Answer { call_id, answer } => self.link.answer(call_id, answer),
                 Action::Quit => {
+                    // Work another terminal may watch goes on: a client leaves it to its
+                    // owner, an owner with clients hands it over.
                     if app.busy()
                         && let Some(id) = &app.session
+                        && self.link.service.alone().await
                     {
                         let _ = self.link.service.cancel(id).await;
                     }

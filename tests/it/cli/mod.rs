@@ -384,7 +384,7 @@ fn bad_config_names_file_line_and_key() {
 }
 
 #[test]
-fn a_locked_database_names_the_process_holding_it() {
+fn sessions_are_listed_through_a_running_tern_and_a_holder_that_serves_nothing_is_named() {
     let cli = Cli::new();
     cli.mock
         .push(Reply::text("slow answer").delay_before(Duration::from_secs(3)));
@@ -399,15 +399,29 @@ fn a_locked_database_names_the_process_holding_it() {
     cli.mock
         .wait_for_model_requests_blocking(1, Duration::from_secs(20));
 
+    // The running tern owns the store and serves it: the list comes through it.
+    let output = cli.run(&["sessions", "list", "--json"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let listed: Vec<Value> = serde_json::from_str(&stdout(&output)).unwrap();
+    assert_eq!(listed.len(), 1, "the running session: {listed:?}");
+    assert_eq!(listed[0]["first_input"], "take your time");
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+    // The lock goes with its holder, even one killed without a chance to clean up; the
+    // socket it left answers nobody and is passed over.
+    assert!(cli.run(&["sessions", "list"]).status.success());
+
+    // A process that holds the store without serving it (this test) is named.
+    let held = tern::store::Store::open(&cli.db()).unwrap();
     let output = cli.run(&["sessions", "list"]);
     assert_eq!(output.status.code(), Some(2));
     let message = stderr(&output);
-    assert!(message.contains(&holder.id().to_string()), "{message}");
+    assert!(
+        message.contains(&std::process::id().to_string()),
+        "{message}"
+    );
     assert!(message.contains("TERN_HOME"), "{message}");
-    holder.kill().unwrap();
-    holder.wait().unwrap();
-    // The lock goes with its holder, even one killed without a chance to clean up.
-    assert!(cli.run(&["sessions", "list"]).status.success());
+    drop(held);
 }
 
 #[test]
@@ -979,3 +993,5 @@ mod restart;
 mod secrets;
 mod served;
 mod terminal;
+mod terminals;
+mod tmux;

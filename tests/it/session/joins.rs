@@ -15,6 +15,7 @@ fn from(id: &str, kind: InputKind, trusted: bool, text: &str) -> UserInput {
         audience: Audience::Personal,
         kind,
         text: text.into(),
+        approval: None,
     }
 }
 

@@ -42,6 +42,7 @@ fn input(audience: Audience, text: &str) -> UserInput {
         audience,
         kind: tern::domain::InputKind::Person,
         text: text.into(),
+        approval: None,
     }
 }
 

@@ -1,0 +1,137 @@
+//! Finding the session service for a front end: the owner's, when another tern process holds
+//! the store, or this process's own, which then opens the store and serves it to the next
+//! ones. Between processes starting at once, the store's file lock decides who owns it; the
+//! others connect to the socket as soon as the owner serves it.
+
+use crate::config::Paths;
+use crate::gateway::catalog::Catalog;
+use crate::gateway::remote::{Notify, Takeover};
+use crate::gateway::{Models, Reached, SessionManager, SessionService, WarmedUp, socket_path};
+use crate::session::SessionDeps;
+use crate::store::{Store, StoreError};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Longest a starting front end waits for a process that holds the store to serve it.
+const STARTUP_WAIT: Duration = Duration::from_secs(3);
+
+/// What this process's sessions run with, once it owns the store.
+pub struct Sessions {
+    pub deps: Arc<SessionDeps>,
+    /// Builds the clients of sessions that asked for a model of their own.
+    pub models: Option<Models>,
+}
+
+/// Builds this process's sessions' dependencies over the store it opened.
+pub type BuildDeps = Arc<dyn Fn(Arc<Store>) -> anyhow::Result<Sessions> + Send + Sync>;
+
+/// The service a front end holds, and what opening it found.
+pub struct Door {
+    pub service: SessionService,
+    /// Sessions an earlier stop drained, resumed now (only when this process owns the store).
+    pub warmed: Vec<WarmedUp>,
+}
+
+/// The owner's service, or this process's own when no process holds the store.
+pub async fn open(paths: &Paths, build: BuildDeps, notify: Notify) -> anyhow::Result<Door> {
+    let socket = socket_path(&paths.data_dir);
+    let takeover = takeover(paths.db_file.clone(), socket.clone(), build.clone());
+    let deadline = Instant::now() + STARTUP_WAIT;
+    loop {
+        match SessionService::connect(&socket, takeover.clone(), notify.clone()).await? {
+            Reached::Owner(service) => {
+                return Ok(Door {
+                    service,
+                    warmed: Vec::new(),
+                });
+            }
+            Reached::NoOwner => {}
+        }
+        match own(&paths.db_file, &socket, &build).await {
+            Ok(service) => {
+                let warmed = service.warm_up().await?;
+                return Ok(Door { service, warmed });
+            }
+            // Held by a process that does not serve it (yet): it may be starting.
+            Err(Owning::Locked(err)) if Instant::now() < deadline => {
+                tracing::debug!(%err, "the store is held; waiting for its owner to serve it");
+            }
+            Err(Owning::Locked(err)) => return Err(err.into()),
+            Err(Owning::Failed(err)) => return Err(err),
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Why this process does not own the store.
+enum Owning {
+    Locked(StoreError),
+    Failed(anyhow::Error),
+}
+
+/// Opens the store, starts its sessions' manager and serves it at `socket`.
+async fn own(db_file: &Path, socket: &Path, build: &BuildDeps) -> Result<SessionService, Owning> {
+    let db = db_file.to_path_buf();
+    let opened = tokio::task::spawn_blocking(move || Store::open(&db))
+        .await
+        .map_err(|err| Owning::Failed(err.into()))?;
+    let store = match opened {
+        Ok(store) => Arc::new(store),
+        Err(err @ StoreError::Locked { .. }) => return Err(Owning::Locked(err)),
+        Err(err) => return Err(Owning::Failed(err.into())),
+    };
+    let sessions = build(store).map_err(Owning::Failed)?;
+    let manager = SessionManager::new(sessions.deps);
+    if let Some(models) = sessions.models {
+        manager.set_models(models);
+    }
+    let service = SessionService::local(Arc::new(manager));
+    if let Err(err) = service.serve(socket) {
+        tracing::warn!(%err, socket = %socket.display(), "could not serve the sessions; other tern processes cannot reach them");
+    }
+    Ok(service)
+}
+
+/// What a command that only reads stored sessions reads them through: the owner, when a
+/// tern process holds the store, or the store itself.
+pub async fn catalog(paths: &Paths) -> anyhow::Result<Arc<dyn Catalog>> {
+    let socket = socket_path(&paths.data_dir);
+    // A reading command that outlives its owner ends with a clear error rather than opening
+    // the store for the owner's sessions.
+    let takeover: Takeover = Arc::new(|| {
+        Box::pin(async {
+            Err("the tern that owned the sessions left; run the command again".into())
+        })
+    });
+    let quiet: Notify = Arc::new(|_| {});
+    match SessionService::connect(&socket, takeover, quiet).await? {
+        Reached::Owner(service) => Ok(service.catalog()),
+        Reached::NoOwner => {
+            let db = paths.db_file.clone();
+            let store = tokio::task::spawn_blocking(move || Store::open(&db)).await??;
+            Ok(Arc::new(store))
+        }
+    }
+}
+
+/// How a client takes the store over when its owner left.
+fn takeover(db_file: PathBuf, socket: PathBuf, build: BuildDeps) -> Takeover {
+    Arc::new(move || {
+        let (db_file, socket, build) = (db_file.clone(), socket.clone(), build.clone());
+        Box::pin(async move {
+            match own(&db_file, &socket, &build).await {
+                Ok(service) => {
+                    if let Err(err) = service.warm_up().await {
+                        tracing::warn!(%err, "could not warm up what the last owner drained");
+                    }
+                    Ok(Some(service))
+                }
+                Err(Owning::Locked(_)) => Ok(None),
+                Err(Owning::Failed(err)) => {
+                    Err(format!("could not take the sessions over: {err:#}"))
+                }
+            }
+        })
+    })
+}

@@ -1,0 +1,386 @@
+//! The session service in the process that owns the store: every call answered by the
+//! manager, the actors and the store here. The owner's socket answers its clients' calls
+//! through [`Local::dispatch`], so a client is served by exactly the code a lone tern runs.
+
+use super::catalog::Catalog;
+use super::feed::{self, Feed};
+use super::manager::{Delivered, SendUserMessage, SessionManager};
+use super::serve::Serving;
+use super::service::{ServiceError, ShellRun};
+use super::wire::{Call, Reply, ScannedEntry, SearchScan};
+use crate::domain::{Answer, SessionId, SessionKey};
+use crate::session::{OutputFilter, SUBSCRIBER_BACKLOG, SessionDeps, SessionHandle, UserInput};
+use crate::store::{SearchEntry, SearchSink, SessionMeta};
+use crate::tools::{ApprovalMode, ToolContext};
+use std::ops::ControlFlow;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+/// Longest a `!` line may run without output.
+pub const SHELL_TIMEOUT: Duration = Duration::from_secs(120);
+/// Files the file completion lists at most.
+const FILE_LIMIT: usize = 50_000;
+/// Longest the git branch is looked for.
+const GIT_BOUND: Duration = Duration::from_secs(2);
+
+pub(super) struct Local {
+    pub manager: Arc<SessionManager>,
+    pub deps: Arc<SessionDeps>,
+    /// The socket this process serves its clients on, once it does.
+    pub serving: Mutex<Option<Serving>>,
+}
+
+impl Local {
+    pub fn new(manager: Arc<SessionManager>) -> Self {
+        let deps = manager.deps.clone();
+        Self {
+            manager,
+            deps,
+            serving: Mutex::new(None),
+        }
+    }
+
+    /// How many clients are connected to this owner now.
+    pub fn clients(&self) -> usize {
+        self.serving
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_ref()
+            .map_or(0, Serving::clients)
+    }
+
+    pub async fn send(
+        &self,
+        key: &str,
+        project_dir: &Path,
+        input: UserInput,
+    ) -> Result<Delivered, ServiceError> {
+        let message = SendUserMessage {
+            key: key.to_owned(),
+            input,
+            project_dir: project_dir.to_path_buf(),
+        };
+        Ok(self.manager.send(message).await?)
+    }
+
+    pub async fn send_to(&self, id: &SessionId, input: UserInput) -> Result<u64, ServiceError> {
+        Ok(self.running(id).await?.send(input).await?)
+    }
+
+    pub async fn open_key(&self, key: &str, project_dir: &Path) -> Result<SessionId, ServiceError> {
+        let key = SessionKey::parse(key).map_err(|err| ServiceError::new(err.to_string()))?;
+        let handle = self.manager.handle(&key, project_dir).await?;
+        Ok(handle.id().clone())
+    }
+
+    pub async fn open(&self, id: &SessionId) -> Result<SessionMeta, ServiceError> {
+        let meta = self.meta(id).await?;
+        self.manager.attach(&meta).await?;
+        Ok(meta)
+    }
+
+    pub async fn subscribe(
+        &self,
+        id: &SessionId,
+        from: Option<u64>,
+        filter: OutputFilter,
+        backlog: usize,
+    ) -> Result<Feed, ServiceError> {
+        let handle = self.running(id).await?;
+        let live = handle.subscribe_with(filter, backlog).await?;
+        Ok(feed::start(
+            self.deps.store.clone(),
+            id.clone(),
+            from,
+            live,
+            backlog,
+        ))
+    }
+
+    pub async fn send_followed(
+        &self,
+        key: &str,
+        project_dir: &Path,
+        input: UserInput,
+        filter: OutputFilter,
+    ) -> Result<(Delivered, Feed), ServiceError> {
+        let message = SendUserMessage {
+            key: key.to_owned(),
+            input,
+            project_dir: project_dir.to_path_buf(),
+        };
+        let (delivered, live) = self.manager.send_watched(message, filter).await?;
+        let feed = feed::start(
+            self.deps.store.clone(),
+            delivered.session.clone(),
+            None,
+            live,
+            SUBSCRIBER_BACKLOG,
+        );
+        Ok((delivered, feed))
+    }
+
+    pub async fn answer(
+        &self,
+        id: &SessionId,
+        call_id: &str,
+        answer: Answer,
+    ) -> Result<(), ServiceError> {
+        Ok(self.live(id).await?.answer(call_id, answer).await?)
+    }
+
+    pub async fn cancel(&self, id: &SessionId) -> Result<(), ServiceError> {
+        match self.manager.live_handle(id).await {
+            Some(handle) => Ok(handle.cancel().await?),
+            None => Ok(()),
+        }
+    }
+
+    pub async fn compact(&self, id: &SessionId) -> Result<bool, ServiceError> {
+        Ok(self.running(id).await?.compact().await?)
+    }
+
+    pub async fn reset(&self, key: &str, project_dir: &Path) -> Result<SessionId, ServiceError> {
+        Ok(self.manager.reset(key, project_dir.to_path_buf()).await?)
+    }
+
+    pub async fn set_approval(
+        &self,
+        id: &SessionId,
+        mode: ApprovalMode,
+    ) -> Result<(), ServiceError> {
+        Ok(self.running(id).await?.set_approval(mode).await?)
+    }
+
+    pub async fn idle(&self, id: &SessionId) -> Result<(), ServiceError> {
+        if let Some(handle) = self.manager.live_handle(id).await {
+            handle.state().await?;
+        }
+        Ok(())
+    }
+
+    pub async fn shell(&self, cwd: &Path, command: &str) -> Result<ShellRun, ServiceError> {
+        let tool = self
+            .deps
+            .tools
+            .get_shared("shell_execute")
+            .cloned()
+            .ok_or_else(|| ServiceError::new("the shell tool is not available"))?;
+        let ctx = ToolContext {
+            project_dir: cwd.to_path_buf(),
+            cwd: cwd.to_path_buf(),
+            temp_dir: std::env::temp_dir(),
+            readable_dirs: Vec::new(),
+            tool_timeout: SHELL_TIMEOUT,
+            child_env: self.deps.child_env.clone(),
+            spool: None,
+        };
+        let input = serde_json::json!({ "command": command });
+        let output = tool.execute(input, &ctx, CancellationToken::new()).await;
+        Ok(ShellRun {
+            output: self.deps.redactor.credentials(&output.content),
+            ok: !output.is_error,
+        })
+    }
+
+    pub async fn meta(&self, id: &SessionId) -> Result<SessionMeta, ServiceError> {
+        let store = self.deps.store.clone();
+        let wanted = id.clone();
+        blocking(move || store.meta(&wanted))
+            .await?
+            .map_err(|err| ServiceError::new(err.to_string()))?
+            .ok_or_else(|| ServiceError::new(format!("session {} is not stored", id.short())))
+    }
+
+    pub async fn resolve(&self, prefix: &str) -> Result<SessionMeta, ServiceError> {
+        let store = self.deps.store.clone();
+        let prefix = prefix.to_owned();
+        blocking(move || store.resolve(&prefix))
+            .await?
+            .map_err(|err| ServiceError::new(err.to_string()))
+    }
+
+    pub async fn latest(&self, project_dir: &Path) -> Result<Option<SessionMeta>, ServiceError> {
+        let store = self.deps.store.clone();
+        let dir = project_dir.to_path_buf();
+        blocking(move || store.latest_for_project(&dir))
+            .await?
+            .map_err(|err| ServiceError::new(err.to_string()))
+    }
+
+    pub async fn git_branch(&self, dir: &Path) -> Option<String> {
+        use crate::context::git::{Branch, GitContext, working_git};
+        match working_git(dir, GIT_BOUND).await {
+            GitContext::Repo(snapshot) => Some(match snapshot.branch {
+                Branch::Named(name) => name,
+                Branch::Detached => "(detached)".to_owned(),
+            }),
+            GitContext::Unavailable { .. } => None,
+        }
+    }
+
+    pub async fn files(&self, root: PathBuf) -> Vec<String> {
+        blocking(move || crate::tools::list_files(&root, FILE_LIMIT))
+            .await
+            .unwrap_or_default()
+    }
+
+    /// The running session `id`, started from its journal when it is not running.
+    async fn running(&self, id: &SessionId) -> Result<SessionHandle, ServiceError> {
+        if let Some(handle) = self.manager.live_handle(id).await {
+            return Ok(handle);
+        }
+        let meta = self.meta(id).await?;
+        Ok(self.manager.attach(&meta).await?)
+    }
+
+    /// The running session `id`; an error when it is not running.
+    async fn live(&self, id: &SessionId) -> Result<SessionHandle, ServiceError> {
+        self.manager
+            .live_handle(id)
+            .await
+            .ok_or_else(|| ServiceError::new(format!("session {} is not running", id.short())))
+    }
+
+    /// Answers a client's call (a subscription is opened by the socket, which streams it).
+    pub async fn dispatch(&self, call: Call) -> Result<Reply, ServiceError> {
+        Ok(match call {
+            Call::Send {
+                key,
+                project_dir,
+                input,
+            } => Reply::Delivered(self.send(&key, &project_dir, input).await?),
+            Call::SendTo { id, input } => Reply::Seq {
+                seq: self.send_to(&id, input).await?,
+            },
+            Call::OpenKey { key, project_dir } => Reply::Session {
+                id: self.open_key(&key, &project_dir).await?,
+            },
+            Call::Open { id } => Reply::Meta(Box::new(self.open(&id).await?)),
+            Call::Subscribe { .. } | Call::Unsubscribe { .. } | Call::SendFollowed { .. } => {
+                return Err(ServiceError::new("feeds are opened by the socket"));
+            }
+            Call::Answer {
+                id,
+                call_id,
+                answer,
+            } => {
+                self.answer(&id, &call_id, answer).await?;
+                Reply::Done
+            }
+            Call::Cancel { id } => {
+                self.cancel(&id).await?;
+                Reply::Done
+            }
+            Call::Compact { id } => Reply::Changed {
+                changed: self.compact(&id).await?,
+            },
+            Call::Reset { key, project_dir } => Reply::Session {
+                id: self.reset(&key, &project_dir).await?,
+            },
+            Call::SetApproval { id, mode } => {
+                self.set_approval(&id, mode).await?;
+                Reply::Done
+            }
+            Call::SetModel { id, overrides } => {
+                self.manager.set_model(&id, overrides).await?;
+                Reply::Done
+            }
+            Call::Idle { id } => {
+                self.idle(&id).await?;
+                Reply::Done
+            }
+            Call::Shell { cwd, command } => Reply::Shell(self.shell(&cwd, &command).await?),
+            Call::Meta { id } => Reply::Meta(Box::new(self.meta(&id).await?)),
+            Call::Resolve { prefix } => Reply::Meta(Box::new(self.resolve(&prefix).await?)),
+            Call::Latest { project_dir } => Reply::MaybeMeta {
+                meta: self.latest(&project_dir).await?.map(Box::new),
+            },
+            Call::GitBranch { dir } => Reply::Branch {
+                branch: self.git_branch(&dir).await,
+            },
+            Call::Files { root } => Reply::Files {
+                files: self.files(root).await,
+            },
+            catalog => {
+                let store = self.deps.store.clone();
+                blocking(move || read_catalog(store.as_ref(), catalog)).await??
+            }
+        })
+    }
+}
+
+/// Answers a call that reads the catalog, on a blocking thread.
+fn read_catalog(catalog: &dyn Catalog, call: Call) -> Result<Reply, ServiceError> {
+    let failed = ServiceError::new;
+    Ok(match call {
+        Call::StoredSessions => Reply::Count {
+            count: catalog.stored_sessions(),
+        },
+        Call::RecentPage {
+            filter,
+            after,
+            limit,
+            max_scanned,
+        } => Reply::Page(
+            catalog
+                .recent_page(&filter, after.as_ref(), limit, max_scanned)
+                .map_err(failed)?,
+        ),
+        Call::ScanSearch => {
+            let mut scan = Scanning::default();
+            catalog.scan_search(&mut scan).map_err(failed)?;
+            Reply::Search(scan.0)
+        }
+        Call::Tail { id, n } => Reply::Records {
+            records: catalog.tail(&id, n).map_err(failed)?,
+        },
+        Call::Recent { limit, archived } => Reply::Sessions {
+            sessions: catalog.recent(limit, archived).map_err(failed)?,
+        },
+        Call::Journal { id } => Reply::Records {
+            records: catalog.journal(&id).map_err(failed)?,
+        },
+        Call::Lookup { id } => Reply::MaybeMeta {
+            meta: catalog.meta(&id).map_err(failed)?.map(Box::new),
+        },
+        _ => return Err(ServiceError::new("not a catalog read")),
+    })
+}
+
+/// Gathers a whole search scan, to be sent in one reply.
+#[derive(Default)]
+struct Scanning(SearchScan);
+
+impl SearchSink for Scanning {
+    fn begin(&mut self, _sessions: u64) {
+        self.0 = SearchScan::default();
+    }
+
+    fn entry(&mut self, entry: SearchEntry<'_>) -> ControlFlow<()> {
+        self.0.entries.push(ScannedEntry {
+            id: entry.id.to_owned(),
+            title: entry.title.to_owned(),
+            first_input: entry.first_input.to_owned(),
+            project_dir: entry.project_dir.to_owned(),
+            archived: entry.archived,
+        });
+        ControlFlow::Continue(())
+    }
+
+    fn activity(&mut self, at_ms: i64, id: &str) -> ControlFlow<()> {
+        self.0.activity.push((at_ms, id.to_owned()));
+        ControlFlow::Continue(())
+    }
+}
+
+/// Runs `work` on a blocking thread.
+pub(super) async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, ServiceError> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|err| ServiceError::new(format!("a query stopped: {err}")))
+}
