@@ -40,7 +40,8 @@ pub struct WarmedUp {
 }
 
 /// Whether the journal ends with a drained turn that may go on by itself: it stopped after a
-/// tool batch, no text of it reached the person, and every call has its result.
+/// tool batch (or, handed over, before a model call), no text of it reached the person, and
+/// every call has its result.
 fn resumable(records: &[JournalRecord]) -> bool {
     let Some(end) = records.iter().rposition(|r| r.event.turn_stop().is_some()) else {
         return false;
@@ -60,7 +61,6 @@ fn resumable(records: &[JournalRecord]) -> bool {
     let turn = &records[start..end];
     let mut calls = std::collections::HashSet::new();
     let mut answered = std::collections::HashSet::new();
-    let mut batches = 0;
     for record in turn {
         match &record.event {
             JournalEvent::AssistantMessage { content, .. } => {
@@ -75,13 +75,13 @@ fn resumable(records: &[JournalRecord]) -> bool {
                 }
             }
             JournalEvent::ToolResults { results, .. } => {
-                batches += 1;
                 answered.extend(results.iter().map(|r| r.tool_use_id.clone()));
             }
             _ => {}
         }
     }
-    batches > 0 && calls.is_subset(&answered)
+    // A handover may end a turn before its first batch: asked again, it loses nothing.
+    calls.is_subset(&answered)
 }
 
 impl SessionManager {
@@ -89,13 +89,27 @@ impl SessionManager {
     /// current tool batch (those still running when `bound` passes are cancelled), and the
     /// drained sessions are written to the manifest for [`SessionManager::warm_up`].
     pub async fn drain(&self, bound: Duration) -> Result<Vec<DrainedSession>, GatewayError> {
+        self.drain_with(bound, false).await
+    }
+
+    /// [`SessionManager::drain`] for a handover to another process: model calls in flight
+    /// are let go rather than waited for, and their turns asked again by the next owner.
+    pub async fn hand_over(&self, bound: Duration) -> Result<Vec<DrainedSession>, GatewayError> {
+        self.drain_with(bound, true).await
+    }
+
+    async fn drain_with(
+        &self,
+        bound: Duration,
+        cut: bool,
+    ) -> Result<Vec<DrainedSession>, GatewayError> {
         self.stopping
             .store(true, std::sync::atomic::Ordering::Release);
         let handles: Vec<(SessionKey, SessionHandle)> = self.live.lock().await.drain().collect();
         let deadline = tokio::time::Instant::now() + bound;
         let mut drained = Vec::new();
         for (key, handle) in handles {
-            let waiting = match tokio::time::timeout_at(deadline, handle.drain()).await {
+            let waiting = match tokio::time::timeout_at(deadline, handle.drain_with(cut)).await {
                 Ok(Ok(waiting)) => waiting,
                 Ok(Err(_)) => false,
                 Err(_) => {
@@ -154,7 +168,7 @@ impl SessionManager {
                 continue;
             }
             let resumes = !session.waiting && resumable(&records);
-            let handle = SessionHandle::resume(self.deps.clone(), &meta)?;
+            let handle = SessionHandle::resume(self.deps_for(&meta.overrides), &meta)?;
             if resumes {
                 handle.resume_turn(RESTART_NOTICE).await?;
             }
@@ -254,6 +268,8 @@ mod tests {
             ],
             true,
         );
+        // Handed over before its first reply: asked again.
+        check(vec![input(), drained()], true);
     }
 
     #[test]
@@ -273,8 +289,6 @@ mod tests {
             vec![input(), asks("", &["a", "b"]), answers(&["a"]), drained()],
             false,
         );
-        // Stopped before any batch ran.
-        check(vec![input(), drained()], false);
         // The last turn ended normally, or something came after the drain.
         check(
             vec![

@@ -14,6 +14,7 @@ use crate::store::{SearchEntry, SearchSink, SessionMeta};
 use crate::tools::{ApprovalMode, ToolContext};
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
@@ -30,6 +31,9 @@ pub(super) struct Local {
     pub deps: Arc<SessionDeps>,
     /// The socket this process serves its clients on, once it does.
     pub serving: Mutex<Option<Serving>>,
+    /// Set when this owner hands its sessions over: a feed that ends then is dropped, so
+    /// its client follows the session again at the next owner.
+    pub leaving: AtomicBool,
 }
 
 impl Local {
@@ -39,6 +43,7 @@ impl Local {
             manager,
             deps,
             serving: Mutex::new(None),
+            leaving: AtomicBool::new(false),
         }
     }
 

@@ -275,7 +275,7 @@ impl SessionManager {
 
     /// The dependencies of a session that asked for `overrides`: the process's own, unless
     /// it asked for another model and that model's client can be built.
-    fn deps_for(&self, overrides: &Overrides) -> Arc<SessionDeps> {
+    pub(super) fn deps_for(&self, overrides: &Overrides) -> Arc<SessionDeps> {
         if overrides.is_empty() || overrides == &self.deps.overrides {
             return self.deps.clone();
         }

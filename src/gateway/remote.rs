@@ -12,9 +12,7 @@
 use super::feed::{Feed, FeedItem};
 use super::local::Local;
 use super::service::{ServiceError, SessionService};
-use super::wire::{
-    Call, Hello, Reply, Request, ToClient, read_frame, write_batches, write_frame,
-};
+use super::wire::{Call, Hello, Reply, Request, ToClient, read_frame, write_batches, write_frame};
 use crate::session::Dropped;
 use std::collections::HashMap;
 use std::future::Future;

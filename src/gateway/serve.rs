@@ -8,10 +8,11 @@
 //! session drops their subscriptions as it drops any slow reader: a client never slows a
 //! session.
 
+use super::feed::FeedItem;
 use super::local::Local;
-use super::wire::{
-    Call, Hello, Reply, Request, ToClient, read_frame, write_batches, write_frame,
-};
+use super::remote::OWNER_LEFT;
+use super::wire::{Call, Hello, Reply, Request, ToClient, read_frame, write_batches, write_frame};
+use crate::session::Dropped;
 use std::collections::HashMap;
 use std::io;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
@@ -242,7 +243,15 @@ async fn pump(local: Arc<Local>, id: u64, call: Call, out: mpsc::Sender<ToClient
             return;
         }
     };
-    while let Some(item) = feed.next().await {
+    while let Some(mut item) = feed.next().await {
+        // The session stopped because this owner hands it over: its client follows it again
+        // where it goes next.
+        if matches!(item, FeedItem::Ended) && local.leaving.load(Ordering::SeqCst) {
+            item = FeedItem::Dropped(Dropped {
+                reason: OWNER_LEFT.to_owned(),
+                last_at: feed.last_at(),
+            });
+        }
         if out.send(ToClient::Item { stream: id, item }).await.is_err() {
             return;
         }

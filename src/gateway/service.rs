@@ -168,11 +168,18 @@ impl SessionService {
         }
     }
 
-    /// Asks `call` of whoever answers now.
+    /// Asks `call` of whoever answers now. A call that changes nothing is asked again of
+    /// the next owner when the owner leaves while it waits.
     async fn ask(&self, call: Call) -> Result<Reply, ServiceError> {
-        match self.via().await? {
-            Via::Here(local) => local.dispatch(call).await,
-            Via::Owner(connection) => connection.call(call).await,
+        loop {
+            let connection = match self.via().await? {
+                Via::Here(local) => return local.dispatch(call).await,
+                Via::Owner(connection) => connection,
+            };
+            match connection.call(call.clone()).await {
+                Err(_) if connection.is_closed() && call.changes_nothing() => continue,
+                answered => return answered,
+            }
         }
     }
 
@@ -253,7 +260,13 @@ impl SessionService {
                     filter,
                     backlog,
                 };
-                Ok(connection.open_feed(call, from, backlog).await?.1)
+                match connection.open_feed(call, from, backlog).await {
+                    // The owner left meanwhile: follow the session at the next one.
+                    Err(_) if connection.is_closed() => {
+                        Box::pin(self.subscribe(id, from, filter, backlog)).await
+                    }
+                    opened => Ok(opened?.1),
+                }
             }
         }
     }
@@ -479,7 +492,10 @@ impl SessionService {
             local.manager.close_all().await;
             return;
         }
-        if let Err(err) = local.manager.drain(super::DRAIN_BOUND).await {
+        local
+            .leaving
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        if let Err(err) = local.manager.hand_over(super::DRAIN_BOUND).await {
             tracing::warn!(%err, "the handover's drain did not finish cleanly");
         }
         local

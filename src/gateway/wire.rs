@@ -168,6 +168,28 @@ pub enum Call {
     },
 }
 
+impl Call {
+    /// Whether asking this twice is the same as asking it once: a read, or waiting.
+    pub fn changes_nothing(&self) -> bool {
+        matches!(
+            self,
+            Call::Meta { .. }
+                | Call::Resolve { .. }
+                | Call::Latest { .. }
+                | Call::GitBranch { .. }
+                | Call::Files { .. }
+                | Call::StoredSessions
+                | Call::RecentPage { .. }
+                | Call::ScanSearch
+                | Call::Tail { .. }
+                | Call::Recent { .. }
+                | Call::Journal { .. }
+                | Call::Lookup { .. }
+                | Call::Idle { .. }
+        )
+    }
+}
+
 /// The owner's answer to one request.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "reply", rename_all = "snake_case")]

@@ -297,13 +297,15 @@ impl SessionActor {
                 }
                 self.interrupted_note = None;
             }
-            Request::Drain { reply } => {
+            Request::Drain { reply, cut } => {
                 let waiting = self
                     .queue
                     .iter()
                     .any(|q| matches!(q, Queued::Input(_) | Queued::Interrupting(_)));
-                if let Some(turn) = &self.turn {
-                    turn.stop_after_batch.request(TurnStop::Drained);
+                match &self.turn {
+                    Some(turn) if cut => turn.stop_after_batch.request_cut(),
+                    Some(turn) => turn.stop_after_batch.request(TurnStop::Drained),
+                    None => {}
                 }
                 self.drainers.push((reply, waiting));
                 self.accepting = false;

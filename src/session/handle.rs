@@ -84,6 +84,8 @@ pub(super) enum Request {
     /// stops; answered with whether inputs were waiting (they are refused, not kept).
     Drain {
         reply: oneshot::Sender<bool>,
+        /// A handover: a model call in flight is let go rather than waited for.
+        cut: bool,
     },
     /// Go on with the history as it stands, without a new input: a drained turn resuming
     /// after a restart, its nudge carrying `notice`.
@@ -229,8 +231,15 @@ impl SessionHandle {
     /// inputs still waiting are refused, and the actor stops. Returns whether inputs were
     /// waiting.
     pub async fn drain(&self) -> Result<bool, SessionError> {
+        self.drain_with(false).await
+    }
+
+    /// [`SessionHandle::drain`]; with `cut`, for a handover to another process: a model
+    /// call in flight is let go (the turn ends drained, as if just before it) rather than
+    /// waited for.
+    pub async fn drain_with(&self, cut: bool) -> Result<bool, SessionError> {
         let (reply, rx) = oneshot::channel();
-        self.request(Request::Drain { reply }).await?;
+        self.request(Request::Drain { reply, cut }).await?;
         rx.await.map_err(|_| SessionError::Closed)
     }
 

@@ -67,6 +67,9 @@ pub struct StopAfterBatch {
     code: Arc<AtomicU8>,
     /// Fires on a drain: a call waiting for a person is not run, since tern is stopping.
     stopping: CancellationToken,
+    /// Fires on a handover: a model call in flight is let go, to be asked again by the
+    /// process that takes the session over.
+    cut: CancellationToken,
 }
 
 impl StopAfterBatch {
@@ -84,6 +87,18 @@ impl StopAfterBatch {
         if code == Self::DRAIN {
             self.stopping.cancel();
         }
+    }
+
+    /// Asks for a drain that does not wait for a model call in flight: it ends the turn
+    /// now, its reply unasked, as if the drain had come just before the call.
+    pub fn request_cut(&self) {
+        self.request(TurnStop::Drained);
+        self.cut.cancel();
+    }
+
+    /// Returns once a model call in flight is to be let go.
+    async fn cut(&self) {
+        self.cut.cancelled().await;
     }
 
     /// Returns once tern is stopping (a drain was asked for).
@@ -185,12 +200,17 @@ impl Turn<'_> {
             let route = &self.deps.client.primary;
             let request = layers::request(state, self.audience, tools.clone(), route);
             let mut observer = Forward::new(&self.events);
-            let reply = match self
-                .deps
-                .client
-                .complete(request, &mut observer, &self.cancel)
-                .await
-            {
+            let asked = tokio::select! {
+                asked = self.deps.client.complete(request, &mut observer, &self.cancel) => asked,
+                // Handed over: the next owner asks again; nothing of this call was journaled.
+                () = self.stop_after_batch.cut() => {
+                    return Ok(Ended {
+                        text: String::new(),
+                        stop: TurnStop::Drained,
+                    });
+                }
+            };
+            let reply = match asked {
                 Ok(reply) => reply,
                 // Too big for the model after all: compact and try once more.
                 Err(err)

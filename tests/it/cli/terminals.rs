@@ -4,6 +4,7 @@
 
 use super::tmux::Tmux;
 use super::*;
+use std::time::Instant;
 
 /// The id of the only session stored, read through whichever tern owns the store.
 fn only_session(cli: &Cli) -> String {
@@ -79,4 +80,168 @@ fn two_terminals_share_a_session_and_the_second_goes_on_when_the_first_quits() {
     );
     second.keys(&["C-d"]);
     second.wait_for("[tern exited 0]");
+}
+
+/// The pid of the tern process holding the store, from the owner file beside the database.
+fn owner_pid(cli: &Cli) -> i32 {
+    let path = cli.db().with_extension("redb.owner");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path:?}: {e}"));
+    let owner: Value = serde_json::from_str(&text).unwrap();
+    owner["pid"].as_i64().unwrap() as i32
+}
+
+/// A first terminal that said hello and owns the store, and a second one on the same
+/// session; and the session's id.
+fn two_on_one_session(cli: &Cli) -> (Tmux, Tmux, String) {
+    cli.mock.push(Reply::text("Ready."));
+    cli.mock.push(Reply::text("A title"));
+    let first = Tmux::start(cli, &[]);
+    first.wait_for("message tern");
+    first.type_text("hello");
+    first.keys(&["Enter"]);
+    first.wait_for("Ready.");
+    cli.mock
+        .wait_for_model_requests_blocking(2, Duration::from_secs(20));
+    let id = only_session(cli);
+    let second = Tmux::start(cli, &["-r", &id]);
+    second.wait_for("Ready.");
+    (first, second, id)
+}
+
+#[test]
+fn an_owner_quitting_mid_turn_hands_the_turn_to_the_terminal_still_watching() {
+    let cli = Cli::new();
+    let (first, second, _id) = two_on_one_session(&cli);
+
+    // A slow reply is on its way when the first terminal, the owner, quits.
+    cli.mock
+        .push(Reply::text("Too slow to be waited for.").delay_before(Duration::from_secs(30)));
+    cli.mock.push(Reply::text("Answered after the handover."));
+    second.type_text("a long question");
+    second.keys(&["Enter"]);
+    cli.mock
+        .wait_for_model_requests_blocking(3, Duration::from_secs(20));
+    first.wait_for("› a long question");
+    let quit = Instant::now();
+    first.keys(&["C-d"]);
+    first.wait_for("[tern exited 0]");
+    assert!(
+        quit.elapsed() < Duration::from_secs(10),
+        "the quitting terminal did not wait for the slow reply: {:?}",
+        quit.elapsed()
+    );
+    // The second terminal took the store over and asked again.
+    second.wait_for("this tern owns them now");
+    let screen = second.wait_for("Answered after the handover.");
+    assert!(!screen.contains("Too slow"), "{screen}");
+    let asked = cli.mock.model_requests();
+    let last = asked.last().unwrap();
+    assert_eq!(
+        last.texts()
+            .iter()
+            .filter(|t| *t == "a long question")
+            .count(),
+        1,
+        "the question once, asked again: {:?}",
+        last.texts()
+    );
+    second.keys(&["C-d"]);
+    second.wait_for("[tern exited 0]");
+}
+
+#[test]
+fn an_owner_killed_outright_is_replaced_and_nothing_acknowledged_is_lost() {
+    let cli = Cli::new();
+    let (_first, second, id) = two_on_one_session(&cli);
+
+    // Killed in the middle of a turn the second terminal started.
+    cli.mock
+        .push(Reply::text("Never arrives.").delay_before(Duration::from_secs(30)));
+    second.type_text("are you there?");
+    second.keys(&["Enter"]);
+    cli.mock
+        .wait_for_model_requests_blocking(3, Duration::from_secs(20));
+    let owner = owner_pid(&cli);
+    // SAFETY: a plain kill(2) of the owner process this test started.
+    assert_eq!(unsafe { libc::kill(owner, libc::SIGKILL) }, 0);
+    let killed = Instant::now();
+    second.wait_for("this tern owns them now");
+    assert!(
+        killed.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        killed.elapsed()
+    );
+    // It goes on, with the acknowledged question in its history.
+    cli.mock.push(Reply::text("Still answering."));
+    second.type_text("and now?");
+    second.keys(&["Enter"]);
+    second.wait_for("Still answering.");
+    let last = cli.mock.model_requests().pop().unwrap();
+    assert!(
+        last.texts().iter().any(|t| t == "are you there?"),
+        "{:?}",
+        last.texts()
+    );
+    second.keys(&["C-d"]);
+    second.wait_for("[tern exited 0]");
+    // The journal reads whole.
+    let output = cli.run(&["sessions", "show", &id]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let shown = stdout(&output);
+    assert!(
+        shown.contains("are you there?") && shown.contains("Still answering."),
+        "{shown}"
+    );
+}
+
+/// The owner's socket.
+fn socket(cli: &Cli) -> std::path::PathBuf {
+    cli.home.home().join("data").join("run").join("tern.sock")
+}
+
+#[test]
+fn a_stale_socket_is_replaced_and_an_owner_of_another_version_is_refused() {
+    let cli = Cli::new();
+    let path = socket(&cli);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    // A socket nobody serves any more, as a killed owner leaves it.
+    drop(std::os::unix::net::UnixListener::bind(&path).unwrap());
+    assert!(path.exists());
+    cli.mock.push(Reply::text("Fine."));
+    let output = cli.run(&["run", "hi"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(stdout(&output), "Fine.\n");
+
+    // An owner that speaks another version: told, never mixed.
+    let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+    let other = std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        for _ in 0..2 {
+            let (mut stream, _) = listener.accept().unwrap();
+            let mut len = [0u8; 4];
+            stream.read_exact(&mut len).unwrap();
+            let mut hello = vec![0u8; u32::from_be_bytes(len) as usize];
+            stream.read_exact(&mut hello).unwrap();
+            let ours = br#"{"protocol":1,"version":"0.0.1-other","pid":4242}"#;
+            stream
+                .write_all(&(ours.len() as u32).to_be_bytes())
+                .unwrap();
+            stream.write_all(ours).unwrap();
+        }
+    });
+    for args in [&["run", "hi"][..], &["sessions", "list"][..]] {
+        let output = cli.run(args);
+        assert_eq!(output.status.code(), Some(2), "{args:?}");
+        let message = stderr(&output);
+        assert!(
+            message.contains("tern 0.0.1-other (pid 4242)") && message.contains("Quit that tern"),
+            "{message}"
+        );
+    }
+    other.join().unwrap();
+    assert_eq!(
+        cli.mock.model_requests().len(),
+        1,
+        "nothing sent the second time"
+    );
 }
