@@ -1,30 +1,37 @@
 //! `tern` with no subcommand: a conversation in this terminal, one line per message.
 //!
-//! It talks to its session through the session manager under a `cli:` key, so resets, the
-//! maintenance checks and lifecycle events apply as for every other front end. A signal to
-//! stop or a changed `config.toml` drains the session (see `lifecycle.rs`); after a config
-//! change tern starts again in the same process on the same session.
+//! It talks to its session through the session service under a `cli:` key, so resets, the
+//! maintenance checks and lifecycle events apply as for every other front end, and beside a
+//! running tern it is that tern's client. A signal to stop or a changed `config.toml` drains
+//! the session (see `lifecycle.rs`); after a config change tern starts again in the same
+//! process on the same session.
 
 use super::Outcome;
+use super::door;
 use super::lifecycle::{self, DRAIN_BOUND, Stop, Stops};
 use super::render::{OutputFormat, Renderer, print_out};
 use super::setup::{self, ModelArgs};
 use super::tui::LaunchArgs;
-use crate::domain::{ContentBlock, Role, SessionId, SessionKey};
-use crate::gateway::{SendUserMessage, SessionManager, WarmedUp};
+use crate::domain::{SessionId, SessionKey, text_of};
+use crate::gateway::catalog::JournalEvent;
+use crate::gateway::{Feed, FeedItem, SessionService, WarmedUp};
 use crate::llm::ModelRoute;
-use crate::session::{OutputFilter, Subscription, UserInput};
-use crate::store::Store;
+use crate::session::{OutputFilter, SUBSCRIBER_BACKLOG, UserInput};
 use crate::tools::ApprovalMode;
 use anyhow::Context;
 use futures_util::FutureExt;
 use std::path::PathBuf;
+use std::sync::Arc;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::signal::unix::{SignalKind, signal};
 
+/// A person is present, but asking is not built into the line mode: edits are allowed,
+/// commands are refused with a note the model can act on.
+const APPROVAL: ApprovalMode = ApprovalMode::Edits;
+
 /// The conversation's place: its key, where it works, and the model it talks to.
 struct Conversation {
-    manager: SessionManager,
+    service: SessionService,
     key: SessionKey,
     project_dir: PathBuf,
     route: ModelRoute,
@@ -32,9 +39,18 @@ struct Conversation {
 
 pub async fn run(launch: LaunchArgs) -> anyhow::Result<Outcome> {
     let args = launch.model.clone();
-    let loaded = setup::load()?;
-    let store = setup::open_store(&loaded.paths)?;
-    let attached = find(&launch, &store)?;
+    let loaded = Arc::new(setup::load()?);
+    let client = setup::model_client(&loaded, &args, setup::KeyCheck::Required)?;
+    let build = door::build(loaded.clone(), client, APPROVAL, args.overrides());
+    let said = Arc::new(|text: String| eprintln!("tern: {text}"));
+    let door = door::open(&loaded.paths, build, said).await?;
+    let service = door.service;
+    let attached = super::tui::find(&launch, &service).await?;
+    if let Some(meta) = &attached
+        && !args.overrides().is_empty()
+    {
+        service.set_model(&meta.id, args.overrides()).await?;
+    }
     let client = setup::model_client(
         &loaded,
         &args.or_session(attached.as_ref()),
@@ -45,17 +61,6 @@ pub async fn run(launch: LaunchArgs) -> anyhow::Result<Outcome> {
     client.primary.ready().await;
     let route = client.primary.clone();
     let model = route.model();
-    // A person is present, but asking is not built into the line mode: edits are allowed,
-    // commands are refused with a note the model can act on.
-    let deps = setup::session_deps(
-        &loaded,
-        store.clone(),
-        client,
-        ApprovalMode::Edits,
-        args.overrides(),
-    );
-    let manager = SessionManager::new(deps);
-    let warmed = manager.warm_up().await?;
     let (key, project_dir) = match &attached {
         Some(meta) => (meta.key.clone(), meta.project_dir.clone()),
         None => (
@@ -64,23 +69,22 @@ pub async fn run(launch: LaunchArgs) -> anyhow::Result<Outcome> {
         ),
     };
     let chat = Conversation {
-        manager,
+        service,
         key,
         project_dir,
         route,
     };
     let id = chat.session().await?;
-    report_warm_up(&store, &warmed, &id)?;
+    report_warm_up(&chat.service, &door.warmed, &id).await?;
     if launch.restarted_from.is_some() {
         print_out(&format!(
             "tern restarted with the changed configuration · {model} · session {}\n",
             id.short()
         ))?;
         // A turn the restart stopped goes on by itself; its answer comes before the prompt.
-        if warmed.iter().any(|w| w.id == id && w.resumed) {
-            let handle = chat.manager.handle(&chat.key, &chat.project_dir).await?;
-            let state = handle.state().await?;
-            if let Some(text) = last_answer(&state.messages) {
+        if door.warmed.iter().any(|w| w.id == id && w.resumed) {
+            chat.service.idle(&id).await?;
+            if let Some(text) = last_answer(&chat.service, &id).await? {
                 print_out(&format!("{text}\n"))?;
             }
         }
@@ -92,42 +96,6 @@ pub async fn run(launch: LaunchArgs) -> anyhow::Result<Outcome> {
         ))?;
     }
     converse(&chat, &loaded.config, &args, launch.prompt).await
-}
-
-/// Compacts the session now and shows what happened (`/compact`).
-async fn compact(
-    handle: &crate::session::SessionHandle,
-    events: &mut Subscription,
-    renderer: &mut Renderer,
-) -> anyhow::Result<()> {
-    let changed = handle.compact().await?;
-    // Once the session is idle, every event of the compaction has been published.
-    handle.state().await?;
-    while let Some(event) = events.try_recv() {
-        renderer.event(&event);
-    }
-    if !changed {
-        eprintln!("tern: nothing to compact: the conversation is already short");
-    }
-    Ok(())
-}
-
-/// The stored session to go on with, if any: a restart's, `-r ID`, or `-c` (the latest here).
-fn find(args: &LaunchArgs, store: &Store) -> anyhow::Result<Option<crate::store::SessionMeta>> {
-    if let Some(id) = args.restarted_from.as_deref().or(args.resume.as_deref()) {
-        return Ok(Some(store.resolve(id)?));
-    }
-    if !args.r#continue {
-        return Ok(None);
-    }
-    let here = setup::project_dir()?;
-    match store.latest_for_project(&here)? {
-        Some(meta) => Ok(Some(meta)),
-        None => anyhow::bail!(
-            "there is no earlier session for {} to continue; start one with `tern`",
-            here.display()
-        ),
-    }
 }
 
 /// The prompt loop, until the person leaves or something stops tern.
@@ -170,8 +138,8 @@ async fn converse(
             // The conversation so far is archived with its transcript; a new one starts.
             let old = chat.session().await?;
             let new = chat
-                .manager
-                .reset(chat.key.as_str(), chat.project_dir.clone())
+                .service
+                .reset(chat.key.as_str(), &chat.project_dir)
                 .await?;
             print_out(&format!(
                 "archived session {}; new session {} (see `tern sessions list --archived`)\n",
@@ -185,26 +153,30 @@ async fn converse(
             continue;
         }
         if text == "/compact" {
-            let mut events = chat.subscribe().await?;
-            let handle = chat.manager.handle(&chat.key, &chat.project_dir).await?;
+            let id = chat.session().await?;
             let mut renderer = Renderer::new(OutputFormat::Text);
-            compact(&handle, &mut events, &mut renderer).await?;
+            super::run::compact(&chat.service, &id, &mut renderer).await?;
             continue;
         }
-        let message = SendUserMessage {
-            key: chat.key.as_str().to_owned(),
-            input: UserInput::local(text),
-            project_dir: chat.project_dir.clone(),
+        let mut input = UserInput::local(text);
+        input.approval = Some(APPROVAL);
+        let sent = chat
+            .service
+            .send_followed(
+                chat.key.as_str(),
+                &chat.project_dir,
+                input,
+                OutputFilter::ALL,
+            )
+            .await;
+        let (delivered, mut feed) = match sent {
+            Ok(sent) => sent,
+            // Nothing of a refused input was kept; the conversation goes on.
+            Err(err) => {
+                eprintln!("tern: {err}");
+                continue;
+            }
         };
-        let (delivered, mut events) =
-            match chat.manager.send_watched(message, OutputFilter::ALL).await {
-                Ok(sent) => sent,
-                // Nothing of a refused input was kept; the conversation goes on.
-                Err(err) => {
-                    eprintln!("tern: {err}");
-                    continue;
-                }
-            };
         if let Some((old, why)) = &delivered.reset {
             print_out(&format!(
                 "({} reset: session {} is archived; this message starts session {})\n",
@@ -213,29 +185,36 @@ async fn converse(
                 delivered.session.short()
             ))?;
         }
+        let id = delivered.session;
         let mut renderer = Renderer::new(OutputFormat::Text);
         loop {
             tokio::select! {
-                event = events.recv() => match event {
-                    Some(event) => if renderer.event(&event).is_some() { break },
+                item = feed.next() => match item {
+                    Some(FeedItem::Event(stamped)) => {
+                        if renderer.event(&stamped.event).is_some() {
+                            break;
+                        }
+                    }
+                    // The owner left: follow the session again where it is served now.
+                    Some(FeedItem::Dropped(dropped)) => {
+                        feed = chat
+                            .service
+                            .subscribe(&id, Some(dropped.last_at), OutputFilter::ALL, SUBSCRIBER_BACKLOG)
+                            .await?;
+                    }
+                    Some(_) => {}
                     None => break,
                 },
-                _ = interrupts.recv() => {
-                    chat.manager.handle(&chat.key, &chat.project_dir).await?.cancel().await?;
-                }
+                _ = interrupts.recv() => chat.service.cancel(&id).await?,
                 stop = stops.next() => {
-                    return chat.stop(stop, Some((&mut events, &mut renderer)), args).await;
+                    return chat.stop(stop, Some((&mut feed, &mut renderer)), args).await;
                 }
             }
         }
-        chat.manager
-            .handle(&chat.key, &chat.project_dir)
-            .await?
-            .state()
-            .await?;
+        chat.service.idle(&id).await?;
     }
     let id = chat.session().await?;
-    chat.manager.close_all().await;
+    chat.service.close_all().await;
     let _ = print_out(&format!(
         "\nContinue this conversation with: tern run --session {id} \"…\"\n"
     ));
@@ -259,18 +238,9 @@ impl Conversation {
 
     /// The session the key talks to now (created or resumed if need be).
     async fn session(&self) -> anyhow::Result<SessionId> {
-        let handle = self.manager.handle(&self.key, &self.project_dir).await?;
-        Ok(handle.id().clone())
-    }
-
-    async fn subscribe(&self) -> anyhow::Result<Subscription> {
         Ok(self
-            .manager
-            .subscribe(
-                self.key.as_str(),
-                self.project_dir.clone(),
-                OutputFilter::ALL,
-            )
+            .service
+            .open_key(self.key.as_str(), &self.project_dir)
             .await?)
     }
 
@@ -279,27 +249,30 @@ impl Conversation {
     async fn stop(
         &self,
         stop: Stop,
-        turn: Option<(&mut Subscription, &mut Renderer)>,
+        turn: Option<(&mut Feed, &mut Renderer)>,
         args: &ModelArgs,
     ) -> anyhow::Result<Outcome> {
         eprintln!("\ntern: {}", stop.notice());
         let id = self.session().await?;
-        let drain = self.manager.drain(DRAIN_BOUND);
+        let drain = self.service.drain(DRAIN_BOUND);
         tokio::pin!(drain);
         let mut open = true;
         let drained = match turn {
-            Some((events, renderer)) => loop {
+            Some((feed, renderer)) => loop {
                 tokio::select! {
                     biased;
-                    event = events.recv(), if open => match event {
-                        Some(event) => {
-                            renderer.event(&event);
+                    item = feed.next(), if open => match item {
+                        Some(FeedItem::Event(stamped)) => {
+                            renderer.event(&stamped.event);
                         }
+                        Some(_) => {}
                         None => open = false,
                     },
                     drained = &mut drain => {
-                        while let Some(event) = events.try_recv() {
-                            renderer.event(&event);
+                        while let Some(Some(item)) = feed.next().now_or_never() {
+                            if let FeedItem::Event(stamped) = item {
+                                renderer.event(&stamped.event);
+                            }
                         }
                         break drained;
                     }
@@ -327,10 +300,15 @@ impl Conversation {
 }
 
 /// Tells the person about sessions the last stop interrupted, other than `current`.
-fn report_warm_up(store: &Store, warmed: &[WarmedUp], current: &SessionId) -> anyhow::Result<()> {
+async fn report_warm_up(
+    service: &SessionService,
+    warmed: &[WarmedUp],
+    current: &SessionId,
+) -> anyhow::Result<()> {
     for session in warmed.iter().filter(|w| &w.id != current) {
-        let title = store
-            .meta(&session.id)?
+        let title = service
+            .meta(&session.id)
+            .await
             .map(|m| m.title)
             .unwrap_or_default();
         let line = if session.resumed {
@@ -353,16 +331,18 @@ fn report_warm_up(store: &Store, warmed: &[WarmedUp], current: &SessionId) -> an
     Ok(())
 }
 
-/// The text of the last assistant message, if it has any.
-fn last_answer(messages: &[crate::domain::Message]) -> Option<String> {
-    let last = messages.iter().rev().find(|m| m.role == Role::Assistant)?;
-    let text: String = last
-        .content
-        .iter()
-        .filter_map(|b| match b {
-            ContentBlock::Text { text } => Some(text.as_str()),
-            _ => None,
-        })
-        .collect();
-    (!text.trim().is_empty()).then_some(text)
+/// The text of the session's last answer, if it has any.
+async fn last_answer(service: &SessionService, id: &SessionId) -> anyhow::Result<Option<String>> {
+    let catalog = service.catalog();
+    let wanted = id.clone();
+    let records = tokio::task::spawn_blocking(move || catalog.tail(&wanted, 64))
+        .await?
+        .map_err(anyhow::Error::msg)?;
+    Ok(records.iter().rev().find_map(|record| match &record.event {
+        JournalEvent::AssistantMessage { content, .. } => {
+            let text = text_of(content);
+            (!text.trim().is_empty()).then_some(text)
+        }
+        _ => None,
+    }))
 }

@@ -3,12 +3,16 @@
 //! ones. Between processes starting at once, the store's file lock decides who owns it; the
 //! others connect to the socket as soon as the owner serves it.
 
+use super::setup::{self, Loaded};
 use crate::config::Paths;
 use crate::gateway::catalog::Catalog;
 use crate::gateway::remote::{Notify, Takeover};
 use crate::gateway::{Models, Reached, SessionManager, SessionService, WarmedUp, socket_path};
+use crate::llm::ModelClient;
 use crate::session::SessionDeps;
+use crate::store::Overrides;
 use crate::store::{Store, StoreError};
+use crate::tools::ApprovalMode;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -25,6 +29,23 @@ pub struct Sessions {
 
 /// Builds this process's sessions' dependencies over the store it opened.
 pub type BuildDeps = Arc<dyn Fn(Arc<Store>) -> anyhow::Result<Sessions> + Send + Sync>;
+
+/// The sessions' dependencies, once this process owns the store: `client` for the sessions
+/// that ask for no model of their own (and the `overrides` that name it), a client built
+/// when opened for the others, and `approval` unless an input says otherwise.
+pub fn build(
+    loaded: Arc<Loaded>,
+    client: ModelClient,
+    approval: ApprovalMode,
+    overrides: Overrides,
+) -> BuildDeps {
+    Arc::new(move |store| {
+        Ok(Sessions {
+            deps: setup::session_deps(&loaded, store, client.clone(), approval, overrides.clone()),
+            models: Some(setup::models(loaded.clone())),
+        })
+    })
+}
 
 /// The service a front end holds, and what opening it found.
 pub struct Door {

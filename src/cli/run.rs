@@ -8,9 +8,7 @@ use super::setup::{self, KeyCheck, ModelArgs, Which};
 use crate::domain::{Audience, ErrorCategory};
 use crate::domain::{SessionId, SessionKey};
 use crate::gateway::{FeedItem, SessionService};
-use crate::llm::ModelClient;
 use crate::session::{OutputFilter, Phase, SUBSCRIBER_BACKLOG, SessionEvent, UserInput};
-use crate::store::Overrides;
 use crate::tools::ApprovalMode;
 use anyhow::{Context, bail};
 use std::io::{IsTerminal, Read};
@@ -114,7 +112,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<Outcome> {
     // Through the session service, as every front end: this process's own when no other tern
     // holds the store, the owner's otherwise; the same maintenance check on its writes, the
     // same lifecycle events, and the same resets of a key that is due for one.
-    let build = build_deps(
+    let build = door::build(
         loaded.clone(),
         client.clone(),
         approval,
@@ -223,23 +221,8 @@ pub async fn run(args: RunArgs) -> anyhow::Result<Outcome> {
     })
 }
 
-/// The dependencies of the sessions, once this process owns the store.
-fn build_deps(
-    loaded: Arc<setup::Loaded>,
-    client: ModelClient,
-    approval: ApprovalMode,
-    overrides: Overrides,
-) -> door::BuildDeps {
-    Arc::new(move |store| {
-        Ok(door::Sessions {
-            deps: setup::session_deps(&loaded, store, client.clone(), approval, overrides.clone()),
-            models: Some(setup::models(loaded.clone())),
-        })
-    })
-}
-
 /// Compacts the session now and shows what happened (`--compact`).
-async fn compact(
+pub(super) async fn compact(
     service: &SessionService,
     id: &SessionId,
     renderer: &mut Renderer,

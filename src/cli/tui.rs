@@ -9,9 +9,7 @@ use super::lifecycle::{self, Stop, Stops};
 use super::setup::{self, ModelArgs};
 use crate::domain::{SessionId, SessionKey};
 use crate::gateway::{SessionService, WarmedUp};
-use crate::llm::ModelClient;
 use crate::llm::served::RouteLimits;
-use crate::store::Overrides;
 use crate::store::SessionMeta;
 use crate::tools::ApprovalMode;
 use crate::tui::app::{App, AppEvent};
@@ -55,7 +53,12 @@ pub async fn run(args: LaunchArgs) -> anyhow::Result<Outcome> {
     };
     let door = door::open(
         &loaded.paths,
-        build_deps(loaded.clone(), client, args.model.overrides()),
+        door::build(
+            loaded.clone(),
+            client,
+            ApprovalMode::Ask,
+            args.model.overrides(),
+        ),
         notify,
     )
     .await?;
@@ -180,7 +183,10 @@ pub async fn run(args: LaunchArgs) -> anyhow::Result<Outcome> {
 }
 
 /// The stored session to open, if any: a restart's, `-r ID`, or `-c` (the latest here).
-async fn find(args: &LaunchArgs, service: &SessionService) -> anyhow::Result<Option<SessionMeta>> {
+pub(super) async fn find(
+    args: &LaunchArgs,
+    service: &SessionService,
+) -> anyhow::Result<Option<SessionMeta>> {
     if let Some(id) = args.restarted_from.as_deref().or(args.resume.as_deref()) {
         return Ok(Some(service.resolve(id).await?));
     }
@@ -195,28 +201,6 @@ async fn find(args: &LaunchArgs, service: &SessionService) -> anyhow::Result<Opt
             here.display()
         ),
     }
-}
-
-/// The dependencies of the sessions, once this process owns the store: the model the flags
-/// name, and any other a session asked for, built when it is opened.
-fn build_deps(
-    loaded: Arc<setup::Loaded>,
-    client: ModelClient,
-    overrides: Overrides,
-) -> door::BuildDeps {
-    Arc::new(move |store| {
-        let deps = setup::session_deps(
-            &loaded,
-            store,
-            client.clone(),
-            ApprovalMode::Ask,
-            overrides.clone(),
-        );
-        Ok(door::Sessions {
-            deps,
-            models: Some(setup::models(loaded.clone())),
-        })
-    })
 }
 
 /// Passes the model's limits to the interface each time they change (once, when the server

@@ -36,13 +36,7 @@ impl Message {
 
     /// The message's text blocks joined, ignoring thinking and tool blocks.
     pub fn text(&self) -> String {
-        let mut out = String::new();
-        for block in &self.content {
-            if let ContentBlock::Text { text } = block {
-                out.push_str(text);
-            }
-        }
-        out
+        text_of(&self.content)
     }
 
     /// The tool calls this message makes, in order.
@@ -115,4 +109,15 @@ impl ToolResult {
             is_error: true,
         }
     }
+}
+
+/// The text blocks of `content` joined, ignoring thinking and tool blocks.
+pub fn text_of(content: &[ContentBlock]) -> String {
+    let mut out = String::new();
+    for block in content {
+        if let ContentBlock::Text { text } = block {
+            out.push_str(text);
+        }
+    }
+    out
 }

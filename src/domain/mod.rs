@@ -19,7 +19,7 @@ mod usage;
 pub use approval::{Answer, ApprovalDetail, ApprovalNeed, Grant, NeedKind};
 pub use error::ErrorCategory;
 pub use ids::{InvalidSessionKey, SessionId, SessionKey};
-pub use message::{ContentBlock, Message, Role, ToolCall, ToolResult};
+pub use message::{ContentBlock, Message, Role, ToolCall, ToolResult, text_of};
 pub use request::{ChatRequest, ToolSpec};
 pub use sender::{Audience, InputKind, Sender};
 pub use stop::{GuardCause, TurnStop, Watchdog};

@@ -41,13 +41,7 @@ pub fn read_calls_in_text(
     {
         return 0;
     }
-    let text: String = content
-        .iter()
-        .filter_map(|block| match block {
-            ContentBlock::Text { text } => Some(text.as_str()),
-            _ => None,
-        })
-        .collect();
+    let text = crate::domain::text_of(content);
     let Some(mut calls) = calls_in(&text, ending) else {
         return 0;
     };

@@ -90,9 +90,8 @@ fn owner_pid(cli: &Cli) -> i32 {
     owner["pid"].as_i64().unwrap() as i32
 }
 
-/// A first terminal that said hello and owns the store, and a second one on the same
-/// session; and the session's id.
-fn two_on_one_session(cli: &Cli) -> (Tmux, Tmux, String) {
+/// A terminal that said hello, was answered and had its session named.
+fn one_said_hello(cli: &Cli) -> Tmux {
     cli.mock.push(Reply::text("Ready."));
     cli.mock.push(Reply::text("A title"));
     let first = Tmux::start(cli, &[]);
@@ -102,6 +101,13 @@ fn two_on_one_session(cli: &Cli) -> (Tmux, Tmux, String) {
     first.wait_for("Ready.");
     cli.mock
         .wait_for_model_requests_blocking(2, Duration::from_secs(20));
+    first
+}
+
+/// A first terminal that said hello and owns the store, and a second one on the same
+/// session; and the session's id.
+fn two_on_one_session(cli: &Cli) -> (Tmux, Tmux, String) {
+    let first = one_said_hello(cli);
     let id = only_session(cli);
     let second = Tmux::start(cli, &["-r", &id]);
     second.wait_for("Ready.");
@@ -244,4 +250,37 @@ fn a_stale_socket_is_replaced_and_an_owner_of_another_version_is_refused() {
         1,
         "nothing sent the second time"
     );
+}
+
+#[test]
+fn the_line_mode_and_the_doctor_work_beside_a_running_interface() {
+    let cli = Cli::new();
+    let first = one_said_hello(&cli);
+
+    // A piped conversation through the interface's process, on a session of its own.
+    cli.mock.push(Reply::text("Piped answer."));
+    cli.mock.push(Reply::text("Piped title"));
+    let output = cli
+        .tern(&[])
+        .write_stdin("a piped question\n")
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let said = stdout(&output);
+    assert!(said.contains("Piped answer."), "{said}");
+    assert!(said.contains("Continue this conversation with"), "{said}");
+
+    let output = cli.run(&["doctor"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let report = stdout(&output);
+    assert!(report.contains("in use"), "{report}");
+
+    // Both sessions are stored, and the interface still answers.
+    cli.mock.push(Reply::text("Still mine."));
+    first.type_text("and you?");
+    first.keys(&["Enter"]);
+    first.wait_for("Still mine.");
+    let output = cli.run(&["sessions", "list", "--json"]);
+    let listed: Vec<Value> = serde_json::from_str(&stdout(&output)).unwrap();
+    assert_eq!(listed.len(), 2, "{listed:?}");
 }
