@@ -12,6 +12,7 @@ use crate::domain::SessionId;
 use crate::store::{JournalEvent, JournalRecord, Store, StoreError};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// The snapshot format this build writes; a snapshot of another version is not used (the
 /// journal is replayed instead), so the format can change freely.
@@ -66,7 +67,67 @@ pub fn commit(
     if events.is_empty() {
         return Ok(Vec::new());
     }
-    let records = store.append_batch(&state.id, events)?;
+    let records = off_async_threads(|| store.append_batch(&state.id, events))?;
+    applied(store, every, state, events, records)
+}
+
+/// [`commit`] without waiting for the disk, for records whose loss in a crash only ends the
+/// turn as interrupted (the layers before a model call, a reply with no calls, a turn's end,
+/// a title): they become durable with the next durable commit, or a flush within
+/// [`FLUSH_AFTER`]. A record that comes before a side effect (a tool call) or after one (its
+/// result), and an input, are committed durably instead.
+pub fn commit_soon(
+    store: &Arc<Store>,
+    every: u32,
+    state: &mut SessionState,
+    events: &[JournalEvent],
+) -> Result<Vec<JournalRecord>, StoreError> {
+    if events.is_empty() {
+        return Ok(Vec::new());
+    }
+    let records = store.append_lazily(&state.id, events)?;
+    flush_soon(store);
+    applied(store, every, state, events, records)
+}
+
+/// How long a lazy commit waits for a durable one before it is flushed: a `tern run` closes
+/// the store (which makes it durable) well within it.
+pub const FLUSH_AFTER: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// Makes the store's lazy commits durable after [`FLUSH_AFTER`], unless a durable commit did
+/// meanwhile (the flush is then nothing).
+fn flush_soon(store: &Arc<Store>) {
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        if let Err(err) = store.flush() {
+            tracing::warn!(%err, "could not make the journal durable");
+        }
+        return;
+    };
+    let store = Arc::downgrade(store);
+    runtime.spawn(async move {
+        tokio::time::sleep(FLUSH_AFTER).await;
+        let Some(store) = store.upgrade() else {
+            return;
+        };
+        if !store.flush_pending() {
+            return;
+        }
+        let flushed = tokio::task::spawn_blocking(move || store.flush()).await;
+        if let Ok(Err(err)) = flushed {
+            tracing::warn!(%err, "could not make the journal durable");
+        }
+    });
+}
+
+/// Applies committed `records` to `state`, and takes a snapshot when one is due: `every`
+/// events after the last, or after a compaction.
+fn applied(
+    store: &Store,
+    every: u32,
+    state: &mut SessionState,
+    events: &[JournalEvent],
+    records: Vec<JournalRecord>,
+) -> Result<Vec<JournalRecord>, StoreError> {
     for record in &records {
         state.apply(&record.event);
         state.set_last_seq(record.seq);
@@ -79,6 +140,19 @@ pub fn commit(
         snapshot(store, state);
     }
     Ok(records)
+}
+
+/// Runs `write`, which waits for the disk, so that the async worker it is called on hands
+/// its other tasks to another thread meanwhile (on a multi-threaded runtime; elsewhere it
+/// simply runs).
+fn off_async_threads<T>(write: impl FnOnce() -> T) -> T {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    match Handle::try_current() {
+        Ok(handle) if handle.runtime_flavor() == RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(write)
+        }
+        _ => write(),
+    }
 }
 
 /// Saves `state` as the session's snapshot. A failure is logged and otherwise ignored: the

@@ -91,7 +91,7 @@ impl Titler {
         let event = [JournalEvent::TitleChanged {
             title: title.clone(),
         }];
-        match snapshot::commit(&deps.store, every, state, &event) {
+        match snapshot::commit_soon(&deps.store, every, state, &event) {
             Ok(_) => Some(SessionEvent::TitleChanged { title }),
             Err(err) => {
                 tracing::warn!(%err, "could not journal the session's title; keeping the old one");

@@ -147,7 +147,7 @@ impl Turn<'_> {
                 (journal, event)
             }
         };
-        if let Err(err) = self.record(state, vec![journal]) {
+        if let Err(err) = self.record_soon(state, vec![journal]) {
             tracing::error!(%err, "could not journal the end of a turn");
         }
         self.emit(event);
@@ -171,7 +171,9 @@ impl Turn<'_> {
             time,
         )
         .await;
-        self.record(state, setup)?;
+        // Before any side effect: the next durable commit (the reply's calls, or the turn's
+        // end) makes it durable.
+        self.record_soon(state, setup)?;
         let mut ctx = ToolContext {
             project_dir: state.project_dir.clone(),
             cwd: state.cwd.clone(),
@@ -277,8 +279,8 @@ impl Turn<'_> {
             }
             if calls.is_empty() {
                 // One commit per round: the reply, its usage and, at the end, the turn's end
-                // (journaled by `run`).
-                self.record(state, events)?;
+                // (journaled by `run`); neither waits for the disk, the flush after it does.
+                self.record_soon(state, events)?;
                 self.emit(usage_event);
                 return Ok(Ended {
                     text,
@@ -554,6 +556,18 @@ impl Turn<'_> {
         }
         let every = self.deps.settings.snapshot_every;
         snapshot::commit(&self.deps.store, every, state, &events)
+            .map_err(|err| storage_error(&err.to_string()))?;
+        Ok(())
+    }
+
+    /// [`Turn::record`] without waiting for the disk (see [`snapshot::commit_soon`]).
+    fn record_soon(
+        &self,
+        state: &mut SessionState,
+        events: Vec<JournalEvent>,
+    ) -> Result<(), LlmError> {
+        let every = self.deps.settings.snapshot_every;
+        snapshot::commit_soon(&self.deps.store, every, state, &events)
             .map_err(|err| storage_error(&err.to_string()))?;
         Ok(())
     }

@@ -14,22 +14,24 @@
 //! space is enough; tern need not restart.
 
 use super::activity;
+use super::append::Appends;
 use super::error::{StoreError, from_open, from_redb};
 use super::event::{JournalEvent, JournalRecord};
 use super::keys;
+use super::lazy::Lazy;
 use super::meta::SessionMeta;
 use super::schema::{self, Contents, JOURNAL, SESSIONS};
 use super::totals::{self, Delta, Totals};
-use super::{clean, codec, migrate, owner, probe, search, summary};
+use super::{clean, codec, migrate, owner, probe, search};
 use crate::domain::SessionId;
 use redb::backends::FileBackend;
 use redb::{
     Database, DatabaseError, Durability, ReadableDatabase, ReadableTable, WriteTransaction,
 };
-use std::cell::Cell;
 use std::fs::OpenOptions;
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 /// Page cache of the open database. The journal is read once per resume and the resume
@@ -57,6 +59,14 @@ pub struct Store {
     /// The totals as of the last commit, mirrored from the `totals` table.
     totals: Mutex<Totals>,
     observer: RwLock<Option<Arc<Observer>>>,
+    /// Appends waiting for the next group commit.
+    pub(super) appends: Appends,
+    /// Durable commits made: each is an fsync of the file.
+    durable_commits: AtomicU64,
+    /// Set by a commit that is not durable yet, cleared by the next durable one.
+    lazy_pending: AtomicBool,
+    /// What the commits that are not durable yet wrote, in order.
+    pub(super) lazy: Mutex<Vec<Lazy>>,
 }
 
 /// A committed change, as the store's observer is told of it.
@@ -170,6 +180,10 @@ impl Store {
             owner_file,
             totals: Mutex::new(totals),
             observer: RwLock::new(None),
+            appends: Appends::default(),
+            durable_commits: AtomicU64::new(0),
+            lazy_pending: AtomicBool::new(false),
+            lazy: Mutex::new(Vec::new()),
         })
     }
 
@@ -185,6 +199,26 @@ impl Store {
             .observer
             .write()
             .unwrap_or_else(PoisonError::into_inner) = Some(observer);
+    }
+
+    /// Makes every commit so far durable (one fsync), if one is not yet: what a lazy append
+    /// or a session's creation left for later.
+    pub fn flush(&self) -> Result<(), StoreError> {
+        if !self.lazy_pending.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        self.write(|_, _| Ok(()))
+    }
+
+    /// Whether a commit is waiting for the next durable one.
+    pub fn flush_pending(&self) -> bool {
+        self.lazy_pending.load(Ordering::Acquire)
+    }
+
+    /// How many durable commits (each an fsync of the file) this store has made since it
+    /// was opened.
+    pub fn durable_commits(&self) -> u64 {
+        self.durable_commits.load(Ordering::Relaxed)
     }
 
     /// Records a committed `delta` and tells the observer of `change`.
@@ -213,30 +247,11 @@ impl Store {
     pub fn create_session(&self, meta: &SessionMeta) -> Result<(), StoreError> {
         check_utf8(&meta.project_dir)?;
         let json = encode(codec::encode_meta(meta))?;
-        self.write(|txn, attempt| {
-            let mut sessions = txn.open_table(SESSIONS).map_err(|e| self.err(e))?;
-            if let Some(existing) = sessions.get(meta.id.as_str()).map_err(|e| self.err(e))? {
-                // A retry finding exactly its own entry: the failed first commit landed.
-                if attempt == Attempt::Retry && existing.value() == json.as_slice() {
-                    return Ok(());
-                }
-                return Err(StoreError::SessionExists {
-                    id: meta.id.clone(),
-                });
-            }
-            sessions
-                .insert(meta.id.as_str(), json.as_slice())
-                .map_err(|e| self.err(e))?;
-            activity::touch(txn, meta.id.as_str(), None, Some(meta.updated_at_ms))
-                .map_err(|e| self.err(e))?;
-            keys::bind(txn, meta.key.as_str(), meta.id.as_str()).map_err(|e| self.err(e))?;
-            search::sync(txn, meta.id.as_str(), None, Some(meta)).map_err(|e| self.err(e))?;
-            let delta = Delta {
-                sessions: 1,
-                bytes: meta.transcript_bytes as i64,
-            };
-            totals::add(txn, delta).map_err(|e| self.err(e))?;
-            Ok(())
+        // Not durable by itself: a session with no input loses nothing if a crash takes it,
+        // and its first input's durable commit makes it durable too.
+        let kept = || vec![Lazy::Created(Box::new(meta.clone()))];
+        self.write_lazily(kept, |txn, attempt| {
+            self.create_in(txn, attempt, meta, &json)
         })?;
         let delta = Delta {
             sessions: 1,
@@ -246,103 +261,37 @@ impl Store {
         Ok(())
     }
 
-    /// Appends one event to the session's journal and updates its index entry, durably, in
-    /// one transaction. Returns the record with its assigned seq and time.
-    pub fn append(
+    /// Writes a new session's index entries in `txn`.
+    pub(super) fn create_in(
         &self,
-        id: &SessionId,
-        event: &JournalEvent,
-    ) -> Result<JournalRecord, StoreError> {
-        let mut records = self.append_batch(id, std::slice::from_ref(event))?;
-        records.pop().ok_or_else(|| {
-            StoreError::Internal("an append of one event produced no record".to_owned())
-        })
-    }
-
-    /// Appends several events in order, durably, in one transaction: all or none are stored.
-    pub fn append_batch(
-        &self,
-        id: &SessionId,
-        events: &[JournalEvent],
-    ) -> Result<Vec<JournalRecord>, StoreError> {
-        if events.is_empty() {
-            return Ok(Vec::new());
+        txn: &WriteTransaction,
+        attempt: Attempt,
+        meta: &SessionMeta,
+        json: &[u8],
+    ) -> Result<(), StoreError> {
+        let mut sessions = txn.open_table(SESSIONS).map_err(|e| self.err(e))?;
+        if let Some(existing) = sessions.get(meta.id.as_str()).map_err(|e| self.err(e))? {
+            // A retry finding exactly its own entry: the failed first commit landed.
+            if attempt == Attempt::Retry && existing.value() == json {
+                return Ok(());
+            }
+            return Err(StoreError::SessionExists {
+                id: meta.id.clone(),
+            });
         }
-        for event in events {
-            if let Some(path) = event.path() {
-                check_utf8(path)?;
-            }
-        }
-        let at_ms = now_ms();
-        // The last seq the first attempt found, so a retry can tell whether its commit landed.
-        let first_base = Cell::new(None);
-        let (records, added) = self.write(|txn, attempt| {
-            let mut sessions = txn.open_table(SESSIONS).map_err(|e| self.err(e))?;
-            let mut meta = match sessions.get(id.as_str()).map_err(|e| self.err(e))? {
-                Some(bytes) => self.decode_meta(id.as_str(), bytes.value())?,
-                None => return Err(unknown(id.as_str())),
-            };
-            let active_before = meta.updated_at_ms;
-            let search_before = search::encode(&meta);
-            let mut journal = txn.open_table(JOURNAL).map_err(|e| self.err(e))?;
-            // The journal's last key is the authority on seq, not the index's count.
-            let mut seq = journal
-                .range((id.as_str(), 0)..=(id.as_str(), u64::MAX))
-                .map_err(|e| self.err(e))?
-                .next_back()
-                .transpose()
-                .map_err(|e| self.err(e))?
-                .map_or(0, |(key, _)| key.value().1);
-            match (attempt, first_base.get()) {
-                (Attempt::First, _) => first_base.set(Some(seq)),
-                (Attempt::Retry, Some(base)) => {
-                    if let Some(landed) = self.landed(&journal, id, base, seq, at_ms, events)? {
-                        return Ok(landed);
-                    }
-                }
-                (Attempt::Retry, None) => {}
-            }
-            let mut records = Vec::with_capacity(events.len());
-            let mut added = 0;
-            for event in events {
-                seq += 1;
-                let json = encode(codec::encode_record(id.as_str(), seq, at_ms, event))?;
-                journal
-                    .insert((id.as_str(), seq), json.as_slice())
-                    .map_err(|e| self.err(e))?;
-                summary::apply(&mut meta, event, at_ms);
-                added += json.len() as u64;
-                meta.transcript_bytes += json.len() as u64;
-                records.push(JournalRecord {
-                    seq,
-                    at_ms,
-                    event: event.clone(),
-                });
-            }
-            meta.revision += 1;
-            let json = encode(codec::encode_meta(&meta))?;
-            sessions
-                .insert(id.as_str(), json.as_slice())
-                .map_err(|e| self.err(e))?;
-            if meta.updated_at_ms != active_before {
-                let (old, new) = (Some(active_before), Some(meta.updated_at_ms));
-                activity::touch(txn, id.as_str(), old, new).map_err(|e| self.err(e))?;
-            }
-            search::sync(txn, id.as_str(), Some(&search_before), Some(&meta))
-                .map_err(|e| self.err(e))?;
-            let delta = Delta {
-                sessions: 0,
-                bytes: added as i64,
-            };
-            totals::add(txn, delta).map_err(|e| self.err(e))?;
-            Ok((records, added))
-        })?;
+        sessions
+            .insert(meta.id.as_str(), json)
+            .map_err(|e| self.err(e))?;
+        activity::touch(txn, meta.id.as_str(), None, Some(meta.updated_at_ms))
+            .map_err(|e| self.err(e))?;
+        keys::bind(txn, meta.key.as_str(), meta.id.as_str()).map_err(|e| self.err(e))?;
+        search::sync(txn, meta.id.as_str(), None, Some(meta)).map_err(|e| self.err(e))?;
         let delta = Delta {
-            sessions: 0,
-            bytes: added as i64,
+            sessions: 1,
+            bytes: meta.transcript_bytes as i64,
         };
-        self.committed(StoreChange::Appended { id, events }, delta);
-        Ok(records)
+        totals::add(txn, delta).map_err(|e| self.err(e))?;
+        Ok(())
     }
 
     /// The session's journal in seq order.
@@ -519,11 +468,33 @@ impl Store {
         durability: Durability,
         body: impl Fn(&WriteTransaction, Attempt) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
+        self.commit_with(durability, Vec::new, body)
+    }
+
+    /// Commits `body` at `durability`. A commit that is not durable yet keeps what `kept`
+    /// says it wrote, to be written again if a reopen rolls it back; a durable one makes
+    /// everything kept durable.
+    pub(super) fn commit_with<T>(
+        &self,
+        durability: Durability,
+        kept: impl Fn() -> Vec<Lazy>,
+        body: impl Fn(&WriteTransaction, Attempt) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
         self.run(Access::Write, |db, attempt| {
+            // Held across the commit, so what is kept matches what the file holds.
+            let mut lazy = self.lazy.lock().unwrap_or_else(PoisonError::into_inner);
             let mut txn = db.begin_write().map_err(|e| self.err(e))?;
             txn.set_durability(durability).map_err(|e| self.err(e))?;
             let out = body(&txn, attempt)?;
             txn.commit().map_err(|e| self.err(e))?;
+            if matches!(durability, Durability::Immediate) {
+                self.durable_commits.fetch_add(1, Ordering::Relaxed);
+                self.lazy_pending.store(false, Ordering::Release);
+                lazy.clear();
+            } else {
+                self.lazy_pending.store(true, Ordering::Release);
+                lazy.extend(kept());
+            }
             Ok(out)
         })
     }
@@ -574,7 +545,11 @@ impl Store {
         {
             tracing::debug!(path = %self.path.display(), %err, "closing the failed session database");
         }
-        handle.db = Some(connect_path(&self.path, &self.connect)?);
+        let db = connect_path(&self.path, &self.connect)?;
+        // The reopen rolled the file back to its last durable commit: what came after it is
+        // written again, durably, before anything else.
+        self.restore_lazy(&db)?;
+        handle.db = Some(db);
         // The sidecar still names this process, but a holder that slipped in while the file
         // was closed may have replaced or removed it.
         write_owner(&self.owner_file);
@@ -599,39 +574,6 @@ impl Store {
             path: self.path.clone(),
             cause: "it could not be reopened after an earlier failure".to_owned(),
         }
-    }
-
-    /// On a retry, the records (and their bytes) of the first attempt if its commit landed after all (a failed
-    /// fsync can report an error for a commit already in the file), so that they are not
-    /// appended twice. `base` is the last seq the first attempt found, `last` the current one.
-    fn landed(
-        &self,
-        journal: &impl ReadableTable<(&'static str, u64), &'static [u8]>,
-        id: &SessionId,
-        base: u64,
-        last: u64,
-        at_ms: i64,
-        events: &[JournalEvent],
-    ) -> Result<Option<(Vec<JournalRecord>, u64)>, StoreError> {
-        if base.checked_add(events.len() as u64) != Some(last) {
-            return Ok(None);
-        }
-        let mut records = Vec::with_capacity(events.len());
-        let mut bytes = 0;
-        for (seq, event) in (base + 1..).zip(events) {
-            let expected = encode(codec::encode_record(id.as_str(), seq, at_ms, event))?;
-            let stored = journal.get((id.as_str(), seq)).map_err(|e| self.err(e))?;
-            if stored.is_none_or(|bytes| bytes.value() != expected.as_slice()) {
-                return Ok(None);
-            }
-            bytes += expected.len() as u64;
-            records.push(JournalRecord {
-                seq,
-                at_ms,
-                event: event.clone(),
-            });
-        }
-        Ok(Some((records, bytes)))
     }
 
     fn handle(&self) -> RwLockReadGuard<'_, Handle> {
@@ -715,7 +657,7 @@ fn is_io_failure(err: &StoreError) -> bool {
 }
 
 /// Refuses a path the journal cannot hold: it stores paths as JSON strings.
-fn check_utf8(path: &Path) -> Result<(), StoreError> {
+pub(super) fn check_utf8(path: &Path) -> Result<(), StoreError> {
     match path.to_str() {
         Some(_) => Ok(()),
         None => Err(StoreError::NonUtf8Path {
@@ -741,7 +683,7 @@ pub(super) fn unknown(id: &str) -> StoreError {
     StoreError::UnknownSession { id: id.to_owned() }
 }
 
-fn now_ms() -> i64 {
+pub(super) fn now_ms() -> i64 {
     jiff::Timestamp::now().as_millisecond()
 }
 

@@ -9,6 +9,7 @@
 //! space is freed (see `db`).
 
 mod activity;
+mod append;
 mod clean;
 mod codec;
 mod db;
@@ -17,6 +18,7 @@ mod error;
 mod event;
 mod frame;
 mod keys;
+mod lazy;
 mod maintenance;
 mod meta;
 mod migrate;

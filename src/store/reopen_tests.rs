@@ -250,17 +250,22 @@ fn a_commit_that_fails_after_reaching_the_file_is_not_stored_twice() {
     let stored = t.store.meta(&id()).expect("meta").expect("present");
     assert_eq!(stored.event_count, 3);
 
+    // A session's creation waits for no fsync: its first input's durable commit carries it,
+    // and a failed sync there stores neither twice.
+    t.store.create_session(&meta("s-2")).expect("create");
     t.faults.fail_sync_after_next_header_write();
-    t.store
-        .create_session(&meta("s-2"))
-        .expect("a create whose commit landed is not reported as a duplicate");
+    let second = SessionId::from_string("s-2");
+    let record = t
+        .store
+        .append(&second, &input("first"))
+        .expect("an append whose commit landed is not stored twice");
     assert_eq!(t.injected(), 2, "the failure was injected");
-    assert!(
-        t.store
-            .meta(&SessionId::from_string("s-2"))
-            .expect("meta")
-            .is_some()
+    assert_eq!(record.seq, 1);
+    assert_eq!(
+        texts(&t.store.load(&second).expect("load")),
+        pairs(&[(1, "first")])
     );
+    assert!(t.store.meta(&second).expect("meta").is_some());
 }
 
 #[test]
@@ -296,4 +301,36 @@ fn a_full_disk_is_reported_with_what_to_do_and_clears_once_writes_succeed() {
     let record = t.store.append(&id(), &input("after")).expect("append");
     assert_eq!(record.seq, 2);
     assert_eq!(t.journal(), pairs(&[(1, "kept"), (2, "after")]));
+}
+
+#[test]
+fn commits_not_yet_durable_are_written_again_after_a_reopen() {
+    let t = Faulty::new();
+    t.store.append(&id(), &input("one")).expect("append");
+    let lazy = t
+        .store
+        .append_lazily(&id(), &[input("two")])
+        .expect("lazy append");
+    assert_eq!(lazy[0].seq, 2);
+    t.store.create_session(&meta("s-2")).expect("lazy create");
+    // The next durable commit fails; the reopen rolls the file back to "one".
+    t.faults.next_write.store(true, Ordering::SeqCst);
+    let record = t
+        .store
+        .append(&id(), &input("three"))
+        .expect("the append is retried on a reopened database");
+    assert_eq!(t.injected(), 1, "the failure was injected");
+    assert_eq!(record.seq, 3, "after what was written again");
+    assert_eq!(t.journal(), pairs(&[(1, "one"), (2, "two"), (3, "three")]));
+    let second = SessionId::from_string("s-2");
+    assert!(t.store.meta(&second).expect("meta").is_some());
+    let stored = t.store.meta(&id()).expect("meta").expect("present");
+    assert_eq!(stored.input_count, 3);
+    assert_eq!(t.store.totals().sessions, 2);
+
+    let Faulty { store, path, .. } = t;
+    drop(store);
+    let store = Store::open(&path).expect("reopen after a clean close");
+    assert_eq!(store.load(&id()).expect("load").len(), 3);
+    assert!(store.meta(&second).expect("meta").is_some());
 }

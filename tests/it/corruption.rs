@@ -409,7 +409,7 @@ fn a_repair_leaves_no_scratch_file_and_the_damaged_file_untouched() {
     let data = home.home().join("data");
     std::fs::create_dir_all(&data).expect("data dir");
     let mut bytes = template.db.clone();
-    apply(Damage::Page { page: 3 }, &mut bytes, &mut rng);
+    apply(Damage::Page { page: 4 }, &mut bytes, &mut rng);
     std::fs::write(data.join("tern.redb"), &bytes).expect("write");
     let output = Command::new(tern_binary())
         .args(["doctor", "--repair"])

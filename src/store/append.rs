@@ -1,0 +1,434 @@
+//! Appending to journals, with group commit: an append that finds no commit under way
+//! writes, in one durable transaction, every append waiting by then, from any session and
+//! any thread, and each caller returns once the commit that holds its records is on disk.
+//! While that commit runs, the appends that arrive wait for it and then go together in the
+//! next one, so a busy disk pays one fsync for many appends rather than one each.
+//!
+//! An append that fails (an unknown session, a path that is not UTF-8) must not take the
+//! others down with it: a group whose transaction fails is written again one append at a
+//! time, so each gets its own outcome and all or none of an append's records are stored.
+
+use super::db::{Attempt, Store, check_utf8, encode, now_ms, unknown};
+use super::error::StoreError;
+use super::event::{JournalEvent, JournalRecord};
+use super::lazy::Lazy;
+use super::schema::{JOURNAL, SESSIONS};
+use super::totals::{self, Delta};
+use super::{StoreChange, activity, codec, search, summary};
+use crate::domain::SessionId;
+use redb::{Durability, ReadableTable, WriteTransaction};
+use std::cell::Cell;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
+
+/// The appends waiting for a commit, and whether one is under way.
+#[derive(Default)]
+pub(super) struct Appends {
+    queue: Mutex<Queue>,
+    /// Woken when a commit ends: its appends have their outcomes, and the next may start.
+    ended: Condvar,
+}
+
+#[derive(Default)]
+struct Queue {
+    waiting: Vec<Arc<Append>>,
+    writing: bool,
+}
+
+/// One caller's append, and its outcome once a commit has run it.
+pub(super) struct Append {
+    id: SessionId,
+    events: Vec<JournalEvent>,
+    at_ms: i64,
+    /// Whether the caller waits for the disk; a group is durable when one of its appends is.
+    durable: bool,
+    /// The journal's last seq before this append's records, once committed.
+    pub(super) base: OnceLock<u64>,
+    outcome: Mutex<Option<Result<Vec<JournalRecord>, StoreError>>>,
+}
+
+type Outcome = Result<Vec<JournalRecord>, StoreError>;
+
+impl Appends {
+    /// How many appends wait for the commit under way.
+    #[cfg(test)]
+    pub(super) fn waiting(&self) -> usize {
+        lock(&self.queue).waiting.len()
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Ends the commit under way when dropped, even by a panic, so no waiter waits for ever.
+struct Writing<'a>(&'a Appends);
+
+impl Drop for Writing<'_> {
+    fn drop(&mut self) {
+        lock(&self.0.queue).writing = false;
+        self.0.ended.notify_all();
+    }
+}
+
+impl Store {
+    /// Appends one event to the session's journal and updates its index entry, durably, in
+    /// one transaction. Returns the record with its assigned seq and time.
+    pub fn append(
+        &self,
+        id: &SessionId,
+        event: &JournalEvent,
+    ) -> Result<JournalRecord, StoreError> {
+        let mut records = self.append_batch(id, std::slice::from_ref(event))?;
+        records.pop().ok_or_else(|| {
+            StoreError::Internal("an append of one event produced no record".to_owned())
+        })
+    }
+
+    /// Appends several events in order, durably, in one transaction: all or none are stored.
+    /// Appends from other callers that wait at the same time share the transaction.
+    pub fn append_batch(&self, id: &SessionId, events: &[JournalEvent]) -> Outcome {
+        self.submit(id, events, true)
+    }
+
+    /// [`Store::append_batch`] without waiting for the disk: the records are stored, in
+    /// order, and become durable with the next durable commit (of any session) or
+    /// [`Store::flush`]. A crash before then loses them, and nothing after them.
+    pub fn append_lazily(&self, id: &SessionId, events: &[JournalEvent]) -> Outcome {
+        self.submit(id, events, false)
+    }
+
+    fn submit(&self, id: &SessionId, events: &[JournalEvent], durable: bool) -> Outcome {
+        if events.is_empty() {
+            return Ok(Vec::new());
+        }
+        for event in events {
+            if let Some(path) = event.path() {
+                check_utf8(path)?;
+            }
+        }
+        let mine = Arc::new(Append {
+            id: id.clone(),
+            events: events.to_vec(),
+            at_ms: now_ms(),
+            durable,
+            base: OnceLock::new(),
+            outcome: Mutex::new(None),
+        });
+        let appends = &self.appends;
+        let mut queue = lock(&appends.queue);
+        queue.waiting.push(mine.clone());
+        loop {
+            if let Some(outcome) = lock(&mine.outcome).take() {
+                return outcome;
+            }
+            if !queue.writing {
+                queue.writing = true;
+                let group = std::mem::take(&mut queue.waiting);
+                drop(queue);
+                let writing = Writing(appends);
+                self.commit_group(&group);
+                drop(writing);
+                queue = lock(&appends.queue);
+                continue;
+            }
+            queue = appends
+                .ended
+                .wait(queue)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+    }
+
+    /// Writes `group` in one transaction and gives each append its outcome.
+    fn commit_group(&self, group: &[Arc<Append>]) {
+        if let [only] = group {
+            let outcome = self
+                .commit_appends(std::slice::from_ref(only))
+                .map(|mut all| all.pop().unwrap_or_default());
+            *lock(&only.outcome) = Some(outcome);
+            return;
+        }
+        match self.commit_appends(group) {
+            Ok(all) => {
+                for (append, records) in group.iter().zip(all) {
+                    *lock(&append.outcome) = Some(Ok(records));
+                }
+            }
+            // One of them failed: each on its own, so only that one fails.
+            Err(_) => {
+                for append in group {
+                    let outcome = self
+                        .commit_appends(std::slice::from_ref(append))
+                        .map(|mut all| all.pop().unwrap_or_default());
+                    *lock(&append.outcome) = Some(outcome);
+                }
+            }
+        }
+    }
+
+    /// Stores `appends` in one durable transaction, in order; after it, tells the observer
+    /// of each.
+    fn commit_appends(
+        &self,
+        appends: &[Arc<Append>],
+    ) -> Result<Vec<Vec<JournalRecord>>, StoreError> {
+        // The last seq each first attempt found, so a retry can tell whether its commit landed.
+        let bases: Vec<Cell<Option<u64>>> = appends.iter().map(|_| Cell::new(None)).collect();
+        let durability = if appends.iter().any(|append| append.durable) {
+            Durability::Immediate
+        } else {
+            Durability::None
+        };
+        let kept = || {
+            appends
+                .iter()
+                .map(|append| Lazy::Appended(append.clone()))
+                .collect()
+        };
+        let written = self.commit_with(durability, kept, |txn, attempt| {
+            appends
+                .iter()
+                .zip(&bases)
+                .map(|(append, base)| self.append_in(txn, attempt, append, base))
+                .collect::<Result<Vec<_>, _>>()
+        })?;
+        let mut all = Vec::with_capacity(written.len());
+        for (append, (records, added)) in appends.iter().zip(written) {
+            if let Some(first) = records.first() {
+                let _ = append.base.set(first.seq - 1);
+            }
+            let delta = Delta {
+                sessions: 0,
+                bytes: added as i64,
+            };
+            let change = StoreChange::Appended {
+                id: &append.id,
+                events: &append.events,
+            };
+            self.committed(change, delta);
+            all.push(records);
+        }
+        Ok(all)
+    }
+
+    /// Writes one append's records and its session's index entry in `txn`; its records and
+    /// their bytes.
+    pub(super) fn append_in(
+        &self,
+        txn: &WriteTransaction,
+        attempt: Attempt,
+        append: &Append,
+        first_base: &Cell<Option<u64>>,
+    ) -> Result<(Vec<JournalRecord>, u64), StoreError> {
+        let (id, events, at_ms) = (&append.id, &append.events, append.at_ms);
+        let mut sessions = txn.open_table(SESSIONS).map_err(|e| self.err(e))?;
+        let mut meta = match sessions.get(id.as_str()).map_err(|e| self.err(e))? {
+            Some(bytes) => self.decode_meta(id.as_str(), bytes.value())?,
+            None => return Err(unknown(id.as_str())),
+        };
+        let active_before = meta.updated_at_ms;
+        let search_before = search::encode(&meta);
+        let mut journal = txn.open_table(JOURNAL).map_err(|e| self.err(e))?;
+        // The journal's last key is the authority on seq, not the index's count.
+        let mut seq = journal
+            .range((id.as_str(), 0)..=(id.as_str(), u64::MAX))
+            .map_err(|e| self.err(e))?
+            .next_back()
+            .transpose()
+            .map_err(|e| self.err(e))?
+            .map_or(0, |(key, _)| key.value().1);
+        match (attempt, first_base.get()) {
+            (Attempt::First, _) => first_base.set(Some(seq)),
+            (Attempt::Retry, Some(base)) => {
+                if let Some(landed) = self.landed(&journal, id, base, seq, at_ms, events)? {
+                    return Ok(landed);
+                }
+            }
+            (Attempt::Retry, None) => {}
+        }
+        let mut records = Vec::with_capacity(events.len());
+        let mut added = 0;
+        for event in events {
+            seq += 1;
+            let json = encode(codec::encode_record(id.as_str(), seq, at_ms, event))?;
+            journal
+                .insert((id.as_str(), seq), json.as_slice())
+                .map_err(|e| self.err(e))?;
+            summary::apply(&mut meta, event, at_ms);
+            added += json.len() as u64;
+            meta.transcript_bytes += json.len() as u64;
+            records.push(JournalRecord {
+                seq,
+                at_ms,
+                event: event.clone(),
+            });
+        }
+        meta.revision += 1;
+        let json = encode(codec::encode_meta(&meta))?;
+        sessions
+            .insert(id.as_str(), json.as_slice())
+            .map_err(|e| self.err(e))?;
+        if meta.updated_at_ms != active_before {
+            let (old, new) = (Some(active_before), Some(meta.updated_at_ms));
+            activity::touch(txn, id.as_str(), old, new).map_err(|e| self.err(e))?;
+        }
+        search::sync(txn, id.as_str(), Some(&search_before), Some(&meta))
+            .map_err(|e| self.err(e))?;
+        let delta = Delta {
+            sessions: 0,
+            bytes: added as i64,
+        };
+        totals::add(txn, delta).map_err(|e| self.err(e))?;
+        Ok((records, added))
+    }
+
+    /// On a retry, the records (and their bytes) of the first attempt if its commit landed after all (a failed
+    /// fsync can report an error for a commit already in the file), so that they are not
+    /// appended twice. `base` is the last seq the first attempt found, `last` the current one.
+    fn landed(
+        &self,
+        journal: &impl ReadableTable<(&'static str, u64), &'static [u8]>,
+        id: &SessionId,
+        base: u64,
+        last: u64,
+        at_ms: i64,
+        events: &[JournalEvent],
+    ) -> Result<Option<(Vec<JournalRecord>, u64)>, StoreError> {
+        if base.checked_add(events.len() as u64) != Some(last) {
+            return Ok(None);
+        }
+        let mut records = Vec::with_capacity(events.len());
+        let mut bytes = 0;
+        for (seq, event) in (base + 1..).zip(events) {
+            let expected = encode(codec::encode_record(id.as_str(), seq, at_ms, event))?;
+            let stored = journal.get((id.as_str(), seq)).map_err(|e| self.err(e))?;
+            if stored.is_none_or(|bytes| bytes.value() != expected.as_slice()) {
+                return Ok(None);
+            }
+            bytes += expected.len() as u64;
+            records.push(JournalRecord {
+                seq,
+                at_ms,
+                event: event.clone(),
+            });
+        }
+        Ok(Some((records, bytes)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{SessionMeta, Store, StoreError};
+    use crate::domain::{Message, SessionId, SessionKey};
+    use crate::store::{JournalEvent, StoreChange};
+    use std::sync::{Arc, Barrier, Mutex};
+    use std::time::{Duration, Instant};
+
+    fn note(text: &str) -> JournalEvent {
+        JournalEvent::Message {
+            message: Message::user_text(text),
+        }
+    }
+
+    fn session(store: &Store) -> SessionId {
+        let id = SessionId::generate();
+        let meta = SessionMeta::new(id.clone(), SessionKey::cli(&id), "/p".into(), 1);
+        store.create_session(&meta).expect("create");
+        id
+    }
+
+    /// A store whose first append's commit is held (in its observer) until `release` is
+    /// waited at, so the appends made meanwhile must wait for the next commit.
+    fn held(dir: &std::path::Path) -> (Arc<Store>, Arc<Barrier>, Arc<Barrier>) {
+        let store = Arc::new(Store::open(&dir.join("tern.redb")).expect("open"));
+        let (entered, release) = (Arc::new(Barrier::new(2)), Arc::new(Barrier::new(2)));
+        let first = Mutex::new(true);
+        let (in_commit, go) = (entered.clone(), release.clone());
+        store.observe(Arc::new(move |change, _| {
+            if matches!(change, StoreChange::Appended { .. })
+                && std::mem::replace(&mut *first.lock().unwrap(), false)
+            {
+                in_commit.wait();
+                go.wait();
+            }
+        }));
+        (store, entered, release)
+    }
+
+    fn wait_until(what: impl Fn() -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !what() {
+            assert!(Instant::now() < deadline, "the appends never queued");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    #[test]
+    fn appends_that_wait_together_share_one_commit() {
+        let dir = tempfile::tempdir().unwrap();
+        let (store, entered, release) = held(dir.path());
+        let ids: Vec<SessionId> = (0..8).map(|_| session(&store)).collect();
+        let before = store.durable_commits();
+        let mut threads = Vec::new();
+        for (i, id) in ids.iter().enumerate() {
+            let (store, id) = (store.clone(), id.clone());
+            threads.push(std::thread::spawn(move || {
+                store.append_batch(&id, &[note(&format!("{i}a")), note(&format!("{i}b"))])
+            }));
+            if i == 0 {
+                entered.wait();
+            }
+        }
+        // The first commit is held; the seven others wait for the next one.
+        wait_until(|| store.appends.waiting() == 7);
+        release.wait();
+        for thread in threads {
+            let records = thread.join().unwrap().expect("appended");
+            assert_eq!(records.iter().map(|r| r.seq).collect::<Vec<_>>(), [1, 2]);
+        }
+        assert_eq!(
+            store.durable_commits() - before,
+            2,
+            "one for the first, one for the rest"
+        );
+        for (i, id) in ids.iter().enumerate() {
+            let stored = store.load(id).unwrap();
+            assert_eq!(stored.len(), 2);
+            assert_eq!(stored[1].event, note(&format!("{i}b")));
+        }
+    }
+
+    #[test]
+    fn a_failing_append_in_a_group_fails_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let (store, entered, release) = held(dir.path());
+        let first = session(&store);
+        let (good, same) = (session(&store), first.clone());
+        let missing = SessionId::generate();
+        let blocked = {
+            let store = store.clone();
+            std::thread::spawn(move || store.append(&first, &note("held")))
+        };
+        entered.wait();
+        let threads: Vec<_> = [good.clone(), missing, same.clone()]
+            .into_iter()
+            .map(|id| {
+                let store = store.clone();
+                std::thread::spawn(move || store.append(&id, &note("grouped")))
+            })
+            .collect();
+        wait_until(|| store.appends.waiting() == 3);
+        release.wait();
+        assert_eq!(blocked.join().unwrap().unwrap().seq, 1);
+        let outcomes: Vec<_> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+        assert_eq!(outcomes[0].as_ref().unwrap().seq, 1);
+        assert!(
+            matches!(outcomes[1], Err(StoreError::UnknownSession { .. })),
+            "{:?}",
+            outcomes[1]
+        );
+        // Two appends to one session in a row keep their order.
+        assert_eq!(outcomes[2].as_ref().unwrap().seq, 2);
+        assert_eq!(store.load(&good).unwrap().len(), 1);
+        assert_eq!(store.load(&same).unwrap().len(), 2);
+    }
+}
