@@ -64,9 +64,6 @@ pub fn commit(
     state: &mut SessionState,
     events: &[JournalEvent],
 ) -> Result<Vec<JournalRecord>, StoreError> {
-    if events.is_empty() {
-        return Ok(Vec::new());
-    }
     let records = off_async_threads(|| store.append_batch(&state.id, events))?;
     applied(store, every, state, events, records)
 }
@@ -82,11 +79,10 @@ pub fn commit_soon(
     state: &mut SessionState,
     events: &[JournalEvent],
 ) -> Result<Vec<JournalRecord>, StoreError> {
-    if events.is_empty() {
-        return Ok(Vec::new());
-    }
     let records = store.append_lazily(&state.id, events)?;
-    flush_soon(store);
+    if !records.is_empty() {
+        flush_soon(store);
+    }
     applied(store, every, state, events, records)
 }
 
@@ -128,6 +124,9 @@ fn applied(
     events: &[JournalEvent],
     records: Vec<JournalRecord>,
 ) -> Result<Vec<JournalRecord>, StoreError> {
+    if records.is_empty() {
+        return Ok(records);
+    }
     for record in &records {
         state.apply(&record.event);
         state.set_last_seq(record.seq);
