@@ -106,14 +106,37 @@ impl Store {
                 check_utf8(path)?;
             }
         }
-        let mine = Arc::new(Append {
+        self.enqueue(Append {
             id: id.clone(),
             events: events.to_vec(),
             at_ms: now_ms(),
             durable,
             base: OnceLock::new(),
             outcome: Mutex::new(None),
-        });
+        })
+    }
+
+    /// Makes every commit so far durable (one fsync, shared with the appends waiting with
+    /// it), if one is not yet: what a lazy append or a session's creation left for later.
+    pub fn flush(&self) -> Result<(), StoreError> {
+        if !self.flush_pending() {
+            return Ok(());
+        }
+        let nothing = Append {
+            id: SessionId::from_string(String::new()),
+            events: Vec::new(),
+            at_ms: now_ms(),
+            durable: true,
+            base: OnceLock::new(),
+            outcome: Mutex::new(None),
+        };
+        self.enqueue(nothing).map(drop)
+    }
+
+    /// Waits for the commit that holds `mine`, writing it (and every append waiting by
+    /// then) when no commit is under way.
+    fn enqueue(&self, mine: Append) -> Outcome {
+        let mine = Arc::new(mine);
         let appends = &self.appends;
         let mut queue = lock(&appends.queue);
         queue.waiting.push(mine.clone());
@@ -193,9 +216,11 @@ impl Store {
         })?;
         let mut all = Vec::with_capacity(written.len());
         for (append, (records, added)) in appends.iter().zip(written) {
-            if let Some(first) = records.first() {
-                let _ = append.base.set(first.seq - 1);
-            }
+            let Some(first) = records.first() else {
+                all.push(records);
+                continue;
+            };
+            let _ = append.base.set(first.seq - 1);
             let delta = Delta {
                 sessions: 0,
                 bytes: added as i64,
@@ -220,6 +245,10 @@ impl Store {
         first_base: &Cell<Option<u64>>,
     ) -> Result<(Vec<JournalRecord>, u64), StoreError> {
         let (id, events, at_ms) = (&append.id, &append.events, append.at_ms);
+        // A flush: the commit's durability is all it asks for.
+        if events.is_empty() {
+            return Ok((Vec::new(), 0));
+        }
         let mut sessions = txn.open_table(SESSIONS).map_err(|e| self.err(e))?;
         let mut meta = match sessions.get(id.as_str()).map_err(|e| self.err(e))? {
             Some(bytes) => self.decode_meta(id.as_str(), bytes.value())?,

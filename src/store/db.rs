@@ -201,15 +201,6 @@ impl Store {
             .unwrap_or_else(PoisonError::into_inner) = Some(observer);
     }
 
-    /// Makes every commit so far durable (one fsync), if one is not yet: what a lazy append
-    /// or a session's creation left for later.
-    pub fn flush(&self) -> Result<(), StoreError> {
-        if !self.lazy_pending.load(Ordering::Acquire) {
-            return Ok(());
-        }
-        self.write(|_, _| Ok(()))
-    }
-
     /// Whether a commit is waiting for the next durable one.
     pub fn flush_pending(&self) -> bool {
         self.lazy_pending.load(Ordering::Acquire)
