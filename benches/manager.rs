@@ -17,29 +17,23 @@
 #[path = "../tests/support/mod.rs"]
 mod support;
 
+#[path = "common/mod.rs"]
+mod common;
+
+use common::{deps, quantile_us};
 use std::hint::black_box;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use support::{MockProvider, Reply, TernHome};
-use tern::config::{
-    MaintenanceMode, MaintenanceSettings, ProviderKind, ProviderProfile, RetrySettings,
-    SessionSettings,
-};
+use tern::config::{MaintenanceMode, MaintenanceSettings};
 use tern::domain::{Audience, InputKind, Sender, SessionId, SessionKey};
 use tern::gateway::maintenance::BudgetWatch;
 use tern::gateway::{SendUserMessage, SessionManager};
-use tern::llm::{self, ModelClient, ModelRoute, RetryPolicy};
-use tern::session::{SessionDeps, UserInput};
+use tern::session::UserInput;
 use tern::store::{JournalEvent, SessionMeta, Store, Totals};
-use tern::tools::{ApprovalMode, ToolRegistry};
 
 const SESSIONS: usize = 20;
-
-fn quantile_us(sorted: &[Duration], q: f64) -> f64 {
-    let index = ((sorted.len() - 1) as f64 * q).round() as usize;
-    sorted[index].as_secs_f64() * 1e6
-}
 
 fn limits() -> MaintenanceSettings {
     MaintenanceSettings {
@@ -90,43 +84,10 @@ fn appends(store: &Store, n: usize) -> (f64, f64) {
     (quantile_us(&times, 0.5), quantile_us(&times, 0.99))
 }
 
-fn deps(home: &TernHome, mock: &MockProvider) -> Arc<SessionDeps> {
-    let profile = ProviderProfile {
-        name: "mock".into(),
-        kind: ProviderKind::Anthropic,
-        base_url: mock.base_url(),
-        api_key_env: None,
-        api_key: Some("bench".into()),
-        default_model: "primary-model".into(),
-        context_window: 200_000,
-        max_output_tokens: 1000,
-        written: Default::default(),
-    };
-    let settings = SessionSettings {
-        maintenance: limits(),
-        ..SessionSettings::default()
-    };
-    let policy = RetryPolicy::new(&RetrySettings::default(), &settings);
-    let route = ModelRoute::new(llm::provider_for(&profile), "primary-model", 1000, 200_000);
-    Arc::new(SessionDeps {
-        store: Arc::new(Store::open(&home.home().join("data/tern.redb")).expect("a store")),
-        client: ModelClient::new(route, None, policy),
-        tools: ToolRegistry::builtin(),
-        settings,
-        approval: ApprovalMode::Never,
-        data_dir: home.home().join("data"),
-        identity_dir: home.home().join("identity"),
-        notes_client: None,
-        overrides: Default::default(),
-        redactor: Default::default(),
-        child_env: Default::default(),
-    })
-}
-
 async fn with_and_without_observer(n: usize) {
     let home = TernHome::new();
     let mock = MockProvider::start().await;
-    let deps = deps(&home, &mock);
+    let deps = deps(&home, &mock, limits());
     let (bare50, bare99) = appends(&deps.store, n);
     let manager = SessionManager::new(deps.clone());
     let (seen50, seen99) = appends(&deps.store, n);
@@ -142,7 +103,7 @@ async fn twenty_sessions(inputs: usize, pause: Duration) {
     let mock = MockProvider::start().await;
     mock.repeat(Reply::text("ok"));
     mock.disable_recording();
-    let manager = Arc::new(SessionManager::new(deps(&home, &mock)));
+    let manager = Arc::new(SessionManager::new(deps(&home, &mock, limits())));
     let project = home.project().canonicalize().expect("the project");
     let started = Instant::now();
     let tasks: Vec<_> = (0..SESSIONS)

@@ -3,6 +3,8 @@
 
 - first frame: from launching `tern` to its first frame drawn (the frame log's first line),
   and the process's RSS 10 s after start, idle;
+- a second terminal: the same for a `tern` started while another one owns the store (it
+  works as that one's client);
 - streaming: a 4,000-word reply streamed by the mock at 2,000 words a second: CPU time of
   the tern process over the stream, frames drawn per second, and whether every word arrived
   (the transcript exported with /export compared with what the mock sent);
@@ -63,9 +65,9 @@ class Mock:
 class Tern:
     """tern in a tmux window of its own server."""
 
-    def __init__(self, home, project, mock, args=(), size=(120, 40)):
+    def __init__(self, home, project, mock, args=(), size=(120, 40), frames="frames.log"):
         self.socket = f"tern-bench-{os.getpid()}-{time.monotonic_ns()}"
-        self.frames = os.path.join(home, "frames.log")
+        self.frames = os.path.join(home, frames)
         if os.path.exists(self.frames):
             os.remove(self.frames)
         env = {
@@ -148,6 +150,33 @@ def first_frame_and_idle(runs):
     print(f"first frame: median {statistics.median(firsts):.1f} ms over {runs} runs "
           f"(min {min(firsts):.1f}, max {max(firsts):.1f}); goal ≤ 50 ms")
     print(f"idle RSS 10 s after start: {rss[0]:.1f} MiB; goal ≤ 25 MiB")
+
+
+def second_terminal(runs):
+    """A second `tern` on the store a first one owns: it is the first one's client."""
+    mock = Mock("Hello!")
+    firsts, rss = [], []
+    root = tempfile.mkdtemp(prefix="tern-bench-")
+    try:
+        project = project_dir(root)
+        home = os.path.join(root, "home")
+        owner = Tern(home, project, mock)
+        owner.wait_for("message tern")
+        for i in range(runs):
+            second = Tern(home, project, mock, frames=f"second-{i}.log")
+            firsts.append(second.first_frame_ms())
+            if i == 0:
+                time.sleep(10)
+                rss.append(rss_mib(second.pid))
+            second.stop()
+        owner.stop()
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    mock.stop()
+    print(f"second terminal beside a running one: first frame median "
+          f"{statistics.median(firsts):.1f} ms over {runs} runs (min {min(firsts):.1f}, "
+          f"max {max(firsts):.1f}); goal ≤ 50 ms")
+    print(f"second terminal's idle RSS 10 s after start: {rss[0]:.1f} MiB; goal ≤ 25 MiB")
 
 
 def streaming():
@@ -273,6 +302,7 @@ def main():
         if not os.path.exists(binary):
             raise SystemExit(f"{binary} is missing: cargo build --release --bin tern --examples")
     first_frame_and_idle(args.runs)
+    second_terminal(args.runs)
     streaming()
     long_session()
     picker(3)

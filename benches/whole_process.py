@@ -1,6 +1,12 @@
 #!/usr/bin/env python3
 """Whole-process benchmark: one headless turn against the mock provider, and `tern --version`.
 
+Also: the fsyncs one `tern run "hi"` makes (counted with `strace -f -c`, when strace is
+installed); the same turn through a running tern that owns the store (a line-mode `tern`
+waiting on its input), wall time and peak RSS of the client; and the handover: two line-mode
+terns on one store, the first (the owner) quits or is killed with SIGKILL, and the time until
+the second has answered a new message.
+
 Builds nothing itself: run `cargo build --release --bin tern --example mock_provider` first.
 Wall time is measured around a direct spawn of the real binary. Peak RSS comes from GNU time
 (`/usr/bin/time`, Debian package `time`) in separate runs: a child forked from Python would
@@ -12,6 +18,10 @@ mark across exec. Reports the median (and min/max) of N runs.
 
 import argparse
 import os
+import queue
+import shutil
+import signal
+import threading
 import statistics
 import subprocess
 import sys
@@ -59,6 +69,80 @@ def measure(argv, env, cwd):
     return wall, rss
 
 
+def fsyncs(env, cwd):
+    """fsync + fdatasync calls of one `tern run "hi"`, or None without strace."""
+    strace = shutil.which("strace")
+    if strace is None:
+        return None
+    out = subprocess.run(
+        [strace, "-f", "-c", "-e", "trace=fsync,fdatasync", TERN, "run", "hi"],
+        env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=True,
+    ).stderr
+    total = 0
+    for line in out.splitlines():
+        parts = line.split()
+        if parts and parts[-1] in ("fsync", "fdatasync"):
+            total += int(parts[3])
+    return total
+
+
+class LineMode:
+    """A line-mode `tern` (its input a pipe), its output lines gathered by a thread."""
+
+    def __init__(self, env, cwd):
+        self.proc = subprocess.Popen([TERN], env=env, cwd=cwd, stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.lines = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            self.lines.put(line)
+
+    def say(self, text):
+        self.proc.stdin.write(text + "\n")
+        self.proc.stdin.flush()
+
+    def wait_for(self, text, timeout=20):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                line = self.lines.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                break
+            if text in line:
+                return
+        sys.exit(f"a line-mode tern never said {text!r}")
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+
+
+def handover(env, cwd, kill):
+    """Seconds from the owner leaving (quitting, or SIGKILL) until the other tern answered."""
+    owner = LineMode(env, cwd)
+    owner.wait_for("tern ·")
+    client = LineMode(env, cwd)
+    client.wait_for("tern ·")
+    client.say("hello")
+    client.wait_for("Hello!")
+    if kill:
+        owner.proc.send_signal(signal.SIGKILL)
+        owner.proc.wait()
+    else:
+        owner.proc.stdin.close()
+        owner.proc.wait()
+    left = time.perf_counter()
+    client.say("are you there?")
+    client.wait_for("Hello!")
+    took = time.perf_counter() - left
+    client.stop()
+    owner.stop()
+    return took
+
+
 def report(name, samples):
     walls = [w * 1000 for w, _ in samples]
     rss = [r / 1024 for _, r in samples]
@@ -94,8 +178,22 @@ def main():
             measure([TERN, "run", "hi"], env, project)
             turns = [measure([TERN, "run", "hi"], env, project) for _ in range(args.runs)]
             versions = [measure([TERN, "--version"], env, project) for _ in range(args.runs)]
+            synced = [fsyncs(env, project) for _ in range(3)]
+            owner = LineMode(env, project)
+            owner.wait_for("tern ·")
+            through = [measure([TERN, "run", "hi"], env, project) for _ in range(args.runs)]
+            owner.stop()
+            quits = [handover(env, project, kill=False) for _ in range(args.runs)]
+            kills = [handover(env, project, kill=True) for _ in range(args.runs)]
         report('tern run "hi" (mock)', turns)
         report("tern --version", versions)
+        report('tern run "hi" through an owner', through)
+        if synced[0] is not None:
+            print(f"fsync + fdatasync in one tern run turn (alone): {synced} (goal ≤ 6)")
+        for name, took in (("owner quits", quits), ("owner killed (SIGKILL)", kills)):
+            ms = [t * 1000 for t in took]
+            print(f"handover, {name}: the other tern answered after median "
+                  f"{statistics.median(ms):.0f} ms (min {min(ms):.0f}, max {max(ms):.0f})")
     finally:
         mock.kill()
         mock.wait()

@@ -168,17 +168,6 @@ pub async fn run(args: LaunchArgs) -> anyhow::Result<Outcome> {
             };
             anyhow::bail!("could not start tern again after the config change: {err}")
         }
-        Exit::SwitchModel { session, model } => {
-            let model_args = ModelArgs {
-                provider: args.model.provider.clone(),
-                model: Some(model),
-            };
-            let err = match &session {
-                Some(id) => lifecycle::restart(id, &model_args),
-                None => lifecycle::start_again(&model_args),
-            };
-            anyhow::bail!("could not start tern again with the other model: {err}")
-        }
     }
 }
 

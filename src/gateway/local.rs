@@ -290,8 +290,7 @@ impl Local {
                 Reply::Done
             }
             Call::SetModel { id, overrides } => {
-                self.manager.set_model(&id, overrides).await?;
-                Reply::Done
+                Reply::Model(self.manager.set_model(&id, overrides).await?)
             }
             Call::Idle { id } => {
                 self.idle(&id).await?;

@@ -65,6 +65,16 @@ pub enum GatewayError {
 /// The manager's clock: the time resets are measured at. Tests pass a fixed one.
 pub type Clock = Arc<dyn Fn() -> jiff::Timestamp + Send + Sync>;
 
+/// The model a session calls, as a front end shows it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ModelShown {
+    pub model: String,
+    pub provider: String,
+    pub context_window: u64,
+    /// Where the window comes from (configured, the server, assumed).
+    pub window_source: String,
+}
+
 /// Builds the model client of a session that asked for another provider or model than the
 /// process's.
 pub type Models = Arc<dyn Fn(&Overrides) -> Result<ModelClient, String> + Send + Sync>;
@@ -309,17 +319,30 @@ impl SessionManager {
     }
 
     /// Session `id` calls the model `overrides` names from its next turn on, now and when
-    /// it is opened again.
+    /// it is opened again (a provider or model it leaves out stays as the session had it);
+    /// what the session calls now.
     pub async fn set_model(
         &self,
         id: &SessionId,
         overrides: Overrides,
-    ) -> Result<(), GatewayError> {
-        if let Some(models) = self
+    ) -> Result<ModelShown, GatewayError> {
+        let had = self
+            .deps
+            .store
+            .meta(id)
+            .map_err(SessionError::from)?
+            .map(|meta| meta.overrides)
+            .unwrap_or_default();
+        let overrides = Overrides {
+            provider: overrides.provider.or(had.provider),
+            model: overrides.model.or(had.model),
+        };
+        let models = self
             .models
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+            .clone();
+        if let Some(models) = models
             && !overrides.is_empty()
             && let Err(err) = models(&overrides)
         {
@@ -329,10 +352,18 @@ impl SessionManager {
             .store
             .set_overrides(id, &overrides)
             .map_err(SessionError::from)?;
+        let deps = self.deps_for(&overrides);
         if let Some(handle) = self.live_handle(id).await {
-            handle.set_model(self.deps_for(&overrides)).await?;
+            handle.set_model(deps.clone()).await?;
         }
-        Ok(())
+        let route = &deps.client.primary;
+        let limits = route.limits();
+        Ok(ModelShown {
+            model: limits.model,
+            provider: route.provider.name().to_owned(),
+            context_window: limits.context_window,
+            window_source: limits.window_source.to_string(),
+        })
     }
 
     /// The running session `id`, if it runs.

@@ -19,7 +19,9 @@ pub use drain::{DRAIN_BOUND, DrainedSession, WarmedUp};
 pub use events::{LifecycleBus, LifecycleEvent};
 pub use feed::{Feed, FeedItem};
 pub use local::SHELL_TIMEOUT;
-pub use manager::{Clock, Delivered, GatewayError, Models, SendUserMessage, SessionManager};
+pub use manager::{
+    Clock, Delivered, GatewayError, ModelShown, Models, SendUserMessage, SessionManager,
+};
 pub use reset::ResetReason;
 pub use serve::socket_path;
 pub use service::{Reached, ServiceError, SessionService, ShellRun};

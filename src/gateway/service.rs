@@ -17,7 +17,7 @@ use super::drain::{DrainedSession, WarmedUp};
 use super::events::LifecycleEvent;
 use super::feed::Feed;
 use super::local::Local;
-use super::manager::{Delivered, GatewayError, SessionManager};
+use super::manager::{Delivered, GatewayError, ModelShown, SessionManager};
 use super::remote::{self, Connection, Notify, Remote, Route, Takeover, Unreached};
 use super::wire::{Call, Reply};
 use crate::domain::{Answer, SessionId};
@@ -368,18 +368,21 @@ impl SessionService {
     }
 
     /// From its next turn on, session `id` calls the provider and model `overrides` names
-    /// (the process's when empty), and keeps them when opened again; other sessions keep
-    /// theirs.
+    /// (what it leaves out stays as the session had it), and keeps them when opened again;
+    /// other sessions keep theirs. No process starts again. What the session calls now.
     pub async fn set_model(
         &self,
         id: &SessionId,
         overrides: Overrides,
-    ) -> Result<(), ServiceError> {
+    ) -> Result<ModelShown, ServiceError> {
         let call = Call::SetModel {
             id: id.clone(),
             overrides,
         };
-        done(self.ask(call).await?)
+        match self.ask(call).await? {
+            Reply::Model(shown) => Ok(shown),
+            other => Err(unexpected(&other)),
+        }
     }
 
     /// Waits until session `id` runs no turn, so its journal holds the whole of the last.

@@ -8,7 +8,7 @@
 //! named by the id of the request that opened it.
 
 use super::feed::FeedItem;
-use super::manager::Delivered;
+use super::manager::{Delivered, ModelShown};
 use super::service::ShellRun;
 use crate::domain::{Answer, SessionId};
 use crate::session::{OutputFilter, UserInput};
@@ -229,6 +229,7 @@ pub enum Reply {
     },
     /// The feed is open; its items follow under this request's id.
     Streaming,
+    Model(ModelShown),
     /// The input was delivered and its session's feed is open.
     Followed(Delivered),
 }

@@ -38,7 +38,7 @@ pub enum Action {
     Reset,
     /// Open the session picker.
     Pick,
-    /// Start tern again on this session with another model.
+    /// Have this session call another model from its next turn on.
     SwitchModel(String),
     /// Write the transcript as markdown to this file.
     Export(PathBuf),
@@ -81,6 +81,8 @@ pub enum AppEvent {
         context_window: u64,
         window_source: String,
     },
+    /// The session calls this model from its next turn on (`/model`).
+    Switched(crate::gateway::ModelShown),
 }
 
 /// An open popup.
@@ -535,6 +537,16 @@ impl App {
                 self.status.model = model;
                 self.status.context_window = context_window;
                 self.status.window_source = window_source;
+            }
+            AppEvent::Switched(shown) => {
+                self.notice(format!(
+                    "this session talks to {} ({}) from its next turn on",
+                    shown.model, shown.provider
+                ));
+                self.status.model = shown.model;
+                self.status.provider = shown.provider;
+                self.status.context_window = shown.context_window;
+                self.status.window_source = shown.window_source;
             }
         }
     }

@@ -10,7 +10,7 @@
 use super::app::AppEvent;
 use super::popup::FileIndex;
 use crate::domain::{Answer, SessionId, SessionKey};
-use crate::gateway::catalog::{JournalRecord, SessionMeta};
+use crate::gateway::catalog::{JournalRecord, Overrides, SessionMeta};
 use crate::gateway::{Feed, FeedItem, SessionService};
 use crate::session::{OutputFilter, UserInput};
 use std::path::PathBuf;
@@ -306,6 +306,34 @@ impl Link {
             let _ = tx.send(match service.reset(key.as_str(), &dir).await {
                 Ok(new) => AppEvent::Renewed { old, new },
                 Err(err) => AppEvent::Notice(format!("could not start a new session: {err}")),
+            });
+        });
+    }
+
+    /// Has the shown session (the key's, started when none is shown yet) call `model` from
+    /// its next turn on.
+    pub fn switch_model(&self, model: String) {
+        let (service, tx) = (self.service.clone(), self.tx.clone());
+        let (key, dir, shown) = (
+            self.key.clone(),
+            self.project_dir.clone(),
+            self.session.clone(),
+        );
+        tokio::spawn(async move {
+            let switched = async {
+                let id = match shown {
+                    Some(id) => id,
+                    None => service.open_key(key.as_str(), &dir).await?,
+                };
+                let overrides = Overrides {
+                    provider: None,
+                    model: Some(model),
+                };
+                service.set_model(&id, overrides).await
+            };
+            let _ = tx.send(match switched.await {
+                Ok(shown) => AppEvent::Switched(shown),
+                Err(err) => AppEvent::Notice(format!("the model was not changed: {err}")),
             });
         });
     }

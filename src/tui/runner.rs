@@ -67,11 +67,6 @@ pub enum Exit {
         session: Option<SessionId>,
         restart: bool,
     },
-    /// Start again on `session` with another model.
-    SwitchModel {
-        session: Option<SessionId>,
-        model: String,
-    },
 }
 
 /// The loop's moving parts besides the app.
@@ -386,10 +381,7 @@ impl Runner {
                 Action::Compact => self.link.compact(),
                 Action::Reset => self.link.reset(app.session.clone()),
                 Action::Pick => self.open_picker(false),
-                Action::SwitchModel(model) => {
-                    let session = app.session.clone();
-                    return Some(Exit::SwitchModel { session, model });
-                }
+                Action::SwitchModel(model) => self.link.switch_model(model),
                 Action::Export(path) => {
                     let path = if path.is_absolute() {
                         path

@@ -46,10 +46,11 @@ fn the_terminal_interface_talks_quits_and_shows_the_history_again() {
             && exported.contains("The answer is **forty-two**."),
         "{exported}"
     );
-    // `/model` starts tern again on the same conversation with the other model.
+    // `/model` has the conversation call the other model from its next turn, in the same
+    // process.
     tmux.type_text("/model other-model");
     tmux.keys(&["Enter"]);
-    tmux.wait_for("tern started again on this session, with other-model");
+    tmux.wait_for("this session talks to other-model (anthropic) from its next turn on");
     let screen = tmux.wait_for("The answer is forty-two.");
     assert!(screen.contains("other-model (anthropic)"), "{screen}");
     cli.mock.push(Reply::text("Now from the other model."));

@@ -315,3 +315,50 @@ async fn a_shell_line_runs_in_the_project_and_the_files_skip_ignored_ones() {
         "hidden and ignored files are left out"
     );
 }
+
+#[tokio::test]
+async fn two_sessions_call_models_of_their_own_at_once() {
+    let world = World::new(ProviderKind::Anthropic);
+    world.mock.repeat(Reply::text("ok"));
+    let manager = SessionManager::new(world.deps());
+    let profile = world.profile();
+    manager.set_models(Arc::new(move |overrides: &tern::store::Overrides| {
+        let model = overrides
+            .model
+            .clone()
+            .unwrap_or_else(|| "primary-model".into());
+        let route = ModelRoute::new(llm::provider_for(&profile), model, 1000, 200_000);
+        let policy = RetryPolicy::new(&RetrySettings::default(), &SessionSettings::default());
+        Ok(ModelClient::new(route, None, policy))
+    }));
+    let service = SessionService::local(Arc::new(manager));
+    let dir = world.home.project();
+    let first = service.open_key("cli:first", dir).await.unwrap();
+    let second = service.open_key("cli:second", dir).await.unwrap();
+    let other = tern::store::Overrides {
+        provider: None,
+        model: Some("other-model".into()),
+    };
+    let shown = service.set_model(&second, other).await.unwrap();
+    assert_eq!(shown.model, "other-model");
+    assert_eq!(shown.provider, "mock");
+    for (id, text) in [(&first, "to the first"), (&second, "to the second")] {
+        service.send_to(id, UserInput::local(text)).await.unwrap();
+    }
+    for id in [&first, &second] {
+        service.idle(id).await.unwrap();
+    }
+    let model_of = |text: &str| {
+        let requests = world.mock.model_requests();
+        let asked = requests
+            .iter()
+            .find(|r| r.texts().iter().any(|t| t == text))
+            .unwrap_or_else(|| panic!("no request with {text:?}"));
+        asked.model().map(str::to_owned)
+    };
+    assert_eq!(model_of("to the first").as_deref(), Some("primary-model"));
+    assert_eq!(model_of("to the second").as_deref(), Some("other-model"));
+    // The session keeps it when it is opened again.
+    let meta = service.meta(&second).await.unwrap();
+    assert_eq!(meta.overrides.model.as_deref(), Some("other-model"));
+}

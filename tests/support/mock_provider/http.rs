@@ -338,9 +338,12 @@ async fn deliver(stream: &mut TcpStream, out: Outgoing, keep_alive: bool) -> std
         pending.clear();
         tokio::time::sleep(pacing.after_headers).await;
     }
+    // Events keep their rate on average even when the timer is coarser than `between`.
+    let first = tokio::time::Instant::now();
     for (i, event) in events[..limit].iter().enumerate() {
         if paced && i > 0 {
-            tokio::time::sleep(pacing.between).await;
+            let due = u32::try_from(i).map_or(Duration::MAX, |i| pacing.between.saturating_mul(i));
+            tokio::time::sleep_until(first + due).await;
         }
         chunk(event.as_bytes(), &mut pending);
         if paced {
