@@ -103,16 +103,20 @@ class LineMode:
         self.proc.stdin.write(text + "\n")
         self.proc.stdin.flush()
 
-    def wait_for(self, text, timeout=20):
+    def wait_for(self, *texts, timeout=20):
+        """Waits for a line holding one of `texts`; returns that text."""
         deadline = time.monotonic() + timeout
+        seen = []
         while time.monotonic() < deadline:
             try:
                 line = self.lines.get(timeout=max(0.0, deadline - time.monotonic()))
             except queue.Empty:
                 break
-            if text in line:
-                return
-        sys.exit(f"a line-mode tern never said {text!r}")
+            seen.append(line)
+            for text in texts:
+                if text in line:
+                    return text
+        sys.exit(f"a line-mode tern never said {texts!r}; it said {seen!r}")
 
     def stop(self):
         if self.proc.poll() is None:
@@ -135,8 +139,11 @@ def handover(env, cwd, kill):
         owner.proc.stdin.close()
         owner.proc.wait()
     left = time.perf_counter()
-    client.say("are you there?")
-    client.wait_for("Hello!")
+    # A message sent before the client saw its owner go is refused, not lost: sent again.
+    while True:
+        client.say("are you there?")
+        if client.wait_for("Hello!", "not sent") == "Hello!":
+            break
     took = time.perf_counter() - left
     client.stop()
     owner.stop()

@@ -173,7 +173,7 @@ async fn converse(
             Ok(sent) => sent,
             // Nothing of a refused input was kept; the conversation goes on.
             Err(err) => {
-                eprintln!("tern: {err}");
+                eprintln!("tern: not sent: {err}");
                 continue;
             }
         };
