@@ -134,6 +134,9 @@ fn one_allocator_arena() {
 /// Exit code for setup problems: bad flags, bad config, an unavailable database.
 const EXIT_SETUP: u8 = 2;
 
+/// Longest the exit waits for blocking work still running.
+const SHUTDOWN_BOUND: std::time::Duration = std::time::Duration::from_millis(500);
+
 /// Parses the command line, runs the command, and turns its result into an exit code.
 pub fn main() -> ExitCode {
     ignore_file_size_signal();
@@ -141,7 +144,10 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     // Before the runtime starts any thread: the scrub changes the process environment.
     startup::prepare();
-    let runtime = match tokio::runtime::Builder::new_current_thread()
+    // Two workers: a journal write (an fsync) or a read asked of another tern blocks one of
+    // them, never the other sessions or the interface (`block_in_place` hands its tasks on).
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
         .enable_all()
         .build()
     {
@@ -160,8 +166,10 @@ pub fn main() -> ExitCode {
             None => interactive(cli).await,
         }
     });
-    // Tool tasks may still be winding down after a cancel; don't wait for them.
-    runtime.shutdown_background();
+    // Every task is dropped, so the store closes cleanly (its lazy commits made durable);
+    // blocking work still running (a tool winding down after a cancel) is waited for a
+    // moment, not for ever.
+    runtime.shutdown_timeout(SHUTDOWN_BOUND);
     match result {
         Ok(Outcome::Success) => ExitCode::SUCCESS,
         Ok(Outcome::TurnFailed) => ExitCode::FAILURE,

@@ -564,10 +564,22 @@ struct Asked {
 }
 
 impl Asked {
+    /// Asks the owner and waits: on a thread of the front end's own, or on an async worker
+    /// (the picker's first page, the rows it shows), which then hands its other tasks on.
     fn ask(&self, call: Call) -> Result<Reply, String> {
-        self.runtime
-            .block_on(self.service.ask(call))
-            .map_err(|err| err.message)
+        use tokio::runtime::{Handle, RuntimeFlavor};
+        let asked = || {
+            self.runtime
+                .block_on(self.service.ask(call))
+                .map_err(|err| err.message)
+        };
+        match Handle::try_current() {
+            Err(_) => asked(),
+            Ok(handle) if handle.runtime_flavor() == RuntimeFlavor::MultiThread => {
+                tokio::task::block_in_place(asked)
+            }
+            Ok(_) => Err("stored sessions cannot be read from this thread".to_owned()),
+        }
     }
 }
 

@@ -284,3 +284,22 @@ fn the_line_mode_and_the_doctor_work_beside_a_running_interface() {
     let listed: Vec<Value> = serde_json::from_str(&stdout(&output)).unwrap();
     assert_eq!(listed.len(), 2, "{listed:?}");
 }
+
+#[test]
+fn the_picker_of_a_second_terminal_lists_and_opens_through_the_first() {
+    let cli = Cli::new();
+    let _first = one_said_hello(&cli);
+    let picking = Tmux::start(&cli, &["-r"]);
+    let screen = picking.wait_for("Resume a session");
+    assert!(screen.contains("A title"), "{screen}");
+    // Searching reads every session's entry through the owner too.
+    picking.type_text("hel");
+    picking.wait_for("A title");
+    picking.keys(&["Enter"]);
+    // The picker closed on the session's transcript, read from the owner.
+    picking.wait_for("message tern");
+    let screen = picking.wait_for("› hello");
+    assert!(screen.contains("Ready."), "{screen}");
+    picking.keys(&["C-d"]);
+    picking.wait_for("[tern exited 0]");
+}
