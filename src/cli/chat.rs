@@ -75,6 +75,10 @@ pub async fn run(launch: LaunchArgs) -> anyhow::Result<Outcome> {
         route,
     };
     let id = chat.session().await?;
+    // The owner's sessions call its model: a client's flags are this session's own.
+    if attached.is_none() && !args.overrides().is_empty() && !chat.service.owns_store().await {
+        chat.service.set_model(&id, args.overrides()).await?;
+    }
     report_warm_up(&chat.service, &door.warmed, &id).await?;
     if launch.restarted_from.is_some() {
         print_out(&format!(
@@ -196,6 +200,12 @@ async fn converse(
                         }
                     }
                     // The owner left: follow the session again where it is served now.
+                    // Read again after the owner left: the turn may have ended meanwhile.
+                    Some(FeedItem::Replay { records }) => {
+                        if super::run::ended_in(&records).is_some() {
+                            break;
+                        }
+                    }
                     Some(FeedItem::Dropped(dropped)) => {
                         feed = chat
                             .service

@@ -154,6 +154,10 @@ pub async fn run(args: RunArgs) -> anyhow::Result<Outcome> {
             let here = setup::project_dir()?;
             let key = SessionKey::cli(&SessionId::generate());
             let id = service.open_key(key.as_str(), &here).await?;
+            // The owner's sessions call its model: a client's flags are this session's own.
+            if !args.model.overrides().is_empty() && !service.owns_store().await {
+                service.set_model(&id, args.model.overrides()).await?;
+            }
             (key, id, here, false)
         }
     };
@@ -190,7 +194,13 @@ pub async fn run(args: RunArgs) -> anyhow::Result<Outcome> {
                         break end;
                     }
                 }
-                Some(FeedItem::Replay { .. } | FeedItem::Live { .. }) => {}
+                // Read again after the owner left: the turn may have ended meanwhile.
+                Some(FeedItem::Replay { records }) => {
+                    if let Some(end) = ended_in(&records) {
+                        break end;
+                    }
+                }
+                Some(FeedItem::Live { .. }) => {}
                 // The owner left: follow the session again where it is now served.
                 Some(FeedItem::Dropped(dropped)) => {
                     feed = service
@@ -219,6 +229,33 @@ pub async fn run(args: RunArgs) -> anyhow::Result<Outcome> {
         TurnEnd::Failed(ErrorCategory::Cancelled) if interrupted => Outcome::Interrupted,
         TurnEnd::Failed(_) => Outcome::TurnFailed,
     })
+}
+
+/// How the turn ended, when `records` (read again after the feed was dropped) hold its end
+/// with no resumption after it.
+pub(super) fn ended_in(records: &[crate::store::JournalRecord]) -> Option<TurnEnd> {
+    use crate::domain::TurnStop;
+    use crate::store::JournalEvent;
+    let last = records.iter().rev().find(|record| {
+        matches!(
+            record.event,
+            JournalEvent::TurnCompleted { .. }
+                | JournalEvent::TurnFailed { .. }
+                | JournalEvent::TurnResumed { .. }
+        )
+    })?;
+    match &last.event {
+        JournalEvent::TurnCompleted {
+            stop: TurnStop::LoopGuard { .. },
+        } => Some(TurnEnd::GuardEnded),
+        // Stopped by a handover and not taken up again.
+        JournalEvent::TurnCompleted {
+            stop: TurnStop::Drained,
+        } => Some(TurnEnd::Failed(ErrorCategory::Internal)),
+        JournalEvent::TurnCompleted { .. } => Some(TurnEnd::Completed),
+        JournalEvent::TurnFailed { category, .. } => Some(TurnEnd::Failed(*category)),
+        _ => None,
+    }
 }
 
 /// Compacts the session now and shows what happened (`--compact`).

@@ -92,11 +92,16 @@ pub async fn run(args: LaunchArgs) -> anyhow::Result<Outcome> {
             Some(meta.id.clone()),
             meta.project_dir.clone(),
         ),
-        None => (
-            SessionKey::cli(&SessionId::generate()),
-            None,
-            setup::project_dir()?,
-        ),
+        None => {
+            let key = SessionKey::cli(&SessionId::generate());
+            let here = setup::project_dir()?;
+            // The owner's sessions call its model: a client's flags are this session's own.
+            if !args.model.overrides().is_empty() && !service.owns_store().await {
+                let id = service.open_key(key.as_str(), &here).await?;
+                service.set_model(&id, args.model.overrides()).await?;
+            }
+            (key, None, here)
+        }
     };
     let themes_dir = loaded.paths.config_dir.join("themes");
     let depth = ColorDepth::detect(|name| std::env::var(name).ok());

@@ -3,6 +3,7 @@
 //! through [`Local::dispatch`], so a client is served by exactly the code a lone tern runs.
 
 use super::catalog::Catalog;
+use super::drain::DrainedSession;
 use super::feed::{self, Feed};
 use super::manager::{Delivered, SendUserMessage, SessionManager};
 use super::serve::Serving;
@@ -14,13 +15,15 @@ use crate::store::{SearchEntry, SearchSink, SessionMeta};
 use crate::tools::{ApprovalMode, ToolContext};
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 /// Longest a `!` line may run without output.
 pub const SHELL_TIMEOUT: Duration = Duration::from_secs(120);
+/// Most items a feed may leave unread.
+const MAX_BACKLOG: usize = 1 << 16;
 /// Files the file completion lists at most.
 const FILE_LIMIT: usize = 50_000;
 /// Longest the git branch is looked for.
@@ -54,6 +57,24 @@ impl Local {
             .unwrap_or_else(PoisonError::into_inner)
             .as_ref()
             .map_or(0, Serving::clients)
+    }
+
+    /// Hands every session over to the clients: they are drained (a model call in flight
+    /// let go), their feeds dropped rather than ended, new requests refused, and the socket
+    /// closed, so a client takes the store over and warms up what was drained.
+    pub async fn hand_over(&self, bound: Duration) -> Result<Vec<DrainedSession>, ServiceError> {
+        self.leaving.store(true, Ordering::SeqCst);
+        let drained = self.manager.hand_over(bound).await;
+        self.serving
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        Ok(drained?)
+    }
+
+    /// Whether this owner is handing its sessions over.
+    pub fn is_leaving(&self) -> bool {
+        self.leaving.load(Ordering::SeqCst)
     }
 
     pub async fn send(
@@ -93,6 +114,8 @@ impl Local {
         filter: OutputFilter,
         backlog: usize,
     ) -> Result<Feed, ServiceError> {
+        // A peer's number: within what a channel can hold.
+        let backlog = backlog.clamp(1, MAX_BACKLOG);
         let handle = self.running(id).await?;
         let live = handle.subscribe_with(filter, backlog).await?;
         Ok(feed::start(

@@ -168,9 +168,12 @@ impl Connection {
 
     /// Where the reader sends an item of feed `stream`: the feed's sender, unless the feed
     /// is gone. A feed's last item (`Ended`, `Dropped`) forgets it.
-    fn route_item(&self, stream: u64, item: &FeedItem) -> Option<mpsc::Sender<FeedItem>> {
+    /// Also the position the feed had before this item: where it resumes if the item cannot
+    /// be delivered.
+    fn route_item(&self, stream: u64, item: &FeedItem) -> Option<(mpsc::Sender<FeedItem>, u64)> {
         let mut streams = lock(&self.streams);
         let entry = streams.get_mut(&stream)?;
+        let before = entry.last_at;
         match item {
             FeedItem::Replay { records } => {
                 if let Some(last) = records.last() {
@@ -180,10 +183,27 @@ impl Connection {
             FeedItem::Live { at } => entry.last_at = entry.last_at.max(*at),
             FeedItem::Event(stamped) => entry.last_at = entry.last_at.max(stamped.at),
             FeedItem::Ended | FeedItem::Dropped(_) => {
-                return streams.remove(&stream).map(|entry| entry.tx);
+                return streams.remove(&stream).map(|entry| (entry.tx, before));
             }
         }
-        Some(entry.tx.clone())
+        Some((entry.tx.clone(), before))
+    }
+
+    /// Stops following feed `stream`: the owner stops pumping it, and its reader, when
+    /// given, is told it was dropped at `last_at`, to subscribe again from there.
+    fn forget(self: &Arc<Self>, stream: u64, reader: Option<(mpsc::Sender<FeedItem>, u64)>) {
+        lock(&self.streams).remove(&stream);
+        let connection = self.clone();
+        tokio::spawn(async move {
+            if let Some((tx, last_at)) = reader {
+                let dropped = Dropped {
+                    reason: "the feed was read more slowly than the session ran".to_owned(),
+                    last_at,
+                };
+                let _ = tx.send(FeedItem::Dropped(dropped)).await;
+            }
+            let _ = connection.call(Call::Unsubscribe { stream }).await;
+        });
     }
 
     /// The owner left: every waiting request fails, every feed is dropped at its position.
@@ -221,20 +241,18 @@ async fn read_replies(mut reader: OwnedReadHalf, weak: std::sync::Weak<Connectio
                 }
             }
             Ok(Some(ToClient::Item { stream, item })) => {
-                let Some(tx) = connection.route_item(stream, &item) else {
+                let Some((tx, before)) = connection.route_item(stream, &item) else {
                     continue;
                 };
-                drop(connection);
-                // A feed read slowly holds the reader back, and so the owner's pump, until
-                // the session drops that subscription: the same rule as in one process.
-                if tx.send(item).await.is_err()
-                    && let Some(connection) = weak.upgrade()
-                {
-                    // The feed was let go here: the owner stops pumping it.
-                    lock(&connection.streams).remove(&stream);
-                    tokio::spawn(async move {
-                        let _ = connection.call(Call::Unsubscribe { stream }).await;
-                    });
+                match tx.try_send(item) {
+                    Ok(()) => {}
+                    // Let go here: the owner stops pumping it.
+                    Err(mpsc::error::TrySendError::Closed(_)) => connection.forget(stream, None),
+                    // Read too slowly: dropped as a session drops a slow reader, so one feed
+                    // never holds up the replies and the other feeds of the connection.
+                    Err(mpsc::error::TrySendError::Full(_)) => {
+                        connection.forget(stream, Some((tx, before)));
+                    }
                 }
             }
             Ok(None) => {

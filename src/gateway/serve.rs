@@ -28,6 +28,8 @@ use tokio_util::sync::CancellationToken;
 
 /// Frames a connection may have waiting to be written.
 const OUTBOX: usize = 1024;
+/// Longest the replies already computed may take to be written when a connection closes.
+const DRAIN_REPLIES: Duration = Duration::from_secs(2);
 /// Longest a new connection may take to say hello.
 const HELLO_BOUND: Duration = Duration::from_secs(5);
 
@@ -181,6 +183,12 @@ impl Served {
                 break;
             };
             let (id, out) = (request.id, out.clone());
+            // Handing over: nothing new starts here (no session is woken again); the client
+            // asks the next owner.
+            if local.is_leaving() && !matches!(request.call, Call::Unsubscribe { .. }) {
+                let _ = out.send(reply(id, Err(OWNER_LEFT.to_owned()))).await;
+                continue;
+            }
             match request.call {
                 call @ (Call::Subscribe { .. } | Call::SendFollowed { .. }) => {
                     let pump = tokio::spawn(pump(local, id, call, out));
@@ -204,7 +212,12 @@ impl Served {
         for pump in feeds.values() {
             pump.abort();
         }
-        writing.abort();
+        // The replies already on their way still go out (a send the owner journaled is not
+        // reported lost), within a bound.
+        drop(out);
+        if tokio::time::timeout(DRAIN_REPLIES, writing).await.is_err() {
+            tracing::debug!("a client's last replies were not all written");
+        }
     }
 }
 
@@ -243,16 +256,20 @@ async fn pump(local: Arc<Local>, id: u64, call: Call, out: mpsc::Sender<ToClient
             return;
         }
     };
-    while let Some(mut item) = feed.next().await {
+    loop {
+        // A feed that stops without saying why (its journal could not be read) is ended, so
+        // the client's stream closes too.
+        let mut item = feed.next().await.unwrap_or(FeedItem::Ended);
+        let last = matches!(item, FeedItem::Ended | FeedItem::Dropped(_));
         // The session stopped because this owner hands it over: its client follows it again
         // where it goes next.
-        if matches!(item, FeedItem::Ended) && local.leaving.load(Ordering::SeqCst) {
+        if matches!(item, FeedItem::Ended) && local.is_leaving() {
             item = FeedItem::Dropped(Dropped {
                 reason: OWNER_LEFT.to_owned(),
                 last_at: feed.last_at(),
             });
         }
-        if out.send(ToClient::Item { stream: id, item }).await.is_err() {
+        if out.send(ToClient::Item { stream: id, item }).await.is_err() || last {
             return;
         }
     }

@@ -177,7 +177,9 @@ impl SessionService {
                 Via::Owner(connection) => connection,
             };
             match connection.call(call.clone()).await {
-                Err(_) if connection.is_closed() && call.changes_nothing() => continue,
+                Err(err) if call.changes_nothing() && owner_leaving(&connection, &err).await => {
+                    continue;
+                }
                 answered => return answered,
             }
         }
@@ -262,7 +264,7 @@ impl SessionService {
                 };
                 match connection.open_feed(call, from, backlog).await {
                     // The owner left meanwhile: follow the session at the next one.
-                    Err(_) if connection.is_closed() => {
+                    Err(err) if owner_leaving(&connection, &err).await => {
                         Box::pin(self.subscribe(id, from, filter, backlog)).await
                     }
                     opened => Ok(opened?.1),
@@ -495,23 +497,16 @@ impl SessionService {
             local.manager.close_all().await;
             return;
         }
-        local
-            .leaving
-            .store(true, std::sync::atomic::Ordering::SeqCst);
-        if let Err(err) = local.manager.hand_over(super::DRAIN_BOUND).await {
+        if let Err(err) = local.hand_over(super::DRAIN_BOUND).await {
             tracing::warn!(%err, "the handover's drain did not finish cleanly");
         }
-        local
-            .serving
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .take();
     }
 
-    /// Stops every session of this owner for a restart (see [`SessionManager::drain`]); a
-    /// client has none.
+    /// Stops every session of this owner for a restart (see [`SessionManager::drain`]), or
+    /// hands them over when clients are connected; a client has none.
     pub async fn drain(&self, bound: Duration) -> Result<Vec<DrainedSession>, ServiceError> {
         match self.via().await? {
+            Via::Here(local) if local.clients() > 0 => local.hand_over(bound).await,
             Via::Here(local) => Ok(local.manager.drain(bound).await?),
             Via::Owner(_) => Ok(Vec::new()),
         }
@@ -530,6 +525,21 @@ impl SessionService {
 enum Via {
     Here(Arc<Local>),
     Owner(Arc<Connection>),
+}
+
+/// Whether `err` came of the owner leaving; if so, returns once it has gone (within
+/// [`remote::HANDOVER_WAIT`]), so the call can be asked of the next owner.
+async fn owner_leaving(connection: &Connection, err: &ServiceError) -> bool {
+    if connection.is_closed() {
+        return true;
+    }
+    if err.message != remote::OWNER_LEFT {
+        return false;
+    }
+    // Refused by an owner handing over: its connection closes once it is done.
+    tokio::time::timeout(remote::HANDOVER_WAIT, connection.closed())
+        .await
+        .is_ok()
 }
 
 fn unexpected(reply: &Reply) -> ServiceError {

@@ -39,6 +39,15 @@ impl UserInput {
         }
     }
 
+    /// Text typed at a terminal that answers approvals: its turn asks the person, whatever
+    /// the process serving the session would otherwise do.
+    pub fn asking(text: impl Into<String>) -> Self {
+        Self {
+            approval: Some(ApprovalMode::Ask),
+            ..Self::local(text)
+        }
+    }
+
     /// Whether no person typed this.
     pub fn is_automation(&self) -> bool {
         self.kind.is_automation() || self.sender.automated

@@ -79,7 +79,7 @@ pub fn commit_soon(
     state: &mut SessionState,
     events: &[JournalEvent],
 ) -> Result<Vec<JournalRecord>, StoreError> {
-    let records = store.append_lazily(&state.id, events)?;
+    let records = off_async_threads(|| store.append_lazily(&state.id, events))?;
     if !records.is_empty() {
         flush_soon(store);
     }

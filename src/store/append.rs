@@ -60,13 +60,25 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// Ends the commit under way when dropped, even by a panic, so no waiter waits for ever.
-struct Writing<'a>(&'a Appends);
+/// Ends the commit under way when dropped, even by a panic: an append of its group left
+/// without an outcome is failed, so no waiter waits for ever.
+struct Writing<'a> {
+    appends: &'a Appends,
+    group: &'a [Arc<Append>],
+}
 
 impl Drop for Writing<'_> {
     fn drop(&mut self) {
-        lock(&self.0.queue).writing = false;
-        self.0.ended.notify_all();
+        for append in self.group {
+            let mut outcome = lock(&append.outcome);
+            if outcome.is_none() {
+                *outcome = Some(Err(StoreError::Internal(
+                    "the commit holding this append stopped".to_owned(),
+                )));
+            }
+        }
+        lock(&self.appends.queue).writing = false;
+        self.appends.ended.notify_all();
     }
 }
 
@@ -148,7 +160,10 @@ impl Store {
                 queue.writing = true;
                 let group = std::mem::take(&mut queue.waiting);
                 drop(queue);
-                let writing = Writing(appends);
+                let writing = Writing {
+                    appends,
+                    group: &group,
+                };
                 self.commit_group(&group);
                 drop(writing);
                 queue = lock(&appends.queue);
@@ -216,11 +231,10 @@ impl Store {
         })?;
         let mut all = Vec::with_capacity(written.len());
         for (append, (records, added)) in appends.iter().zip(written) {
-            let Some(first) = records.first() else {
+            if records.is_empty() {
                 all.push(records);
                 continue;
-            };
-            let _ = append.base.set(first.seq - 1);
+            }
             let delta = Delta {
                 sessions: 0,
                 bytes: added as i64,
@@ -266,7 +280,11 @@ impl Store {
             .map_err(|e| self.err(e))?
             .map_or(0, |(key, _)| key.value().1);
         match (attempt, first_base.get()) {
-            (Attempt::First, _) => first_base.set(Some(seq)),
+            (Attempt::First, _) => {
+                first_base.set(Some(seq));
+                // Where a restore after a reopen looks for these records.
+                let _ = append.base.set(seq);
+            }
             (Attempt::Retry, Some(base)) => {
                 if let Some(landed) = self.landed(&journal, id, base, seq, at_ms, events)? {
                     return Ok(landed);
@@ -322,7 +340,12 @@ impl Store {
         at_ms: i64,
         events: &[JournalEvent],
     ) -> Result<Option<(Vec<JournalRecord>, u64)>, StoreError> {
-        if base.checked_add(events.len() as u64) != Some(last) {
+        // The records may be followed by later ones of the same session that landed too
+        // (a lazy append written again after a reopen): only their own places are checked.
+        if base
+            .checked_add(events.len() as u64)
+            .is_none_or(|end| end > last)
+        {
             return Ok(None);
         }
         let mut records = Vec::with_capacity(events.len());

@@ -536,16 +536,15 @@ impl Store {
         {
             tracing::debug!(path = %self.path.display(), %err, "closing the failed session database");
         }
-        let db = connect_path(&self.path, &self.connect)?;
-        // The reopen rolled the file back to its last durable commit: what came after it is
-        // written again, durably, before anything else.
-        self.restore_lazy(&db)?;
-        handle.db = Some(db);
+        let db = handle.db.insert(connect_path(&self.path, &self.connect)?);
         // The sidecar still names this process, but a holder that slipped in while the file
         // was closed may have replaced or removed it.
         write_owner(&self.owner_file);
         tracing::info!(path = %self.path.display(), "reopened the session database");
-        Ok(())
+        // The reopen rolled the file back to its last durable commit: what came after it is
+        // written again, durably, before anything else. When that fails (the disk is still
+        // full) reads go on, and the next write's reopen tries again.
+        self.restore_lazy(db)
     }
 
     /// The error for an operation that failed again after the reopen. For a write, an I/O

@@ -334,3 +334,18 @@ fn commits_not_yet_durable_are_written_again_after_a_reopen() {
     assert_eq!(store.load(&id()).expect("load").len(), 3);
     assert!(store.meta(&second).expect("meta").is_some());
 }
+
+#[test]
+fn a_lazy_append_is_not_written_twice_when_the_commit_after_it_landed_anyway() {
+    let t = Faulty::new();
+    t.store.append(&id(), &input("one")).expect("append");
+    t.store
+        .append_lazily(&id(), &[input("two")])
+        .expect("lazy append");
+    // The durable commit after it reaches the file, but its fsync reports a failure.
+    t.faults.fail_sync_after_next_header_write();
+    let record = t.store.append(&id(), &input("three")).expect("append");
+    assert_eq!(t.injected(), 1, "the failure was injected");
+    assert_eq!(record.seq, 3);
+    assert_eq!(t.journal(), pairs(&[(1, "one"), (2, "two"), (3, "three")]));
+}

@@ -212,7 +212,7 @@ impl Link {
                 following.run().await;
             }
             match service
-                .send(key.as_str(), &dir, UserInput::local(text.clone()))
+                .send(key.as_str(), &dir, UserInput::asking(text.clone()))
                 .await
             {
                 Ok(delivered) => {

@@ -362,3 +362,62 @@ async fn two_sessions_call_models_of_their_own_at_once() {
     let meta = service.meta(&second).await.unwrap();
     assert_eq!(meta.overrides.model.as_deref(), Some("other-model"));
 }
+
+/// A client of `owner`, which serves at `socket`; it never takes the store over.
+async fn client_of(socket: &std::path::Path) -> SessionService {
+    use tern::gateway::Reached;
+    use tern::gateway::remote::{Notify, Takeover};
+    let takeover: Takeover = Arc::new(|| Box::pin(async { Ok(None) }));
+    let quiet: Notify = Arc::new(|_| {});
+    match SessionService::connect(socket, takeover, quiet).await {
+        Ok(Reached::Owner(service)) => service,
+        _ => panic!("no owner at {}", socket.display()),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_feed_read_slowly_is_dropped_without_holding_up_the_connection() {
+    let world = World::anthropic();
+    world.mock.push(Reply::text(words(600)));
+    let owner = service(&world);
+    let socket = world.home.home().join("data/run/tern.sock");
+    owner.serve(&socket).expect("serving");
+    let client = client_of(&socket).await;
+    let project = world.home.project().canonicalize().unwrap();
+    let id = client.open_key("cli:remote-slow", &project).await.unwrap();
+    let mut slow = client
+        .subscribe(&id, Some(0), OutputFilter::ALL, 2)
+        .await
+        .expect("subscribed over the socket");
+    client
+        .send_to(&id, UserInput::local("go"))
+        .await
+        .expect("delivered");
+    client.idle(&id).await.expect("the turn ended");
+    // The unread feed holds up nothing else on the connection.
+    let meta = client
+        .meta(&id)
+        .await
+        .expect("answered while the feed waits");
+    assert_eq!(meta.input_count, 1);
+
+    let first = read_feed(&mut slow, Until::End).await;
+    let Some(FeedItem::Dropped(dropped)) = first.end else {
+        panic!("the slow reader was dropped, not {:?}", first.end);
+    };
+    for stamped in first.events.iter().filter(|s| s.event.is_journaled()) {
+        assert!(stamped.at <= dropped.last_at, "{stamped:?} {dropped:?}");
+    }
+    let mut again = client
+        .subscribe(&id, Some(dropped.last_at), OutputFilter::ALL, 100_000)
+        .await
+        .expect("subscribed again");
+    let second = read_feed(&mut again, Until::Live).await;
+    let last = world.store.load(&id).unwrap().last().unwrap().seq;
+    let replayed_to = second.replayed.last().map_or(dropped.last_at, |r| r.seq);
+    assert_eq!(replayed_to, last, "the replay reaches the end");
+    assert!(
+        second.replayed.iter().all(|r| r.seq > dropped.last_at),
+        "nothing replayed twice"
+    );
+}
