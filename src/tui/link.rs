@@ -11,6 +11,7 @@ use super::app::AppEvent;
 use super::popup::FileIndex;
 use crate::domain::{Answer, SessionId, SessionKey};
 use crate::gateway::catalog::{JournalRecord, Overrides, SessionMeta};
+use crate::gateway::remote::OWNER_LEFT;
 use crate::gateway::{Feed, FeedItem, SessionService};
 use crate::session::{OutputFilter, UserInput};
 use std::path::PathBuf;
@@ -41,6 +42,8 @@ pub enum Fed {
     Missed(Vec<JournalRecord>),
     /// A live event.
     Event(crate::session::SessionEvent),
+    /// The owner left: what the round streamed is gone with its model call, asked again.
+    Lost,
     Nothing,
 }
 
@@ -165,8 +168,11 @@ impl Link {
             },
             Some(FeedItem::Event(stamped)) => Fed::Event(stamped.event),
             Some(FeedItem::Dropped(dropped)) => {
-                tracing::warn!(reason = %dropped.reason, "the interface fell behind its session; following it again");
                 self.resubscribe(dropped.last_at);
+                if dropped.reason == OWNER_LEFT {
+                    return Fed::Lost;
+                }
+                tracing::warn!(reason = %dropped.reason, "the interface fell behind its session; following it again");
                 Fed::Nothing
             }
             Some(FeedItem::Ended) | None => {

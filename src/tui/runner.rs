@@ -330,6 +330,7 @@ impl Runner {
                 }
                 app.session_event(&event, now);
             }
+            Fed::Lost => app.transcript.void_streamed(),
             Fed::Nothing => {}
         }
         self.frames.request(now);

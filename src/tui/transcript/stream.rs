@@ -67,6 +67,11 @@ impl Transcript {
                 }
             }
             SessionEvent::TurnCompleted { text, stop, .. } => {
+                // A drain ends a turn after a batch, or (a handover) lets its model call go:
+                // what that call streamed is in no record, and is asked for again.
+                if *stop == TurnStop::Drained {
+                    self.void_round();
+                }
                 let streamed = self.stream.answer.is_some() || !self.stream.text.is_empty();
                 self.end_round();
                 if !streamed && !text.trim().is_empty() {
@@ -210,6 +215,12 @@ impl Transcript {
                 *thought -= 1;
             }
         }
+    }
+
+    /// Drops what the running round streamed, which no record holds: its model call was let
+    /// go (the owner handed the session over) and is asked again.
+    pub fn void_streamed(&mut self) {
+        self.void_round();
     }
 
     fn void_round(&mut self) {

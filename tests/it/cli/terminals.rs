@@ -119,15 +119,16 @@ fn an_owner_quitting_mid_turn_hands_the_turn_to_the_terminal_still_watching() {
     let cli = Cli::new();
     let (first, second, _id) = two_on_one_session(&cli);
 
-    // A slow reply is on its way when the first terminal, the owner, quits.
+    // A reply has begun to stream, and stalls, when the first terminal, the owner, quits.
     cli.mock
-        .push(Reply::text("Too slow to be waited for.").delay_before(Duration::from_secs(30)));
+        .push(Reply::text("Too slow to be waited for, it stops here").stall_after_events(6));
     cli.mock.push(Reply::text("Answered after the handover."));
     second.type_text("a long question");
     second.keys(&["Enter"]);
     cli.mock
         .wait_for_model_requests_blocking(3, Duration::from_secs(20));
     first.wait_for("› a long question");
+    second.wait_for("Too slow");
     let quit = Instant::now();
     first.keys(&["C-d"]);
     first.wait_for("[tern exited 0]");
