@@ -313,6 +313,14 @@ impl Remote {
         remote
     }
 
+    /// Whether this process took the store over: its sessions, when it did.
+    pub async fn taken_over(&self) -> Option<Arc<Local>> {
+        match &*self.route.lock().await {
+            Route::Here(local) => Some(local.clone()),
+            Route::Owner(_) => None,
+        }
+    }
+
     /// The owner that answers now, found again when the last one left.
     pub async fn route(&self) -> Result<Route, ServiceError> {
         let mut route = self.route.lock().await;

@@ -139,7 +139,11 @@ impl SessionService {
     /// Whether no other tern process shares these sessions: this one owns the store and no
     /// client is connected. Only then may leaving stop a running turn.
     pub async fn alone(&self) -> bool {
-        matches!(self.via().await, Ok(Via::Here(local)) if local.clients() == 0)
+        let local = match &self.backend {
+            Backend::Local(local) => Some(local.clone()),
+            Backend::Remote(remote) => remote.taken_over().await,
+        };
+        local.is_some_and(|local| local.clients() == 0)
     }
 
     /// The owner's pid, when this is a client.
@@ -490,8 +494,14 @@ impl SessionService {
     /// sessions, which the next owner warms up, and stops serving. A client leaves the
     /// owner's sessions running.
     pub async fn close_all(&self) {
-        let Ok(Via::Here(local)) = self.via().await else {
-            return;
+        // A client leaving looks for no new owner: it has nothing to close unless it took
+        // the store over.
+        let local = match &self.backend {
+            Backend::Local(local) => local.clone(),
+            Backend::Remote(remote) => match remote.taken_over().await {
+                Some(local) => local,
+                None => return,
+            },
         };
         if local.clients() == 0 {
             local.manager.close_all().await;
