@@ -3,14 +3,14 @@
 //! `--enforce` (or `mode = "enforce"` in the config).
 
 use super::Outcome;
+use super::door;
 use super::render::print_out;
-use super::setup::Loaded;
-use crate::config::MaintenanceMode;
-use crate::gateway::maintenance::{Inventory, carry_out};
-use crate::store::{Reason, Removal, Store};
+use super::setup::{self, Loaded};
+use crate::gateway::maintenance::{Cleanup, clean_up};
+use crate::store::{Reason, Removal};
 use crate::tools::output::human_bytes;
 use crate::tui::picker::text::{fit, pad};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 /// Whether to remove or only report.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -21,41 +21,61 @@ pub enum CleanupMode {
     FromConfig,
 }
 
-/// Plans the cleanup, prints it, and carries it out when enforcing.
-pub fn run(loaded: &Loaded, store: &Store, mode: CleanupMode) -> anyhow::Result<Outcome> {
-    let limits = &loaded.config.session.maintenance;
-    let enforce = match mode {
-        CleanupMode::DryRun => false,
-        CleanupMode::Enforce => true,
-        CleanupMode::FromConfig => limits.mode == MaintenanceMode::Enforce,
-    };
-    let inventory = Inventory::take(store, &loaded.paths.data_dir)?;
-    let titles: HashMap<&str, &str> = inventory
-        .metas
-        .iter()
-        .map(|m| (m.id.as_str(), m.title.as_str()))
-        .collect();
-    let now = jiff::Timestamp::now().as_millisecond();
-    let planned = inventory.plan(limits, now, &HashSet::new());
+impl CleanupMode {
+    /// Whether to remove: `None` leaves it to the config of whoever cleans up.
+    pub fn enforce(self) -> Option<bool> {
+        match self {
+            CleanupMode::DryRun => Some(false),
+            CleanupMode::Enforce => Some(true),
+            CleanupMode::FromConfig => None,
+        }
+    }
+}
 
+/// Cleans up through the tern that owns the store when one runs (it never removes a session
+/// it runs), or on the store itself; prints what was (or would be) removed.
+pub async fn run(loaded: &Loaded, mode: CleanupMode) -> anyhow::Result<Outcome> {
+    let cleanup = match door::owner(&loaded.paths).await? {
+        Some(owner) => owner.clean_up(mode.enforce()).await?,
+        None => {
+            let store = setup::open_store(&loaded.paths)?;
+            let data_dir = loaded.paths.data_dir.clone();
+            let limits = loaded.config.session.maintenance.clone();
+            let enforce = mode.enforce();
+            tokio::task::spawn_blocking(move || {
+                clean_up(&store, &data_dir, &limits, enforce, &HashSet::new())
+            })
+            .await??
+        }
+    };
+    print_out(&report(&cleanup))?;
+    Ok(Outcome::Success)
+}
+
+/// What a cleanup removed, or would remove, and the bytes that frees.
+fn report(cleanup: &Cleanup) -> String {
+    let planned = &cleanup.plan;
     let mut out = String::new();
     if planned.over_budget {
         out.push_str(&format!(
             "Stored sessions take {}, over the budget of {} (max_disk_bytes).\n",
             human_bytes(planned.bytes_before),
-            human_bytes(limits.max_disk_bytes.unwrap_or(0))
+            human_bytes(cleanup.budget.unwrap_or(0))
         ));
     }
     if planned.removals.is_empty() {
         out.push_str(&format!(
             "Nothing to clean up: {} sessions, {}, within every limit.\n",
-            inventory.metas.len(),
+            cleanup.sessions,
             human_bytes(planned.bytes_before)
         ));
-        print_out(&out)?;
-        return Ok(Outcome::Success);
+        return out;
     }
-    let verb = if enforce { "Removing" } else { "Would remove" };
+    let verb = if cleanup.enforced {
+        "Removing"
+    } else {
+        "Would remove"
+    };
     out.push_str(&format!("{verb}:\n"));
     for removal in &planned.removals {
         let line = match removal {
@@ -63,7 +83,13 @@ pub fn run(loaded: &Loaded, store: &Store, mode: CleanupMode) -> anyhow::Result<
                 "  session {} {} {:>9}  ({})\n",
                 id.short(),
                 // Measured in cells, as drawn, so the sizes line up under wide titles.
-                pad(&fit(titles.get(id.as_str()).copied().unwrap_or(""), 40), 40),
+                pad(
+                    &fit(
+                        cleanup.titles.get(id.as_str()).map_or("", String::as_str),
+                        40
+                    ),
+                    40
+                ),
                 human_bytes(*bytes),
                 why(*reason)
             ),
@@ -76,8 +102,7 @@ pub fn run(loaded: &Loaded, store: &Store, mode: CleanupMode) -> anyhow::Result<
         out.push_str(&line);
     }
     let freed = planned.bytes_freed();
-    if enforce {
-        carry_out(store, &inventory, &planned)?;
+    if cleanup.enforced {
         out.push_str(&format!("Freed {}.\n", human_bytes(freed)));
     } else {
         out.push_str(&format!(
@@ -86,8 +111,7 @@ pub fn run(loaded: &Loaded, store: &Store, mode: CleanupMode) -> anyhow::Result<
             human_bytes(freed)
         ));
     }
-    print_out(&out)?;
-    Ok(Outcome::Success)
+    out
 }
 
 fn why(reason: Reason) -> &'static str {

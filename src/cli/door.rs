@@ -114,21 +114,30 @@ async fn own(db_file: &Path, socket: &Path, build: &BuildDeps) -> Result<Session
     Ok(service)
 }
 
-/// What a command that only reads stored sessions reads them through: the owner, when a
-/// tern process holds the store, or the store itself.
-pub async fn catalog(paths: &Paths) -> anyhow::Result<Arc<dyn Catalog>> {
+/// The service of the tern process that owns the store, if one runs, for a short command:
+/// one that outlives its owner ends with a clear error rather than taking the store over.
+pub async fn owner(paths: &Paths) -> anyhow::Result<Option<SessionService>> {
     let socket = socket_path(&paths.data_dir);
-    // A reading command that outlives its owner ends with a clear error rather than opening
-    // the store for the owner's sessions.
     let takeover: Takeover = Arc::new(|| {
         Box::pin(async {
             Err("the tern that owned the sessions left; run the command again".into())
         })
     });
     let quiet: Notify = Arc::new(|_| {});
-    match SessionService::connect(&socket, takeover, quiet).await? {
-        Reached::Owner(service) => Ok(service.catalog()),
-        Reached::NoOwner => {
+    Ok(
+        match SessionService::connect(&socket, takeover, quiet).await? {
+            Reached::Owner(service) => Some(service),
+            Reached::NoOwner => None,
+        },
+    )
+}
+
+/// What a command that only reads stored sessions reads them through: the owner, when a
+/// tern process holds the store, or the store itself.
+pub async fn catalog(paths: &Paths) -> anyhow::Result<Arc<dyn Catalog>> {
+    match owner(paths).await? {
+        Some(service) => Ok(service.catalog()),
+        None => {
             let db = paths.db_file.clone();
             let store = tokio::task::spawn_blocking(move || Store::open(&db)).await??;
             Ok(Arc::new(store))

@@ -49,13 +49,12 @@ pub enum SessionsCommand {
 pub async fn run(command: SessionsCommand) -> anyhow::Result<Outcome> {
     let loaded = setup::load()?;
     if let SessionsCommand::Cleanup { dry_run, enforce } = command {
-        let store = setup::open_store(&loaded.paths)?;
         let mode = match (dry_run, enforce) {
             (true, _) => CleanupMode::DryRun,
             (_, true) => CleanupMode::Enforce,
             _ => CleanupMode::FromConfig,
         };
-        return cleanup::run(&loaded, &store, mode);
+        return cleanup::run(&loaded, mode).await;
     }
     // Read through the owner when a tern process holds the store; the reads block, so they
     // run off the async threads.

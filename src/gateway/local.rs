@@ -5,6 +5,7 @@
 use super::catalog::Catalog;
 use super::drain::DrainedSession;
 use super::feed::{self, Feed};
+use super::maintenance::{Cleanup, clean_up};
 use super::manager::{Delivered, SendUserMessage, SessionManager};
 use super::serve::Serving;
 use super::service::{ServiceError, ShellRun};
@@ -238,6 +239,18 @@ impl Local {
             .map_err(|err| ServiceError::new(err.to_string()))
     }
 
+    /// `tern sessions cleanup` in the owner: never a running session.
+    pub async fn clean_up(&self, enforce: Option<bool>) -> Result<Cleanup, ServiceError> {
+        let in_use = self.manager.running_ids().await;
+        let deps = self.deps.clone();
+        blocking(move || {
+            let limits = &deps.settings.maintenance;
+            clean_up(&deps.store, &deps.data_dir, limits, enforce, &in_use)
+        })
+        .await?
+        .map_err(|err| ServiceError::new(err.to_string()))
+    }
+
     pub async fn git_branch(&self, dir: &Path) -> Option<String> {
         use crate::context::git::{Branch, GitContext, working_git};
         match working_git(dir, GIT_BOUND).await {
@@ -315,6 +328,7 @@ impl Local {
             Call::SetModel { id, overrides } => {
                 Reply::Model(self.manager.set_model(&id, overrides).await?)
             }
+            Call::Cleanup { enforce } => Reply::Cleanup(Box::new(self.clean_up(enforce).await?)),
             Call::Idle { id } => {
                 self.idle(&id).await?;
                 Reply::Done

@@ -266,6 +266,59 @@ pub fn report(store: &Store, watch: &BudgetWatch, bus: &LifecycleBus) -> Result<
     Ok(())
 }
 
+/// A cleanup asked for (`tern sessions cleanup`), as plain data for the front end to show.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Cleanup {
+    pub plan: Plan,
+    /// The titles of the sessions the plan removes, by id.
+    pub titles: HashMap<String, String>,
+    /// Sessions stored before it.
+    pub sessions: usize,
+    /// `max_disk_bytes`, if set.
+    pub budget: Option<u64>,
+    /// Whether the plan was carried out, or only reported.
+    pub enforced: bool,
+}
+
+/// Plans a cleanup under `limits`, never touching the sessions `in_use`, and carries it out
+/// when `enforce` says so (`None`: as the limits' mode says). Blocking.
+pub fn clean_up(
+    store: &Store,
+    data_dir: &Path,
+    limits: &MaintenanceSettings,
+    enforce: Option<bool>,
+    in_use: &HashSet<SessionId>,
+) -> Result<Cleanup, CleanupError> {
+    let enforced = enforce.unwrap_or(limits.mode == MaintenanceMode::Enforce);
+    let inventory = Inventory::take(store, data_dir).map_err(CleanupError::Store)?;
+    let now = jiff::Timestamp::now().as_millisecond();
+    let plan = inventory.plan(limits, now, in_use);
+    let removed: HashSet<&str> = plan
+        .removals
+        .iter()
+        .filter_map(|removal| match removal {
+            Removal::Session { id, .. } => Some(id.as_str()),
+            Removal::Orphan { .. } => None,
+        })
+        .collect();
+    let titles = inventory
+        .metas
+        .iter()
+        .filter(|meta| removed.contains(meta.id.as_str()))
+        .map(|meta| (meta.id.as_str().to_owned(), meta.title.clone()))
+        .collect();
+    if enforced && !plan.removals.is_empty() {
+        carry_out(store, &inventory, &plan)?;
+    }
+    Ok(Cleanup {
+        plan,
+        titles,
+        sessions: inventory.metas.len(),
+        budget: limits.max_disk_bytes,
+        enforced,
+    })
+}
+
 /// One maintenance pass while tern runs: take the inventory, plan around the sessions in
 /// use, report, and in `enforce` mode remove. Blocking; run it off the async threads.
 pub fn pass(

@@ -533,6 +533,18 @@ impl Drop for SessionManager {
     }
 }
 
+impl SessionManager {
+    /// The ids of the sessions running now.
+    pub async fn running_ids(&self) -> HashSet<SessionId> {
+        self.live
+            .lock()
+            .await
+            .values()
+            .map(|h| h.id().clone())
+            .collect()
+    }
+}
+
 /// One maintenance pass on a blocking thread, never removing a running session.
 async fn run_pass(
     deps: &Arc<SessionDeps>,

@@ -17,6 +17,7 @@ use super::drain::{DrainedSession, WarmedUp};
 use super::events::LifecycleEvent;
 use super::feed::Feed;
 use super::local::Local;
+use super::maintenance::Cleanup;
 use super::manager::{Delivered, GatewayError, ModelShown, SessionManager};
 use super::remote::{self, Connection, Notify, Remote, Route, Takeover, Unreached};
 use super::wire::{Call, Reply};
@@ -387,6 +388,15 @@ impl SessionService {
         };
         match self.ask(call).await? {
             Reply::Model(shown) => Ok(shown),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    /// Plans a cleanup of the stored sessions (never a running one) and carries it out when
+    /// `enforce` says so (`None`: as the owner's config says).
+    pub async fn clean_up(&self, enforce: Option<bool>) -> Result<Cleanup, ServiceError> {
+        match self.ask(Call::Cleanup { enforce }).await? {
+            Reply::Cleanup(cleanup) => Ok(*cleanup),
             other => Err(unexpected(&other)),
         }
     }

@@ -8,6 +8,7 @@
 //! named by the id of the request that opened it.
 
 use super::feed::FeedItem;
+use super::maintenance::Cleanup;
 use super::manager::{Delivered, ModelShown};
 use super::service::ShellRun;
 use crate::domain::{Answer, SessionId};
@@ -162,6 +163,10 @@ pub enum Call {
     Lookup {
         id: SessionId,
     },
+    /// `tern sessions cleanup`: `enforce` or only report (`None`: as the config says).
+    Cleanup {
+        enforce: Option<bool>,
+    },
     /// Waits until session `id` has no turn running.
     Idle {
         id: SessionId,
@@ -230,6 +235,7 @@ pub enum Reply {
     /// The feed is open; its items follow under this request's id.
     Streaming,
     Model(ModelShown),
+    Cleanup(Box<Cleanup>),
     /// The input was delivered and its session's feed is open.
     Followed(Delivered),
 }

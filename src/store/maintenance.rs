@@ -37,7 +37,8 @@ pub struct Orphan {
 }
 
 /// Why something is removed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Reason {
     /// Files that belong to no session.
     Orphaned,
@@ -50,7 +51,8 @@ pub enum Reason {
 }
 
 /// One removal.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "removal", rename_all = "snake_case")]
 pub enum Removal {
     Session {
         id: SessionId,
@@ -72,7 +74,7 @@ impl Removal {
 }
 
 /// What maintenance would remove, in order, and where that leaves the total.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub struct Plan {
     pub removals: Vec<Removal>,
     pub bytes_before: u64,

@@ -105,3 +105,33 @@ fn over_the_byte_budget_the_oldest_go_down_to_the_high_water_mark() {
     assert!(said.contains("oldest while over max_disk_bytes"), "{said}");
     assert_eq!(listed(&cli), [ids[2].clone()], "only the newest is left");
 }
+
+#[test]
+fn a_cleanup_beside_a_running_interface_goes_through_it_and_spares_its_session() {
+    let cli = Cli::new();
+    let ids = three_sessions(&cli);
+    cli.home
+        .write_config("[session.maintenance]\nmax_entries = 1\n");
+    // The oldest is open in an interface, which owns the store; a newer one comes after it,
+    // so only the open one keeps it from being beyond max_entries.
+    let open = super::tmux::Tmux::start(&cli, &["-r", &ids[0]]);
+    open.wait_for("answer 0");
+    cli.mock.push(Reply::text("the newest"));
+    let newest = cli.run(&["run", "--output-format", "json", "the newest"]);
+    assert!(newest.status.success(), "{}", stderr(&newest));
+    let newest = json_lines(&newest)[0]["session_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let report = cli.run(&["sessions", "cleanup", "--enforce"]);
+    assert!(report.status.success(), "{}", stderr(&report));
+    let said = stdout(&report);
+    assert!(said.contains("Removing:"), "{said}");
+    let mut kept = listed(&cli);
+    kept.sort();
+    let mut expected = vec![ids[0].clone(), newest];
+    expected.sort();
+    assert_eq!(kept, expected, "the open one stays: {said}");
+    assert_eq!(folders_of(&cli, &ids[1]), 0, "its folder went with it");
+    open.wait_for("answer 0");
+}
