@@ -183,6 +183,18 @@ impl Local {
         Ok(self.running(id).await?.set_approval(mode).await?)
     }
 
+    pub async fn set_tools(
+        &self,
+        id: &SessionId,
+        names: Option<Vec<String>>,
+    ) -> Result<(), ServiceError> {
+        let tools = match names {
+            None => self.deps.tools.clone(),
+            Some(names) => self.deps.tools.only(&names).map_err(ServiceError::new)?,
+        };
+        Ok(self.running(id).await?.set_tools(tools).await?)
+    }
+
     pub async fn idle(&self, id: &SessionId) -> Result<(), ServiceError> {
         if let Some(handle) = self.manager.live_handle(id).await {
             handle.state().await?;
@@ -329,6 +341,10 @@ impl Local {
                 Reply::Model(self.manager.set_model(&id, overrides).await?)
             }
             Call::Cleanup { enforce } => Reply::Cleanup(Box::new(self.clean_up(enforce).await?)),
+            Call::SetTools { id, tools } => {
+                self.set_tools(&id, tools).await?;
+                Reply::Done
+            }
             Call::Idle { id } => {
                 self.idle(&id).await?;
                 Reply::Done

@@ -401,6 +401,23 @@ impl SessionService {
         }
     }
 
+    /// From its next turn on, session `id` is offered and runs only the tools `names` names
+    /// (`None`: every tool); other sessions keep theirs. An unknown name is refused, naming
+    /// the tools there are.
+    pub async fn set_tools(
+        &self,
+        id: &SessionId,
+        names: Option<Vec<String>>,
+    ) -> Result<(), ServiceError> {
+        done(
+            self.ask(Call::SetTools {
+                id: id.clone(),
+                tools: names,
+            })
+            .await?,
+        )
+    }
+
     /// Waits until session `id` runs no turn, so its journal holds the whole of the last.
     pub async fn idle(&self, id: &SessionId) -> Result<(), ServiceError> {
         if let Backend::Local(local) = &self.backend {

@@ -119,6 +119,11 @@ pub enum Call {
         id: SessionId,
         overrides: Overrides,
     },
+    /// Only these tools (`None`: all of the owner's).
+    SetTools {
+        id: SessionId,
+        tools: Option<Vec<String>>,
+    },
     Shell {
         cwd: PathBuf,
         command: String,

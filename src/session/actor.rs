@@ -276,6 +276,11 @@ impl SessionActor {
                     self.deps = Arc::new(deps);
                 }
             }
+            Request::SetTools { tools } => {
+                let mut changed = (*self.deps).clone();
+                changed.tools = tools;
+                self.deps = Arc::new(changed);
+            }
             Request::SetModel { deps } => {
                 let mut changed = (*self.deps).clone();
                 changed.client = deps.client.clone();

@@ -70,6 +70,10 @@ pub(super) enum Request {
     SetApproval {
         mode: ApprovalMode,
     },
+    /// From the next turn on, offer and run only these tools.
+    SetTools {
+        tools: crate::tools::ToolRegistry,
+    },
     /// From the next turn on, call the model of `deps` (its client and overrides).
     SetModel {
         deps: Arc<SessionDeps>,
@@ -269,6 +273,11 @@ impl SessionHandle {
     /// Sets how much this session may do without asking, from its next turn on.
     pub async fn set_approval(&self, mode: ApprovalMode) -> Result<(), SessionError> {
         self.request(Request::SetApproval { mode }).await
+    }
+
+    /// Offers and runs only `tools` from the next turn on.
+    pub async fn set_tools(&self, tools: crate::tools::ToolRegistry) -> Result<(), SessionError> {
+        self.request(Request::SetTools { tools }).await
     }
 
     /// Calls the model `deps` names from the next turn on, keeping this session's own

@@ -75,6 +75,30 @@ impl ToolRegistry {
             .collect()
     }
 
+    /// A registry of only the tools `names` names; an unknown name is an error that lists
+    /// the tools there are.
+    pub fn only(&self, names: &[String]) -> Result<Self, String> {
+        let unknown: Vec<&str> = names
+            .iter()
+            .map(String::as_str)
+            .filter(|name| self.get(name).is_none())
+            .collect();
+        if !unknown.is_empty() {
+            return Err(format!(
+                "no tool is called {}; the tools are {}",
+                unknown.join(", "),
+                self.names().join(", ")
+            ));
+        }
+        let tools = self
+            .tools
+            .iter()
+            .filter(|tool| names.iter().any(|name| name == tool.name()))
+            .cloned()
+            .collect();
+        Ok(Self { tools })
+    }
+
     /// Every tool's name, sorted.
     pub fn names(&self) -> Vec<&'static str> {
         self.tools.iter().map(|tool| tool.name()).collect()

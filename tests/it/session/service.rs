@@ -421,3 +421,52 @@ async fn a_client_feed_read_slowly_is_dropped_without_holding_up_the_connection(
         "nothing replayed twice"
     );
 }
+
+#[tokio::test]
+async fn a_session_offered_fewer_tools_is_asked_with_only_those() {
+    let world = World::anthropic();
+    world.mock.repeat(Reply::text("ok"));
+    let service = service(&world);
+    let dir = world.home.project();
+    let narrow = service.open_key("cli:narrow", dir).await.unwrap();
+    let wide = service.open_key("cli:wide", dir).await.unwrap();
+    let refused = service
+        .set_tools(&narrow, Some(vec!["file_read".into(), "teleport".into()]))
+        .await
+        .expect_err("an unknown tool");
+    assert!(refused.message.contains("teleport"), "{}", refused.message);
+    assert!(
+        refused.message.contains("file_read"),
+        "names the tools: {}",
+        refused.message
+    );
+    service
+        .set_tools(&narrow, Some(vec!["file_read".into(), "grep".into()]))
+        .await
+        .unwrap();
+    for (id, text) in [(&narrow, "to the narrow one"), (&wide, "to the wide one")] {
+        service.send_to(id, UserInput::local(text)).await.unwrap();
+        service.idle(id).await.unwrap();
+    }
+    let tools_of = |text: &str| -> Vec<String> {
+        let requests = world.mock.model_requests();
+        let asked = requests
+            .iter()
+            .find(|r| r.texts().iter().any(|t| t == text))
+            .unwrap_or_else(|| panic!("no request with {text:?}"));
+        asked.body["tools"]
+            .as_array()
+            .map(|tools| {
+                tools
+                    .iter()
+                    .map(|tool| tool["name"].as_str().unwrap_or_default().to_owned())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    assert_eq!(tools_of("to the narrow one"), ["file_read", "grep"]);
+    assert!(
+        tools_of("to the wide one").len() > 2,
+        "the other keeps them all"
+    );
+}
