@@ -4,7 +4,7 @@
 
 use super::manager::{GatewayError, SessionManager};
 use crate::domain::{ContentBlock, SessionId, SessionKey, TurnStop};
-use crate::session::{SessionError, SessionHandle};
+use crate::session::{DrainedTurn, SessionError, SessionHandle};
 use crate::store::{JournalEvent, JournalRecord};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -27,6 +27,10 @@ pub struct DrainedSession {
     pub key: String,
     /// Whether inputs were waiting for their turn (they were refused).
     pub waiting: bool,
+    /// The approval mode of the stopped turn, when not the session's own: the turn resumed
+    /// goes on with it (a `tern run --approve all` turn handed over to an interface).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<crate::tools::ApprovalMode>,
 }
 
 /// A session started again after a restart.
@@ -109,19 +113,20 @@ impl SessionManager {
         let deadline = tokio::time::Instant::now() + bound;
         let mut drained = Vec::new();
         for (key, handle) in handles {
-            let waiting = match tokio::time::timeout_at(deadline, handle.drain_with(cut)).await {
-                Ok(Ok(waiting)) => waiting,
-                Ok(Err(_)) => false,
+            let stopped = match tokio::time::timeout_at(deadline, handle.drain_with(cut)).await {
+                Ok(Ok(stopped)) => stopped,
+                Ok(Err(_)) => DrainedTurn::default(),
                 Err(_) => {
                     tracing::warn!(session = %handle.id(), "drain took too long; cancelling the turn");
                     let _ = handle.cancel().await;
-                    false
+                    DrainedTurn::default()
                 }
             };
             drained.push(DrainedSession {
                 id: handle.id().clone(),
                 key: key.as_str().to_owned(),
-                waiting,
+                waiting: stopped.waiting,
+                approval: stopped.approval,
             });
         }
         let manifest = serde_json::to_vec_pretty(&drained)
@@ -170,7 +175,9 @@ impl SessionManager {
             let resumes = !session.waiting && resumable(&records);
             let handle = SessionHandle::resume(self.deps_for(&meta.overrides), &meta)?;
             if resumes {
-                handle.resume_turn(RESTART_NOTICE).await?;
+                handle
+                    .resume_turn_with(RESTART_NOTICE, session.approval)
+                    .await?;
             }
             self.live.lock().await.insert(key, handle);
             warmed.push(WarmedUp {

@@ -12,7 +12,7 @@ use super::asking::ApprovalSlot;
 use super::deps::SessionDeps;
 use super::envelope::SessionDirs;
 use super::events::{EventTx, SessionEvent, Stamped, Subscribers};
-use super::handle::{Request, SessionHandle};
+use super::handle::{DrainedTurn, Request, SessionHandle};
 use super::input::{SessionError, UserInput, journal_input};
 use super::joining::{self, Route, TurnOwner};
 use super::log::SessionLog;
@@ -50,6 +50,8 @@ struct RunningTurn {
     joining: Joining,
     /// Where the call waiting for a person, if any, takes its answer.
     approvals: ApprovalSlot,
+    /// How much the turn may do without asking.
+    approval: ApprovalMode,
     events: mpsc::UnboundedReceiver<Stamped>,
     task: JoinHandle<SessionState>,
 }
@@ -62,7 +64,7 @@ enum Queued {
     Interrupting(PendingInput),
     Compact(oneshot::Sender<Result<bool, SessionError>>),
     /// A turn without a new input, after a restart.
-    Resume(String),
+    Resume(String, Option<ApprovalMode>),
 }
 
 /// What a running turn reports: an event, then, once its events are all out, its end.
@@ -98,7 +100,7 @@ pub(super) struct SessionActor {
     /// Told when the actor has stopped and released its dependencies.
     closers: Vec<oneshot::Sender<()>>,
     /// Told, when the actor has stopped, whether inputs were waiting at the drain.
-    drainers: Vec<(oneshot::Sender<bool>, bool)>,
+    drainers: Vec<(oneshot::Sender<DrainedTurn>, DrainedTurn)>,
     /// Live [`super::handle::KeepAwake`] guards; none may rest while there are any.
     awake: Arc<AtomicUsize>,
     /// The model call naming the session after its first turn.
@@ -312,14 +314,21 @@ impl SessionActor {
                     Some(turn) => turn.stop_after_batch.request(TurnStop::Drained),
                     None => {}
                 }
-                self.drainers.push((reply, waiting));
+                // A turn whose input said how much it may do goes on so when resumed.
+                let approval = self
+                    .turn
+                    .as_ref()
+                    .map(|turn| turn.approval)
+                    .filter(|mode| *mode != self.deps.approval);
+                self.drainers
+                    .push((reply, DrainedTurn { waiting, approval }));
                 self.accepting = false;
                 for queued in self.queue.drain(..) {
                     refuse(queued, || SessionError::Closed);
                 }
             }
-            Request::ResumeTurn { notice } if self.accepting => {
-                self.queue.push_back(Queued::Resume(notice));
+            Request::ResumeTurn { notice, approval } if self.accepting => {
+                self.queue.push_back(Queued::Resume(notice, approval));
                 self.start_next_turn();
             }
             Request::ResumeTurn { .. } => {}
@@ -376,8 +385,8 @@ impl SessionActor {
                     self.start_compaction(reply);
                     return;
                 }
-                Queued::Resume(notice) => {
-                    self.start_resumed_turn(notice);
+                Queued::Resume(notice, approval) => {
+                    self.start_resumed_turn(notice, approval);
                     return;
                 }
             };
@@ -432,6 +441,7 @@ impl SessionActor {
         owner: TurnOwner,
         notes: TurnNotes,
     ) {
+        let approval = deps.approval;
         let (events, receiver) = EventTx::channel(state.head.clone());
         let cancel = CancellationToken::new();
         let stop_after_batch = StopAfterBatch::default();
@@ -463,13 +473,14 @@ impl SessionActor {
             owner: Some(owner),
             joining,
             approvals,
+            approval,
             events: receiver,
             task,
         });
     }
 
     /// Starts a turn from the history as it stands, answering whoever sent the latest input.
-    fn start_resumed_turn(&mut self, notice: String) {
+    fn start_resumed_turn(&mut self, notice: String, approval: Option<ApprovalMode>) {
         let Some(mut state) = self.state.take() else {
             return;
         };
@@ -501,7 +512,16 @@ impl SessionActor {
             restart_notice: Some(notice),
             ..TurnNotes::default()
         };
-        self.spawn_turn_for(self.deps.clone(), state, audience, owner, notes);
+        // The approval mode the stopped turn had, when it was not the session's own.
+        let deps = match approval {
+            Some(mode) if mode != self.deps.approval => {
+                let mut deps = (*self.deps).clone();
+                deps.approval = mode;
+                Arc::new(deps)
+            }
+            _ => self.deps.clone(),
+        };
+        self.spawn_turn_for(deps, state, audience, owner, notes);
     }
 
     /// Runs a compaction on demand, in phase Compacting.
@@ -541,6 +561,7 @@ impl SessionActor {
             owner: None,
             joining: Joining::default(),
             approvals: ApprovalSlot::default(),
+            approval: self.deps.approval,
             events: receiver,
             task,
         });
@@ -738,7 +759,7 @@ fn refuse(queued: Queued, error: impl Fn() -> SessionError) {
         Queued::Compact(reply) => {
             let _ = reply.send(Err(error()));
         }
-        Queued::Resume(_) => {}
+        Queued::Resume(..) => {}
     }
 }
 

@@ -16,6 +16,15 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use tokio::sync::{mpsc, oneshot};
 
+/// What a drained session says.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DrainedTurn {
+    /// Whether inputs were waiting for their turn (they were refused).
+    pub waiting: bool,
+    /// The approval mode of the turn it stopped, when not the session's own.
+    pub approval: Option<ApprovalMode>,
+}
+
 /// The cloneable front of a session.
 #[derive(Clone)]
 pub struct SessionHandle {
@@ -87,7 +96,7 @@ pub(super) enum Request {
     /// Stop for a restart: the running turn ends after its current tool batch, then the actor
     /// stops; answered with whether inputs were waiting (they are refused, not kept).
     Drain {
-        reply: oneshot::Sender<bool>,
+        reply: oneshot::Sender<DrainedTurn>,
         /// A handover: a model call in flight is let go rather than waited for.
         cut: bool,
     },
@@ -95,6 +104,8 @@ pub(super) enum Request {
     /// after a restart, its nudge carrying `notice`.
     ResumeTurn {
         notice: String,
+        /// The approval mode the stopped turn had, when not the session's own.
+        approval: Option<ApprovalMode>,
     },
     /// A [`KeepAwake`] guard was taken or dropped.
     Awake,
@@ -235,13 +246,13 @@ impl SessionHandle {
     /// inputs still waiting are refused, and the actor stops. Returns whether inputs were
     /// waiting.
     pub async fn drain(&self) -> Result<bool, SessionError> {
-        self.drain_with(false).await
+        Ok(self.drain_with(false).await?.waiting)
     }
 
     /// [`SessionHandle::drain`]; with `cut`, for a handover to another process: a model
     /// call in flight is let go (the turn ends drained, as if just before it) rather than
     /// waited for.
-    pub async fn drain_with(&self, cut: bool) -> Result<bool, SessionError> {
+    pub async fn drain_with(&self, cut: bool) -> Result<DrainedTurn, SessionError> {
         let (reply, rx) = oneshot::channel();
         self.request(Request::Drain { reply, cut }).await?;
         rx.await.map_err(|_| SessionError::Closed)
@@ -250,8 +261,19 @@ impl SessionHandle {
     /// Starts a turn that goes on from the history as it stands, its first call told
     /// `notice` (a turn a drain stopped, resumed after the restart).
     pub async fn resume_turn(&self, notice: impl Into<String>) -> Result<(), SessionError> {
+        self.resume_turn_with(notice, None).await
+    }
+
+    /// [`SessionHandle::resume_turn`], the turn allowed what `approval` allows (what the
+    /// stopped turn had; `None`: the session's own).
+    pub async fn resume_turn_with(
+        &self,
+        notice: impl Into<String>,
+        approval: Option<ApprovalMode>,
+    ) -> Result<(), SessionError> {
         self.request(Request::ResumeTurn {
             notice: notice.into(),
+            approval,
         })
         .await
     }

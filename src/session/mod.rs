@@ -36,7 +36,7 @@ pub use envelope::{Rerooted, SessionDirs, SubagentDirs};
 pub use events::{
     Dropped, JournalHead, OutputFilter, SUBSCRIBER_BACKLOG, SessionEvent, Stamped, Subscription,
 };
-pub use handle::{KeepAwake, SessionHandle};
+pub use handle::{DrainedTurn, KeepAwake, SessionHandle};
 pub use input::{SessionError, UserInput};
 pub use layers::preview;
 pub use phase::{IllegalTransition, Phase};

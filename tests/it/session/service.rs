@@ -470,3 +470,74 @@ async fn a_session_offered_fewer_tools_is_asked_with_only_those() {
         "the other keeps them all"
     );
 }
+
+#[tokio::test]
+async fn a_turn_handed_over_goes_on_with_the_approval_its_input_carried() {
+    // The process serves with `never`; the input allows everything.
+    let world = World::anthropic();
+    world.mock.push(Reply::tool_call(
+        "shell_execute",
+        json!({ "command": "echo one" }),
+    ));
+    world
+        .mock
+        .push(Reply::text("never finished").delay_before(Duration::from_secs(30)));
+    world.mock.push(Reply::tool_call(
+        "shell_execute",
+        json!({ "command": "echo after-the-handover" }),
+    ));
+    world.mock.push(Reply::text("done"));
+    let manager = Arc::new(SessionManager::new(world.deps()));
+    let first = SessionService::local(manager.clone());
+    let project = world.home.project().canonicalize().unwrap();
+    let id = first.open_key("cli:handed", &project).await.unwrap();
+    let mut input = UserInput::local("go");
+    input.approval = Some(tern::tools::ApprovalMode::All);
+    first.send_to(&id, input).await.unwrap();
+    // The second model call is in flight when the sessions are handed over.
+    world
+        .mock
+        .wait_for_requests(2, Duration::from_secs(20))
+        .await;
+    let drained = manager.hand_over(Duration::from_secs(10)).await.unwrap();
+    assert_eq!(drained.len(), 1);
+    assert_eq!(drained[0].approval, Some(tern::tools::ApprovalMode::All));
+    drop((first, manager));
+
+    // The next owner, serving with `never` too, resumes it as the input allowed.
+    let next = SessionService::local(Arc::new(SessionManager::new(world.deps())));
+    let warmed = next.warm_up().await.unwrap();
+    assert!(warmed[0].resumed, "{warmed:?}");
+    let mut feed = next
+        .subscribe(&id, Some(0), OutputFilter::ALL, 100_000)
+        .await
+        .unwrap();
+    loop {
+        let fed = read_feed(&mut feed, Until::TurnEnd).await;
+        if fed.events.iter().any(|s| {
+            matches!(
+                &s.event,
+                SessionEvent::TurnCompleted { text, .. } if text == "done"
+            )
+        }) {
+            break;
+        }
+    }
+    let ran = world
+        .store
+        .load(&id)
+        .unwrap()
+        .iter()
+        .filter_map(|record| match &record.event {
+            JournalEvent::ToolResults { results, .. } => Some(results.clone()),
+            _ => None,
+        })
+        .flatten()
+        .map(|result| (result.is_error, result.content.clone()))
+        .collect::<Vec<_>>();
+    assert!(
+        ran.iter()
+            .any(|(failed, text)| !failed && text.contains("after-the-handover")),
+        "the command ran, not refused: {ran:?}"
+    );
+}
