@@ -3,11 +3,13 @@
 //! model sees. Nothing is sent and nothing is saved.
 
 use super::Outcome;
+use super::door;
 use super::setup::{self, KeyCheck, ModelArgs, Which};
 use crate::context::CurrentTime;
 use crate::domain::{Audience, SessionId, SessionKey};
 use crate::prompt::describe_request;
 use crate::session::{SessionDirs, SessionState, UserInput, preview};
+use crate::store::SessionMeta;
 use crate::tools::ApprovalMode;
 
 /// What stands in for the message when none is given.
@@ -82,7 +84,7 @@ pub struct Shown {
 }
 
 /// Prints the request a turn for `prompt` would send first in the session `which` names (a
-/// new one when it names none).
+/// new one when it names none). Beside a running tern, that tern builds it.
 pub async fn print(
     prompt: Option<String>,
     which: Which,
@@ -90,41 +92,6 @@ pub async fn print(
     model: &ModelArgs,
 ) -> anyhow::Result<Outcome> {
     let loaded = setup::load()?;
-    let store = setup::open_store(&loaded.paths)?;
-    let found = which.find(store.as_ref()).await?;
-    let client = setup::model_client(
-        &loaded,
-        &model.or_session(found.as_ref()),
-        KeyCheck::NotNeeded,
-    )?;
-    let provider = client.primary.provider.clone();
-    let data_dir = loaded.paths.data_dir.clone();
-    let (state, dirs, heading) = match found {
-        Some(meta) => {
-            let records = store.load(&meta.id)?;
-            let (dirs, _) = SessionDirs::locate(&data_dir, &meta);
-            let heading = format!("next turn of session {}", meta.id);
-            let state = SessionState::replay(meta.id, meta.project_dir, &records).state;
-            (state, dirs, heading)
-        }
-        None => {
-            let id = SessionId::generate();
-            let dirs = SessionDirs::new(&data_dir, &id, &SessionKey::cli(&id));
-            let state = SessionState::new(id, setup::project_dir()?);
-            (
-                state,
-                dirs,
-                "first turn of a new session (not saved)".to_owned(),
-            )
-        }
-    };
-    let deps = setup::session_deps(
-        &loaded,
-        store,
-        client,
-        ApprovalMode::Never,
-        model.overrides(),
-    );
     let text = match prompt.as_deref() {
         Some("-") => super::run::read_prompt(Some("-"))?,
         Some(text) => text.to_owned(),
@@ -132,7 +99,55 @@ pub async fn print(
     };
     let mut input = UserInput::local(text);
     input.audience = shown.audience;
-    let (request, nudge_at) = preview(&deps, &dirs, state, input, CurrentTime::now()).await;
+    // The session's own model, or the one the flags name.
+    let client_for = |found: Option<&SessionMeta>| {
+        setup::model_client(&loaded, &model.or_session(found), KeyCheck::NotNeeded)
+    };
+    let (found, request, nudge_at) = match door::owner(&loaded.paths).await? {
+        Some(owner) => {
+            let found = which.find(&owner).await?;
+            let here = setup::project_dir()?;
+            let id = found.as_ref().map(|meta| &meta.id);
+            let shown = owner.preview(id, &here, input).await?;
+            (found, shown.request, shown.nudge_at)
+        }
+        None => {
+            let store = setup::open_store(&loaded.paths)?;
+            let found = which.find(store.as_ref()).await?;
+            let client = client_for(found.as_ref())?;
+            let data_dir = loaded.paths.data_dir.clone();
+            let (state, dirs) = match &found {
+                Some(meta) => {
+                    let records = store.load(&meta.id)?;
+                    let (dirs, _) = SessionDirs::locate(&data_dir, meta);
+                    let state =
+                        SessionState::replay(meta.id.clone(), meta.project_dir.clone(), &records)
+                            .state;
+                    (state, dirs)
+                }
+                None => {
+                    let id = SessionId::generate();
+                    let dirs = SessionDirs::new(&data_dir, &id, &SessionKey::cli(&id));
+                    (SessionState::new(id, setup::project_dir()?), dirs)
+                }
+            };
+            let deps = setup::session_deps(
+                &loaded,
+                store,
+                client,
+                ApprovalMode::Never,
+                model.overrides(),
+            );
+            let (request, nudge_at) = preview(&deps, &dirs, state, input, CurrentTime::now()).await;
+            (found, request, nudge_at)
+        }
+    };
+    let heading = match &found {
+        Some(meta) => format!("next turn of session {}", meta.id),
+        None => "first turn of a new session (not saved)".to_owned(),
+    };
+    // The provider that would encode it.
+    let provider = client_for(found.as_ref())?.primary.provider.clone();
     match shown.format {
         PromptFormat::Text => {
             println!(

@@ -5,7 +5,7 @@
 use super::Message;
 
 /// A tool as the model sees it on the request: name, description and JSON schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ToolSpec {
     pub name: String,
     pub description: String,
@@ -13,7 +13,7 @@ pub struct ToolSpec {
 }
 
 /// Everything one model call needs, independent of the wire format.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ChatRequest {
     pub model: String,
     /// The system prompt as blocks in order: the persisted system prompt, then the static

@@ -8,10 +8,14 @@ use super::feed::{self, Feed};
 use super::maintenance::{Cleanup, clean_up};
 use super::manager::{Delivered, SendUserMessage, SessionManager};
 use super::serve::Serving;
-use super::service::{ServiceError, ShellRun};
+use super::service::{Preview, ServiceError, ShellRun};
 use super::wire::{Call, Reply, ScannedEntry, SearchScan};
+use crate::context::CurrentTime;
 use crate::domain::{Answer, SessionId, SessionKey};
-use crate::session::{OutputFilter, SUBSCRIBER_BACKLOG, SessionDeps, SessionHandle, UserInput};
+use crate::session::{
+    OutputFilter, SUBSCRIBER_BACKLOG, SessionDeps, SessionDirs, SessionHandle, SessionState,
+    UserInput,
+};
 use crate::store::{SearchEntry, SearchSink, SessionMeta};
 use crate::tools::{ApprovalMode, ToolContext};
 use std::ops::ControlFlow;
@@ -263,6 +267,40 @@ impl Local {
         .map_err(|err| ServiceError::new(err.to_string()))
     }
 
+    /// The request a turn for `input` would send first in stored session `id` (a new
+    /// session in `project_dir` when `None`), and where its nudge sits: nothing is sent or
+    /// saved.
+    pub async fn preview(
+        &self,
+        id: Option<&SessionId>,
+        project_dir: &Path,
+        input: UserInput,
+    ) -> Result<Preview, ServiceError> {
+        let (deps, dirs, state) = match id {
+            Some(id) => {
+                let meta = self.meta(id).await?;
+                let store = self.deps.store.clone();
+                let wanted = id.clone();
+                let records = blocking(move || store.load(&wanted))
+                    .await?
+                    .map_err(|err| ServiceError::new(err.to_string()))?;
+                let (dirs, _) = SessionDirs::locate(&self.deps.data_dir, &meta);
+                let state =
+                    SessionState::replay(meta.id.clone(), meta.project_dir.clone(), &records).state;
+                (self.manager.deps_for(&meta.overrides), dirs, state)
+            }
+            None => {
+                let id = SessionId::generate();
+                let dirs = SessionDirs::new(&self.deps.data_dir, &id, &SessionKey::cli(&id));
+                let state = SessionState::new(id, project_dir.to_path_buf());
+                (self.deps.clone(), dirs, state)
+            }
+        };
+        let (request, nudge_at) =
+            crate::session::preview(&deps, &dirs, state, input, CurrentTime::now()).await;
+        Ok(Preview { request, nudge_at })
+    }
+
     pub async fn git_branch(&self, dir: &Path) -> Option<String> {
         use crate::context::git::{Branch, GitContext, working_git};
         match working_git(dir, GIT_BOUND).await {
@@ -345,6 +383,13 @@ impl Local {
                 self.set_tools(&id, tools).await?;
                 Reply::Done
             }
+            Call::Preview {
+                id,
+                project_dir,
+                input,
+            } => Reply::Preview(Box::new(
+                self.preview(id.as_ref(), &project_dir, input).await?,
+            )),
             Call::Idle { id } => {
                 self.idle(&id).await?;
                 Reply::Done

@@ -24,4 +24,4 @@ pub use manager::{
 };
 pub use reset::ResetReason;
 pub use serve::socket_path;
-pub use service::{Reached, ServiceError, SessionService, ShellRun};
+pub use service::{Preview, Reached, ServiceError, SessionService, ShellRun};

@@ -65,6 +65,13 @@ pub struct ShellRun {
     pub ok: bool,
 }
 
+/// The request a turn would send first, and where its nudge sits (`--print-prompt`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Preview {
+    pub request: crate::domain::ChatRequest,
+    pub nudge_at: Option<usize>,
+}
+
 /// Who answers a client when it connects: an owner, or nobody (the caller may open the
 /// store itself).
 pub enum Reached {
@@ -416,6 +423,26 @@ impl SessionService {
             })
             .await?,
         )
+    }
+
+    /// The request a turn for `input` would send first in stored session `id` (a new
+    /// session in `project_dir` when `None`), built by whoever owns the store with the
+    /// session's own model: nothing is sent or saved.
+    pub async fn preview(
+        &self,
+        id: Option<&SessionId>,
+        project_dir: &Path,
+        input: UserInput,
+    ) -> Result<Preview, ServiceError> {
+        let call = Call::Preview {
+            id: id.cloned(),
+            project_dir: project_dir.to_path_buf(),
+            input,
+        };
+        match self.ask(call).await? {
+            Reply::Preview(preview) => Ok(*preview),
+            other => Err(unexpected(&other)),
+        }
     }
 
     /// Waits until session `id` runs no turn, so its journal holds the whole of the last.

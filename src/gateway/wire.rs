@@ -10,6 +10,7 @@
 use super::feed::FeedItem;
 use super::maintenance::Cleanup;
 use super::manager::{Delivered, ModelShown};
+use super::service::Preview;
 use super::service::ShellRun;
 use crate::domain::{Answer, SessionId};
 use crate::session::{OutputFilter, UserInput};
@@ -172,6 +173,12 @@ pub enum Call {
     Cleanup {
         enforce: Option<bool>,
     },
+    /// The request a turn for `input` would send first (`--print-prompt`).
+    Preview {
+        id: Option<SessionId>,
+        project_dir: PathBuf,
+        input: UserInput,
+    },
     /// Waits until session `id` has no turn running.
     Idle {
         id: SessionId,
@@ -184,6 +191,7 @@ impl Call {
         matches!(
             self,
             Call::Meta { .. }
+                | Call::Preview { .. }
                 | Call::Resolve { .. }
                 | Call::Latest { .. }
                 | Call::GitBranch { .. }
@@ -241,6 +249,7 @@ pub enum Reply {
     Streaming,
     Model(ModelShown),
     Cleanup(Box<Cleanup>),
+    Preview(Box<Preview>),
     /// The input was delivered and its session's feed is open.
     Followed(Delivered),
 }

@@ -304,3 +304,19 @@ fn the_picker_of_a_second_terminal_lists_and_opens_through_the_first() {
     picking.keys(&["C-d"]);
     picking.wait_for("[tern exited 0]");
 }
+
+#[test]
+fn the_prompt_of_a_session_open_in_an_interface_is_shown_through_it() {
+    let cli = Cli::new();
+    let _first = one_said_hello(&cli);
+    let output = cli.run(&["run", "--print-prompt", "--continue", "what next?"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let shown = stdout(&output);
+    assert!(shown.contains("next turn of session"), "{shown}");
+    assert!(
+        shown.contains("hello") && shown.contains("Ready."),
+        "the history: {shown}"
+    );
+    assert!(shown.contains("what next?"), "{shown}");
+    assert!(shown.contains("Nothing was sent or saved."), "{shown}");
+}
