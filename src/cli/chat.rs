@@ -41,7 +41,7 @@ pub async fn run(launch: LaunchArgs) -> anyhow::Result<Outcome> {
     let args = launch.model.clone();
     let loaded = Arc::new(setup::load()?);
     let client = setup::model_client(&loaded, &args, setup::KeyCheck::Required)?;
-    let build = door::build(loaded.clone(), client, APPROVAL, args.overrides());
+    let build = door::build(loaded.clone(), client.clone(), APPROVAL, args.overrides());
     let said = Arc::new(|text: String| eprintln!("tern: {text}"));
     let door = door::open(&loaded.paths, build, said).await?;
     let service = door.service;
@@ -51,11 +51,7 @@ pub async fn run(launch: LaunchArgs) -> anyhow::Result<Outcome> {
     {
         service.set_model(&meta.id, args.overrides()).await?;
     }
-    let client = setup::model_client(
-        &loaded,
-        &args.or_session(attached.as_ref()),
-        setup::KeyCheck::Required,
-    )?;
+    let client = setup::session_client(&loaded, &args, attached.as_ref(), client)?;
     // The banner names the model, and the first turn needs its window: wait (within the
     // asking's bound) for what the server says.
     client.primary.ready().await;

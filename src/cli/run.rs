@@ -131,16 +131,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<Outcome> {
     {
         service.set_model(&meta.id, args.model.overrides()).await?;
     }
-    let client = match &found {
-        Some(meta) if args.model.overrides().is_empty() && !meta.overrides.is_empty() => {
-            setup::model_client(
-                &loaded,
-                &args.model.or_session(found.as_ref()),
-                KeyCheck::Required,
-            )?
-        }
-        _ => client,
-    };
+    let client = setup::session_client(&loaded, &args.model, found.as_ref(), client)?;
     // The window decides when to compact and the served model what to ask for: a headless
     // turn waits (within the asking's bound) for what the server says before it starts.
     client.primary.ready().await;

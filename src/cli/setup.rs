@@ -70,6 +70,22 @@ pub fn open_store(paths: &Paths) -> anyhow::Result<Arc<Store>> {
     Ok(Arc::new(Store::open(&paths.db_file)?))
 }
 
+/// The client a stored session calls: `flags_client` (built from the flags), unless the
+/// flags name no model and the session asked for one of its own when it started.
+pub fn session_client(
+    loaded: &Loaded,
+    flags: &ModelArgs,
+    found: Option<&SessionMeta>,
+    flags_client: ModelClient,
+) -> anyhow::Result<ModelClient> {
+    match found {
+        Some(meta) if flags.overrides().is_empty() && !meta.overrides.is_empty() => {
+            model_client(loaded, &flags.or_session(found), KeyCheck::Required)
+        }
+        _ => Ok(flags_client),
+    }
+}
+
 /// Builds the client of a session that asked for its own provider or model.
 pub fn models(loaded: Arc<Loaded>) -> crate::gateway::Models {
     Arc::new(move |overrides: &Overrides| {

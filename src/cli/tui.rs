@@ -55,7 +55,7 @@ pub async fn run(args: LaunchArgs) -> anyhow::Result<Outcome> {
         &loaded.paths,
         door::build(
             loaded.clone(),
-            client,
+            client.clone(),
             ApprovalMode::Ask,
             args.model.overrides(),
         ),
@@ -70,8 +70,7 @@ pub async fn run(args: LaunchArgs) -> anyhow::Result<Outcome> {
     {
         service.set_model(&meta.id, args.model.overrides()).await?;
     }
-    let model_args = args.model.or_session(found.as_ref());
-    let client = match setup::model_client(&loaded, &model_args, setup::KeyCheck::Required) {
+    let client = match setup::session_client(&loaded, &args.model, found.as_ref(), client) {
         Ok(client) => client,
         Err(err) => return super::first_run::run(&loaded, &err.to_string()).await,
     };

@@ -154,14 +154,6 @@ impl SessionService {
         local.is_some_and(|local| local.clients() == 0)
     }
 
-    /// The owner's pid, when this is a client.
-    pub async fn owner_pid(&self) -> Option<u32> {
-        match self.via().await {
-            Ok(Via::Owner(connection)) => Some(connection.owner.pid),
-            _ => None,
-        }
-    }
-
     pub(super) fn local_part(&self) -> Option<Arc<Local>> {
         match &self.backend {
             Backend::Local(local) => Some(local.clone()),
@@ -204,9 +196,6 @@ impl SessionService {
         project_dir: &Path,
         input: UserInput,
     ) -> Result<Delivered, ServiceError> {
-        if let Backend::Local(local) = &self.backend {
-            return local.send(key, project_dir, input).await;
-        }
         let call = Call::Send {
             key: key.to_owned(),
             project_dir: project_dir.to_path_buf(),
@@ -220,9 +209,6 @@ impl SessionService {
 
     /// Delivers an input to the session `id`, whichever key it has.
     pub async fn send_to(&self, id: &SessionId, input: UserInput) -> Result<u64, ServiceError> {
-        if let Backend::Local(local) = &self.backend {
-            return local.send_to(id, input).await;
-        }
         match self
             .ask(Call::SendTo {
                 id: id.clone(),
@@ -237,9 +223,6 @@ impl SessionService {
 
     /// The session `key` talks to, started (or created) when needed.
     pub async fn open_key(&self, key: &str, project_dir: &Path) -> Result<SessionId, ServiceError> {
-        if let Backend::Local(local) = &self.backend {
-            return local.open_key(key, project_dir).await;
-        }
         let call = Call::OpenKey {
             key: key.to_owned(),
             project_dir: project_dir.to_path_buf(),
@@ -249,9 +232,6 @@ impl SessionService {
 
     /// Makes the stored session `id` the one its key talks to, started; returns its meta.
     pub async fn open(&self, id: &SessionId) -> Result<SessionMeta, ServiceError> {
-        if let Backend::Local(local) = &self.backend {
-            return local.open(id).await;
-        }
         meta_of(self.ask(Call::Open { id: id.clone() }).await?)
     }
 
@@ -320,9 +300,6 @@ impl SessionService {
         call_id: &str,
         answer: Answer,
     ) -> Result<(), ServiceError> {
-        if let Backend::Local(local) = &self.backend {
-            return local.answer(id, call_id, answer).await;
-        }
         let call = Call::Answer {
             id: id.clone(),
             call_id: call_id.to_owned(),
@@ -333,17 +310,11 @@ impl SessionService {
 
     /// Stops the running turn of session `id`, if it runs.
     pub async fn cancel(&self, id: &SessionId) -> Result<(), ServiceError> {
-        if let Backend::Local(local) = &self.backend {
-            return local.cancel(id).await;
-        }
         done(self.ask(Call::Cancel { id: id.clone() }).await?)
     }
 
     /// Compacts session `id` now; whether anything changed.
     pub async fn compact(&self, id: &SessionId) -> Result<bool, ServiceError> {
-        if let Backend::Local(local) = &self.backend {
-            return local.compact(id).await;
-        }
         match self.ask(Call::Compact { id: id.clone() }).await? {
             Reply::Changed { changed } => Ok(changed),
             other => Err(unexpected(&other)),
@@ -352,9 +323,6 @@ impl SessionService {
 
     /// Gives `key` a new session (`/new`); its id.
     pub async fn reset(&self, key: &str, project_dir: &Path) -> Result<SessionId, ServiceError> {
-        if let Backend::Local(local) = &self.backend {
-            return local.reset(key, project_dir).await;
-        }
         let call = Call::Reset {
             key: key.to_owned(),
             project_dir: project_dir.to_path_buf(),
@@ -369,9 +337,6 @@ impl SessionService {
         id: &SessionId,
         mode: ApprovalMode,
     ) -> Result<(), ServiceError> {
-        if let Backend::Local(local) = &self.backend {
-            return local.set_approval(id, mode).await;
-        }
         done(
             self.ask(Call::SetApproval {
                 id: id.clone(),
@@ -447,18 +412,12 @@ impl SessionService {
 
     /// Waits until session `id` runs no turn, so its journal holds the whole of the last.
     pub async fn idle(&self, id: &SessionId) -> Result<(), ServiceError> {
-        if let Backend::Local(local) = &self.backend {
-            return local.idle(id).await;
-        }
         done(self.ask(Call::Idle { id: id.clone() }).await?)
     }
 
     /// Runs a `!` line in `cwd` through the sessions' own shell tool: its own process group,
     /// no credentials in its environment, its output capped and its credentials replaced.
     pub async fn shell(&self, cwd: &Path, command: &str) -> Result<ShellRun, ServiceError> {
-        if let Backend::Local(local) = &self.backend {
-            return local.shell(cwd, command).await;
-        }
         let call = Call::Shell {
             cwd: cwd.to_path_buf(),
             command: command.to_owned(),
@@ -471,9 +430,6 @@ impl SessionService {
 
     /// A stored session's meta, read on a blocking thread.
     pub async fn meta(&self, id: &SessionId) -> Result<SessionMeta, ServiceError> {
-        if let Backend::Local(local) = &self.backend {
-            return local.meta(id).await;
-        }
         meta_of(self.ask(Call::Meta { id: id.clone() }).await?)
     }
 
@@ -511,9 +467,6 @@ impl SessionService {
     /// The branch `dir` is on (`(detached)` for a detached head), or `None` outside a
     /// repository; looked for within two seconds.
     pub async fn git_branch(&self, dir: &Path) -> Option<String> {
-        if let Backend::Local(local) = &self.backend {
-            return local.git_branch(dir).await;
-        }
         let call = Call::GitBranch {
             dir: dir.to_path_buf(),
         };
@@ -526,9 +479,6 @@ impl SessionService {
     /// The files of the project at `root` that a walk respecting `.gitignore` finds, for
     /// completion; read on a blocking thread.
     pub async fn files(&self, root: PathBuf) -> Vec<String> {
-        if let Backend::Local(local) = &self.backend {
-            return local.files(root).await;
-        }
         match self.ask(Call::Files { root }).await {
             Ok(Reply::Files { files }) => files,
             _ => Vec::new(),

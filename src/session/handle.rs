@@ -259,13 +259,9 @@ impl SessionHandle {
     }
 
     /// Starts a turn that goes on from the history as it stands, its first call told
-    /// `notice` (a turn a drain stopped, resumed after the restart).
-    pub async fn resume_turn(&self, notice: impl Into<String>) -> Result<(), SessionError> {
-        self.resume_turn_with(notice, None).await
-    }
-
-    /// [`SessionHandle::resume_turn`], the turn allowed what `approval` allows (what the
-    /// stopped turn had; `None`: the session's own).
+    /// `notice` (a turn a drain stopped, resumed after the restart), the
+    /// turn allowed what `approval` allows (what the stopped turn had; `None`: the session's
+    /// own).
     pub async fn resume_turn_with(
         &self,
         notice: impl Into<String>,
