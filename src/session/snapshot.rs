@@ -91,8 +91,11 @@ pub fn commit_soon(
 pub const FLUSH_AFTER: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// Makes the store's lazy commits durable after [`FLUSH_AFTER`], unless a durable commit did
-/// meanwhile (the flush is then nothing).
+/// meanwhile (the flush is then nothing); one flush serves every lazy commit before it.
 fn flush_soon(store: &Arc<Store>) {
+    if !store.schedule_flush() {
+        return;
+    }
     let Ok(runtime) = tokio::runtime::Handle::try_current() else {
         if let Err(err) = store.flush() {
             tracing::warn!(%err, "could not make the journal durable");
@@ -105,9 +108,6 @@ fn flush_soon(store: &Arc<Store>) {
         let Some(store) = store.upgrade() else {
             return;
         };
-        if !store.flush_pending() {
-            return;
-        }
         let flushed = tokio::task::spawn_blocking(move || store.flush()).await;
         if let Ok(Err(err)) = flushed {
             tracing::warn!(%err, "could not make the journal durable");

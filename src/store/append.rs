@@ -131,6 +131,7 @@ impl Store {
     /// Makes every commit so far durable (one fsync, shared with the appends waiting with
     /// it), if one is not yet: what a lazy append or a session's creation left for later.
     pub fn flush(&self) -> Result<(), StoreError> {
+        self.flush_done();
         if !self.flush_pending() {
             return Ok(());
         }

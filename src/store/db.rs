@@ -65,6 +65,8 @@ pub struct Store {
     durable_commits: AtomicU64,
     /// Set by a commit that is not durable yet, cleared by the next durable one.
     lazy_pending: AtomicBool,
+    /// Set while a flush is scheduled, so the lazy commits before it share it.
+    flush_due: AtomicBool,
     /// What the commits that are not durable yet wrote, in order.
     pub(super) lazy: Mutex<Vec<Lazy>>,
 }
@@ -183,6 +185,7 @@ impl Store {
             appends: Appends::default(),
             durable_commits: AtomicU64::new(0),
             lazy_pending: AtomicBool::new(false),
+            flush_due: AtomicBool::new(false),
             lazy: Mutex::new(Vec::new()),
         })
     }
@@ -199,6 +202,16 @@ impl Store {
             .observer
             .write()
             .unwrap_or_else(PoisonError::into_inner) = Some(observer);
+    }
+
+    /// Marks a flush as scheduled; `false` when one already is (the caller then schedules
+    /// nothing). [`Store::flush`] clears the mark.
+    pub fn schedule_flush(&self) -> bool {
+        !self.flush_due.swap(true, Ordering::AcqRel)
+    }
+
+    pub(super) fn flush_done(&self) {
+        self.flush_due.store(false, Ordering::Release);
     }
 
     /// Whether a commit is waiting for the next durable one.
