@@ -6,7 +6,8 @@
 
 use super::Outcome;
 use super::render::print_out;
-use super::{repair, setup};
+use super::{door, repair, setup};
+use crate::config::Paths;
 use crate::llm;
 use crate::llm::served::{self, Asking, ModelLimits, ServedCache};
 use std::fmt::Write;
@@ -69,10 +70,7 @@ pub async fn run(args: DoctorArgs) -> anyhow::Result<Outcome> {
         paths.log_dir.join("tern.log").display()
     )?;
     writeln!(out)?;
-    let db_file = paths.db_file.clone();
-    let deep = args.deep;
-    let (health, db_ok) =
-        tokio::task::spawn_blocking(move || repair::health(&db_file, deep)).await?;
+    let (health, db_ok) = database_health(&paths, args.deep).await?;
     write!(out, "Database\n  {health}")?;
     writeln!(out)?;
     writeln!(out, "Configuration")?;
@@ -146,6 +144,32 @@ pub async fn run(args: DoctorArgs) -> anyhow::Result<Outcome> {
     } else {
         Outcome::TurnFailed
     })
+}
+
+/// The database's health. A tern process that owns it keeps the file open and writing, so
+/// it is asked for a copy as of a durable commit, made with its writes held off, and the
+/// copy is checked here.
+async fn database_health(paths: &Paths, deep: bool) -> anyhow::Result<(String, bool)> {
+    let copy = match door::owner(paths).await {
+        Ok(Some(service)) => service.copy_store().await.map_err(|err| err.to_string()),
+        Ok(None) => {
+            let db_file = paths.db_file.clone();
+            return Ok(tokio::task::spawn_blocking(move || repair::health(&db_file, deep)).await?);
+        }
+        Err(err) => Err(format!("{err:#}")),
+    };
+    let (copy, _) = match copy {
+        Ok(copy) => copy,
+        Err(err) => return Ok((format!("in use, not checked: {err}\n"), true)),
+    };
+    let db_file = paths.db_file.clone();
+    let checked = tokio::task::spawn_blocking(move || {
+        let health = repair::health_of_copy(&copy, &db_file, deep);
+        let _ = std::fs::remove_file(&copy);
+        health
+    })
+    .await?;
+    Ok(checked)
 }
 
 /// The model, its window and where the window came from, and the output limit, in a line.

@@ -64,6 +64,24 @@ pub fn health(db_file: &Path, deep: bool) -> (String, bool) {
     describe(&health, deep)
 }
 
+/// The health of `db_file`, which a running tern holds, read from `copy`, the copy it made
+/// as of a durable commit: what the check says of the copy, said of the file.
+pub fn health_of_copy(copy: &Path, db_file: &Path, deep: bool) -> (String, bool) {
+    let len = std::fs::metadata(copy).map_or(0, |m| m.len());
+    let health = store::check(copy, deep, &this_worker(), store::Limits::for_file(len));
+    let (text, ok) = describe(&health, deep);
+    let text = text.replace(&copy.display().to_string(), &db_file.display().to_string());
+    let text = if ok {
+        format!(
+            "{} (checked on a copy the running tern made)\n",
+            text.trim_end()
+        )
+    } else {
+        format!("{text}    The repair needs the file to itself: quit every running tern first.\n")
+    };
+    (text, ok)
+}
+
 /// The text for a check's outcome and whether it is good news.
 fn describe(health: &Health, deep: bool) -> (String, bool) {
     let what = if deep {

@@ -7,7 +7,7 @@ use super::drain::DrainedSession;
 use super::feed::{self, Feed};
 use super::maintenance::{Cleanup, clean_up};
 use super::manager::{Delivered, SendUserMessage, SessionManager};
-use super::serve::Serving;
+use super::serve::{CHECK_COPY_PREFIX, Serving, make_run_dir, run_dir};
 use super::service::{Preview, ServiceError, ShellRun};
 use super::wire::{Call, Reply, ScannedEntry, SearchScan};
 use crate::context::CurrentTime;
@@ -267,6 +267,36 @@ impl Local {
         .map_err(|err| ServiceError::new(err.to_string()))
     }
 
+    /// Copies the database, as of a durable commit made now, into this owner's run folder,
+    /// for `tern doctor` to check while the file stays open here; the asker removes it.
+    pub async fn copy_store(&self) -> Result<(PathBuf, u64), ServiceError> {
+        static COPIES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = COPIES.fetch_add(1, Ordering::Relaxed);
+        let dir = run_dir(&self.deps.data_dir);
+        let path = dir.join(format!(
+            "{CHECK_COPY_PREFIX}{}-{n}.redb",
+            std::process::id()
+        ));
+        let store = self.deps.store.clone();
+        let to = path.clone();
+        let copied = blocking(move || {
+            make_run_dir(&dir).map_err(|err| {
+                ServiceError::new(format!("could not create {}: {err}", dir.display()))
+            })?;
+            store
+                .copy_to(&to)
+                .map_err(|err| ServiceError::new(err.to_string()))
+        })
+        .await?;
+        match copied {
+            Ok(bytes) => Ok((path, bytes)),
+            Err(err) => {
+                let _ = std::fs::remove_file(&path);
+                Err(err)
+            }
+        }
+    }
+
     /// The request a turn for `input` would send first in stored session `id` (a new
     /// session in `project_dir` when `None`), and where its nudge sits: nothing is sent or
     /// saved.
@@ -379,6 +409,10 @@ impl Local {
                 Reply::Model(self.manager.set_model(&id, overrides).await?)
             }
             Call::Cleanup { enforce } => Reply::Cleanup(Box::new(self.clean_up(enforce).await?)),
+            Call::CopyStore => {
+                let (path, bytes) = self.copy_store().await?;
+                Reply::Copied { path, bytes }
+            }
             Call::SetTools { id, tools } => {
                 self.set_tools(&id, tools).await?;
                 Reply::Done

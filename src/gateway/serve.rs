@@ -33,9 +33,41 @@ const DRAIN_REPLIES: Duration = Duration::from_secs(2);
 /// Longest a new connection may take to say hello.
 const HELLO_BOUND: Duration = Duration::from_secs(5);
 
+/// Where copies of the database made for `tern doctor` are named from: `check-<pid>-<n>.redb`.
+pub(super) const CHECK_COPY_PREFIX: &str = "check-";
+
+/// The folder of the owner's socket and of the copies it makes for checking.
+pub fn run_dir(data_dir: &Path) -> PathBuf {
+    data_dir.join("run")
+}
+
 /// The socket of the store in `data_dir`.
 pub fn socket_path(data_dir: &Path) -> PathBuf {
-    data_dir.join("run").join("tern.sock")
+    run_dir(data_dir).join("tern.sock")
+}
+
+/// Creates the run folder `dir`, private to the user.
+pub(super) fn make_run_dir(dir: &Path) -> io::Result<()> {
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)?;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+}
+
+/// Removes the copies for checking that an owner which died left in `dir`: only the owner,
+/// holding the store's lock, calls this, so no check of one is under way.
+fn remove_check_copies(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if name.starts_with(CHECK_COPY_PREFIX) && name.ends_with(".redb") {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
 }
 
 /// A socket being served; dropping it stops serving and removes the socket.
@@ -71,11 +103,8 @@ pub(super) fn serve(local: Weak<Local>, path: &Path) -> io::Result<Serving> {
     let dir = path
         .parent()
         .ok_or_else(|| io::Error::other("the socket path has no folder"))?;
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)?;
-    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+    make_run_dir(dir)?;
+    remove_check_copies(dir);
     match std::fs::remove_file(path) {
         Ok(()) => tracing::info!(path = %path.display(), "replaced a stale socket"),
         Err(err) if err.kind() == io::ErrorKind::NotFound => {}

@@ -373,6 +373,16 @@ impl SessionService {
         }
     }
 
+    /// A copy of the database as of a durable commit made now, written by the owner with
+    /// every write held off meanwhile, for `tern doctor` to check while the file is in use:
+    /// its path and size. The caller removes it.
+    pub async fn copy_store(&self) -> Result<(PathBuf, u64), ServiceError> {
+        match self.ask(Call::CopyStore).await? {
+            Reply::Copied { path, bytes } => Ok((path, bytes)),
+            other => Err(unexpected(&other)),
+        }
+    }
+
     /// From its next turn on, session `id` is offered and runs only the tools `names` names
     /// (`None`: every tool); other sessions keep theirs. An unknown name is refused, naming
     /// the tools there are.

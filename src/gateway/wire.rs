@@ -183,6 +183,8 @@ pub enum Call {
     Idle {
         id: SessionId,
     },
+    /// A copy of the database as of a durable commit made now, for `tern doctor` to check.
+    CopyStore,
 }
 
 impl Call {
@@ -204,6 +206,7 @@ impl Call {
                 | Call::Journal { .. }
                 | Call::Lookup { .. }
                 | Call::Idle { .. }
+                | Call::CopyStore
         )
     }
 }
@@ -252,6 +255,11 @@ pub enum Reply {
     Preview(Box<Preview>),
     /// The input was delivered and its session's feed is open.
     Followed(Delivered),
+    /// The database was copied to `path`, which the asker checks and then removes.
+    Copied {
+        path: PathBuf,
+        bytes: u64,
+    },
 }
 
 /// A whole scan of the search table, for a client's picker.

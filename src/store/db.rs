@@ -225,6 +225,31 @@ impl Store {
         self.durable_commits.load(Ordering::Relaxed)
     }
 
+    /// Copies the database file to `to` as it stands after a durable commit made now, with
+    /// every write held off until the copy is whole: what `tern doctor` checks while this
+    /// process keeps the file open. Returns the bytes copied.
+    pub fn copy_to(&self, to: &Path) -> Result<u64, StoreError> {
+        let copied = self.run(Access::Write, |db, _| {
+            // Every write takes this lock before its transaction, so none starts until the
+            // copy is made.
+            let mut lazy = self.lazy.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut txn = db.begin_write().map_err(|e| self.err(e))?;
+            txn.set_durability(Durability::Immediate)
+                .map_err(|e| self.err(e))?;
+            txn.commit().map_err(|e| self.err(e))?;
+            self.durable_commits.fetch_add(1, Ordering::Relaxed);
+            self.lazy_pending.store(false, Ordering::Release);
+            lazy.clear();
+            // A failed copy is no failure of the database: it must not reopen it.
+            Ok(std::fs::copy(&self.path, to))
+        })?;
+        copied.map_err(|source| StoreError::Io {
+            action: "copy the session database to",
+            path: to.to_owned(),
+            source,
+        })
+    }
+
     /// Records a committed `delta` and tells the observer of `change`.
     pub(super) fn committed(&self, change: StoreChange<'_>, delta: Delta) {
         let totals = {

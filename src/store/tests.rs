@@ -292,3 +292,53 @@ fn a_database_of_format_1_is_framed_as_it_opens() {
         assert!(super::frame::is_framed(value.value()));
     }
 }
+
+#[test]
+fn a_copy_made_while_open_holds_every_commit_and_checks_healthy() {
+    let (dir, path) = temp_db();
+    let store = Store::open(&path).expect("open");
+    let id = SessionId::from_string("copied");
+    let meta = SessionMeta::new(id.clone(), SessionKey::cli(&id), "/p".into(), 1);
+    store.create_session(&meta).expect("create");
+    store
+        .append_batch(&id, &[person("durable")])
+        .expect("append");
+    // Not yet durable when the copy is asked for: the copy's own commit makes it so.
+    store
+        .append_lazily(&id, &[person("lazy")])
+        .expect("lazy append");
+    let fsyncs = store.durable_commits();
+    let copy = dir.path().join("copy.redb");
+    let bytes = store.copy_to(&copy).expect("copy");
+    assert_eq!(bytes, std::fs::metadata(&copy).unwrap().len());
+    assert_eq!(store.durable_commits(), fsyncs + 1);
+    assert!(!store.flush_pending());
+
+    // The copy is whole while the original stays open and writing.
+    store
+        .append_batch(&id, &[person("after")])
+        .expect("append after");
+    let health = check(&copy, true, &Worker::Thread, Limits::for_file(bytes));
+    assert_eq!(health.state, HealthState::Healthy, "{health:?}");
+    assert_eq!(health.records, 2, "{health:?}");
+    // (A second copy: the check's thread may still hold the first open for a moment.)
+    let second = dir.path().join("second.redb");
+    store.copy_to(&second).expect("copy again");
+    let reopened = Store::open(&second).expect("open the copy");
+    let texts: Vec<String> = reopened
+        .load(&id)
+        .expect("load")
+        .into_iter()
+        .filter_map(|r| match r.event {
+            JournalEvent::InputAccepted { text, .. } => Some(text),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(texts, ["durable", "lazy", "after"]);
+
+    // A copy that cannot be written is an error naming it, and the store goes on.
+    let nowhere = dir.path().join("missing").join("copy.redb");
+    let err = store.copy_to(&nowhere).expect_err("no folder");
+    assert!(err.to_string().contains("missing"), "{err}");
+    store.append_batch(&id, &[person("still")]).expect("append");
+}
