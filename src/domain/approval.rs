@@ -1,5 +1,6 @@
-//! Approvals as plain data: what a call needs before it may run, what a person asked about it
-//! is shown, their answer, and the grants an "always" leaves for the rest of the session.
+//! Approvals as plain data: how much a session may do unasked, what a call needs before it
+//! may run, what a person asked about it is shown, their answer, and the grants an "always"
+//! leaves for the rest of the session.
 //!
 //! The journal records requests and decisions with these types, the session's subscribers
 //! receive them, and the tools describe their calls with them; the rules that decide live in
@@ -7,6 +8,40 @@
 
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
+
+/// How much the session may do without asking (`--approve`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalMode {
+    /// Ask for nothing; refuse everything that needs approval.
+    #[default]
+    Never,
+    /// Allow file changes inside the project; refuse the rest that needs approval.
+    Edits,
+    /// Allow everything.
+    All,
+    /// Ask a person about everything that needs approval and is not granted yet; needs a
+    /// front end that answers (`SessionHandle::answer`), so `tern run` refuses it.
+    Ask,
+}
+
+impl ApprovalMode {
+    /// The value as written on the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ApprovalMode::Never => "never",
+            ApprovalMode::Edits => "edits",
+            ApprovalMode::All => "all",
+            ApprovalMode::Ask => "ask",
+        }
+    }
+}
+
+impl std::fmt::Display for ApprovalMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
 
 /// What one call needs before it may run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -16,7 +16,7 @@ mod sender;
 mod stop;
 mod usage;
 
-pub use approval::{Answer, ApprovalDetail, ApprovalNeed, Grant, NeedKind};
+pub use approval::{Answer, ApprovalDetail, ApprovalMode, ApprovalNeed, Grant, NeedKind};
 pub use error::ErrorCategory;
 pub use ids::{InvalidSessionKey, SessionId, SessionKey};
 pub use message::{ContentBlock, Message, Role, ToolCall, ToolResult, text_of};

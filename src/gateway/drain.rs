@@ -173,7 +173,7 @@ impl SessionManager {
                 continue;
             }
             let resumes = !session.waiting && resumable(&records);
-            let handle = SessionHandle::resume(self.deps_for(&meta.overrides), &meta)?;
+            let handle = SessionHandle::resume(self.deps_of(&meta), &meta)?;
             if resumes {
                 handle
                     .resume_turn_with(RESTART_NOTICE, session.approval)

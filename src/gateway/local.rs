@@ -184,7 +184,7 @@ impl Local {
         id: &SessionId,
         mode: ApprovalMode,
     ) -> Result<(), ServiceError> {
-        Ok(self.running(id).await?.set_approval(mode).await?)
+        Ok(self.manager.set_approval(id, mode).await?)
     }
 
     pub async fn set_tools(
@@ -192,11 +192,7 @@ impl Local {
         id: &SessionId,
         names: Option<Vec<String>>,
     ) -> Result<(), ServiceError> {
-        let tools = match names {
-            None => self.deps.tools.clone(),
-            Some(names) => self.deps.tools.only(&names).map_err(ServiceError::new)?,
-        };
-        Ok(self.running(id).await?.set_tools(tools).await?)
+        Ok(self.manager.set_tools(id, names).await?)
     }
 
     pub async fn idle(&self, id: &SessionId) -> Result<(), ServiceError> {
@@ -317,7 +313,7 @@ impl Local {
                 let (dirs, _) = SessionDirs::locate(&self.deps.data_dir, &meta);
                 let state =
                     SessionState::replay(meta.id.clone(), meta.project_dir.clone(), &records).state;
-                (self.manager.deps_for(&meta.overrides), dirs, state)
+                (self.manager.deps_of(&meta), dirs, state)
             }
             None => {
                 let id = SessionId::generate();

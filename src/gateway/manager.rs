@@ -18,12 +18,12 @@ use super::events::{LifecycleBus, LifecycleEvent};
 use super::maintenance::{self, BudgetWatch, Check};
 use super::reset::{self, ResetReason};
 use crate::config::MaintenanceMode;
-use crate::domain::{InvalidSessionKey, SessionId, SessionKey};
+use crate::domain::{ApprovalMode, InvalidSessionKey, SessionId, SessionKey};
 use crate::llm::ModelClient;
 use crate::session::{
     OutputFilter, SessionDeps, SessionError, SessionHandle, Subscription, UserInput,
 };
-use crate::store::{Overrides, Plan, SessionMeta, StoreChange};
+use crate::store::{Overrides, Permissions, Plan, SessionMeta, StoreChange, StoreError};
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -60,6 +60,9 @@ pub enum GatewayError {
     Session(#[from] SessionError),
     #[error("that model cannot be used: {0}")]
     Model(String),
+    /// A tool set naming a tool there is not (the message lists those there are).
+    #[error("{0}")]
+    Tools(String),
 }
 
 /// The manager's clock: the time resets are measured at. Tests pass a fixed one.
@@ -267,7 +270,7 @@ impl SessionManager {
             return Ok(handle.clone());
         }
         let handle = match self.deps.store.session_for_key(key)? {
-            Some(meta) => SessionHandle::resume(self.deps_for(&meta.overrides), &meta)?,
+            Some(meta) => SessionHandle::resume(self.deps_of(&meta), &meta)?,
             None => SessionHandle::create_with_key(
                 self.deps.clone(),
                 key.clone(),
@@ -316,6 +319,87 @@ impl SessionManager {
                 self.deps.clone()
             }
         }
+    }
+
+    /// The dependencies stored session `meta` runs with: its own model's (see `deps_for`),
+    /// with the approval mode and tool set it was given for itself.
+    pub(super) fn deps_of(&self, meta: &SessionMeta) -> Arc<SessionDeps> {
+        let deps = self.deps_for(&meta.overrides);
+        let Permissions { approval, tools } = &meta.permissions;
+        if approval.is_none() && tools.is_none() {
+            return deps;
+        }
+        let mut own = (*deps).clone();
+        if let Some(mode) = approval {
+            own.approval = *mode;
+        }
+        if let Some(names) = tools {
+            // A tool the config no longer has is left out; the session keeps the others.
+            let known: Vec<String> = names
+                .iter()
+                .filter(|name| self.deps.tools.get(name).is_some())
+                .cloned()
+                .collect();
+            if known.len() < names.len() {
+                tracing::warn!(session = %meta.id, "some of the session's own tools are no longer configured");
+            }
+            if let Ok(only) = self.deps.tools.only(&known) {
+                own.tools = only;
+            }
+        }
+        Arc::new(own)
+    }
+
+    /// Session `id` runs with approval `mode` from its next turn on (an input may still carry
+    /// a mode for its own turn), now and whenever it is opened again.
+    pub async fn set_approval(
+        &self,
+        id: &SessionId,
+        mode: ApprovalMode,
+    ) -> Result<(), GatewayError> {
+        self.set_permissions(id, |permissions| permissions.approval = Some(mode))?;
+        if let Some(handle) = self.live_handle(id).await {
+            handle.set_approval(mode).await?;
+        }
+        Ok(())
+    }
+
+    /// From its next turn on, session `id` is offered and runs only the tools `names` names
+    /// (`None`: every tool), now and whenever it is opened again. An unknown name is refused,
+    /// naming the tools there are.
+    pub async fn set_tools(
+        &self,
+        id: &SessionId,
+        names: Option<Vec<String>>,
+    ) -> Result<(), GatewayError> {
+        let tools = match &names {
+            None => self.deps.tools.clone(),
+            Some(names) => self.deps.tools.only(names).map_err(GatewayError::Tools)?,
+        };
+        self.set_permissions(id, |permissions| permissions.tools = names.clone())?;
+        if let Some(handle) = self.live_handle(id).await {
+            handle.set_tools(tools).await?;
+        }
+        Ok(())
+    }
+
+    /// Changes what session `id` was allowed for itself, durably.
+    fn set_permissions(
+        &self,
+        id: &SessionId,
+        change: impl FnOnce(&mut Permissions),
+    ) -> Result<(), GatewayError> {
+        let store = &self.deps.store;
+        let meta = store
+            .meta(id)
+            .map_err(SessionError::from)?
+            .ok_or_else(|| SessionError::from(StoreError::UnknownSession { id: id.to_string() }))?;
+        let mut permissions = meta.permissions;
+        change(&mut permissions);
+        store
+            .set_permissions(id, &permissions)
+            .map_err(SessionError::from)?;
+        Ok(())
     }
 
     /// Session `id` calls the model `overrides` names from its next turn on, now and when
@@ -398,7 +482,7 @@ impl SessionManager {
         if current.as_ref() != Some(&meta.id) || meta.archived_at_ms.is_some() {
             self.deps.store.point_key(&meta.key, &meta.id)?;
         }
-        let handle = SessionHandle::resume(self.deps_for(&meta.overrides), meta)?;
+        let handle = SessionHandle::resume(self.deps_of(meta), meta)?;
         self.live
             .lock()
             .await

@@ -330,8 +330,9 @@ impl SessionService {
         session_of(self.ask(call).await?)
     }
 
-    /// From its next turn on, session `id` asks (or not) as `mode` says; other sessions keep
-    /// theirs.
+    /// From its next turn on, session `id` asks (or not) as `mode` says, and goes on doing so
+    /// whenever it is opened again (an input may still carry a mode for its own turn); other
+    /// sessions keep theirs.
     pub async fn set_approval(
         &self,
         id: &SessionId,
@@ -384,8 +385,8 @@ impl SessionService {
     }
 
     /// From its next turn on, session `id` is offered and runs only the tools `names` names
-    /// (`None`: every tool); other sessions keep theirs. An unknown name is refused, naming
-    /// the tools there are.
+    /// (`None`: every tool), and whenever it is opened again; other sessions keep theirs. An
+    /// unknown name is refused, naming the tools there are.
     pub async fn set_tools(
         &self,
         id: &SessionId,

@@ -4,7 +4,7 @@
 
 use super::db::{Access, Store, StoreChange, unknown};
 use super::error::StoreError;
-use super::meta::{Overrides, SessionMeta};
+use super::meta::{Overrides, Permissions, SessionMeta};
 use super::schema::{KEYS, SESSIONS};
 use super::search;
 use super::totals::Delta;
@@ -39,6 +39,16 @@ impl Store {
     pub fn set_overrides(&self, id: &SessionId, overrides: &Overrides) -> Result<(), StoreError> {
         let overrides = overrides.clone();
         self.update_meta(id, move |meta| meta.overrides = overrides.clone())
+    }
+
+    /// Records the approval mode and tool set a session was given for itself.
+    pub fn set_permissions(
+        &self,
+        id: &SessionId,
+        permissions: &Permissions,
+    ) -> Result<(), StoreError> {
+        let permissions = permissions.clone();
+        self.update_meta(id, move |meta| meta.permissions = permissions.clone())
     }
 
     /// Changes a session's index entry in place, durably; its activity time stays.

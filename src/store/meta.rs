@@ -1,7 +1,7 @@
 //! The session index entry: what listings, the picker and `--continue` need without replaying
 //! a journal.
 
-use crate::domain::{SessionId, SessionKey, Usage};
+use crate::domain::{ApprovalMode, SessionId, SessionKey, Usage};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
@@ -49,6 +49,10 @@ pub struct SessionMeta {
     /// `--model`), used again when it is resumed without either flag.
     #[serde(default, skip_serializing_if = "Overrides::is_empty")]
     pub overrides: Overrides,
+    /// The approval mode and tool set the session was given for itself (through the session
+    /// service), used again whenever it is opened, by any tern process.
+    #[serde(default, skip_serializing_if = "Permissions::is_empty")]
+    pub permissions: Permissions,
     /// Tokens of every model call, summed.
     #[serde(default)]
     pub tokens: Usage,
@@ -80,6 +84,23 @@ pub struct Overrides {
 impl Overrides {
     pub fn is_empty(&self) -> bool {
         self.provider.is_none() && self.model.is_none()
+    }
+}
+
+/// What a session was allowed for itself: its approval mode (an input may still carry one
+/// for its own turn) and the tools it is offered; `None` where it goes with the process's.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Permissions {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<ApprovalMode>,
+    /// The names of the only tools it is offered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<Vec<String>>,
+}
+
+impl Permissions {
+    pub fn is_empty(&self) -> bool {
+        self.approval.is_none() && self.tools.is_none()
     }
 }
 
@@ -130,6 +151,7 @@ impl SessionMeta {
             provider: String::new(),
             model: String::new(),
             overrides: Overrides::default(),
+            permissions: Permissions::default(),
             tokens: Usage::default(),
             compaction_count: 0,
             lifecycle: Lifecycle::Idle,

@@ -3,24 +3,7 @@
 //! answers the session keeps (see `session::approvals`).
 
 use super::path_text;
-pub use crate::domain::ApprovalNeed;
-use serde::{Deserialize, Serialize};
-
-/// How much the session may do without asking (`--approve`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ApprovalMode {
-    /// Ask for nothing; refuse everything that needs approval.
-    #[default]
-    Never,
-    /// Allow file changes inside the project; refuse the rest that needs approval.
-    Edits,
-    /// Allow everything.
-    All,
-    /// Ask a person about everything that needs approval and is not granted yet; needs a
-    /// front end that answers (`SessionHandle::answer`), so `tern run` refuses it.
-    Ask,
-}
+pub use crate::domain::{ApprovalMode, ApprovalNeed};
 
 /// The policy's answer for one call.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,24 +13,6 @@ pub enum Decision {
     Refuse(String),
     /// A person decides, unless an earlier "always" of theirs covers the call.
     Ask,
-}
-
-impl ApprovalMode {
-    /// The value as written on the command line.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ApprovalMode::Never => "never",
-            ApprovalMode::Edits => "edits",
-            ApprovalMode::All => "all",
-            ApprovalMode::Ask => "ask",
-        }
-    }
-}
-
-impl std::fmt::Display for ApprovalMode {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
 }
 
 /// What the session's approval mode decides for a call with the given need. A refusal reason is

@@ -541,3 +541,61 @@ async fn a_turn_handed_over_goes_on_with_the_approval_its_input_carried() {
         "the command ran, not refused: {ran:?}"
     );
 }
+
+#[tokio::test]
+async fn a_sessions_own_approval_and_tools_hold_in_the_next_process() {
+    // Both processes serve with `never`; the session was allowed everything for itself.
+    let world = World::anthropic();
+    world.mock.push(Reply::tool_call(
+        "shell_execute",
+        json!({ "command": "echo allowed-after-reopening" }),
+    ));
+    world.mock.push(Reply::text("done"));
+    let first = service(&world);
+    let project = world.home.project().canonicalize().unwrap();
+    let id = first.open_key("cli:own", &project).await.unwrap();
+    first
+        .set_approval(&id, tern::tools::ApprovalMode::All)
+        .await
+        .unwrap();
+    first
+        .set_tools(&id, Some(vec!["shell_execute".into(), "file_read".into()]))
+        .await
+        .unwrap();
+    first.close_all().await;
+    drop(first);
+
+    let next = service(&world);
+    next.send_to(&id, UserInput::local("run it")).await.unwrap();
+    next.idle(&id).await.unwrap();
+    let requests = world.mock.model_requests();
+    let offered: Vec<&str> = requests[0].body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|tool| tool["name"].as_str())
+        .collect();
+    assert_eq!(offered, ["file_read", "shell_execute"]);
+    let ran: Vec<(bool, String)> = world
+        .store
+        .load(&id)
+        .unwrap()
+        .iter()
+        .filter_map(|record| match &record.event {
+            JournalEvent::ToolResults { results, .. } => Some(results.clone()),
+            _ => None,
+        })
+        .flatten()
+        .map(|result| (result.is_error, result.content))
+        .collect();
+    assert!(
+        ran.iter()
+            .any(|(failed, text)| !failed && text.contains("allowed-after-reopening")),
+        "ran with the session's own approval, not refused: {ran:?}"
+    );
+    let meta = next.meta(&id).await.unwrap();
+    assert_eq!(
+        meta.permissions.approval,
+        Some(tern::tools::ApprovalMode::All)
+    );
+}
