@@ -68,6 +68,22 @@ async fn read_feed(feed: &mut Feed, until: Until) -> Fed {
     fed
 }
 
+/// Whether each tool call of session `id` failed, and what it returned, as journaled.
+fn tool_results(world: &World, id: &SessionId) -> Vec<(bool, String)> {
+    world
+        .store
+        .load(id)
+        .unwrap()
+        .iter()
+        .filter_map(|record| match &record.event {
+            JournalEvent::ToolResults { results, .. } => Some(results.clone()),
+            _ => None,
+        })
+        .flatten()
+        .map(|result| (result.is_error, result.content))
+        .collect()
+}
+
 fn words(n: usize) -> String {
     (0..n).map(|i| format!("w{i} ")).collect()
 }
@@ -523,18 +539,7 @@ async fn a_turn_handed_over_goes_on_with_the_approval_its_input_carried() {
             break;
         }
     }
-    let ran = world
-        .store
-        .load(&id)
-        .unwrap()
-        .iter()
-        .filter_map(|record| match &record.event {
-            JournalEvent::ToolResults { results, .. } => Some(results.clone()),
-            _ => None,
-        })
-        .flatten()
-        .map(|result| (result.is_error, result.content.clone()))
-        .collect::<Vec<_>>();
+    let ran = tool_results(&world, &id);
     assert!(
         ran.iter()
             .any(|(failed, text)| !failed && text.contains("after-the-handover")),
@@ -576,18 +581,7 @@ async fn a_sessions_own_approval_and_tools_hold_in_the_next_process() {
         .filter_map(|tool| tool["name"].as_str())
         .collect();
     assert_eq!(offered, ["file_read", "shell_execute"]);
-    let ran: Vec<(bool, String)> = world
-        .store
-        .load(&id)
-        .unwrap()
-        .iter()
-        .filter_map(|record| match &record.event {
-            JournalEvent::ToolResults { results, .. } => Some(results.clone()),
-            _ => None,
-        })
-        .flatten()
-        .map(|result| (result.is_error, result.content))
-        .collect();
+    let ran = tool_results(&world, &id);
     assert!(
         ran.iter()
             .any(|(failed, text)| !failed && text.contains("allowed-after-reopening")),
