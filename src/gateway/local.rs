@@ -405,6 +405,7 @@ impl Local {
                 Reply::Model(self.manager.set_model(&id, overrides).await?)
             }
             Call::Cleanup { enforce } => Reply::Cleanup(Box::new(self.clean_up(enforce).await?)),
+            Call::Oversized { refused } => return Err(ServiceError::new(refused)),
             Call::CopyStore => {
                 let (path, bytes) = self.copy_store().await?;
                 Reply::Copied { path, bytes }

@@ -185,6 +185,10 @@ pub enum Call {
     },
     /// A copy of the database as of a durable commit made now, for `tern doctor` to check.
     CopyStore,
+    /// Sent in place of a request too large for a frame: answered with `refused`.
+    Oversized {
+        refused: String,
+    },
 }
 
 impl Call {
@@ -311,10 +315,19 @@ where
     W: AsyncWrite + Unpin,
     T: Serialize,
 {
+    write_frame_within(writer, value, MAX_FRAME).await
+}
+
+/// [`write_frame`], refusing a frame over `limit` bytes before writing any of it.
+async fn write_frame_within<W, T>(writer: &mut W, value: &T, limit: usize) -> Result<(), WireError>
+where
+    W: AsyncWrite + Unpin,
+    T: Serialize,
+{
     let mut buf = vec![0u8; 4];
     serde_json::to_writer(&mut buf, value)?;
     let len = buf.len() - 4;
-    if len > MAX_FRAME {
+    if len > limit {
         return Err(WireError::TooLarge(len));
     }
     let prefix = u32::try_from(len).map_err(|_| WireError::TooLarge(len))?;
@@ -323,19 +336,86 @@ where
     Ok(())
 }
 
+/// A frame with something to send in its place when it comes out too large for one.
+pub trait Frame: Serialize {
+    /// What is sent instead of this frame, which encoded to `len` bytes, over the limit:
+    /// it answers (or ends) the same request, saying why.
+    fn instead_of_oversized(&self, len: usize) -> Self;
+}
+
+/// Why a frame was not sent.
+fn oversized(what: &str, len: usize) -> String {
+    format!(
+        "{what} is {} MiB, over the {} MiB one message between tern processes may carry; \
+         quit the other tern processes so that this one opens the sessions itself",
+        len >> 20,
+        MAX_FRAME >> 20
+    )
+}
+
+impl Frame for ToClient {
+    fn instead_of_oversized(&self, len: usize) -> Self {
+        match self {
+            ToClient::Reply { id, .. } => ToClient::Reply {
+                id: *id,
+                result: Err(oversized("the answer", len)),
+            },
+            // The feed ends: sent again from the same position it would not fit either.
+            ToClient::Item { stream, .. } => ToClient::Item {
+                stream: *stream,
+                item: FeedItem::Ended,
+            },
+        }
+    }
+}
+
+impl Frame for Request {
+    fn instead_of_oversized(&self, len: usize) -> Self {
+        Request {
+            id: self.id,
+            call: Call::Oversized {
+                refused: oversized("the request", len),
+            },
+        }
+    }
+}
+
 /// Writes the frames `outbox` receives until it closes or the peer goes, flushing once
-/// for as many as were waiting together.
-pub async fn write_batches<W, T>(mut writer: W, mut outbox: tokio::sync::mpsc::Receiver<T>)
+/// for as many as were waiting together. A frame over the limit is replaced by what it
+/// says to send instead, so its request is answered and the connection goes on.
+pub async fn write_batches<W, T>(writer: W, outbox: tokio::sync::mpsc::Receiver<T>)
 where
     W: AsyncWrite + Unpin,
-    T: Serialize,
+    T: Frame,
 {
+    write_batches_within(writer, outbox, MAX_FRAME).await;
+}
+
+async fn write_batches_within<W, T>(
+    mut writer: W,
+    mut outbox: tokio::sync::mpsc::Receiver<T>,
+    limit: usize,
+) where
+    W: AsyncWrite + Unpin,
+    T: Frame,
+{
+    let write =
+        async |writer: &mut W, frame: T| match write_frame_within(writer, &frame, limit).await {
+            Err(WireError::TooLarge(len)) => {
+                tracing::warn!(
+                    bytes = len,
+                    "a frame was too large to send; its request is refused"
+                );
+                write_frame_within(writer, &frame.instead_of_oversized(len), limit).await
+            }
+            other => other,
+        };
     while let Some(frame) = outbox.recv().await {
-        if write_frame(&mut writer, &frame).await.is_err() {
+        if write(&mut writer, frame).await.is_err() {
             return;
         }
         while let Ok(frame) = outbox.try_recv() {
-            if write_frame(&mut writer, &frame).await.is_err() {
+            if write(&mut writer, frame).await.is_err() {
                 return;
             }
         }
@@ -406,6 +486,62 @@ mod tests {
             read_frame::<_, Hello>(&mut b).await,
             Err(WireError::Malformed(_))
         ));
+    }
+
+    #[tokio::test]
+    async fn a_frame_too_large_is_answered_in_its_place_and_the_connection_goes_on() {
+        let (a, mut b) = tokio::io::duplex(1 << 16);
+        let (tx, rx) = tokio::sync::mpsc::channel(4);
+        let writing = tokio::spawn(write_batches_within(a, rx, 1000));
+        let big = Reply::Files {
+            files: vec!["x".repeat(2000)],
+        };
+        tx.send(ToClient::Reply {
+            id: 1,
+            result: Ok(big),
+        })
+        .await
+        .unwrap();
+        tx.send(ToClient::Reply {
+            id: 2,
+            result: Ok(Reply::Done),
+        })
+        .await
+        .unwrap();
+        drop(tx);
+        let first: ToClient = read_frame(&mut b).await.unwrap().unwrap();
+        let ToClient::Reply {
+            id: 1,
+            result: Err(why),
+        } = first
+        else {
+            panic!("not the refusal: {first:?}");
+        };
+        assert!(why.contains("MiB") && why.contains("quit"), "{why}");
+        let second: ToClient = read_frame(&mut b).await.unwrap().unwrap();
+        assert!(matches!(
+            second,
+            ToClient::Reply {
+                id: 2,
+                result: Ok(Reply::Done)
+            }
+        ));
+        writing.await.unwrap();
+
+        // A request too large goes as one the owner refuses, under the same id.
+        let (a, mut b) = tokio::io::duplex(1 << 16);
+        let (tx, rx) = tokio::sync::mpsc::channel(4);
+        let writing = tokio::spawn(write_batches_within(a, rx, 1000));
+        let call = Call::Shell {
+            cwd: PathBuf::from("/"),
+            command: "y".repeat(2000),
+        };
+        tx.send(Request { id: 9, call }).await.unwrap();
+        drop(tx);
+        let sent: Request = read_frame(&mut b).await.unwrap().unwrap();
+        assert_eq!(sent.id, 9);
+        assert!(matches!(sent.call, Call::Oversized { .. }), "{sent:?}");
+        writing.await.unwrap();
     }
 
     #[test]
