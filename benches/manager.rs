@@ -3,6 +3,8 @@
 //! - `check`: `BudgetWatch::check` alone, the comparison every commit makes (goal ≤ 50 µs).
 //! - `append+check`: durable single appends with and without the manager's store observer
 //!   installed (lifecycle events plus the check), p50 and p99: the observer's whole cost.
+//! - `20 appenders`: the store alone, 20 threads each appending durably to a session of its
+//!   own as fast as it can: the floor the sessions' acknowledgements stand on.
 //! - `20 sessions`: 20 sessions under one manager, each a task sending inputs one after the
 //!   other through `SessionManager::send` against the mock provider on 127.0.0.1 (a text reply
 //!   per input), so every acknowledgement waits for its durable append while the other
@@ -98,6 +100,46 @@ async fn with_and_without_observer(n: usize) {
     drop(manager);
 }
 
+/// The store's own floor: 20 threads each appending durably to a session of its own as fast
+/// as it can, with nothing else running: p50 and p99 of an append.
+fn twenty_appenders(n: usize) {
+    let home = TernHome::new();
+    let store = Arc::new(Store::open(&home.home().join("floor.redb")).expect("a store"));
+    let event = input(&"a typical message of a person to the model. ".repeat(4));
+    let threads: Vec<_> = (0..SESSIONS)
+        .map(|_| {
+            let store = store.clone();
+            let event = event.clone();
+            std::thread::spawn(move || {
+                let id = SessionId::generate();
+                let meta =
+                    SessionMeta::new(id.clone(), SessionKey::cli(&id), PathBuf::from("/p"), 0);
+                store.create_session(&meta).expect("a session");
+                (0..n)
+                    .map(|_| {
+                        let start = Instant::now();
+                        black_box(store.append(&id, &event).expect("append"));
+                        start.elapsed()
+                    })
+                    .collect::<Vec<_>>()
+            })
+        })
+        .collect();
+    let mut times: Vec<Duration> = threads
+        .into_iter()
+        .flat_map(|thread| thread.join().expect("a thread"))
+        .collect();
+    times.sort();
+    println!(
+        "manager/20 appenders: {} durable appends from 20 threads at once, nothing else \
+         running: p50 {:.0} µs, p99 {:.0} µs; {} fsyncs",
+        times.len(),
+        quantile_us(&times, 0.5),
+        quantile_us(&times, 0.99),
+        store.durable_commits()
+    );
+}
+
 async fn twenty_sessions(inputs: usize, pause: Duration) {
     let home = TernHome::new();
     let mock = MockProvider::start().await;
@@ -169,6 +211,7 @@ fn main() {
     } else {
         20
     }));
+    twenty_appenders(inputs * 4);
     runtime.block_on(twenty_sessions(inputs, Duration::ZERO));
     runtime.block_on(twenty_sessions(inputs.min(20), Duration::from_millis(500)));
 }

@@ -154,18 +154,14 @@ fn off_async_threads<T>(write: impl FnOnce() -> T) -> T {
     }
 }
 
-/// Saves `state` as the session's snapshot. A failure is logged and otherwise ignored: the
-/// journal already holds everything.
+/// Saves `state` as the session's snapshot, with the next commit of the store (see
+/// [`Store::save_snapshot_soon`]), so the record that made it due is not held up by it.
 pub fn snapshot(store: &Store, state: &mut SessionState) {
-    let saved = encode(state)
-        .map_err(|err| err.to_string())
-        .and_then(|bytes| {
-            store
-                .save_snapshot(&state.id, state.last_seq, &bytes)
-                .map_err(|err| err.to_string())
-        });
-    match saved {
-        Ok(()) => state.snapshot_seq = state.last_seq,
+    match encode(state) {
+        Ok(bytes) => {
+            store.save_snapshot_soon(&state.id, state.last_seq, bytes);
+            state.snapshot_seq = state.last_seq;
+        }
         Err(err) => tracing::warn!(session = %state.id, %err, "snapshot not saved"),
     }
 }

@@ -119,6 +119,9 @@ impl StopAfterBatch {
 struct Ended {
     text: String,
     stop: TurnStop,
+    /// The last reply's records, journaled in one commit with the turn's end, and the usage
+    /// event told once they are.
+    last_reply: Option<(Vec<JournalEvent>, SessionEvent)>,
 }
 
 impl Turn<'_> {
@@ -127,11 +130,21 @@ impl Turn<'_> {
     pub async fn run(&self, state: &mut SessionState) {
         let mut usage = Usage::default();
         let outcome = self.rounds(state, &mut usage).await;
+        let mut last_usage = None;
         let (journal, event) = match outcome {
-            Ok(Ended { text, stop }) => (
-                JournalEvent::TurnCompleted { stop },
-                SessionEvent::TurnCompleted { text, usage, stop },
-            ),
+            Ok(Ended {
+                text,
+                stop,
+                last_reply,
+            }) => {
+                let mut journal = Vec::new();
+                if let Some((records, usage_event)) = last_reply {
+                    journal = records;
+                    last_usage = Some(usage_event);
+                }
+                journal.push(JournalEvent::TurnCompleted { stop });
+                (journal, SessionEvent::TurnCompleted { text, usage, stop })
+            }
             Err(failure) => {
                 let stop = failure.turn_stop();
                 let journal = JournalEvent::TurnFailed {
@@ -144,11 +157,14 @@ impl Turn<'_> {
                     message: failure.message,
                     stop,
                 };
-                (journal, event)
+                (vec![journal], event)
             }
         };
-        if let Err(err) = self.record_soon(state, vec![journal]) {
+        if let Err(err) = self.record_soon(state, journal) {
             tracing::error!(%err, "could not journal the end of a turn");
+        }
+        if let Some(usage_event) = last_usage {
+            self.emit(usage_event);
         }
         self.emit(event);
     }
@@ -209,6 +225,7 @@ impl Turn<'_> {
                     return Ok(Ended {
                         text: String::new(),
                         stop: TurnStop::Drained,
+                        last_reply: None,
                     });
                 }
             };
@@ -278,13 +295,12 @@ impl Turn<'_> {
                 });
             }
             if calls.is_empty() {
-                // One commit per round: the reply, its usage and, at the end, the turn's end
-                // (journaled by `run`); neither waits for the disk, the flush after it does.
-                self.record_soon(state, events)?;
-                self.emit(usage_event);
+                // The reply and its usage go in one commit with the turn's end (journaled by
+                // `run`), which does not wait for the disk: the flush after it does.
                 return Ok(Ended {
                     text,
                     stop: TurnStop::Completed,
+                    last_reply: Some((events, usage_event)),
                 });
             }
             self.record(state, events)?;
@@ -306,7 +322,11 @@ impl Turn<'_> {
                     cause: Some(cause),
                     rounds: guard.rounds(),
                 };
-                return Ok(Ended { text, stop });
+                return Ok(Ended {
+                    text,
+                    stop,
+                    last_reply: None,
+                });
             }
             let outcomes = self
                 .run_calls(
@@ -330,7 +350,11 @@ impl Turn<'_> {
                 ));
             }
             if let Some(stop) = self.stop_after_batch.requested() {
-                return Ok(Ended { text, stop });
+                return Ok(Ended {
+                    text,
+                    stop,
+                    last_reply: None,
+                });
             }
             if self.take_joining(state)? {
                 guard.reset();

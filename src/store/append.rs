@@ -13,6 +13,7 @@ use super::error::StoreError;
 use super::event::{JournalEvent, JournalRecord};
 use super::lazy::Lazy;
 use super::schema::{JOURNAL, SESSIONS};
+use super::snapshot::DueSnapshot;
 use super::totals::{self, Delta};
 use super::{StoreChange, activity, codec, search, summary};
 use crate::domain::SessionId;
@@ -26,6 +27,8 @@ pub(super) struct Appends {
     queue: Mutex<Queue>,
     /// Woken when a commit ends: its appends have their outcomes, and the next may start.
     ended: Condvar,
+    /// Snapshots waiting to go with the next commit (see [`Store::save_snapshot_soon`]).
+    pub(super) snapshots: super::snapshot::Due,
 }
 
 #[derive(Default)]
@@ -177,26 +180,25 @@ impl Store {
         }
     }
 
-    /// Writes `group` in one transaction and gives each append its outcome.
+    /// Writes `group`, and the snapshots due, in one transaction and gives each append its
+    /// outcome.
     fn commit_group(&self, group: &[Arc<Append>]) {
-        if let [only] = group {
-            let outcome = self
-                .commit_appends(std::slice::from_ref(only))
-                .map(|mut all| all.pop().unwrap_or_default());
-            *lock(&only.outcome) = Some(outcome);
-            return;
-        }
-        match self.commit_appends(group) {
+        let snapshots = self.appends.snapshots.take();
+        let alone = group.len() == 1 && snapshots.is_empty();
+        match self.commit_appends(group, &snapshots) {
             Ok(all) => {
                 for (append, records) in group.iter().zip(all) {
                     *lock(&append.outcome) = Some(Ok(records));
                 }
             }
-            // One of them failed: each on its own, so only that one fails.
+            Err(err) if alone => *lock(&group[0].outcome) = Some(Err(err)),
+            // Something failed: each append again on its own, so only one that fails itself
+            // fails; the snapshots wait for the next commit.
             Err(_) => {
+                self.appends.snapshots.restore(snapshots);
                 for append in group {
                     let outcome = self
-                        .commit_appends(std::slice::from_ref(append))
+                        .commit_appends(std::slice::from_ref(append), &[])
                         .map(|mut all| all.pop().unwrap_or_default());
                     *lock(&append.outcome) = Some(outcome);
                 }
@@ -209,6 +211,7 @@ impl Store {
     fn commit_appends(
         &self,
         appends: &[Arc<Append>],
+        snapshots: &[DueSnapshot],
     ) -> Result<Vec<Vec<JournalRecord>>, StoreError> {
         // The last seq each first attempt found, so a retry can tell whether its commit landed.
         let bases: Vec<Cell<Option<u64>>> = appends.iter().map(|_| Cell::new(None)).collect();
@@ -223,7 +226,9 @@ impl Store {
                 .map(|append| Lazy::Appended(append.clone()))
                 .collect()
         };
+        // The snapshots due go with the appends, at no transaction of their own.
         let written = self.commit_with(durability, kept, |txn, attempt| {
+            self.put_snapshots(txn, snapshots)?;
             appends
                 .iter()
                 .zip(&bases)

@@ -627,6 +627,14 @@ impl Store {
 
 impl Drop for Store {
     fn drop(&mut self) {
+        // Snapshots still waiting for a commit go in one now; the close makes it durable.
+        if !self.appends.snapshots.is_empty() {
+            let due = self.appends.snapshots.take();
+            let written = self.write_with(Durability::None, |txn, _| self.put_snapshots(txn, &due));
+            if let Err(err) = written {
+                tracing::debug!(%err, "the last snapshots were not saved");
+            }
+        }
         // The sidecar goes while the lock is still held, so it can never be the next holder's.
         // The marker is recorded only after a clean close, from the file as the close left it.
         owner::remove_own(&self.owner_file);

@@ -93,6 +93,7 @@ impl Store {
     /// Removes a session from the database: its index entry, journal and snapshot, in one
     /// durable transaction. Its folder on disk is the caller's to remove.
     pub fn delete_session(&self, id: &SessionId) -> Result<(), StoreError> {
+        self.appends.snapshots.forget(id);
         let delta = self.write(|txn, _| {
             let mut sessions = txn.open_table(SESSIONS).map_err(|e| self.err(e))?;
             let Some(removed) = sessions.remove(id.as_str()).map_err(|e| self.err(e))? else {

@@ -342,3 +342,42 @@ fn a_copy_made_while_open_holds_every_commit_and_checks_healthy() {
     assert!(err.to_string().contains("missing"), "{err}");
     store.append_batch(&id, &[person("still")]).expect("append");
 }
+
+#[test]
+fn a_snapshot_kept_for_later_goes_with_the_next_commit_or_the_close() {
+    let (_dir, path) = temp_db();
+    let id = SessionId::from_string("snap");
+    {
+        let store = Store::open(&path).expect("open");
+        let meta = SessionMeta::new(id.clone(), SessionKey::cli(&id), "/p".into(), 1);
+        store.create_session(&meta).expect("create");
+        store.append_batch(&id, &[person("one")]).expect("append");
+        let commits = store.durable_commits();
+        store.save_snapshot_soon(&id, 1, b"at one".to_vec());
+        // Read back at once, with no commit of its own; an older one does not replace it.
+        store.save_snapshot_soon(&id, 0, b"older".to_vec());
+        let kept = store.latest_snapshot(&id).expect("read").expect("kept");
+        assert_eq!((kept.seq, kept.state.as_slice()), (1, &b"at one"[..]));
+        assert_eq!(store.durable_commits(), commits);
+        // The next append writes it in its own transaction.
+        store.append_batch(&id, &[person("two")]).expect("append");
+        assert!(store.appends.snapshots.is_empty());
+        store
+            .save_snapshot(&id, 0, b"stale")
+            .expect("an older one is ignored");
+        let written = store.latest_snapshot(&id).expect("read").expect("written");
+        assert_eq!(written.state, b"at one");
+        // One still waiting when the store closes is written by the close.
+        store.save_snapshot_soon(&id, 2, b"at two".to_vec());
+    }
+    let store = Store::open(&path).expect("reopen");
+    let closed = store
+        .latest_snapshot(&id)
+        .expect("read")
+        .expect("written at close");
+    assert_eq!((closed.seq, closed.state.as_slice()), (2, &b"at two"[..]));
+    // A deleted session's waiting snapshot goes with it.
+    store.save_snapshot_soon(&id, 3, b"at three".to_vec());
+    store.delete_session(&id).expect("delete");
+    assert!(store.latest_snapshot(&id).expect("read").is_none());
+}
