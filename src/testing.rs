@@ -12,3 +12,16 @@ pub fn fixed_cases() -> ProptestConfig {
         ..ProptestConfig::default()
     }
 }
+
+/// `events` as journal records numbered from 1, as a journal holds them.
+pub fn numbered(events: Vec<crate::store::JournalEvent>) -> Vec<crate::store::JournalRecord> {
+    events
+        .into_iter()
+        .zip(1..)
+        .map(|(event, seq)| crate::store::JournalRecord {
+            seq,
+            at_ms: 0,
+            event,
+        })
+        .collect()
+}

@@ -8,6 +8,7 @@
 
 use super::Outcome;
 use super::door;
+use super::follow;
 use super::lifecycle::{self, DRAIN_BOUND, Stop, Stops};
 use super::render::{OutputFormat, Renderer, print_out};
 use super::setup::{self, ModelArgs};
@@ -16,7 +17,7 @@ use crate::domain::{SessionId, SessionKey, text_of};
 use crate::gateway::catalog::JournalEvent;
 use crate::gateway::{Feed, FeedItem, SessionService, WarmedUp};
 use crate::llm::ModelRoute;
-use crate::session::{OutputFilter, SUBSCRIBER_BACKLOG, UserInput};
+use crate::session::{OutputFilter, UserInput};
 use crate::tools::ApprovalMode;
 use anyhow::Context;
 use futures_util::FutureExt;
@@ -189,28 +190,12 @@ async fn converse(
         let mut renderer = Renderer::new(OutputFormat::Text);
         loop {
             tokio::select! {
-                item = feed.next() => match item {
-                    Some(FeedItem::Event(stamped)) => {
-                        if renderer.event(&stamped.event).is_some() {
-                            break;
-                        }
+                item = feed.next() => {
+                    let step = follow::step(item, &mut feed, &mut renderer, &chat.service, &id);
+                    if step.await?.is_some() {
+                        break;
                     }
-                    // The owner left: follow the session again where it is served now.
-                    // Read again after the owner left: the turn may have ended meanwhile.
-                    Some(FeedItem::Replay { records }) => {
-                        if super::run::ended_in(&records).is_some() {
-                            break;
-                        }
-                    }
-                    Some(FeedItem::Dropped(dropped)) => {
-                        feed = chat
-                            .service
-                            .subscribe(&id, Some(dropped.last_at), OutputFilter::ALL, SUBSCRIBER_BACKLOG)
-                            .await?;
-                    }
-                    Some(_) => {}
-                    None => break,
-                },
+                }
                 _ = interrupts.recv() => chat.service.cancel(&id).await?,
                 stop = stops.next() => {
                     return chat.stop(stop, Some((&mut feed, &mut renderer)), args).await;

@@ -7,6 +7,7 @@ mod cleanup;
 mod doctor;
 mod door;
 mod first_run;
+mod follow;
 mod lifecycle;
 mod prompt;
 mod render;

@@ -210,6 +210,20 @@ impl Renderer {
         }
     }
 
+    /// Drops what a model call cut by a change of owner had streamed (on a terminal, where it
+    /// was shown, says so): the question is asked again.
+    pub fn void_cut(&mut self) {
+        self.pending.clear();
+        if !self.at_line_start {
+            let mut out = std::io::stdout().lock();
+            self.end_line(&mut out);
+            eprintln!(
+                "tern: (the tern that ran this turn quit; the partial answer above was not kept, \
+                 and the question is asked again)"
+            );
+        }
+    }
+
     fn end_line(&mut self, out: &mut impl Write) {
         if !self.at_line_start {
             let _ = out.write_all(b"\n");

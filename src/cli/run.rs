@@ -2,6 +2,7 @@
 
 use super::Outcome;
 use super::door;
+use super::follow;
 use super::prompt::{self, PromptFormat};
 use super::render::{OutputFormat, Renderer, TurnEnd};
 use super::setup::{self, KeyCheck, ModelArgs, Which};
@@ -179,27 +180,11 @@ pub async fn run(args: RunArgs) -> anyhow::Result<Outcome> {
     let mut interrupted = false;
     let end = loop {
         tokio::select! {
-            item = feed.next() => match item {
-                Some(FeedItem::Event(stamped)) => {
-                    if let Some(end) = renderer.event(&stamped.event) {
-                        break end;
-                    }
+            item = feed.next() => {
+                if let Some(end) = follow::step(item, &mut feed, &mut renderer, &service, &id).await? {
+                    break end;
                 }
-                // Read again after the owner left: the turn may have ended meanwhile.
-                Some(FeedItem::Replay { records }) => {
-                    if let Some(end) = ended_in(&records) {
-                        break end;
-                    }
-                }
-                Some(FeedItem::Live { .. }) => {}
-                // The owner left: follow the session again where it is now served.
-                Some(FeedItem::Dropped(dropped)) => {
-                    feed = service
-                        .subscribe(&id, Some(dropped.last_at), OutputFilter::ALL, SUBSCRIBER_BACKLOG)
-                        .await?;
-                }
-                Some(FeedItem::Ended) | None => break TurnEnd::Failed(ErrorCategory::Internal),
-            },
+            }
             _ = interrupts.recv() => {
                 if interrupted {
                     // A second Ctrl-C: stop waiting for the cancel to wind down. Everything
@@ -220,33 +205,6 @@ pub async fn run(args: RunArgs) -> anyhow::Result<Outcome> {
         TurnEnd::Failed(ErrorCategory::Cancelled) if interrupted => Outcome::Interrupted,
         TurnEnd::Failed(_) => Outcome::TurnFailed,
     })
-}
-
-/// How the turn ended, when `records` (read again after the feed was dropped) hold its end
-/// with no resumption after it.
-pub(super) fn ended_in(records: &[crate::store::JournalRecord]) -> Option<TurnEnd> {
-    use crate::domain::TurnStop;
-    use crate::store::JournalEvent;
-    let last = records.iter().rev().find(|record| {
-        matches!(
-            record.event,
-            JournalEvent::TurnCompleted { .. }
-                | JournalEvent::TurnFailed { .. }
-                | JournalEvent::TurnResumed { .. }
-        )
-    })?;
-    match &last.event {
-        JournalEvent::TurnCompleted {
-            stop: TurnStop::LoopGuard { .. },
-        } => Some(TurnEnd::GuardEnded),
-        // Stopped by a handover and not taken up again.
-        JournalEvent::TurnCompleted {
-            stop: TurnStop::Drained,
-        } => Some(TurnEnd::Failed(ErrorCategory::Internal)),
-        JournalEvent::TurnCompleted { .. } => Some(TurnEnd::Completed),
-        JournalEvent::TurnFailed { category, .. } => Some(TurnEnd::Failed(*category)),
-        _ => None,
-    }
 }
 
 /// Compacts the session now and shows what happened (`--compact`).

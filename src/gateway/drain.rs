@@ -199,18 +199,7 @@ impl SessionManager {
 mod tests {
     use super::*;
     use crate::domain::{Audience, InputKind, Sender, ToolCall, ToolResult};
-
-    fn records(events: Vec<JournalEvent>) -> Vec<JournalRecord> {
-        events
-            .into_iter()
-            .enumerate()
-            .map(|(i, event)| JournalRecord {
-                seq: i as u64 + 1,
-                at_ms: 0,
-                event,
-            })
-            .collect()
-    }
+    use crate::testing::numbered as records;
 
     fn input() -> JournalEvent {
         JournalEvent::InputAccepted {

@@ -157,6 +157,48 @@ fn an_owner_quitting_mid_turn_hands_the_turn_to_the_terminal_still_watching() {
 }
 
 #[test]
+fn a_tern_run_whose_owner_quits_mid_reply_prints_the_answer_asked_again_once() {
+    let cli = Cli::new();
+    let first = one_said_hello(&cli);
+    cli.mock
+        .push(Reply::text("Too slow to be waited for, it stops here").stall_after_events(6));
+    cli.mock.push(Reply::text("Answered after the handover."));
+    cli.mock.push(Reply::text("A run title"));
+    let mut run = cli.home.tern_process();
+    run.args(["run", "a long question"])
+        .env("ANTHROPIC_API_KEY", "test-key")
+        .env("ANTHROPIC_BASE_URL", cli.mock.base_url())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let child = run.spawn().expect("tern run starts");
+    // The reply has begun to stream through the owner, and stalls, when the owner quits.
+    cli.mock
+        .wait_for_model_requests_blocking(3, Duration::from_secs(20));
+    std::thread::sleep(Duration::from_millis(300));
+    first.keys(&["C-d"]);
+    first.wait_for("[tern exited 0]");
+
+    // `tern run` took the store over, asked again, and printed that answer alone.
+    let output = child.wait_with_output().expect("tern run ends");
+    assert!(output.status.success(), "{}", stderr(&output));
+    let printed = stdout(&output);
+    assert_eq!(
+        printed.matches("Answered after the handover.").count(),
+        1,
+        "{printed}"
+    );
+    assert!(!printed.contains("Too slow"), "{printed}");
+    let asked = cli.mock.model_requests();
+    assert!(
+        asked
+            .iter()
+            .any(|r| r.texts().iter().any(|t| t == "a long question") && asked.len() >= 4),
+        "asked again: {} requests",
+        asked.len()
+    );
+}
+
+#[test]
 fn an_owner_killed_outright_is_replaced_and_nothing_acknowledged_is_lost() {
     let cli = Cli::new();
     let (_first, second, id) = two_on_one_session(&cli);
