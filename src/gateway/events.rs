@@ -10,14 +10,14 @@ use super::reset::ResetReason;
 use crate::config::MaintenanceMode;
 use crate::domain::SessionId;
 use crate::store::{JournalEvent, StoreChange};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tokio::sync::broadcast;
 
 /// Events kept for a subscriber that is behind.
 const BACKLOG: usize = 256;
 
 /// Something that happened to a stored session, or to the store as a whole.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "event")]
 pub enum LifecycleEvent {
     #[serde(rename = "session.created")]
@@ -32,7 +32,7 @@ pub enum LifecycleEvent {
         key: String,
         from: SessionId,
         to: SessionId,
-        reason: &'static str,
+        reason: String,
     },
     #[serde(rename = "session.archived")]
     Archived { id: SessionId },
@@ -44,7 +44,7 @@ pub enum LifecycleEvent {
         bytes: u64,
         max_bytes: u64,
         /// `warn`: only reported; `enforce`: the oldest are being removed.
-        mode: &'static str,
+        mode: String,
     },
 }
 
@@ -82,7 +82,7 @@ impl LifecycleEvent {
             key: key.to_owned(),
             from,
             to,
-            reason: why.as_str(),
+            reason: why.as_str().to_owned(),
         }
     }
 
@@ -93,7 +93,8 @@ impl LifecycleEvent {
             mode: match mode {
                 MaintenanceMode::Warn => "warn",
                 MaintenanceMode::Enforce => "enforce",
-            },
+            }
+            .to_owned(),
         }
     }
 }

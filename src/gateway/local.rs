@@ -376,7 +376,10 @@ impl Local {
                 id: self.open_key(&key, &project_dir).await?,
             },
             Call::Open { id } => Reply::Meta(Box::new(self.open(&id).await?)),
-            Call::Subscribe { .. } | Call::Unsubscribe { .. } | Call::SendFollowed { .. } => {
+            Call::Subscribe { .. }
+            | Call::Unsubscribe { .. }
+            | Call::SendFollowed { .. }
+            | Call::Lifecycle => {
                 return Err(ServiceError::new("feeds are opened by the socket"));
             }
             Call::Answer {

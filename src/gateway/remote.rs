@@ -9,6 +9,7 @@
 //! (the store's file lock decides), serves the socket and warms up what the old owner
 //! drained.
 
+use super::events::LifecycleEvent;
 use super::feed::{Feed, FeedItem};
 use super::local::Local;
 use super::service::{ServiceError, SessionService};
@@ -52,6 +53,8 @@ pub struct Connection {
     out: mpsc::Sender<Request>,
     pending: Mutex<HashMap<u64, oneshot::Sender<Result<Reply, String>>>>,
     streams: Mutex<HashMap<u64, Stream>>,
+    /// Where the lifecycle events of each stream opened go.
+    lifecycle: Mutex<HashMap<u64, mpsc::Sender<LifecycleEvent>>>,
     next: AtomicU64,
     closed: CancellationToken,
     /// What the owner said in its hello.
@@ -106,6 +109,7 @@ pub async fn connect(socket: &Path) -> Result<Arc<Connection>, Unreached> {
         out,
         pending: Mutex::new(HashMap::new()),
         streams: Mutex::new(HashMap::new()),
+        lifecycle: Mutex::new(HashMap::new()),
         next: AtomicU64::new(1),
         closed: CancellationToken::new(),
         owner,
@@ -166,6 +170,29 @@ impl Connection {
         }
     }
 
+    /// Opens a stream of the lifecycle events of every session from now on; it ends when
+    /// the owner leaves. A reader that falls more than `backlog` events behind misses the
+    /// newest ones.
+    pub async fn open_lifecycle(
+        &self,
+        backlog: usize,
+    ) -> Result<mpsc::Receiver<LifecycleEvent>, ServiceError> {
+        let stream = self.next.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = mpsc::channel(backlog.max(1));
+        lock(&self.lifecycle).insert(stream, tx);
+        match self.call_as(stream, Call::Lifecycle).await {
+            Ok(Reply::Streaming) => Ok(rx),
+            Ok(other) => {
+                lock(&self.lifecycle).remove(&stream);
+                Err(ServiceError::new(format!("unexpected reply {other:?}")))
+            }
+            Err(err) => {
+                lock(&self.lifecycle).remove(&stream);
+                Err(err)
+            }
+        }
+    }
+
     /// Where the reader sends an item of feed `stream`: the feed's sender, unless the feed
     /// is gone. A feed's last item (`Ended`, `Dropped`) forgets it.
     /// Also the position the feed had before this item: where it resumes if the item cannot
@@ -209,6 +236,7 @@ impl Connection {
     /// The owner left: every waiting request fails, every feed is dropped at its position.
     fn left(&self) {
         self.closed.cancel();
+        lock(&self.lifecycle).clear();
         for (_, waiting) in lock(&self.pending).drain() {
             let _ = waiting.send(Err(OWNER_LEFT.to_owned()));
         }
@@ -238,6 +266,21 @@ async fn read_replies(mut reader: OwnedReadHalf, weak: std::sync::Weak<Connectio
             Ok(Some(ToClient::Reply { id, result })) => {
                 if let Some(waiting) = lock(&connection.pending).remove(&id) {
                     let _ = waiting.send(result);
+                }
+            }
+            Ok(Some(ToClient::Lifecycle { stream, event })) => {
+                let tx = lock(&connection.lifecycle).get(&stream).cloned();
+                let Some(tx) = tx else {
+                    continue;
+                };
+                // A reader that falls behind misses events rather than holding up the
+                // connection; one that let go is unsubscribed.
+                if let Err(mpsc::error::TrySendError::Closed(_)) = tx.try_send(event) {
+                    lock(&connection.lifecycle).remove(&stream);
+                    let connection = connection.clone();
+                    tokio::spawn(async move {
+                        let _ = connection.call(Call::Unsubscribe { stream }).await;
+                    });
                 }
             }
             Ok(Some(ToClient::Item { stream, item })) => {
@@ -293,6 +336,8 @@ pub(super) struct Remote {
     route: tokio::sync::Mutex<Route>,
     takeover: Takeover,
     notify: Notify,
+    /// Where the lifecycle events followed from whoever owns the store go, once asked for.
+    pub lifecycle: Mutex<Option<tokio::sync::broadcast::Sender<LifecycleEvent>>>,
 }
 
 impl Remote {
@@ -308,6 +353,7 @@ impl Remote {
             route: tokio::sync::Mutex::new(Route::Owner(connection.clone())),
             takeover,
             notify,
+            lifecycle: Mutex::new(None),
         });
         remote.watch(connection);
         remote

@@ -22,7 +22,7 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 use tokio::io::{AsyncWriteExt, BufWriter};
 use tokio::net::{UnixListener, UnixStream};
-use tokio::sync::mpsc;
+use tokio::sync::{broadcast, mpsc};
 use tokio::task::AbortHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -219,8 +219,11 @@ impl Served {
                 continue;
             }
             match request.call {
-                call @ (Call::Subscribe { .. } | Call::SendFollowed { .. }) => {
-                    let pump = tokio::spawn(pump(local, id, call, out));
+                call @ (Call::Subscribe { .. } | Call::SendFollowed { .. } | Call::Lifecycle) => {
+                    let pump = match call {
+                        Call::Lifecycle => tokio::spawn(pump_lifecycle(local, id, out)),
+                        call => tokio::spawn(pump(local, id, call, out)),
+                    };
                     feeds.retain(|_, pump| !pump.is_finished());
                     feeds.insert(id, pump.abort_handle());
                 }
@@ -299,6 +302,31 @@ async fn pump(local: Arc<Local>, id: u64, call: Call, out: mpsc::Sender<ToClient
             });
         }
         if out.send(ToClient::Item { stream: id, item }).await.is_err() || last {
+            return;
+        }
+    }
+}
+
+/// Sends every session's lifecycle events from now on under the request's `id`, until the
+/// client unsubscribes or leaves. Events a slow client missed are skipped: a listing that
+/// follows them reads the sessions again.
+async fn pump_lifecycle(local: Arc<Local>, id: u64, out: mpsc::Sender<ToClient>) {
+    let mut events = local.manager.lifecycle();
+    drop(local);
+    if out.send(reply(id, Ok(Reply::Streaming))).await.is_err() {
+        return;
+    }
+    loop {
+        let event = match events.recv().await {
+            Ok(event) => event,
+            Err(broadcast::error::RecvError::Lagged(missed)) => {
+                tracing::debug!(missed, "a client's lifecycle stream fell behind");
+                continue;
+            }
+            Err(broadcast::error::RecvError::Closed) => return,
+        };
+        let item = ToClient::Lifecycle { stream: id, event };
+        if out.send(item).await.is_err() {
             return;
         }
     }

@@ -496,11 +496,32 @@ impl SessionService {
         }
     }
 
-    /// Lifecycle events of every session from now on (none reach a client yet).
+    /// Lifecycle events of every session from now on. A client follows them from whoever
+    /// owns the store, through changes of owner (events while it changes are missed).
     pub fn lifecycle(&self) -> broadcast::Receiver<LifecycleEvent> {
         match &self.backend {
             Backend::Local(local) => local.manager.lifecycle(),
-            Backend::Remote(_) => broadcast::channel(1).1,
+            Backend::Remote(remote) => {
+                let mut forwarding = remote
+                    .lifecycle
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                if let Some(tx) = forwarding.as_ref() {
+                    return tx.subscribe();
+                }
+                let (tx, rx) = broadcast::channel(LIFECYCLE_BACKLOG);
+                *forwarding = Some(tx.clone());
+                let (service, remote) = (self.clone(), remote.clone());
+                tokio::spawn(async move {
+                    forward_lifecycle(service, tx).await;
+                    // The next reader starts following again.
+                    *remote
+                        .lifecycle
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+                });
+                rx
+            }
         }
     }
 
@@ -706,6 +727,52 @@ impl Catalog for Asked {
         match self.ask(Call::Tail { id: id.clone(), n })? {
             Reply::Records { records } => Ok(records),
             other => Err(unexpected(&other).message),
+        }
+    }
+}
+
+/// Lifecycle events a client keeps for a reader that is behind.
+const LIFECYCLE_BACKLOG: usize = 256;
+
+/// Hands `tx` the lifecycle events of whoever owns the store now, following it through
+/// changes of owner, until nothing reads them.
+async fn forward_lifecycle(service: SessionService, tx: broadcast::Sender<LifecycleEvent>) {
+    while tx.receiver_count() > 0 {
+        match service.via().await {
+            Ok(Via::Here(local)) => {
+                let mut events = local.manager.lifecycle();
+                loop {
+                    match events.recv().await {
+                        Ok(event) => {
+                            if tx.send(event).is_err() {
+                                return;
+                            }
+                        }
+                        Err(broadcast::error::RecvError::Lagged(_)) => {}
+                        Err(broadcast::error::RecvError::Closed) => return,
+                    }
+                }
+            }
+            Ok(Via::Owner(connection)) => {
+                match connection.open_lifecycle(LIFECYCLE_BACKLOG).await {
+                    Ok(mut events) => {
+                        while let Some(event) = events.recv().await {
+                            if tx.send(event).is_err() {
+                                return;
+                            }
+                        }
+                    }
+                    Err(err) if owner_leaving(&connection, &err).await => {}
+                    Err(err) => {
+                        tracing::debug!(%err, "could not follow the lifecycle events");
+                        return;
+                    }
+                }
+            }
+            Err(err) => {
+                tracing::debug!(%err, "no owner to follow the lifecycle events of");
+                return;
+            }
         }
     }
 }

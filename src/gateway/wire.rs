@@ -7,6 +7,7 @@
 //! reply per request, in any order, and the items of every feed the client subscribed to,
 //! named by the id of the request that opened it.
 
+use super::events::LifecycleEvent;
 use super::feed::FeedItem;
 use super::maintenance::Cleanup;
 use super::manager::{Delivered, ModelShown};
@@ -93,7 +94,10 @@ pub enum Call {
         filter: OutputFilter,
         backlog: usize,
     },
-    /// Closes the feed the request `stream` opened.
+    /// Opens a stream, named by this request's id, of every session's lifecycle events from
+    /// now on (see [`super::LifecycleEvent`]).
+    Lifecycle,
+    /// Closes the feed (or stream) the request `stream` opened.
     Unsubscribe {
         stream: u64,
     },
@@ -296,6 +300,11 @@ pub enum ToClient {
         stream: u64,
         item: FeedItem,
     },
+    /// A lifecycle event of the stream the request `stream` opened.
+    Lifecycle {
+        stream: u64,
+        event: LifecycleEvent,
+    },
 }
 
 /// Why a frame could not be read.
@@ -361,7 +370,7 @@ impl Frame for ToClient {
                 result: Err(oversized("the answer", len)),
             },
             // The feed ends: sent again from the same position it would not fit either.
-            ToClient::Item { stream, .. } => ToClient::Item {
+            ToClient::Item { stream, .. } | ToClient::Lifecycle { stream, .. } => ToClient::Item {
                 stream: *stream,
                 item: FeedItem::Ended,
             },

@@ -593,3 +593,70 @@ async fn a_sessions_own_approval_and_tools_hold_in_the_next_process() {
         Some(tern::tools::ApprovalMode::All)
     );
 }
+
+/// The next lifecycle event `events` bring within `bound`, if any.
+async fn next_event(
+    events: &mut tokio::sync::broadcast::Receiver<tern::gateway::LifecycleEvent>,
+    bound: Duration,
+) -> Option<tern::gateway::LifecycleEvent> {
+    tokio::time::timeout(bound, events.recv()).await.ok()?.ok()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_follows_the_lifecycle_events_of_each_owner_in_turn() {
+    use tern::gateway::LifecycleEvent;
+    let world = World::anthropic();
+    world.mock.repeat(Reply::text("ok"));
+    let socket = world.home.home().join("data/run/tern.sock");
+    let owner = service(&world);
+    owner.serve(&socket).expect("serving");
+    let client = client_of(&socket).await;
+    let mut events = client.lifecycle();
+    let project = world.home.project().canonicalize().unwrap();
+    // The stream is open once an event made after asking for it comes through.
+    let mut first = None;
+    for n in 0..100 {
+        let id = owner
+            .open_key(&format!("cli:first-{n}"), &project)
+            .await
+            .unwrap();
+        owner.send_to(&id, UserInput::local("hi")).await.unwrap();
+        if let Some(event) = next_event(&mut events, Duration::from_millis(100)).await {
+            first = Some(event);
+            break;
+        }
+    }
+    assert!(
+        matches!(
+            first,
+            Some(LifecycleEvent::Created { .. } | LifecycleEvent::Updated { .. })
+        ),
+        "{first:?}"
+    );
+
+    // The owner leaves; the next one serves the same store, and the client follows it.
+    owner.close_all().await;
+    drop(owner);
+    let next = service(&world);
+    next.serve(&socket).expect("serving again");
+    let mut created = Vec::new();
+    let mut seen = Vec::new();
+    for n in 0..100 {
+        let id = next
+            .open_key(&format!("cli:second-{n}"), &project)
+            .await
+            .unwrap();
+        next.send_to(&id, UserInput::local("hi")).await.unwrap();
+        created.push(id);
+        while let Some(event) = next_event(&mut events, Duration::from_millis(100)).await {
+            seen.push(event);
+        }
+        if seen
+            .iter()
+            .any(|e| matches!(e, LifecycleEvent::Created { id, .. } if created.contains(id)))
+        {
+            return;
+        }
+    }
+    panic!("no event of the second owner reached the client: {seen:?}");
+}
