@@ -6,6 +6,8 @@
 //!   of each call that can change things is one more durable commit;
 //! - `tern doctor`'s check of a store of 500 sessions (about 20,000 journal records): the
 //!   quick check (every page's checksum) and `--deep` (every record decoded);
+//! - the same check beside a running tern, which copies the store for it (the time its
+//!   writes are held off: `Store::copy_to` alone), and the whole command then;
 //! - `tern doctor --repair` of that store with one page damaged, and with its header ruined so
 //!   that everything must come from the scan of its bytes; the records recovered of those
 //!   written.
@@ -39,6 +41,7 @@ fn main() {
     turn_fsyncs();
     let store = bench_store();
     doctor(&store);
+    doctor_beside_an_owner(&store);
     repairs(&store);
 }
 
@@ -239,6 +242,55 @@ fn doctor(store: &[u8]) {
             median(times).as_secs_f64() * 1000.0
         );
     }
+}
+
+/// `tern doctor` while a line-mode tern owns the store: the owner copies the file (its
+/// writes held off meanwhile) and the doctor checks the copy.
+fn doctor_beside_an_owner(store: &[u8]) {
+    let (dir, home) = with_store(store);
+    let mut copies = Vec::new();
+    {
+        let opened = Store::open(&home.join("data/tern.redb")).expect("the store");
+        for _ in 0..RUNS {
+            let copy = dir.path().join("copy.redb");
+            let started = Instant::now();
+            opened.copy_to(&copy).expect("a copy");
+            copies.push(started.elapsed());
+            std::fs::remove_file(&copy).expect("removed");
+        }
+    }
+    let mut owner = Command::new(tern_bin())
+        .env("TERN_HOME", &home)
+        .env("ANTHROPIC_API_KEY", "bench")
+        .env("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")
+        .current_dir(dir.path())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("an owner");
+    let socket = home.join("data/run/tern.sock");
+    let waited = Instant::now();
+    while !socket.exists() && waited.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mut times = Vec::new();
+    for _ in 0..RUNS {
+        let (took, said) = doctor_run(&home, &[]);
+        assert!(
+            said.contains("healthy") && said.contains("running tern"),
+            "{said}"
+        );
+        times.push(took);
+    }
+    drop(owner.stdin.take());
+    let _ = owner.wait();
+    println!(
+        "tern doctor beside a running tern: the owner's copy (writes held off) median {:.1} ms; \
+         whole command median {:.0} ms",
+        median(copies).as_secs_f64() * 1000.0,
+        median(times).as_secs_f64() * 1000.0
+    );
 }
 
 /// A way of damaging a copy of the store.
