@@ -82,6 +82,60 @@ fn two_terminals_share_a_session_and_the_second_goes_on_when_the_first_quits() {
     second.wait_for("[tern exited 0]");
 }
 
+/// A new terminal that said `text` on a session of its own and was answered `answer`.
+fn another_said(cli: &Cli, text: &str, answer: &str, requests: usize) -> Tmux {
+    cli.mock.push(Reply::text(answer));
+    cli.mock.push(Reply::text(format!("{answer} title")));
+    let terminal = Tmux::start(cli, &[]);
+    terminal.wait_for("message tern");
+    terminal.type_text(text);
+    terminal.keys(&["Enter"]);
+    terminal.wait_for(answer);
+    // Its title is asked for before the next terminal speaks, so the replies keep their order.
+    cli.mock
+        .wait_for_model_requests_blocking(requests, Duration::from_secs(20));
+    terminal
+}
+
+#[test]
+fn three_terminals_work_at_once_and_two_go_on_when_the_first_quits() {
+    let cli = Cli::new();
+    let first = one_said_hello(&cli);
+    let second = another_said(&cli, "from the second", "Second here.", 4);
+    let third = another_said(&cli, "from the third", "Third here.", 6);
+    let listed = cli.run(&["sessions", "list", "--json"]);
+    let listed: Vec<Value> = serde_json::from_str(&stdout(&listed)).unwrap();
+    assert_eq!(listed.len(), 3, "{listed:?}");
+
+    // The first, the owner, quits: one of the others takes the store over, the other follows
+    // it there, and each says so in a line.
+    first.keys(&["C-d"]);
+    first.wait_for("[tern exited 0]");
+    second.wait_for("owns them now");
+    third.wait_for("owns them now");
+    for (terminal, text, answer) in [
+        (&second, "the second again", "Second goes on."),
+        (&third, "the third again", "Third goes on."),
+    ] {
+        cli.mock.push(Reply::text(answer));
+        terminal.type_text(text);
+        terminal.keys(&["Enter"]);
+        let screen = terminal.wait_for(answer);
+        assert!(!screen.contains("failed"), "{screen}");
+    }
+    // Each went on in its own conversation.
+    let asked = cli.mock.model_requests();
+    let last = asked.last().unwrap().texts();
+    assert!(
+        last.iter().any(|t| t == "from the third") && !last.iter().any(|t| t == "from the second"),
+        "{last:?}"
+    );
+    for terminal in [second, third] {
+        terminal.keys(&["C-d"]);
+        terminal.wait_for("[tern exited 0]");
+    }
+}
+
 /// The pid of the tern process holding the store, from the owner file beside the database.
 fn owner_pid(cli: &Cli) -> i32 {
     let path = cli.db().with_extension("redb.owner");
