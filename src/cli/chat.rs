@@ -188,11 +188,11 @@ async fn converse(
         }
         let id = delivered.session;
         let mut renderer = Renderer::new(OutputFormat::Text);
+        let mut follower = follow::Follower::new(&chat.service, &id);
         loop {
             tokio::select! {
                 item = feed.next() => {
-                    let step = follow::step(item, &mut feed, &mut renderer, &chat.service, &id);
-                    if step.await?.is_some() {
+                    if follower.step(item, &mut feed, &mut renderer).await?.is_some() {
                         break;
                     }
                 }

@@ -163,13 +163,20 @@ async fn database_health(paths: &Paths, deep: bool) -> anyhow::Result<(String, b
         Err(err) => return Ok((format!("in use, not checked: {err}\n"), true)),
     };
     let db_file = paths.db_file.clone();
-    let checked = tokio::task::spawn_blocking(move || {
-        let health = repair::health_of_copy(&copy, &db_file, deep);
-        let _ = std::fs::remove_file(&copy);
-        health
-    })
-    .await?;
+    let copy = Removed(copy);
+    let checked =
+        tokio::task::spawn_blocking(move || repair::health_of_copy(&copy.0, &db_file, deep))
+            .await?;
     Ok(checked)
+}
+
+/// A file removed when dropped, however its check ended.
+struct Removed(PathBuf);
+
+impl Drop for Removed {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
 }
 
 /// The model, its window and where the window came from, and the output limit, in a line.

@@ -70,9 +70,11 @@ pub async fn open(paths: &Paths, build: BuildDeps, notify: Notify) -> anyhow::Re
             Reached::NoOwner => {}
         }
         match own(&paths.db_file, &socket, &build).await {
-            Ok(service) => {
-                let warmed = service.warm_up().await?;
-                return Ok(Door { service, warmed });
+            Ok((service, warmed)) => {
+                return Ok(Door {
+                    service,
+                    warmed: warmed?,
+                });
             }
             // Held by a process that does not serve it (yet): it may be starting.
             Err(Owning::Locked(err)) if Instant::now() < deadline => {
@@ -91,8 +93,14 @@ enum Owning {
     Failed(anyhow::Error),
 }
 
-/// Opens the store, starts its sessions' manager and serves it at `socket`.
-async fn own(db_file: &Path, socket: &Path, build: &BuildDeps) -> Result<SessionService, Owning> {
+/// What owning the store began with: the service, and the sessions an earlier owner drained,
+/// warmed up (or why they could not be).
+type Owned = (SessionService, anyhow::Result<Vec<WarmedUp>>);
+
+/// Opens the store, starts its sessions' manager, warms up what an earlier owner drained and
+/// then serves it at `socket`: a client that reaches this owner finds every drained turn it
+/// takes up already resumed.
+async fn own(db_file: &Path, socket: &Path, build: &BuildDeps) -> Result<Owned, Owning> {
     let db = db_file.to_path_buf();
     let opened = tokio::task::spawn_blocking(move || Store::open(&db))
         .await
@@ -108,10 +116,11 @@ async fn own(db_file: &Path, socket: &Path, build: &BuildDeps) -> Result<Session
         manager.set_models(models);
     }
     let service = SessionService::local(Arc::new(manager));
+    let warmed = service.warm_up().await.map_err(anyhow::Error::from);
     if let Err(err) = service.serve(socket) {
         tracing::warn!(%err, socket = %socket.display(), "could not serve the sessions; other tern processes cannot reach them");
     }
-    Ok(service)
+    Ok((service, warmed))
 }
 
 /// The service of the tern process that owns the store, if one runs, for a short command:
@@ -151,8 +160,8 @@ fn takeover(db_file: PathBuf, socket: PathBuf, build: BuildDeps) -> Takeover {
         let (db_file, socket, build) = (db_file.clone(), socket.clone(), build.clone());
         Box::pin(async move {
             match own(&db_file, &socket, &build).await {
-                Ok(service) => {
-                    if let Err(err) = service.warm_up().await {
+                Ok((service, warmed)) => {
+                    if let Err(err) = warmed {
                         tracing::warn!(%err, "could not warm up what the last owner drained");
                     }
                     Ok(Some(service))

@@ -6,62 +6,96 @@
 
 use super::render::{Renderer, TurnEnd};
 use crate::domain::{ContentBlock, ErrorCategory, SessionId, TurnStop};
+use crate::gateway::remote::OWNER_LEFT;
 use crate::gateway::{Feed, FeedItem, SessionService};
 use crate::session::{OutputFilter, SUBSCRIBER_BACKLOG, SessionEvent};
 use crate::store::{JournalEvent, JournalRecord};
 
-/// Shows one item of the feed of session `id`; the turn's end once it has ended. A feed the
-/// owner dropped (it left, or this reader fell behind) is replaced in `feed` by one from the
-/// last position read.
-pub(super) async fn step(
-    item: Option<FeedItem>,
-    feed: &mut Feed,
-    renderer: &mut Renderer,
-    service: &SessionService,
-    id: &SessionId,
-) -> anyhow::Result<Option<TurnEnd>> {
-    Ok(match item {
-        Some(FeedItem::Event(stamped)) => match &stamped.event {
-            // Stopped for a handover: the next owner asks again.
-            SessionEvent::TurnCompleted {
-                stop: TurnStop::Drained,
-                ..
-            } => {
-                renderer.void_cut();
+/// Follows the turn of session `id` through its feed.
+pub(super) struct Follower<'a> {
+    service: &'a SessionService,
+    id: &'a SessionId,
+    /// The turn ended drained (its owner left) and has not been taken up again yet.
+    drained: bool,
+}
+
+impl<'a> Follower<'a> {
+    pub fn new(service: &'a SessionService, id: &'a SessionId) -> Self {
+        Self {
+            service,
+            id,
+            drained: false,
+        }
+    }
+
+    /// Shows one item of the feed; the turn's end once it has ended. A feed the owner
+    /// dropped (it left, or this reader fell behind) is replaced in `feed` by one from the
+    /// last position read.
+    pub async fn step(
+        &mut self,
+        item: Option<FeedItem>,
+        feed: &mut Feed,
+        renderer: &mut Renderer,
+    ) -> anyhow::Result<Option<TurnEnd>> {
+        Ok(match item {
+            Some(FeedItem::Event(stamped)) => match &stamped.event {
+                // Stopped for a handover: the next owner may ask again.
+                SessionEvent::TurnCompleted {
+                    stop: TurnStop::Drained,
+                    ..
+                } => {
+                    renderer.void_cut(true);
+                    self.drained = true;
+                    None
+                }
+                event => renderer.event(event),
+            },
+            Some(FeedItem::Replay { records }) => replayed(&mut self.drained, renderer, &records),
+            // The journal is read up to now: a drained turn the next owner took up has
+            // said so by now (it resumes turns before it serves anyone).
+            Some(FeedItem::Live { .. }) if self.drained => {
+                eprintln!(
+                    "tern: the turn stopped when the tern that ran it quit, and was not taken up \
+                     again; continue it with: tern run --session {} \"…\"",
+                    self.id
+                );
+                Some(TurnEnd::Failed(ErrorCategory::Internal))
+            }
+            Some(FeedItem::Live { .. }) => None,
+            Some(FeedItem::Dropped(dropped)) => {
+                // What streamed and was not journaled is gone with the feed; the journal has
+                // what stands.
+                renderer.void_cut(dropped.reason == OWNER_LEFT);
+                *feed = self
+                    .service
+                    .subscribe(
+                        self.id,
+                        Some(dropped.last_at),
+                        OutputFilter::ALL,
+                        SUBSCRIBER_BACKLOG,
+                    )
+                    .await?;
                 None
             }
-            event => renderer.event(event),
-        },
-        Some(FeedItem::Replay { records }) => replayed(renderer, &records),
-        Some(FeedItem::Live { .. }) => None,
-        Some(FeedItem::Dropped(dropped)) => {
-            // What streamed and was not journaled is gone with the feed; the journal has
-            // what stands.
-            renderer.void_cut();
-            *feed = service
-                .subscribe(
-                    id,
-                    Some(dropped.last_at),
-                    OutputFilter::ALL,
-                    SUBSCRIBER_BACKLOG,
-                )
-                .await?;
-            None
-        }
-        Some(FeedItem::Ended) | None => Some(TurnEnd::Failed(ErrorCategory::Internal)),
-    })
+            Some(FeedItem::Ended) | None => Some(TurnEnd::Failed(ErrorCategory::Internal)),
+        })
+    }
 }
 
 /// Shows what `records`, read from the journal after a feed was followed again, hold of the
-/// turn; its end, if they hold one that nothing resumed after.
-fn replayed(renderer: &mut Renderer, records: &[JournalRecord]) -> Option<TurnEnd> {
+/// turn, up to its end: the end, if they hold one. `drained` says whether the turn stands
+/// drained and not taken up again.
+fn replayed(
+    drained: &mut bool,
+    renderer: &mut Renderer,
+    records: &[JournalRecord],
+) -> Option<TurnEnd> {
     let mut text = String::new();
-    let mut end = None;
     for record in records {
         let event = match &record.event {
             JournalEvent::TurnResumed { .. } => {
                 text.clear();
-                end = None;
+                *drained = false;
                 continue;
             }
             JournalEvent::AssistantMessage { content, .. } => {
@@ -103,7 +137,8 @@ fn replayed(renderer: &mut Renderer, records: &[JournalRecord]) -> Option<TurnEn
             JournalEvent::TurnCompleted {
                 stop: TurnStop::Drained,
             } => {
-                renderer.void_cut();
+                renderer.void_cut(true);
+                *drained = true;
                 continue;
             }
             JournalEvent::TurnCompleted { stop } => SessionEvent::TurnCompleted {
@@ -124,11 +159,12 @@ fn replayed(renderer: &mut Renderer, records: &[JournalRecord]) -> Option<TurnEn
             },
             _ => continue,
         };
-        if let Some(ended) = renderer.event(&event) {
-            end = Some(ended);
+        // What comes after the end (another front end's message) is not this turn's.
+        if let Some(end) = renderer.event(&event) {
+            return Some(end);
         }
     }
-    end
+    None
 }
 
 #[cfg(test)]
@@ -146,7 +182,7 @@ mod tests {
 
     #[test]
     fn a_turn_read_from_the_journal_ends_only_where_nothing_resumed_it() {
-        let drained = JournalEvent::TurnCompleted {
+        let drained_end = JournalEvent::TurnCompleted {
             stop: TurnStop::Drained,
         };
         let resumed = JournalEvent::TurnResumed {
@@ -155,27 +191,38 @@ mod tests {
         let done = JournalEvent::TurnCompleted {
             stop: TurnStop::Completed,
         };
+        let failed = JournalEvent::TurnFailed {
+            category: ErrorCategory::Network,
+            message: "down".into(),
+            stop: None,
+        };
+        let mut drained = false;
         let mut renderer = Renderer::new(OutputFormat::Text);
         // Drained and resumed, still running: no end yet.
-        let running = records(vec![drained.clone(), resumed.clone()]);
-        assert_eq!(replayed(&mut renderer, &running), None);
-        // Resumed and finished before the feed was back.
-        let finished = records(vec![drained.clone(), resumed.clone(), answer("A"), done]);
-        assert_eq!(replayed(&mut renderer, &finished), Some(TurnEnd::Completed));
-        // A failure after it is the end.
-        let failed = records(vec![
-            resumed,
-            JournalEvent::TurnFailed {
-                category: ErrorCategory::Network,
-                message: "down".into(),
-                stop: None,
-            },
+        let running = records(vec![drained_end.clone(), resumed.clone()]);
+        assert_eq!(replayed(&mut drained, &mut renderer, &running), None);
+        assert!(!drained);
+        // Resumed and finished before the feed was back; what came after is another turn's.
+        let finished = records(vec![
+            drained_end.clone(),
+            resumed.clone(),
+            answer("A"),
+            done,
+            answer("another turn's"),
+            failed.clone(),
         ]);
         assert_eq!(
-            replayed(&mut renderer, &failed),
+            replayed(&mut drained, &mut renderer, &finished),
+            Some(TurnEnd::Completed)
+        );
+        // A failure is the end too.
+        assert_eq!(
+            replayed(&mut drained, &mut renderer, &records(vec![resumed, failed])),
             Some(TurnEnd::Failed(ErrorCategory::Network))
         );
         // Drained alone: the feed goes on to tell whether the next owner takes it up.
-        assert_eq!(replayed(&mut renderer, &records(vec![drained])), None);
+        let alone = records(vec![drained_end]);
+        assert_eq!(replayed(&mut drained, &mut renderer, &alone), None);
+        assert!(drained);
     }
 }

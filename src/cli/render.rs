@@ -47,6 +47,8 @@ pub struct Renderer {
     /// partial text in a file or pipe.
     live: bool,
     pending: String,
+    /// Part of the round in `pending` was dropped (see [`Renderer::void_cut`]).
+    voided: bool,
     tool_calls: usize,
     usage: Usage,
 }
@@ -60,6 +62,7 @@ impl Renderer {
             at_line_start: true,
             live: std::io::stdout().is_terminal(),
             pending: String::new(),
+            voided: false,
             tool_calls: 0,
             usage: Usage::default(),
         }
@@ -166,6 +169,10 @@ impl Renderer {
                 eprintln!("  {mark} {}{more}", clip(first, 100));
             }
             SessionEvent::TurnCompleted { text, stop, .. } => {
+                // Not shown yet and only partly here: the answer as the turn ended with it.
+                if self.voided && !self.live {
+                    self.pending.clone_from(text);
+                }
                 self.commit(&mut out);
                 if let Some(summary) = stop.guard_summary() {
                     if text.trim().is_empty() {
@@ -210,17 +217,22 @@ impl Renderer {
         }
     }
 
-    /// Drops what a model call cut by a change of owner had streamed (on a terminal, where it
-    /// was shown, says so): the question is asked again.
-    pub fn void_cut(&mut self) {
+    /// Drops what the feed brought of a round that was not journaled: a model call cut by a
+    /// change of owner (`owner_left`; the question is asked again, and on a terminal, where
+    /// the text was shown, it says so), or a round this reader fell behind in, whose end
+    /// then prints the turn's answer whole.
+    pub fn void_cut(&mut self, owner_left: bool) {
         self.pending.clear();
+        self.voided = true;
         if !self.at_line_start {
             let mut out = std::io::stdout().lock();
             self.end_line(&mut out);
-            eprintln!(
-                "tern: (the tern that ran this turn quit; the partial answer above was not kept, \
-                 and the question is asked again)"
-            );
+            if owner_left {
+                eprintln!(
+                    "tern: (the tern that ran this turn quit; the partial answer above was not \
+                     kept, and the question is asked again)"
+                );
+            }
         }
     }
 

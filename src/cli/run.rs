@@ -178,10 +178,11 @@ pub async fn run(args: RunArgs) -> anyhow::Result<Outcome> {
     }
 
     let mut interrupted = false;
+    let mut follower = follow::Follower::new(&service, &id);
     let end = loop {
         tokio::select! {
             item = feed.next() => {
-                if let Some(end) = follow::step(item, &mut feed, &mut renderer, &service, &id).await? {
+                if let Some(end) = follower.step(item, &mut feed, &mut renderer).await? {
                     break end;
                 }
             }

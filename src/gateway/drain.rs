@@ -172,13 +172,14 @@ impl SessionManager {
             if last_stop != Some(TurnStop::Drained) {
                 continue;
             }
-            let resumes = !session.waiting && resumable(&records);
             let handle = SessionHandle::resume(self.deps_of(&meta), &meta)?;
-            if resumes {
-                handle
+            // Once taken up, the turn's resumption is in the journal: whoever follows the
+            // session from now on reads it there.
+            let resumes = !session.waiting
+                && resumable(&records)
+                && handle
                     .resume_turn_with(RESTART_NOTICE, session.approval)
                     .await?;
-            }
             self.live.lock().await.insert(key, handle);
             warmed.push(WarmedUp {
                 id: meta.id,

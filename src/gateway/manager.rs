@@ -23,7 +23,7 @@ use crate::llm::ModelClient;
 use crate::session::{
     OutputFilter, SessionDeps, SessionError, SessionHandle, Subscription, UserInput,
 };
-use crate::store::{Overrides, Permissions, Plan, SessionMeta, StoreChange, StoreError};
+use crate::store::{Overrides, Permissions, Plan, SessionMeta, StoreChange};
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -325,10 +325,10 @@ impl SessionManager {
     /// with the approval mode and tool set it was given for itself.
     pub(super) fn deps_of(&self, meta: &SessionMeta) -> Arc<SessionDeps> {
         let deps = self.deps_for(&meta.overrides);
-        let Permissions { approval, tools } = &meta.permissions;
-        if approval.is_none() && tools.is_none() {
+        if meta.permissions.is_empty() {
             return deps;
         }
+        let Permissions { approval, tools } = &meta.permissions;
         let mut own = (*deps).clone();
         if let Some(mode) = approval {
             own.approval = *mode;
@@ -387,17 +387,11 @@ impl SessionManager {
     fn set_permissions(
         &self,
         id: &SessionId,
-        change: impl FnOnce(&mut Permissions),
+        change: impl Fn(&mut Permissions),
     ) -> Result<(), GatewayError> {
-        let store = &self.deps.store;
-        let meta = store
-            .meta(id)
-            .map_err(SessionError::from)?
-            .ok_or_else(|| SessionError::from(StoreError::UnknownSession { id: id.to_string() }))?;
-        let mut permissions = meta.permissions;
-        change(&mut permissions);
-        store
-            .set_permissions(id, &permissions)
+        self.deps
+            .store
+            .change_permissions(id, change)
             .map_err(SessionError::from)?;
         Ok(())
     }

@@ -61,10 +61,59 @@ pub struct Connection {
     pub owner: Hello,
 }
 
-/// Where a feed's items go, and the last position sent there.
+/// Where a feed's items go, and how far they got.
 struct Stream {
     tx: mpsc::Sender<FeedItem>,
+    /// The position of the last item sent there.
     last_at: u64,
+    /// Whether every record of `last_at` was sent: a position's journaled events come
+    /// first, so one that is not journaled, or a replay or seam, closes it.
+    whole: bool,
+    /// The last position before `last_at` whose records were all sent.
+    complete: u64,
+}
+
+impl Stream {
+    fn new(tx: mpsc::Sender<FeedItem>, from: u64) -> Self {
+        Self {
+            tx,
+            last_at: from,
+            whole: true,
+            complete: from,
+        }
+    }
+
+    /// Where to subscribe again from so that nothing is missed: the last position, unless
+    /// some of its records may not have been sent.
+    fn resume_at(&self) -> u64 {
+        if self.whole {
+            self.last_at
+        } else {
+            self.complete
+        }
+    }
+
+    /// Notes that `item` was sent.
+    fn sent(&mut self, item: &FeedItem) {
+        let (at, whole) = match item {
+            FeedItem::Replay { records } => match records.last() {
+                Some(last) => (last.seq, true),
+                None => return,
+            },
+            FeedItem::Live { at } => (*at, true),
+            FeedItem::Event(stamped) => (stamped.at, !stamped.event.is_journaled()),
+            FeedItem::Ended | FeedItem::Dropped(_) => return,
+        };
+        if at > self.last_at {
+            if self.whole {
+                self.complete = self.last_at;
+            }
+            self.last_at = at;
+            self.whole = whole;
+        } else if at == self.last_at {
+            self.whole |= whole;
+        }
+    }
 }
 
 /// Connects to the owner serving `socket`.
@@ -160,7 +209,7 @@ impl Connection {
         let stream = self.next.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = mpsc::channel(backlog.max(1));
         let start = from.unwrap_or(0);
-        lock(&self.streams).insert(stream, Stream { tx, last_at: start });
+        lock(&self.streams).insert(stream, Stream::new(tx, start));
         match self.call_as(stream, call).await {
             Ok(reply) => Ok((reply, Feed::new(rx, start))),
             Err(err) => {
@@ -200,19 +249,11 @@ impl Connection {
     fn route_item(&self, stream: u64, item: &FeedItem) -> Option<(mpsc::Sender<FeedItem>, u64)> {
         let mut streams = lock(&self.streams);
         let entry = streams.get_mut(&stream)?;
-        let before = entry.last_at;
-        match item {
-            FeedItem::Replay { records } => {
-                if let Some(last) = records.last() {
-                    entry.last_at = entry.last_at.max(last.seq);
-                }
-            }
-            FeedItem::Live { at } => entry.last_at = entry.last_at.max(*at),
-            FeedItem::Event(stamped) => entry.last_at = entry.last_at.max(stamped.at),
-            FeedItem::Ended | FeedItem::Dropped(_) => {
-                return streams.remove(&stream).map(|entry| (entry.tx, before));
-            }
+        let before = entry.resume_at();
+        if let FeedItem::Ended | FeedItem::Dropped(_) = item {
+            return streams.remove(&stream).map(|entry| (entry.tx, before));
         }
+        entry.sent(item);
         Some((entry.tx.clone(), before))
     }
 
@@ -243,7 +284,7 @@ impl Connection {
         for (_, stream) in lock(&self.streams).drain() {
             let dropped = FeedItem::Dropped(Dropped {
                 reason: OWNER_LEFT.to_owned(),
-                last_at: stream.last_at,
+                last_at: stream.resume_at(),
             });
             tokio::spawn(async move {
                 let _ = stream.tx.send(dropped).await;

@@ -55,16 +55,20 @@ pub(super) fn make_run_dir(dir: &Path) -> io::Result<()> {
     std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
 }
 
-/// Removes the copies for checking that an owner which died left in `dir`: only the owner,
-/// holding the store's lock, calls this, so no check of one is under way.
-fn remove_check_copies(dir: &Path) {
+/// Removes the copies for checking left in `dir`: those of the owner `pid`, or all of them
+/// (an owner starting: whoever made them is gone, and only an owner makes them).
+fn remove_check_copies(dir: &Path, pid: Option<u32>) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
+    };
+    let prefix = match pid {
+        Some(pid) => format!("{CHECK_COPY_PREFIX}{pid}-"),
+        None => CHECK_COPY_PREFIX.to_owned(),
     };
     for entry in entries.flatten() {
         let name = entry.file_name();
         let name = name.to_string_lossy();
-        if name.starts_with(CHECK_COPY_PREFIX) && name.ends_with(".redb") {
+        if name.starts_with(&prefix) && name.ends_with(".redb") {
             let _ = std::fs::remove_file(entry.path());
         }
     }
@@ -94,6 +98,10 @@ impl Drop for Serving {
         {
             let _ = std::fs::remove_file(&self.path);
         }
+        // Copies this owner made for a check that never removed them (its asker died).
+        if let Some(dir) = self.path.parent() {
+            remove_check_copies(dir, Some(std::process::id()));
+        }
     }
 }
 
@@ -104,7 +112,7 @@ pub(super) fn serve(local: Weak<Local>, path: &Path) -> io::Result<Serving> {
         .parent()
         .ok_or_else(|| io::Error::other("the socket path has no folder"))?;
     make_run_dir(dir)?;
-    remove_check_copies(dir);
+    remove_check_copies(dir, None);
     match std::fs::remove_file(path) {
         Ok(()) => tracing::info!(path = %path.display(), "replaced a stale socket"),
         Err(err) if err.kind() == io::ErrorKind::NotFound => {}

@@ -738,41 +738,48 @@ const LIFECYCLE_BACKLOG: usize = 256;
 /// changes of owner, until nothing reads them.
 async fn forward_lifecycle(service: SessionService, tx: broadcast::Sender<LifecycleEvent>) {
     while tx.receiver_count() > 0 {
-        match service.via().await {
+        let followed = match service.via().await {
             Ok(Via::Here(local)) => {
                 let mut events = local.manager.lifecycle();
+                drop(local);
                 loop {
-                    match events.recv().await {
+                    let event = tokio::select! {
+                        () = tx.closed() => return,
+                        event = events.recv() => event,
+                    };
+                    match event {
                         Ok(event) => {
-                            if tx.send(event).is_err() {
-                                return;
-                            }
+                            let _ = tx.send(event);
                         }
                         Err(broadcast::error::RecvError::Lagged(_)) => {}
-                        Err(broadcast::error::RecvError::Closed) => return,
+                        Err(broadcast::error::RecvError::Closed) => break Ok(()),
                     }
                 }
             }
             Ok(Via::Owner(connection)) => {
                 match connection.open_lifecycle(LIFECYCLE_BACKLOG).await {
-                    Ok(mut events) => {
-                        while let Some(event) = events.recv().await {
-                            if tx.send(event).is_err() {
-                                return;
+                    Ok(mut events) => loop {
+                        let event = tokio::select! {
+                            () = tx.closed() => return,
+                            event = events.recv() => event,
+                        };
+                        match event {
+                            Some(event) => {
+                                let _ = tx.send(event);
                             }
+                            // The owner left: follow the next one.
+                            None => break Ok(()),
                         }
-                    }
-                    Err(err) if owner_leaving(&connection, &err).await => {}
-                    Err(err) => {
-                        tracing::debug!(%err, "could not follow the lifecycle events");
-                        return;
-                    }
+                    },
+                    Err(err) if owner_leaving(&connection, &err).await => Ok(()),
+                    Err(err) => Err(err),
                 }
             }
-            Err(err) => {
-                tracing::debug!(%err, "no owner to follow the lifecycle events of");
-                return;
-            }
+            Err(err) => Err(err),
+        };
+        if let Err(err) = followed {
+            tracing::debug!(%err, "could not follow the lifecycle events");
+            return;
         }
     }
 }

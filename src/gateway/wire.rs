@@ -23,7 +23,7 @@ use std::path::PathBuf;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 /// Changes whenever a frame's meaning does.
-pub const PROTOCOL: u32 = 1;
+pub const PROTOCOL: u32 = 2;
 /// Largest frame either side accepts: a replay chunk of long tool outputs fits many times.
 pub const MAX_FRAME: usize = 256 * 1024 * 1024;
 
@@ -214,7 +214,6 @@ impl Call {
                 | Call::Journal { .. }
                 | Call::Lookup { .. }
                 | Call::Idle { .. }
-                | Call::CopyStore
         )
     }
 }
@@ -355,9 +354,8 @@ pub trait Frame: Serialize {
 /// Why a frame was not sent.
 fn oversized(what: &str, len: usize) -> String {
     format!(
-        "{what} is {} MiB, over the {} MiB one message between tern processes may carry; \
-         quit the other tern processes so that this one opens the sessions itself",
-        len >> 20,
+        "{what} is {len} bytes, over the {} MiB one message between tern processes may \
+         carry; quit the other tern processes so that this one opens the sessions itself",
         MAX_FRAME >> 20
     )
 }

@@ -64,7 +64,8 @@ enum Queued {
     Interrupting(PendingInput),
     Compact(oneshot::Sender<Result<bool, SessionError>>),
     /// A turn without a new input, after a restart.
-    Resume(String, Option<ApprovalMode>),
+    /// A drained turn to take up again; told once its resumption is journaled (or not).
+    Resume(String, Option<ApprovalMode>, oneshot::Sender<bool>),
 }
 
 /// What a running turn reports: an event, then, once its events are all out, its end.
@@ -327,8 +328,13 @@ impl SessionActor {
                     refuse(queued, || SessionError::Closed);
                 }
             }
-            Request::ResumeTurn { notice, approval } if self.accepting => {
-                self.queue.push_back(Queued::Resume(notice, approval));
+            Request::ResumeTurn {
+                notice,
+                approval,
+                started,
+            } if self.accepting => {
+                self.queue
+                    .push_back(Queued::Resume(notice, approval, started));
                 self.start_next_turn();
             }
             Request::ResumeTurn { .. } => {}
@@ -385,8 +391,8 @@ impl SessionActor {
                     self.start_compaction(reply);
                     return;
                 }
-                Queued::Resume(notice, approval) => {
-                    self.start_resumed_turn(notice, approval);
+                Queued::Resume(notice, approval, started) => {
+                    let _ = started.send(self.start_resumed_turn(notice, approval));
                     return;
                 }
             };
@@ -441,6 +447,9 @@ impl SessionActor {
         owner: TurnOwner,
         notes: TurnNotes,
     ) {
+        // What was journaled before the turn (its resumption) is before any subscriber's
+        // position from now on: the replay holds it.
+        self.published_at = self.published_at.max(state.last_seq);
         let approval = deps.approval;
         let (events, receiver) = EventTx::channel(state.head.clone());
         let cancel = CancellationToken::new();
@@ -480,18 +489,19 @@ impl SessionActor {
     }
 
     /// Starts a turn from the history as it stands, answering whoever sent the latest input.
-    fn start_resumed_turn(&mut self, notice: String, approval: Option<ApprovalMode>) {
+    /// Takes a drained turn up again; whether it did (its resumption journaled).
+    fn start_resumed_turn(&mut self, notice: String, approval: Option<ApprovalMode>) -> bool {
         let Some(mut state) = self.state.take() else {
-            return;
+            return false;
         };
         let Some((sender, audience, kind)) = state.last_input.clone() else {
             self.state = Some(state);
-            return;
+            return false;
         };
         if let Err(err) = self.set_phase(Phase::Processing) {
             tracing::error!(%err, "could not resume a turn");
             self.state = Some(state);
-            return;
+            return false;
         }
         let every = self.deps.settings.snapshot_every;
         let marker = [JournalEvent::TurnResumed {
@@ -501,7 +511,7 @@ impl SessionActor {
             tracing::error!(%err, "could not journal a resumed turn");
             self.state = Some(state);
             let _ = self.set_phase(Phase::Ready);
-            return;
+            return false;
         }
         let owner = TurnOwner {
             sender_id: sender.id.clone(),
@@ -522,6 +532,7 @@ impl SessionActor {
             _ => self.deps.clone(),
         };
         self.spawn_turn_for(deps, state, audience, owner, notes);
+        true
     }
 
     /// Runs a compaction on demand, in phase Compacting.

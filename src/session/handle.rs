@@ -106,6 +106,8 @@ pub(super) enum Request {
         notice: String,
         /// The approval mode the stopped turn had, when not the session's own.
         approval: Option<ApprovalMode>,
+        /// Told whether the turn was taken up, once its resumption is journaled.
+        started: oneshot::Sender<bool>,
     },
     /// A [`KeepAwake`] guard was taken or dropped.
     Awake,
@@ -261,17 +263,21 @@ impl SessionHandle {
     /// Starts a turn that goes on from the history as it stands, its first call told
     /// `notice` (a turn a drain stopped, resumed after the restart), the
     /// turn allowed what `approval` allows (what the stopped turn had; `None`: the session's
-    /// own).
+    /// own). Returns once the resumption is journaled: whether the turn was taken up.
     pub async fn resume_turn_with(
         &self,
         notice: impl Into<String>,
         approval: Option<ApprovalMode>,
-    ) -> Result<(), SessionError> {
+    ) -> Result<bool, SessionError> {
+        let (started, rx) = oneshot::channel();
         self.request(Request::ResumeTurn {
             notice: notice.into(),
             approval,
+            started,
         })
-        .await
+        .await?;
+        // Not taken up when the session closed before its turn could start.
+        Ok(rx.await.unwrap_or(false))
     }
 
     /// Compacts the history now, after the running turn and the inputs already waiting.

@@ -160,13 +160,37 @@ impl Turn<'_> {
                 (vec![journal], event)
             }
         };
-        if let Err(err) = self.record_soon(state, journal) {
-            tracing::error!(%err, "could not journal the end of a turn");
+        match self.record_soon(state, journal) {
+            Ok(()) => {
+                if let Some(usage_event) = last_usage {
+                    self.emit(usage_event);
+                }
+                self.emit(event);
+            }
+            // The last reply went with the end: not journaled, it is no answer. The turn
+            // fails as a storage failure does, journaled if the journal takes it now.
+            Err(failure) if last_usage.is_some() => {
+                tracing::error!(message = %failure.message, "could not journal a turn's last reply");
+                let stop = failure.turn_stop();
+                let end = JournalEvent::TurnFailed {
+                    category: failure.category,
+                    message: failure.message.clone(),
+                    stop: Some(stop),
+                };
+                if let Err(err) = self.record_soon(state, vec![end]) {
+                    tracing::error!(message = %err.message, "could not journal the end of a turn");
+                }
+                self.emit(SessionEvent::TurnFailed {
+                    category: failure.category,
+                    message: failure.message,
+                    stop,
+                });
+            }
+            Err(err) => {
+                tracing::error!(message = %err.message, "could not journal the end of a turn");
+                self.emit(event);
+            }
         }
-        if let Some(usage_event) = last_usage {
-            self.emit(usage_event);
-        }
-        self.emit(event);
     }
 
     async fn rounds(&self, state: &mut SessionState, usage: &mut Usage) -> Result<Ended, LlmError> {

@@ -41,14 +41,14 @@ impl Store {
         self.update_meta(id, move |meta| meta.overrides = overrides.clone())
     }
 
-    /// Records the approval mode and tool set a session was given for itself.
-    pub fn set_permissions(
+    /// Changes what a session was given for itself (its approval mode, its tool set) as
+    /// `change` says, in one transaction, so two changes at once both hold.
+    pub fn change_permissions(
         &self,
         id: &SessionId,
-        permissions: &Permissions,
+        change: impl Fn(&mut Permissions),
     ) -> Result<(), StoreError> {
-        let permissions = permissions.clone();
-        self.update_meta(id, move |meta| meta.permissions = permissions.clone())
+        self.update_meta(id, |meta| change(&mut meta.permissions))
     }
 
     /// Changes a session's index entry in place, durably; its activity time stays.

@@ -243,13 +243,48 @@ fn a_tern_run_whose_owner_quits_mid_reply_prints_the_answer_asked_again_once() {
     );
     assert!(!printed.contains("Too slow"), "{printed}");
     let asked = cli.mock.model_requests();
+    let asking = asked
+        .iter()
+        .filter(|r| r.texts().iter().any(|t| t == "a long question"))
+        .count();
+    assert_eq!(asking, 2, "asked, then asked again");
+}
+
+#[test]
+fn a_tern_run_whose_turn_the_next_owner_cannot_take_up_ends_saying_how_to_go_on() {
+    let cli = Cli::new();
+    let first = one_said_hello(&cli);
+    // The first round's text reached the person, so the round cut after it is not asked
+    // again by itself.
+    cli.mock
+        .push(Reply::text("Let me look.").with_tool_call("glob", json!({"pattern": "*"})));
+    cli.mock
+        .push(Reply::text("Too slow to be waited for, it stops here").stall_after_events(6));
+    let mut run = cli.home.tern_process();
+    run.args(["run", "look around"])
+        .env("ANTHROPIC_API_KEY", "test-key")
+        .env("ANTHROPIC_BASE_URL", cli.mock.base_url())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let child = run.spawn().expect("tern run starts");
+    cli.mock
+        .wait_for_model_requests_blocking(4, Duration::from_secs(20));
+    std::thread::sleep(Duration::from_millis(300));
+    let quit = Instant::now();
+    first.keys(&["C-d"]);
+    first.wait_for("[tern exited 0]");
+
+    let output = child.wait_with_output().expect("tern run ends");
     assert!(
-        asked
-            .iter()
-            .any(|r| r.texts().iter().any(|t| t == "a long question") && asked.len() >= 4),
-        "asked again: {} requests",
-        asked.len()
+        quit.elapsed() < Duration::from_secs(15),
+        "tern run waited for a turn nobody runs: {:?}",
+        quit.elapsed()
     );
+    assert!(!output.status.success());
+    let said = stderr(&output);
+    assert!(said.contains("tern run --session"), "{said}");
+    let printed = stdout(&output);
+    assert!(!printed.contains("Too slow"), "{printed}");
 }
 
 #[test]
