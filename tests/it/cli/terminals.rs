@@ -210,6 +210,17 @@ fn an_owner_quitting_mid_turn_hands_the_turn_to_the_terminal_still_watching() {
     second.wait_for("[tern exited 0]");
 }
 
+/// `tern run PROMPT` started beside the terminals, its output read when it ends.
+fn run_in_background(cli: &Cli, prompt: &str) -> std::process::Child {
+    let mut run = cli.home.tern_process();
+    run.args(["run", prompt])
+        .env("ANTHROPIC_API_KEY", "test-key")
+        .env("ANTHROPIC_BASE_URL", cli.mock.base_url())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    run.spawn().expect("tern run starts")
+}
+
 #[test]
 fn a_tern_run_whose_owner_quits_mid_reply_prints_the_answer_asked_again_once() {
     let cli = Cli::new();
@@ -218,13 +229,7 @@ fn a_tern_run_whose_owner_quits_mid_reply_prints_the_answer_asked_again_once() {
         .push(Reply::text("Too slow to be waited for, it stops here").stall_after_events(6));
     cli.mock.push(Reply::text("Answered after the handover."));
     cli.mock.push(Reply::text("A run title"));
-    let mut run = cli.home.tern_process();
-    run.args(["run", "a long question"])
-        .env("ANTHROPIC_API_KEY", "test-key")
-        .env("ANTHROPIC_BASE_URL", cli.mock.base_url())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let child = run.spawn().expect("tern run starts");
+    let child = run_in_background(&cli, "a long question");
     // The reply has begun to stream through the owner, and stalls, when the owner quits.
     cli.mock
         .wait_for_model_requests_blocking(3, Duration::from_secs(20));
@@ -260,13 +265,7 @@ fn a_tern_run_whose_turn_the_next_owner_cannot_take_up_ends_saying_how_to_go_on(
         .push(Reply::text("Let me look.").with_tool_call("glob", json!({"pattern": "*"})));
     cli.mock
         .push(Reply::text("Too slow to be waited for, it stops here").stall_after_events(6));
-    let mut run = cli.home.tern_process();
-    run.args(["run", "look around"])
-        .env("ANTHROPIC_API_KEY", "test-key")
-        .env("ANTHROPIC_BASE_URL", cli.mock.base_url())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let child = run.spawn().expect("tern run starts");
+    let child = run_in_background(&cli, "look around");
     cli.mock
         .wait_for_model_requests_blocking(4, Duration::from_secs(20));
     std::thread::sleep(Duration::from_millis(300));
