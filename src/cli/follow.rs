@@ -50,15 +50,17 @@ impl<'a> Follower<'a> {
                 }
                 event => renderer.event(event),
             },
-            Some(FeedItem::Replay { records }) => replayed(&mut self.drained, renderer, &records),
+            Some(FeedItem::Replay { records }) => {
+                let end = replayed(&mut self.drained, renderer, &records);
+                if end.is_some() && self.drained {
+                    self.not_taken_up();
+                }
+                end
+            }
             // The journal is read up to now: a drained turn the next owner took up has
             // said so by now (it resumes turns before it serves anyone).
             Some(FeedItem::Live { .. }) if self.drained => {
-                eprintln!(
-                    "tern: the turn stopped when the tern that ran it quit, and was not taken up \
-                     again; continue it with: tern run --session {} \"…\"",
-                    self.id
-                );
+                self.not_taken_up();
                 Some(TurnEnd::Failed(ErrorCategory::Internal))
             }
             Some(FeedItem::Live { .. }) => None,
@@ -80,6 +82,14 @@ impl<'a> Follower<'a> {
             Some(FeedItem::Ended) | None => Some(TurnEnd::Failed(ErrorCategory::Internal)),
         })
     }
+
+    fn not_taken_up(&self) {
+        eprintln!(
+            "tern: the turn stopped when the tern that ran it quit, and was not taken up again; \
+             continue it with: tern run --session {} \"…\"",
+            self.id
+        );
+    }
 }
 
 /// Shows what `records`, read from the journal after a feed was followed again, hold of the
@@ -93,6 +103,10 @@ fn replayed(
     let mut text = String::new();
     for record in records {
         let event = match &record.event {
+            // Another message came after the drained turn, which was not taken up.
+            JournalEvent::InputAccepted { .. } if *drained => {
+                return Some(TurnEnd::Failed(ErrorCategory::Internal));
+            }
             JournalEvent::TurnResumed { .. } => {
                 text.clear();
                 *drained = false;
@@ -221,8 +235,26 @@ mod tests {
             Some(TurnEnd::Failed(ErrorCategory::Network))
         );
         // Drained alone: the feed goes on to tell whether the next owner takes it up.
-        let alone = records(vec![drained_end]);
+        let alone = records(vec![drained_end.clone()]);
         assert_eq!(replayed(&mut drained, &mut renderer, &alone), None);
         assert!(drained);
+        // Not taken up, and another message ran since: its answer is not this turn's.
+        let other = records(vec![
+            drained_end,
+            JournalEvent::InputAccepted {
+                sender: crate::domain::Sender::local_user(),
+                audience: crate::domain::Audience::Personal,
+                kind: crate::domain::InputKind::Person,
+                text: "another".into(),
+            },
+            answer("not this turn's"),
+            JournalEvent::TurnCompleted {
+                stop: TurnStop::Completed,
+            },
+        ]);
+        assert_eq!(
+            replayed(&mut drained, &mut renderer, &other),
+            Some(TurnEnd::Failed(ErrorCategory::Internal))
+        );
     }
 }

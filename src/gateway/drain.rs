@@ -155,40 +155,48 @@ impl SessionManager {
         };
         let mut warmed = Vec::new();
         for session in drained {
-            let Ok(key) = SessionKey::parse(&session.key) else {
-                continue;
-            };
-            let Some(meta) = self
-                .deps
-                .store
-                .meta(&session.id)
-                .map_err(SessionError::from)?
-            else {
-                continue;
-            };
-            let records = self.deps.store.load(&meta.id).map_err(SessionError::from)?;
-            // A session the drain found idle stays cold until its next message.
-            let last_stop = records.iter().rev().find_map(|r| r.event.turn_stop());
-            if last_stop != Some(TurnStop::Drained) {
-                continue;
+            // One that cannot be warmed up does not keep the others cold.
+            match self.warm_one(&session).await {
+                Ok(Some(one)) => warmed.push(one),
+                Ok(None) => {}
+                Err(err) => {
+                    tracing::warn!(session = %session.id, %err, "could not warm up a drained session");
+                }
             }
-            let handle = SessionHandle::resume(self.deps_of(&meta), &meta)?;
-            // Once taken up, the turn's resumption is in the journal: whoever follows the
-            // session from now on reads it there.
-            let resumes = !session.waiting
-                && resumable(&records)
-                && handle
-                    .resume_turn_with(RESTART_NOTICE, session.approval)
-                    .await?;
-            self.live.lock().await.insert(key, handle);
-            warmed.push(WarmedUp {
-                id: meta.id,
-                key: session.key,
-                resumed: resumes,
-            });
         }
         let _ = std::fs::remove_file(&path);
         Ok(warmed)
+    }
+
+    /// Opens one session the drain stopped, taking its turn up again when it can be;
+    /// `None` for one the drain found idle, which stays cold until its next message.
+    async fn warm_one(&self, session: &DrainedSession) -> Result<Option<WarmedUp>, GatewayError> {
+        let Ok(key) = SessionKey::parse(&session.key) else {
+            return Ok(None);
+        };
+        let store = &self.deps.store;
+        let Some(meta) = store.meta(&session.id).map_err(SessionError::from)? else {
+            return Ok(None);
+        };
+        let records = store.load(&meta.id).map_err(SessionError::from)?;
+        let last_stop = records.iter().rev().find_map(|r| r.event.turn_stop());
+        if last_stop != Some(TurnStop::Drained) {
+            return Ok(None);
+        }
+        let handle = SessionHandle::resume(self.deps_of(&meta), &meta)?;
+        // Once taken up, the turn's resumption is in the journal: whoever follows the
+        // session from now on reads it there.
+        let resumes = !session.waiting
+            && resumable(&records)
+            && handle
+                .resume_turn_with(RESTART_NOTICE, session.approval)
+                .await?;
+        self.live.lock().await.insert(key, handle);
+        Ok(Some(WarmedUp {
+            id: meta.id,
+            key: session.key.clone(),
+            resumed: resumes,
+        }))
     }
 
     fn manifest_path(&self) -> PathBuf {

@@ -93,6 +93,21 @@ impl Stream {
         }
     }
 
+    /// [`Stream::resume_at`] when `item` is the next to go and may not: an item of a later
+    /// position means every record of the last one went.
+    fn resume_before(&self, item: &FeedItem) -> u64 {
+        let at = match item {
+            FeedItem::Replay { records } => records.first().map(|record| record.seq),
+            FeedItem::Live { at } => Some(*at),
+            FeedItem::Event(stamped) => Some(stamped.at),
+            FeedItem::Ended | FeedItem::Dropped(_) => None,
+        };
+        match at {
+            Some(at) if at > self.last_at => self.last_at,
+            _ => self.resume_at(),
+        }
+    }
+
     /// Notes that `item` was sent.
     fn sent(&mut self, item: &FeedItem) {
         let (at, whole) = match item {
@@ -105,9 +120,8 @@ impl Stream {
             FeedItem::Ended | FeedItem::Dropped(_) => return,
         };
         if at > self.last_at {
-            if self.whole {
-                self.complete = self.last_at;
-            }
+            // A later position came: every record of the one before did.
+            self.complete = self.last_at;
             self.last_at = at;
             self.whole = whole;
         } else if at == self.last_at {
@@ -249,7 +263,7 @@ impl Connection {
     fn route_item(&self, stream: u64, item: &FeedItem) -> Option<(mpsc::Sender<FeedItem>, u64)> {
         let mut streams = lock(&self.streams);
         let entry = streams.get_mut(&stream)?;
-        let before = entry.resume_at();
+        let before = entry.resume_before(item);
         if let FeedItem::Ended | FeedItem::Dropped(_) = item {
             return streams.remove(&stream).map(|entry| (entry.tx, before));
         }
@@ -473,5 +487,40 @@ impl Remote {
             tokio::time::sleep(pause).await;
             pause = (pause * 2).min(Duration::from_millis(200));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::session::{SessionEvent, Stamped};
+
+    fn event(at: u64, journaled: bool) -> FeedItem {
+        let event = if journaled {
+            SessionEvent::TitleChanged { title: "t".into() }
+        } else {
+            SessionEvent::TextDelta { text: "x".into() }
+        };
+        FeedItem::Event(Stamped { at, event })
+    }
+
+    #[test]
+    fn a_feed_resumes_from_the_last_position_whose_records_all_came() {
+        let (tx, _rx) = mpsc::channel(1);
+        let mut stream = Stream::new(tx, 0);
+        stream.sent(&FeedItem::Live { at: 10 });
+        assert_eq!(stream.resume_at(), 10);
+        // Records one after another: the last one's position may have more to come.
+        for at in [11, 12, 13] {
+            stream.sent(&event(at, true));
+        }
+        assert_eq!(stream.resume_at(), 12);
+        // What is not journaled comes after a position's records: 13 is whole.
+        stream.sent(&event(13, false));
+        assert_eq!(stream.resume_at(), 13);
+        // An item of a later position that cannot be delivered: nothing of 13 is missing.
+        stream.sent(&event(14, true));
+        assert_eq!(stream.resume_before(&event(15, true)), 14);
+        assert_eq!(stream.resume_before(&event(14, true)), 13);
     }
 }
