@@ -72,10 +72,11 @@ pub fn health_of_copy(copy: &Path, db_file: &Path, deep: bool) -> (String, bool)
     let (text, ok) = describe(&health, deep);
     let text = text.replace(&copy.display().to_string(), &db_file.display().to_string());
     let text = if ok {
-        format!(
-            "{} (checked on a copy the running tern made)\n",
-            text.trim_end()
-        )
+        let said = text.trim_end();
+        match said.strip_suffix(')') {
+            Some(open) => format!("{open}; checked on a copy the running tern made)\n"),
+            None => format!("{said} (checked on a copy the running tern made)\n"),
+        }
     } else {
         format!("{text}    The repair needs the file to itself: quit every running tern first.\n")
     };

@@ -406,7 +406,8 @@ fn the_line_mode_and_the_doctor_work_beside_a_running_interface() {
     let report = stdout(&output);
     // The running interface holds the file: it copies it for the check, which is done here.
     assert!(
-        report.contains("healthy (every page's checksum") && report.contains("running tern"),
+        report.contains("healthy (every page's checksum")
+            && report.contains("; checked on a copy the running tern made)"),
         "{report}"
     );
     let output = cli.run(&["doctor", "--deep"]);
