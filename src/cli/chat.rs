@@ -188,7 +188,8 @@ async fn converse(
         }
         let id = delivered.session;
         let mut renderer = Renderer::new(OutputFormat::Text);
-        let mut follower = follow::Follower::new(&chat.service, &id);
+        let go_on = "say so to carry it on".to_owned();
+        let mut follower = follow::Follower::new(&chat.service, &id, go_on);
         loop {
             tokio::select! {
                 item = feed.next() => {

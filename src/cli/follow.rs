@@ -17,14 +17,18 @@ pub(super) struct Follower<'a> {
     id: &'a SessionId,
     /// The turn ended drained (its owner left) and has not been taken up again yet.
     drained: bool,
+    /// How the person goes on with a turn that was not taken up.
+    go_on: String,
 }
 
 impl<'a> Follower<'a> {
-    pub fn new(service: &'a SessionService, id: &'a SessionId) -> Self {
+    /// A follower whose person goes on as `go_on` says when a turn is not taken up.
+    pub fn new(service: &'a SessionService, id: &'a SessionId, go_on: String) -> Self {
         Self {
             service,
             id,
             drained: false,
+            go_on,
         }
     }
 
@@ -85,9 +89,8 @@ impl<'a> Follower<'a> {
 
     fn not_taken_up(&self) {
         eprintln!(
-            "tern: the turn stopped when the tern that ran it quit, and was not taken up again; \
-             continue it with: tern run --session {} \"…\"",
-            self.id
+            "tern: the turn stopped when the tern that ran it quit, and was not taken up again; {}",
+            self.go_on
         );
     }
 }

@@ -178,7 +178,8 @@ pub async fn run(args: RunArgs) -> anyhow::Result<Outcome> {
     }
 
     let mut interrupted = false;
-    let mut follower = follow::Follower::new(&service, &id);
+    let go_on = format!("continue it with: tern run --session {id} \"…\"");
+    let mut follower = follow::Follower::new(&service, &id, go_on);
     let end = loop {
         tokio::select! {
             item = feed.next() => {
