@@ -19,11 +19,15 @@
 #[path = "../tests/support/mod.rs"]
 mod support;
 
+#[allow(dead_code)]
+#[path = "common/mod.rs"]
+mod common;
+
 use serde_json::json;
 use std::sync::Arc;
 use std::time::Instant;
 use support::{MockProvider, Reply, TernHome};
-use tern::config::{ProviderKind, ProviderProfile, RetrySettings, SessionSettings};
+use tern::config::{RetrySettings, SessionSettings};
 use tern::llm::{self, ModelClient, ModelRoute, RetryPolicy};
 use tern::session::{OutputFilter, SessionDeps, SessionEvent, SessionHandle, UserInput};
 use tern::store::Store;
@@ -71,17 +75,7 @@ async fn run(turns: usize, window: u64, mock: MockProvider) {
         "NOTES: the person had files read one by one; each answer said the file's size.",
     ));
 
-    let profile = ProviderProfile {
-        name: "mock".into(),
-        kind: ProviderKind::Anthropic,
-        base_url: mock.base_url(),
-        api_key_env: None,
-        api_key: Some("bench".into()),
-        default_model: "primary-model".into(),
-        context_window: window,
-        max_output_tokens: 1000,
-        written: Default::default(),
-    };
+    let profile = common::mock_profile(&mock, window);
     let route = |model: &str| ModelRoute::new(llm::provider_for(&profile), model, 1000, window);
     let settings = SessionSettings::default();
     let policy = RetryPolicy::new(&RetrySettings::default(), &settings);

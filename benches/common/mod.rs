@@ -18,23 +18,28 @@ pub fn quantile_us(sorted: &[Duration], q: f64) -> f64 {
     sorted[index].as_secs_f64() * 1e6
 }
 
-/// Session dependencies over a store in `home`, calling `mock`, under `maintenance` limits.
-pub fn deps(
-    home: &TernHome,
-    mock: &MockProvider,
-    maintenance: MaintenanceSettings,
-) -> Arc<SessionDeps> {
-    let profile = ProviderProfile {
+/// The Anthropic-format profile of `mock`, with a context window of `window` tokens.
+pub fn mock_profile(mock: &MockProvider, window: u64) -> ProviderProfile {
+    ProviderProfile {
         name: "mock".into(),
         kind: ProviderKind::Anthropic,
         base_url: mock.base_url(),
         api_key_env: None,
         api_key: Some("bench".into()),
         default_model: "primary-model".into(),
-        context_window: 200_000,
+        context_window: window,
         max_output_tokens: 1000,
         written: Default::default(),
-    };
+    }
+}
+
+/// Session dependencies over a store in `home`, calling `mock`, under `maintenance` limits.
+pub fn deps(
+    home: &TernHome,
+    mock: &MockProvider,
+    maintenance: MaintenanceSettings,
+) -> Arc<SessionDeps> {
+    let profile = mock_profile(mock, 200_000);
     let settings = SessionSettings {
         maintenance,
         ..SessionSettings::default()

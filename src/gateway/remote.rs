@@ -257,9 +257,8 @@ impl Connection {
     }
 
     /// Where the reader sends an item of feed `stream`: the feed's sender, unless the feed
-    /// is gone. A feed's last item (`Ended`, `Dropped`) forgets it.
-    /// Also the position the feed had before this item: where it resumes if the item cannot
-    /// be delivered.
+    /// is gone. A feed's last item (`Ended`, `Dropped`) forgets it. Also where the feed
+    /// resumes if the item cannot be delivered (see [`Stream::resume_before`]).
     fn route_item(&self, stream: u64, item: &FeedItem) -> Option<(mpsc::Sender<FeedItem>, u64)> {
         let mut streams = lock(&self.streams);
         let entry = streams.get_mut(&stream)?;

@@ -29,7 +29,7 @@ use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, mpsc};
 
 /// Why the service could not do what was asked.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -734,52 +734,63 @@ impl Catalog for Asked {
 /// Lifecycle events a client keeps for a reader that is behind.
 const LIFECYCLE_BACKLOG: usize = 256;
 
+/// Where a client's lifecycle events come from: this process's own sessions, once it took
+/// the store over, or the owner's stream.
+enum LifecycleSource {
+    Here(broadcast::Receiver<LifecycleEvent>),
+    Owner(mpsc::Receiver<LifecycleEvent>),
+}
+
+impl LifecycleSource {
+    /// The next event; `None` once the source is gone (the owner left).
+    async fn next(&mut self) -> Option<LifecycleEvent> {
+        match self {
+            LifecycleSource::Here(events) => loop {
+                match events.recv().await {
+                    Ok(event) => return Some(event),
+                    Err(broadcast::error::RecvError::Lagged(_)) => {}
+                    Err(broadcast::error::RecvError::Closed) => return None,
+                }
+            },
+            LifecycleSource::Owner(events) => events.recv().await,
+        }
+    }
+}
+
 /// Hands `tx` the lifecycle events of whoever owns the store now, following it through
 /// changes of owner, until nothing reads them.
 async fn forward_lifecycle(service: SessionService, tx: broadcast::Sender<LifecycleEvent>) {
     while tx.receiver_count() > 0 {
-        let followed = match service.via().await {
-            Ok(Via::Here(local)) => {
-                let mut events = local.manager.lifecycle();
-                drop(local);
-                loop {
-                    let event = tokio::select! {
-                        () = tx.closed() => return,
-                        event = events.recv() => event,
-                    };
-                    match event {
-                        Ok(event) => {
-                            let _ = tx.send(event);
-                        }
-                        Err(broadcast::error::RecvError::Lagged(_)) => {}
-                        Err(broadcast::error::RecvError::Closed) => break Ok(()),
-                    }
-                }
-            }
+        let opened = match service.via().await {
+            Ok(Via::Here(local)) => Ok(LifecycleSource::Here(local.manager.lifecycle())),
             Ok(Via::Owner(connection)) => {
                 match connection.open_lifecycle(LIFECYCLE_BACKLOG).await {
-                    Ok(mut events) => loop {
-                        let event = tokio::select! {
-                            () = tx.closed() => return,
-                            event = events.recv() => event,
-                        };
-                        match event {
-                            Some(event) => {
-                                let _ = tx.send(event);
-                            }
-                            // The owner left: follow the next one.
-                            None => break Ok(()),
-                        }
-                    },
-                    Err(err) if owner_leaving(&connection, &err).await => Ok(()),
+                    Ok(events) => Ok(LifecycleSource::Owner(events)),
+                    // The owner left meanwhile: follow the next one.
+                    Err(err) if owner_leaving(&connection, &err).await => continue,
                     Err(err) => Err(err),
                 }
             }
             Err(err) => Err(err),
         };
-        if let Err(err) = followed {
-            tracing::debug!(%err, "could not follow the lifecycle events");
-            return;
+        let mut source = match opened {
+            Ok(source) => source,
+            Err(err) => {
+                tracing::debug!(%err, "could not follow the lifecycle events");
+                return;
+            }
+        };
+        loop {
+            let event = tokio::select! {
+                () = tx.closed() => return,
+                event = source.next() => event,
+            };
+            match event {
+                Some(event) => {
+                    let _ = tx.send(event);
+                }
+                None => break,
+            }
         }
     }
 }

@@ -68,6 +68,19 @@ async fn read_feed(feed: &mut Feed, until: Until) -> Fed {
     fed
 }
 
+/// The names of the tools a request `body` offered the model.
+fn offered_tools(body: &serde_json::Value) -> Vec<String> {
+    body["tools"]
+        .as_array()
+        .map(|tools| {
+            tools
+                .iter()
+                .filter_map(|tool| tool["name"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// Whether each tool call of session `id` failed, and what it returned, as journaled.
 fn tool_results(world: &World, id: &SessionId) -> Vec<(bool, String)> {
     world
@@ -470,15 +483,7 @@ async fn a_session_offered_fewer_tools_is_asked_with_only_those() {
             .iter()
             .find(|r| r.texts().iter().any(|t| t == text))
             .unwrap_or_else(|| panic!("no request with {text:?}"));
-        asked.body["tools"]
-            .as_array()
-            .map(|tools| {
-                tools
-                    .iter()
-                    .map(|tool| tool["name"].as_str().unwrap_or_default().to_owned())
-                    .collect()
-            })
-            .unwrap_or_default()
+        offered_tools(&asked.body)
     };
     assert_eq!(tools_of("to the narrow one"), ["file_read", "grep"]);
     assert!(
@@ -574,13 +579,10 @@ async fn a_sessions_own_approval_and_tools_hold_in_the_next_process() {
     next.send_to(&id, UserInput::local("run it")).await.unwrap();
     next.idle(&id).await.unwrap();
     let requests = world.mock.model_requests();
-    let offered: Vec<&str> = requests[0].body["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|tool| tool["name"].as_str())
-        .collect();
-    assert_eq!(offered, ["file_read", "shell_execute"]);
+    assert_eq!(
+        offered_tools(&requests[0].body),
+        ["file_read", "shell_execute"]
+    );
     let ran = tool_results(&world, &id);
     assert!(
         ran.iter()
