@@ -92,6 +92,7 @@ async fn run(turns: usize, window: u64, mock: MockProvider) {
         overrides: Default::default(),
         redactor: Default::default(),
         child_env: Default::default(),
+        agents: Default::default(),
     });
     let project = home.project().canonicalize().expect("the project");
     let handle = SessionHandle::create(deps, project).expect("a session");

@@ -3,6 +3,7 @@
 //! The library holds everything; `main.rs` is a thin CLI over it. See ARCHITECTURE.md for the
 //! codemap and the invariants that keep the layers apart.
 
+pub mod agents;
 pub mod cli;
 pub mod config;
 pub mod context;

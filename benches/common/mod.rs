@@ -58,5 +58,6 @@ pub fn deps(
         overrides: Default::default(),
         redactor: Default::default(),
         child_env: Default::default(),
+        agents: Default::default(),
     })
 }

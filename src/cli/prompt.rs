@@ -7,6 +7,7 @@ use super::door;
 use super::setup::{self, KeyCheck, ModelArgs, Which};
 use crate::context::CurrentTime;
 use crate::domain::{Audience, SessionId, SessionKey};
+use crate::gateway::Runs;
 use crate::prompt::describe_request;
 use crate::session::{SessionDirs, SessionState, UserInput, preview};
 use crate::store::SessionMeta;
@@ -138,6 +139,8 @@ pub async fn print(
                 ApprovalMode::Never,
                 model.overrides(),
             );
+            // What a served session is offered, though nothing here may start.
+            let _runs = Runs::for_preview(&deps);
             let (request, nudge_at) = preview(&deps, &dirs, state, input, CurrentTime::now()).await;
             (found, request, nudge_at)
         }

@@ -10,6 +10,7 @@ use crate::domain::{Audience, ErrorCategory};
 use crate::domain::{SessionId, SessionKey};
 use crate::gateway::{FeedItem, SessionService};
 use crate::session::{OutputFilter, Phase, SUBSCRIBER_BACKLOG, SessionEvent, UserInput};
+use crate::store::Lifecycle;
 use crate::tools::ApprovalMode;
 use anyhow::{Context, bail};
 use std::io::{IsTerminal, Read};
@@ -184,7 +185,11 @@ pub async fn run(args: RunArgs) -> anyhow::Result<Outcome> {
         tokio::select! {
             item = feed.next() => {
                 if let Some(end) = follower.step(item, &mut feed, &mut renderer).await? {
-                    break end;
+                    // The subagents the turn sent report in turns of their own: wait for
+                    // them and those turns.
+                    if interrupted || !more_to_come(&service, &id).await? {
+                        break end;
+                    }
                 }
             }
             _ = interrupts.recv() => {
@@ -207,6 +212,16 @@ pub async fn run(args: RunArgs) -> anyhow::Result<Outcome> {
         TurnEnd::Failed(ErrorCategory::Cancelled) if interrupted => Outcome::Interrupted,
         TurnEnd::Failed(_) => Outcome::TurnFailed,
     })
+}
+
+/// Whether session `id` has more turns coming on its own: subagent runs still to report, or
+/// a report's turn under way. A run is reported once its notice's turn has begun, and the
+/// notice is journaled before, so one of the two always shows.
+async fn more_to_come(service: &SessionService, id: &SessionId) -> anyhow::Result<bool> {
+    if service.pending_runs(id).await? > 0 {
+        return Ok(true);
+    }
+    Ok(service.meta(id).await?.lifecycle == Lifecycle::Working)
 }
 
 /// Compacts the session now and shows what happened (`--compact`).

@@ -254,6 +254,12 @@ fn transcript(meta: &SessionMeta, records: &[JournalRecord]) -> String {
             JournalEvent::Message { message } => {
                 out.push_str(&format!("\n{}\n", message.text().trim_end()));
             }
+            JournalEvent::SubagentRoleSet { role } => {
+                out.push_str(&format!(
+                    "  · subagent `{}`, run {} of session {}\n",
+                    role.agent, role.run_id, role.parent
+                ));
+            }
             JournalEvent::Usage { model, usage } => {
                 turn.0 += 1;
                 turn.1.add(usage);

@@ -199,6 +199,7 @@ pub fn session_deps(
         overrides,
         redactor: Arc::new(Redactor::new(secrets)),
         child_env: Arc::new(child_env),
+        agents: Default::default(),
     })
 }
 

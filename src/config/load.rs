@@ -20,7 +20,7 @@ use super::providers::env_default_profile;
 use super::raw::{RawConfig, RawMaintenance, RawModels, RawReset, RawRetry, RawSession};
 use super::settings::{
     Config, MaintenanceMode, MaintenanceSettings, ModelRef, ModelRoles, ProviderProfile,
-    ResetSettings, RetrySettings, SessionSettings, UiSettings,
+    ResetSettings, RetrySettings, SessionSettings, SubagentSettings, UiSettings,
 };
 use super::units::{DURATION_FORMS, SIZE_FORMS, parse_duration, parse_size};
 
@@ -62,7 +62,16 @@ pub fn load_from_str(text: &str, path: &Path, env: &Environment) -> Result<Confi
         doc: Document::new(text),
     };
     let raw: RawConfig = toml::from_str(text).map_err(|err| check.toml_error(&err))?;
-    let session = check.session(raw.session)?;
+    let mut session = check.session(raw.session)?;
+    if let Some(n) = raw.subagents.max_concurrent {
+        if !(1..=64).contains(&n) {
+            return Err(check.error(
+                &["subagents", "max_concurrent"],
+                format!("is {n}; it takes a number of runs from 1 to 64"),
+            ));
+        }
+        session.subagents.max_concurrent = n as usize;
+    }
     let retry = check.retry(raw.retry)?;
     let tools = check.tools(raw.tools)?;
     let file_profiles: Vec<String> = raw.providers.keys().cloned().collect();
@@ -213,6 +222,7 @@ impl Validator<'_> {
             )? as u32,
             maintenance: self.maintenance(raw.maintenance)?,
             reset: self.reset(raw.reset)?,
+            subagents: SubagentSettings::default(),
         })
     }
 

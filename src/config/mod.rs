@@ -28,6 +28,6 @@ pub use paths::Paths;
 pub use providers::fitted_output;
 pub use settings::{
     Config, MaintenanceMode, MaintenanceSettings, ModelRef, ModelRoles, ProviderKind,
-    ProviderProfile, ResetSettings, RetrySettings, SessionSettings, ToolSettings, UiSettings,
-    Written,
+    ProviderProfile, ResetSettings, RetrySettings, SessionSettings, SubagentSettings, ToolSettings,
+    UiSettings, Written,
 };

@@ -26,6 +26,15 @@ pub(crate) struct RawConfig {
     pub ui: RawUi,
     #[serde(default)]
     pub tools: RawTools,
+    #[serde(default)]
+    pub subagents: RawSubagents,
+}
+
+/// `[subagents]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawSubagents {
+    pub max_concurrent: Option<i64>,
 }
 
 /// `[tools]`.

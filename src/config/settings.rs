@@ -199,6 +199,21 @@ pub struct SessionSettings {
     pub maintenance: MaintenanceSettings,
     /// `[session.reset]`.
     pub reset: ResetSettings,
+    /// `[subagents]`.
+    pub subagents: SubagentSettings,
+}
+
+/// `[subagents]`: the background runs a session sends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SubagentSettings {
+    /// Runs working at once across the owner's sessions; more wait their turn.
+    pub max_concurrent: usize,
+}
+
+impl Default for SubagentSettings {
+    fn default() -> Self {
+        Self { max_concurrent: 4 }
+    }
 }
 
 impl Default for SessionSettings {
@@ -219,6 +234,7 @@ impl Default for SessionSettings {
             max_rounds: 60,
             maintenance: MaintenanceSettings::default(),
             reset: ResetSettings::default(),
+            subagents: SubagentSettings::default(),
         }
     }
 }

@@ -52,9 +52,14 @@ impl SessionKey {
         Self(key.into())
     }
 
+    /// The key of the session a subagent run works in (`subagent:<run-id>`).
+    pub fn subagent(run: &super::RunId) -> Self {
+        Self(format!("subagent:{run}"))
+    }
+
     /// A key from outside (a channel adapter, a webhook, a flag), checked against the shapes
     /// keys take: `cli:<id>`, `slack:<team>/<channel>/<thread_ts>`, `discord:<channel>/<thread>`,
-    /// `mattermost:<channel>/<root_post>`, `webhook:<name>/<id>`. Each part is 1 to 128 of
+    /// `mattermost:<channel>/<root_post>`, `webhook:<name>/<id>`, `subagent:<run-id>`. Each part is 1 to 128 of
     /// `A-Z a-z 0-9 . _ -`, and not `.` or `..`. An invalid key is an error, never a new session.
     pub fn parse(text: &str) -> Result<Self, InvalidSessionKey> {
         let invalid = |reason: String| InvalidSessionKey {
@@ -65,7 +70,7 @@ impl SessionKey {
             return Err(invalid("it has no channel before a `:`".to_owned()));
         };
         let parts = match channel {
-            "cli" => 1,
+            "cli" | "subagent" => 1,
             "slack" => 3,
             "discord" | "mattermost" | "webhook" => 2,
             other => return Err(invalid(format!("`{other}` is not a channel tern knows"))),

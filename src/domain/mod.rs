@@ -5,6 +5,7 @@
 //! Nothing here does IO or imports a storage, network or terminal crate; every other module
 //! may depend on `domain`, and `domain` depends on none of them.
 
+mod agent;
 mod approval;
 pub mod call_text;
 mod error;
@@ -16,6 +17,7 @@ mod sender;
 mod stop;
 mod usage;
 
+pub use agent::{RunId, RunState, SubagentRole};
 pub use approval::{Answer, ApprovalDetail, ApprovalMode, ApprovalNeed, Grant, NeedKind};
 pub use error::ErrorCategory;
 pub use ids::{InvalidSessionKey, SessionId, SessionKey};

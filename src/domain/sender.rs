@@ -51,6 +51,8 @@ pub enum InputKind {
     Webhook,
     /// A subagent reports to its parent.
     ChildNotice,
+    /// A parent session hands its subagent the task it runs.
+    SubagentTask,
 }
 
 impl InputKind {

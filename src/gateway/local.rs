@@ -217,6 +217,7 @@ impl Local {
             tool_timeout: SHELL_TIMEOUT,
             child_env: self.deps.child_env.clone(),
             spool: None,
+            agents: None,
         };
         let input = serde_json::json!({ "command": command });
         let output = tool.execute(input, &ctx, CancellationToken::new()).await;
@@ -428,6 +429,9 @@ impl Local {
                 self.idle(&id).await?;
                 Reply::Done
             }
+            Call::PendingRuns { id } => Reply::Count {
+                count: self.manager.runs().pending(&id) as u64,
+            },
             Call::Shell { cwd, command } => Reply::Shell(self.shell(&cwd, &command).await?),
             Call::Meta { id } => Reply::Meta(Box::new(self.meta(&id).await?)),
             Call::Resolve { prefix } => Reply::Meta(Box::new(self.resolve(&prefix).await?)),

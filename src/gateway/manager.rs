@@ -17,6 +17,7 @@
 use super::events::{LifecycleBus, LifecycleEvent};
 use super::maintenance::{self, BudgetWatch, Check};
 use super::reset::{self, ResetReason};
+use super::runs::Runs;
 use crate::config::MaintenanceMode;
 use crate::domain::{ApprovalMode, InvalidSessionKey, SessionId, SessionKey};
 use crate::llm::ModelClient;
@@ -107,6 +108,8 @@ pub struct SessionManager {
     models: std::sync::Mutex<Option<Models>>,
     /// The dependencies of each model asked for, built once.
     by_model: std::sync::Mutex<HashMap<Overrides, Arc<SessionDeps>>>,
+    /// The subagent runs the sessions send.
+    pub(super) runs: Arc<Runs>,
 }
 
 impl SessionManager {
@@ -125,7 +128,13 @@ impl SessionManager {
         let bus = Arc::new(LifecycleBus::default());
         let watch = Arc::new(BudgetWatch::new(deps.settings.maintenance.clone()));
         let due = Arc::new(Notify::new());
+        let config_agents = deps.agents_dir();
+        let runs = Arc::new(Runs::new(
+            deps.settings.subagents.max_concurrent,
+            config_agents,
+        ));
         let manager = Self {
+            runs,
             live: Arc::new(Mutex::new(HashMap::new())),
             keys: std::sync::Mutex::default(),
             bus,

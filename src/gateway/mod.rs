@@ -11,6 +11,7 @@ pub mod maintenance;
 mod manager;
 pub mod remote;
 pub mod reset;
+mod runs;
 mod serve;
 pub mod service;
 pub mod wire;
@@ -23,5 +24,6 @@ pub use manager::{
     Clock, Delivered, GatewayError, ModelShown, Models, SendUserMessage, SessionManager,
 };
 pub use reset::ResetReason;
+pub use runs::Runs;
 pub use serve::socket_path;
 pub use service::{Preview, Reached, ServiceError, SessionService, ShellRun};

@@ -94,6 +94,7 @@ enum Backend {
 impl SessionService {
     /// The service over the sessions `manager` runs, in this process.
     pub fn local(manager: Arc<SessionManager>) -> Self {
+        manager.enable_subagents();
         Self {
             backend: Backend::Local(Arc::new(Local::new(manager))),
         }
@@ -424,6 +425,14 @@ impl SessionService {
     /// Waits until session `id` runs no turn, so its journal holds the whole of the last.
     pub async fn idle(&self, id: &SessionId) -> Result<(), ServiceError> {
         done(self.ask(Call::Idle { id: id.clone() }).await?)
+    }
+
+    /// How many subagent runs session `id` sent that have not reported to it yet.
+    pub async fn pending_runs(&self, id: &SessionId) -> Result<u64, ServiceError> {
+        match self.ask(Call::PendingRuns { id: id.clone() }).await? {
+            Reply::Count { count } => Ok(count),
+            other => Err(unexpected(&other)),
+        }
     }
 
     /// Runs a `!` line in `cwd` through the sessions' own shell tool: its own process group,

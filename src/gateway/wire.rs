@@ -187,6 +187,10 @@ pub enum Call {
     Idle {
         id: SessionId,
     },
+    /// How many subagent runs of session `id` have not been reported to it yet.
+    PendingRuns {
+        id: SessionId,
+    },
     /// A copy of the database as of a durable commit made now, for `tern doctor` to check.
     CopyStore,
     /// Sent in place of a request too large for a frame: answered with `refused`.
@@ -214,6 +218,7 @@ impl Call {
                 | Call::Journal { .. }
                 | Call::Lookup { .. }
                 | Call::Idle { .. }
+                | Call::PendingRuns { .. }
         )
     }
 }

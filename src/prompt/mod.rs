@@ -23,7 +23,7 @@ pub use nudge::{NUDGE_OPENING, NudgeSources, TurnNotes, history_for, nudge, quot
 pub use request::{RequestFrame, build_request};
 pub use size::{COMPACT_WINDOW, PromptSize};
 pub use static_context::{IndexEntry, MEMORY_OFF, SessionPaths, StaticSources, static_context};
-pub use system::{SystemSources, agents_core, system_prompt};
+pub use system::{SystemSources, agents_core, subagent_prompt, system_prompt};
 
 use crate::domain::Audience;
 use crate::domain::ToolSpec;

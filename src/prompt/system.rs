@@ -79,6 +79,39 @@ pub fn system_prompt(audience: Audience, sources: SystemSources<'_>) -> String {
     prompt
 }
 
+/// How a subagent works, whatever its definition.
+const SUBAGENT_CONTRACT: &str = include_str!("../../assets/subagent-contract.md");
+
+/// Tier A of a subagent: the operating rules, the project's instructions, its definition's
+/// instructions (`agent`, `body`) and the contract of working with nobody to ask; no
+/// persona and none of the person's own files.
+pub fn subagent_prompt(
+    audience: Audience,
+    agent: &str,
+    body: &str,
+    instructions: Option<&ProjectInstructions>,
+    size: PromptSize,
+) -> String {
+    let mut prompt = format!("{}\n", agents_core(audience, size).trim());
+    if audience != Audience::Public
+        && let Some(file) = instructions
+    {
+        push_file(
+            &mut prompt,
+            "Project instructions",
+            file,
+            size.files_budget(),
+            true,
+        );
+    }
+    prompt.push_str(&format!(
+        "\n# Your role: {agent}\n\n{}\n\n{}\n",
+        body.trim(),
+        SUBAGENT_CONTRACT.trim()
+    ));
+    prompt
+}
+
 /// The embedded operating rules, full or compact; the public variant leaves out the
 /// machine-only lines.
 pub fn agents_core(audience: Audience, size: PromptSize) -> String {

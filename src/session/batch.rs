@@ -409,6 +409,7 @@ mod tests {
             tool_timeout: timeout,
             child_env: Default::default(),
             spool: None,
+            agents: None,
         }
     }
 

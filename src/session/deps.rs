@@ -6,9 +6,10 @@ use super::redact::Redactor;
 use crate::config::SessionSettings;
 use crate::llm::ModelClient;
 use crate::store::{Overrides, Store};
+use crate::tools::agents::AgentRuns;
 use crate::tools::{ApprovalMode, ChildEnv, ToolRegistry};
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock, Weak};
 
 /// What every session of this process shares; a session given settings of its own (an
 /// approval mode) holds a changed copy.
@@ -31,4 +32,21 @@ pub struct SessionDeps {
     pub redactor: Arc<Redactor>,
     /// Builds the environment of the commands the tools run.
     pub child_env: Arc<ChildEnv>,
+    /// The subagent runs of the session service, once it runs them: shared by every copy of
+    /// these dependencies.
+    pub agents: AgentSlot,
 }
+
+impl SessionDeps {
+    /// The person's own subagent definitions: `agents/` in the config folder (beside
+    /// `identity/`).
+    pub fn agents_dir(&self) -> PathBuf {
+        match self.identity_dir.parent() {
+            Some(config) => config.join("agents"),
+            None => self.identity_dir.join("agents"),
+        }
+    }
+}
+
+/// Where the session service puts its subagent runs for the sessions' tools to reach.
+pub type AgentSlot = Arc<OnceLock<Weak<dyn AgentRuns>>>;

@@ -8,8 +8,8 @@ use super::events::{OutputFilter, SUBSCRIBER_BACKLOG, Subscription};
 use super::input::{SessionError, UserInput};
 use super::state::SessionState;
 use super::{snapshot, spool};
-use crate::domain::{Answer, SessionId, SessionKey};
-use crate::store::SessionMeta;
+use crate::domain::{Answer, SessionId, SessionKey, SubagentRole};
+use crate::store::{JournalEvent, SessionMeta};
 use crate::tools::ApprovalMode;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -123,6 +123,22 @@ pub(super) enum Request {
     },
 }
 
+/// What a subagent's session starts from.
+#[derive(Debug, Clone)]
+pub struct ChildStart {
+    pub role: SubagentRole,
+    pub project_dir: PathBuf,
+    pub cwd: PathBuf,
+    /// The parent's, most recent first.
+    pub recent_files: Vec<PathBuf>,
+    /// The tools it may use.
+    pub tools: Vec<String>,
+    /// A model of its own; `None`: the one its dependencies call.
+    pub model: Option<String>,
+    /// What it is called in listings (its definition and the start of its task).
+    pub title: String,
+}
+
 impl SessionHandle {
     /// Starts a new session for `project_dir`, from the terminal (`cli:<id>`).
     pub fn create(deps: Arc<SessionDeps>, project_dir: PathBuf) -> Result<Self, SessionError> {
@@ -146,15 +162,54 @@ impl SessionHandle {
         key: SessionKey,
         project_dir: PathBuf,
     ) -> Result<Self, SessionError> {
+        let (dirs, meta) = Self::new_meta(&deps, id, key, project_dir);
+        deps.store.create_session(&meta)?;
+        let state = SessionState::new(meta.id, meta.project_dir);
+        Ok(SessionActor::spawn(deps, dirs, state))
+    }
+
+    fn new_meta(
+        deps: &SessionDeps,
+        id: SessionId,
+        key: SessionKey,
+        project_dir: PathBuf,
+    ) -> (SessionDirs, SessionMeta) {
         let now = jiff::Timestamp::now().as_millisecond();
         let dirs = SessionDirs::new(&deps.data_dir, &id, &key);
-        let mut meta = SessionMeta::new(id.clone(), key.clone(), project_dir.clone(), now);
+        let mut meta = SessionMeta::new(id, key, project_dir, now);
         meta.provider = deps.client.primary.provider.name().to_owned();
         meta.model = deps.client.primary.model();
         meta.overrides = deps.overrides.clone();
         meta.session_dir = Some(dirs.session_dir.clone());
+        (dirs, meta)
+    }
+
+    /// Starts the session of a subagent run under `key`: its role, working directory and the
+    /// parent's recent files are journaled (durably) before anything else, and it runs only
+    /// the tools `tools` names, now and whenever it is opened again.
+    pub fn create_child(
+        deps: Arc<SessionDeps>,
+        key: SessionKey,
+        start: ChildStart,
+    ) -> Result<Self, SessionError> {
+        let (dirs, mut meta) =
+            Self::new_meta(&deps, SessionId::generate(), key, start.project_dir.clone());
+        meta.permissions.tools = Some(start.tools);
         deps.store.create_session(&meta)?;
-        let state = SessionState::new(id, project_dir);
+        let mut state = SessionState::new(meta.id.clone(), meta.project_dir.clone());
+        let mut events = vec![
+            JournalEvent::SubagentRoleSet { role: start.role },
+            JournalEvent::TitleChanged { title: start.title },
+        ];
+        if start.cwd != start.project_dir {
+            events.push(JournalEvent::WorkingDirectoryChanged { path: start.cwd });
+        }
+        // Oldest first, so the most recent ends up in front.
+        for path in start.recent_files.into_iter().rev() {
+            events.push(JournalEvent::FileTouched { path });
+        }
+        let every = deps.settings.snapshot_every;
+        snapshot::commit(&deps.store, every, &mut state, &events)?;
         Ok(SessionActor::spawn(deps, dirs, state))
     }
 

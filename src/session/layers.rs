@@ -9,15 +9,20 @@ use super::deps::SessionDeps;
 use super::envelope::SessionDirs;
 use super::input::UserInput;
 use super::state::SessionState;
+use crate::agents::Definitions;
 use crate::context::{
     CurrentTime, DurableContext, GIT_BUDGET, IdentityFiles, WorkingContext, project_instructions,
 };
 use crate::domain::Audience;
 use crate::llm::{ChatRequest, ModelRoute, ToolSpec};
 use crate::prompt::{
-    self, NudgeSources, PromptSize, RequestFrame, StaticSources, SystemSources, TurnNotes,
+    self, IndexEntry, NudgeSources, PromptSize, RequestFrame, StaticSources, SystemSources,
+    TurnNotes,
 };
 use crate::store::JournalEvent;
+use crate::tools::ToolRegistry;
+use crate::tools::agents::PARENT_ONLY;
+use std::borrow::Cow;
 use std::path::Path;
 
 /// The size of every layer of this session's prompt: from the conversation model's window,
@@ -28,7 +33,29 @@ pub fn prompt_size(deps: &SessionDeps) -> PromptSize {
 
 /// The tools `audience` may call, in this session's prompt size.
 pub fn tool_specs(deps: &SessionDeps, audience: Audience) -> Vec<ToolSpec> {
-    prompt::tool_specs(&deps.tools, audience, prompt_size(deps))
+    prompt::tool_specs(&offered(deps), audience, prompt_size(deps))
+}
+
+/// Whether the session may send subagents: the session service runs them here, and the
+/// window is not so small that their tools and list would crowd it. A subagent's own tools
+/// never include them.
+fn sends_subagents(deps: &SessionDeps) -> bool {
+    deps.agents
+        .get()
+        .is_some_and(|runs| runs.strong_count() > 0)
+        && !prompt_size(deps).is_compact()
+}
+
+/// The tools the session offers: its own, less the subagent tools where it may not send any.
+fn offered(deps: &SessionDeps) -> Cow<'_, ToolRegistry> {
+    let has_them = PARENT_ONLY
+        .iter()
+        .any(|name| deps.tools.get(name).is_some());
+    if !has_them || sends_subagents(deps) {
+        Cow::Borrowed(&deps.tools)
+    } else {
+        Cow::Owned(deps.tools.without(&PARENT_ONLY))
+    }
 }
 
 /// The journal events that set up a turn's prompt, in order: tier A when its sources
@@ -50,14 +77,23 @@ pub async fn prepare_turn(
         Audience::Public => None,
         Audience::Team | Audience::Personal => project_instructions(&state.project_dir),
     };
-    let system = prompt::system_prompt(
-        audience,
-        SystemSources {
-            identity: &identity,
-            instructions: instructions.as_ref(),
+    let system = match &state.subagent {
+        Some(role) => prompt::subagent_prompt(
+            audience,
+            &role.agent,
+            &role.instructions,
+            instructions.as_ref(),
             size,
-        },
-    );
+        ),
+        None => prompt::system_prompt(
+            audience,
+            SystemSources {
+                identity: &identity,
+                instructions: instructions.as_ref(),
+                size,
+            },
+        ),
+    };
     let tier_a_changed = state.system_prompts.get(&audience) != Some(&system);
     if tier_a_changed {
         events.push(JournalEvent::SystemPromptSet {
@@ -89,12 +125,13 @@ pub async fn prepare_turn(
             Some(WorkingContext::gather(durable, with_shell, GIT_BUDGET).await)
         }
     };
+    let with_subagents = available_subagents(deps, state, audience, notes);
     let nudge = prompt::nudge(
         audience,
         NudgeSources {
             time: &time,
             working: working.as_ref(),
-            notes,
+            notes: with_subagents.as_ref().unwrap_or(notes),
             size,
         },
     );
@@ -102,6 +139,33 @@ pub async fn prepare_turn(
         events.push(JournalEvent::NudgeAdded { text });
     }
     events
+}
+
+/// `notes` with the subagent definitions this session may send listed, when it may send any
+/// (not a subagent itself, `spawn_agent` among its tools, runs served); `None`: as they are.
+fn available_subagents(
+    deps: &SessionDeps,
+    state: &SessionState,
+    audience: Audience,
+    notes: &TurnNotes,
+) -> Option<TurnNotes> {
+    let may_send = state.subagent.is_none()
+        && audience >= Audience::Team
+        && deps.tools.get("spawn_agent").is_some()
+        && sends_subagents(deps);
+    if !may_send || !notes.subagents.is_empty() {
+        return None;
+    }
+    let definitions = Definitions::load(&deps.agents_dir(), &state.project_dir);
+    let mut notes = notes.clone();
+    notes.subagents = definitions
+        .iter()
+        .map(|definition| IndexEntry {
+            name: definition.name.clone(),
+            summary: definition.description.clone(),
+        })
+        .collect();
+    Some(notes)
 }
 
 /// Tier B for `audience`, rendered from the session's tools and folders.
@@ -112,7 +176,7 @@ pub fn static_context_event(
     state: &SessionState,
     audience: Audience,
 ) -> JournalEvent {
-    let tools = prompt::tool_index(&deps.tools, audience);
+    let tools = prompt::tool_index(&offered(deps), audience);
     let paths = prompt::SessionPaths {
         session_dir: dirs.session_dir.clone(),
         temp_dir: temp_dir.to_path_buf(),

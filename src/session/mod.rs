@@ -31,12 +31,12 @@ mod titling;
 mod turn;
 
 pub use crate::domain::{Answer, ApprovalDetail, Grant};
-pub use deps::SessionDeps;
+pub use deps::{AgentSlot, SessionDeps};
 pub use envelope::{Rerooted, SessionDirs, SubagentDirs};
 pub use events::{
     Dropped, JournalHead, OutputFilter, SUBSCRIBER_BACKLOG, SessionEvent, Stamped, Subscription,
 };
-pub use handle::{DrainedTurn, KeepAwake, SessionHandle};
+pub use handle::{ChildStart, DrainedTurn, KeepAwake, SessionHandle};
 pub use input::{SessionError, UserInput};
 pub use layers::preview;
 pub use phase::{IllegalTransition, Phase};

@@ -9,7 +9,7 @@ use super::approvals::STOPPED_WAITING;
 use super::events::JournalHead;
 use crate::domain::{
     Audience, ContentBlock, ErrorCategory, Grant, InputKind, Message, Role, Sender, SessionId,
-    ToolResult, Usage,
+    SubagentRole, ToolResult, Usage,
 };
 use crate::store::{JournalEvent, JournalRecord, title_from_input};
 use serde::{Deserialize, Serialize};
@@ -77,6 +77,9 @@ pub struct SessionState {
     /// first turn a model call may find a better one.
     #[serde(default)]
     pub derived_title: Option<String>,
+    /// For a subagent: its role (definition, parent, run), from its first event.
+    #[serde(default)]
+    pub subagent: Option<SubagentRole>,
     /// The journal position the latest snapshot was taken at.
     #[serde(skip)]
     pub snapshot_seq: u64,
@@ -109,6 +112,7 @@ impl SessionState {
             pending_approval: None,
             started_calls: BTreeSet::new(),
             derived_title: None,
+            subagent: None,
         }
     }
 
@@ -196,6 +200,7 @@ impl SessionState {
                 self.messages_at_last_usage = 0;
             }
             JournalEvent::MemoryCheckpoint { .. } | JournalEvent::Passivated { .. } => {}
+            JournalEvent::SubagentRoleSet { role } => self.subagent = Some(role.clone()),
             JournalEvent::TurnResumed { .. } => self.turn_open = true,
             JournalEvent::NudgeAdded { text } => {
                 let nudge = Message::user_text(text.clone());

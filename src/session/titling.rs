@@ -50,7 +50,12 @@ impl Titler {
         state: &SessionState,
         stop: Option<TurnStop>,
     ) {
-        if stop != Some(TurnStop::Completed) || !deps.settings.sidecar_titles || self.running() {
+        // A subagent is titled by its task when it starts.
+        if stop != Some(TurnStop::Completed)
+            || !deps.settings.sidecar_titles
+            || self.running()
+            || state.subagent.is_some()
+        {
             return;
         }
         if let Some(topic) = topic(state) {

@@ -26,6 +26,7 @@ use crate::llm::{LlmError, StreamEvent, StreamObserver, ToolSpec};
 use crate::prompt::TurnNotes;
 use crate::store::JournalEvent;
 use crate::tools::ToolContext;
+use crate::tools::agents::AgentContext;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
@@ -193,6 +194,21 @@ impl Turn<'_> {
         }
     }
 
+    /// The subagent runs this turn's calls may start: none for a subagent, or where the
+    /// session service runs none.
+    fn agent_context(&self, state: &SessionState) -> Option<AgentContext> {
+        if state.subagent.is_some() {
+            return None;
+        }
+        let runs = self.deps.agents.get().and_then(std::sync::Weak::upgrade)?;
+        Some(AgentContext {
+            runs,
+            parent: state.id.clone(),
+            audience: self.audience,
+            recent_files: state.recent_files.iter().cloned().collect(),
+        })
+    }
+
     async fn rounds(&self, state: &mut SessionState, usage: &mut Usage) -> Result<Ended, LlmError> {
         // The model and its window may still be on their way from the server (a bounded
         // wait, begun at start): the first call, the prompt's size and the compaction check
@@ -224,6 +240,7 @@ impl Turn<'_> {
             tool_timeout: self.deps.settings.tool_execution_timeout,
             child_env: self.deps.child_env.clone(),
             spool: None,
+            agents: self.agent_context(state),
         };
         let max_rounds = self.deps.settings.max_rounds;
         let mut guard = LoopGuard::new(max_rounds);

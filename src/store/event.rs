@@ -3,7 +3,7 @@
 
 use crate::domain::{
     Answer, ApprovalNeed, Audience, ContentBlock, ErrorCategory, Grant, InputKind, Message, Sender,
-    ToolResult, TurnStop, Usage,
+    SubagentRole, ToolResult, TurnStop, Usage,
 };
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -127,6 +127,11 @@ pub enum JournalEvent {
         tool: String,
         need: ApprovalNeed,
         prompt: String,
+    },
+    /// The session is a subagent of another: its role, journaled before its task, which gives
+    /// it its definition's thin prompt stack and names the parent it reports to.
+    SubagentRoleSet {
+        role: SubagentRole,
     },
     /// The answer to an approval request; a cancel or a stop answers it as denied, with a
     /// reason saying so. `grant` is what an "always" leaves for the rest of the session.

@@ -1,7 +1,7 @@
 //! The session index entry: what listings, the picker and `--continue` need without replaying
 //! a journal.
 
-use crate::domain::{ApprovalMode, SessionId, SessionKey, Usage};
+use crate::domain::{ApprovalMode, RunId, SessionId, SessionKey, Usage};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
@@ -70,6 +70,17 @@ pub struct SessionMeta {
     /// it was recorded, whose folder is `<data>/sessions/<id>/`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_dir: Option<PathBuf>,
+    /// For a subagent: the session and run it works for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<ParentRun>,
+}
+
+/// The parent of a subagent session, and which of its runs the session is.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ParentRun {
+    pub session: SessionId,
+    pub run_id: RunId,
+    pub agent: String,
 }
 
 /// The provider profile and model a session asked for, when it asked.
@@ -157,6 +168,7 @@ impl SessionMeta {
             lifecycle: Lifecycle::Idle,
             revision: 0,
             session_dir: None,
+            parent: None,
         }
     }
 

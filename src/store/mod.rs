@@ -42,7 +42,7 @@ pub use db::{MIN_PREFIX_CHARS, Observer, Store, StoreChange};
 pub use error::StoreError;
 pub use event::{JournalEvent, JournalRecord};
 pub use maintenance::{Orphan, Plan, Reason, Removal, StoredSession, plan};
-pub use meta::{Lifecycle, Overrides, Permissions, SessionMeta};
+pub use meta::{Lifecycle, Overrides, ParentRun, Permissions, SessionMeta};
 pub use owner::LockOwner;
 pub use repair::{
     Health, HealthState, Limits, Repair, RepairOptions, Salvage, SessionSalvage, Source, Task,

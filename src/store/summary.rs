@@ -5,7 +5,7 @@
 //! the journal never disagree.
 
 use super::event::JournalEvent;
-use super::meta::{Lifecycle, SessionMeta};
+use super::meta::{Lifecycle, ParentRun, SessionMeta};
 use crate::domain::TurnStop;
 
 /// Longest title derived from an input, in characters.
@@ -53,6 +53,13 @@ pub(super) fn apply(meta: &mut SessionMeta, event: &JournalEvent, at_ms: i64) {
             }
         }
         JournalEvent::Compacted { .. } => meta.compaction_count += 1,
+        JournalEvent::SubagentRoleSet { role } => {
+            meta.parent = Some(ParentRun {
+                session: role.parent.clone(),
+                run_id: role.run_id.clone(),
+                agent: role.agent.clone(),
+            });
+        }
         JournalEvent::TurnResumed { .. } => meta.lifecycle = Lifecycle::Working,
         JournalEvent::Passivated { .. } => meta.lifecycle = Lifecycle::Resting,
         JournalEvent::TurnCompleted { .. } | JournalEvent::TurnFailed { .. } => {

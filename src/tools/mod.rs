@@ -14,6 +14,7 @@
 //! what a person asked to approve a call is shown ([`preview`]), and the check that fails a
 //! call which cannot work before anyone is asked about it ([`check`]).
 
+pub mod agents;
 pub mod args;
 pub mod check;
 pub mod child_env;
@@ -78,6 +79,9 @@ pub struct ToolContext {
     /// Where a tool that keeps a spool ([`Tool::keeps_spool`]) writes what it prints as it
     /// runs, so it outlives tern; set per call by the session, `None` elsewhere.
     pub spool: Option<PathBuf>,
+    /// The subagent runs a session may start and ask after; `None` where it may not (a
+    /// subagent, a session outside the session service).
+    pub agents: Option<agents::AgentContext>,
 }
 
 /// What a tool call changed, for the session to record (recent files, working directory).

@@ -409,6 +409,7 @@ mod tests {
             tool_timeout: std::time::Duration::ZERO,
             child_env: Default::default(),
             spool: None,
+            agents: None,
         };
         let check = |input: Value, arg: PathArg, access: Access, expected: ApprovalNeed| {
             let need = need_for_input(&ctx, "t", &input, arg, access);

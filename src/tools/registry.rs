@@ -4,6 +4,7 @@
 //! to the next: it rides in the prompt's stable prefix, and a reordering would break the cache.
 
 use super::Tool;
+use super::agents::{CheckAgentRun, SpawnAgent};
 use super::file_edit::FileEdit;
 use super::file_read::FileRead;
 use super::file_write::FileWrite;
@@ -42,6 +43,8 @@ impl ToolRegistry {
         registry.register(Arc::new(Grep));
         registry.register(Arc::new(Glob));
         registry.register(Arc::new(SetWorkingDirectory));
+        registry.register(Arc::new(SpawnAgent));
+        registry.register(Arc::new(CheckAgentRun));
         registry
     }
 
@@ -97,6 +100,17 @@ impl ToolRegistry {
             .cloned()
             .collect();
         Ok(Self { tools })
+    }
+
+    /// This registry less the tools `names` names.
+    pub fn without(&self, names: &[&str]) -> Self {
+        let tools = self
+            .tools
+            .iter()
+            .filter(|tool| !names.contains(&tool.name()))
+            .cloned()
+            .collect();
+        Self { tools }
     }
 
     /// Every tool's name, sorted.

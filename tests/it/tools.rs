@@ -48,6 +48,7 @@ impl Project {
             tool_timeout: Duration::from_secs(20),
             child_env: Default::default(),
             spool: None,
+            agents: None,
         };
         Self {
             _root: root,
@@ -235,6 +236,7 @@ fn approval_modes_decide_as_documented() {
 fn registry_lists_builtins_in_order_and_filters_by_audience() {
     let registry = ToolRegistry::builtin();
     let names = [
+        "check_agent_run",
         "file_edit",
         "file_read",
         "file_write",
@@ -242,6 +244,7 @@ fn registry_lists_builtins_in_order_and_filters_by_audience() {
         "grep",
         "set_working_directory",
         "shell_execute",
+        "spawn_agent",
     ];
     assert_eq!(registry.names(), names);
     assert!(

@@ -992,6 +992,7 @@ mod repair;
 mod restart;
 mod secrets;
 mod served;
+mod subagents;
 mod terminal;
 mod terminals;
 mod tmux;

@@ -110,6 +110,7 @@ impl World {
             overrides: Default::default(),
             redactor: Default::default(),
             child_env: Default::default(),
+            agents: Default::default(),
         })
     }
 
@@ -282,6 +283,35 @@ fn tool_result_texts(request: &Value) -> Vec<String> {
     out
 }
 
+/// The names of the tools a request `body` offered the model.
+fn offered_tools(body: &serde_json::Value) -> Vec<String> {
+    body["tools"]
+        .as_array()
+        .map(|tools| {
+            tools
+                .iter()
+                .filter_map(|tool| tool["name"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Whether each tool call of session `id` failed, and what it returned, as journaled.
+fn tool_results(world: &World, id: &SessionId) -> Vec<(bool, String)> {
+    world
+        .store
+        .load(id)
+        .unwrap()
+        .iter()
+        .filter_map(|record| match &record.event {
+            JournalEvent::ToolResults { results, .. } => Some(results.clone()),
+            _ => None,
+        })
+        .flatten()
+        .map(|result| (result.is_error, result.content))
+        .collect()
+}
+
 mod approvals;
 mod connections;
 mod errors;
@@ -297,6 +327,7 @@ mod resets;
 mod service;
 mod small_window;
 mod snapshots;
+mod subagents;
 mod titles;
 mod turns;
 mod upkeep;

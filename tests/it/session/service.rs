@@ -68,35 +68,6 @@ async fn read_feed(feed: &mut Feed, until: Until) -> Fed {
     fed
 }
 
-/// The names of the tools a request `body` offered the model.
-fn offered_tools(body: &serde_json::Value) -> Vec<String> {
-    body["tools"]
-        .as_array()
-        .map(|tools| {
-            tools
-                .iter()
-                .filter_map(|tool| tool["name"].as_str().map(str::to_owned))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-/// Whether each tool call of session `id` failed, and what it returned, as journaled.
-fn tool_results(world: &World, id: &SessionId) -> Vec<(bool, String)> {
-    world
-        .store
-        .load(id)
-        .unwrap()
-        .iter()
-        .filter_map(|record| match &record.event {
-            JournalEvent::ToolResults { results, .. } => Some(results.clone()),
-            _ => None,
-        })
-        .flatten()
-        .map(|result| (result.is_error, result.content))
-        .collect()
-}
-
 fn words(n: usize) -> String {
     (0..n).map(|i| format!("w{i} ")).collect()
 }

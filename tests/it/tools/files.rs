@@ -467,6 +467,7 @@ async fn child_writes_under_a_file_size_limit() {
         tool_timeout: Duration::from_secs(20),
         child_env: Default::default(),
         spool: None,
+        agents: None,
     };
     let big = "x".repeat(1 << 20);
     let write = json!({"path": "big.txt", "content": big});

@@ -45,6 +45,7 @@ impl Place {
             tool_timeout: Duration::from_secs(20),
             child_env: Default::default(),
             spool: None,
+            agents: None,
         };
         Self {
             _temp: temp,

@@ -77,19 +77,7 @@ impl RecordedRequest {
     /// The text of every message in order (Anthropic text blocks, the string content of the
     /// chat formats), leaving out tern's per-turn `[system: …]` notes.
     pub fn texts(&self) -> Vec<String> {
-        let mut texts = Vec::new();
-        for message in array(&self.body, "messages") {
-            if message["role"] == "system" {
-                continue;
-            }
-            if let Some(text) = message["content"].as_str() {
-                texts.push(without_nudge(text).to_owned());
-            }
-            let blocks = array(message, "content").filter(|block| block["type"] == "text");
-            texts.extend(blocks.filter_map(|block| string(block, "text")));
-        }
-        texts.retain(|text| !text.is_empty() && !text.starts_with(NUDGE_OPENING));
-        texts
+        texts_of(&self.body)
     }
 
     /// tern's per-turn `[system: …]` notes in the request, in order.
@@ -201,6 +189,8 @@ struct Shared {
 struct State {
     queue: VecDeque<Reply>,
     by_model: BTreeMap<String, VecDeque<Reply>>,
+    /// Replies for the requests whose first message holds a marker, in the order pushed.
+    by_input: Vec<(String, VecDeque<Reply>)>,
     repeat: Option<Reply>,
     requests: Vec<RecordedRequest>,
     not_recording: bool,
@@ -341,6 +331,19 @@ impl MockProvider {
             .entry(model.to_owned())
             .or_default()
             .push_back(reply);
+    }
+
+    /// Queues a reply for requests whose first message contains `marker`: one session's
+    /// requests among several (a subagent's task). Checked before the model queues; once a
+    /// marker has a queue, its requests consume only that queue.
+    pub fn push_for_input(&self, marker: &str, reply: Reply) {
+        let mut state = self.shared.lock();
+        match state.by_input.iter_mut().find(|(m, _)| m == marker) {
+            Some((_, queue)) => queue.push_back(reply),
+            None => state
+                .by_input
+                .push((marker.to_owned(), VecDeque::from([reply]))),
+        }
     }
 
     /// Answers every request whose queue is empty with `reply` instead of the 500.
@@ -535,7 +538,7 @@ fn answer(shared: &Shared, incoming: Incoming, connection: usize) -> Outgoing {
             let counted = state.counting.count(raw_body.len());
             match state.counting.refusal(counted) {
                 Some(refused) => refused,
-                None => match state.next_reply(model.as_deref()) {
+                None => match state.next_reply(model.as_deref(), &body) {
                     Ok(reply) => {
                         let ctx = Ctx::new(wire, seq, &body, counted);
                         render(&ctx, reply, &mut state.next_tool, &mut tool_ids)
@@ -594,14 +597,37 @@ fn not_found(method: &str, path: &str) -> Outgoing {
     Outgoing::json(404, json!({ "error": why }))
 }
 
+/// The text of every message of a request body in order, tern's per-turn notes left out.
+fn texts_of(body: &Value) -> Vec<String> {
+    let mut texts = Vec::new();
+    for message in array(body, "messages") {
+        if message["role"] == "system" {
+            continue;
+        }
+        if let Some(text) = message["content"].as_str() {
+            texts.push(without_nudge(text).to_owned());
+        }
+        let blocks = array(message, "content").filter(|block| block["type"] == "text");
+        texts.extend(blocks.filter_map(|block| string(block, "text")));
+    }
+    texts.retain(|text| !text.is_empty() && !text.starts_with(NUDGE_OPENING));
+    texts
+}
+
 impl State {
-    fn next_reply(&mut self, model: Option<&str>) -> Result<Reply, String> {
-        let (queue, which) = match model.and_then(|m| self.by_model.get_mut(m)) {
-            Some(queue) => (
+    fn next_reply(&mut self, model: Option<&str>, body: &Value) -> Result<Reply, String> {
+        let first = texts_of(body).into_iter().next().unwrap_or_default();
+        let by_input = self
+            .by_input
+            .iter_mut()
+            .find(|(marker, _)| first.contains(marker.as_str()));
+        let (queue, which) = match (by_input, model.and_then(|m| self.by_model.get_mut(m))) {
+            (Some((marker, queue)), _) => (queue, format!("the script for input {marker:?}")),
+            (None, Some(queue)) => (
                 queue,
                 format!("the script for model {:?}", model.unwrap_or("")),
             ),
-            None => (&mut self.queue, "the script".to_owned()),
+            (None, None) => (&mut self.queue, "the script".to_owned()),
         };
         match queue.pop_front().or_else(|| self.repeat.clone()) {
             Some(reply) => Ok(reply),

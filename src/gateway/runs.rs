@@ -1,0 +1,583 @@
+//! Subagent runs: a session sends a child session to work on one task in the background, and
+//! hears back when it ends.
+//!
+//! A run is accepted at once (`spawn_agent` returns its id), queued behind
+//! `[subagents] max_concurrent` others, and then works in a session of its own under the key
+//! `subagent:<run-id>`, started with its role journaled first (its definition's thin prompt
+//! stack, its parent) and the tools of its definition, less the subagent tools. The child's
+//! turn is followed to its end; its answer goes to `result.md` in the run's folder
+//! (`<parent session>/subagents/<run-id>/`, with `task.md`, `artifacts/` and `logs/`), and the
+//! parent gets a notice naming it as an automated input: it starts a turn when the parent is
+//! idle and waits for the turn under way otherwise. A parent with a live or unreported run is
+//! kept awake until the notice is delivered.
+
+use super::manager::{SendUserMessage, SessionManager};
+use crate::agents::{Definition, Definitions, Isolation};
+use crate::domain::{
+    InputKind, RunId, RunState, Sender, SessionId, SessionKey, SubagentRole, TurnStop,
+};
+use crate::session::{
+    ChildStart, KeepAwake, OutputFilter, SessionDeps, SessionEvent, SessionHandle, SubagentDirs,
+    UserInput,
+};
+use crate::tools::agents::{AgentRuns, PARENT_ONLY, SpawnRequest};
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
+use std::time::Instant;
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+
+/// The definition used when a spawn names none.
+const GENERAL: &str = "general";
+
+/// How a subagent works, whatever its definition: it reports, it never asks.
+const GENERAL_BODY: &str = "You carry out one task in a code repository, as well as it can be \
+    done, and report what you did and found.";
+
+/// The subagent runs of one owner.
+pub struct Runs {
+    manager: OnceLock<Weak<SessionManager>>,
+    places: Arc<Semaphore>,
+    table: Mutex<BTreeMap<RunId, Run>>,
+    /// The config folder's `agents/`.
+    config_agents: PathBuf,
+}
+
+/// One run, as the owner keeps it.
+struct Run {
+    parent: SessionId,
+    agent: String,
+    state: RunState,
+    child: Option<SessionId>,
+    dirs: SubagentDirs,
+    accepted: Instant,
+    ended: Option<Instant>,
+    cancel: CancellationToken,
+    /// Whether the parent has been told of its end.
+    reported: bool,
+}
+
+impl Runs {
+    pub(super) fn new(max_concurrent: usize, config_agents: PathBuf) -> Self {
+        Self {
+            manager: OnceLock::new(),
+            places: Arc::new(Semaphore::new(max_concurrent.max(1))),
+            table: Mutex::new(BTreeMap::new()),
+            config_agents,
+        }
+    }
+
+    /// Runs that belong to no manager, put in `deps` for as long as the returned handle is
+    /// kept: the sessions of a preview (`--print-prompt`) are offered the subagent tools as a
+    /// served session is, and a spawn is refused, as nothing of a preview may start.
+    pub fn for_preview(deps: &SessionDeps) -> Arc<dyn AgentRuns> {
+        let runs: Arc<dyn AgentRuns> = Arc::new(Self::new(
+            deps.settings.subagents.max_concurrent,
+            deps.agents_dir(),
+        ));
+        let _ = deps.agents.set(Arc::downgrade(&runs));
+        runs
+    }
+
+    /// Lets the runs start sessions through `manager`.
+    pub(super) fn attach(&self, manager: Weak<SessionManager>) {
+        let _ = self.manager.set(manager);
+    }
+
+    fn table(&self) -> MutexGuard<'_, BTreeMap<RunId, Run>> {
+        self.table.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Runs of session `parent` that have not been reported to it yet (queued, running, or
+    /// ended with the notice still on its way).
+    pub fn pending(&self, parent: &SessionId) -> usize {
+        self.table()
+            .values()
+            .filter(|run| &run.parent == parent && !run.reported)
+            .count()
+    }
+
+    /// The definitions a session of `project_dir` may send.
+    pub fn definitions(&self, project_dir: &Path) -> Definitions {
+        Definitions::load(&self.config_agents, project_dir)
+    }
+
+    fn set_state(&self, id: &RunId, state: RunState) {
+        if let Some(run) = self.table().get_mut(id) {
+            run.state = state;
+            if state.is_final() {
+                run.ended = Some(Instant::now());
+            }
+        }
+    }
+}
+
+impl AgentRuns for Runs {
+    fn spawn(&self, request: SpawnRequest) -> Result<RunId, String> {
+        let manager = self
+            .manager
+            .get()
+            .and_then(Weak::upgrade)
+            .ok_or_else(|| "Subagents are not available: tern is stopping.".to_owned())?;
+        if manager.is_stopping() {
+            return Err("tern is stopping; no subagent can start now.".to_owned());
+        }
+        let definitions = self.definitions(&request.project_dir);
+        let definition = match request.agent.as_deref() {
+            None | Some(GENERAL) => general(),
+            Some(name) => definitions.get(name).cloned().ok_or_else(|| {
+                format!(
+                    "There is no subagent definition {name:?}. Those there are: {}.",
+                    std::iter::once(GENERAL)
+                        .chain(definitions.names())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            })?,
+        };
+        if request.isolation.unwrap_or(definition.isolation) == Isolation::Worktree {
+            return Err(
+                "Worktree isolation is not available in this build; send the subagent \
+                 without it (it then works in the project folder)."
+                    .to_owned(),
+            );
+        }
+        let parent_dirs = manager
+            .session_dirs(&request.parent)
+            .ok_or_else(|| "The session sending the subagent is not stored.".to_owned())?;
+        let id = RunId::generate();
+        let dirs = parent_dirs
+            .subagent(id.as_str())
+            .map_err(|err| format!("Could not create the run's folder: {err}"))?;
+        std::fs::write(&dirs.task_path, task_file(&id, &definition, &request))
+            .map_err(|err| format!("Could not write {}: {err}", dirs.task_path.display()))?;
+        let cancel = CancellationToken::new();
+        self.table().insert(
+            id.clone(),
+            Run {
+                parent: request.parent.clone(),
+                agent: definition.name.clone(),
+                state: RunState::Queued,
+                child: None,
+                dirs: dirs.clone(),
+                accepted: Instant::now(),
+                ended: None,
+                cancel: cancel.clone(),
+                reported: false,
+            },
+        );
+        let work = Work {
+            id: id.clone(),
+            definition,
+            request,
+            dirs,
+            cancel,
+        };
+        tokio::spawn(work.run(manager));
+        Ok(id)
+    }
+
+    fn check(&self, parent: &SessionId, run: &RunId, cancel: bool) -> Result<Value, String> {
+        let mut table = self.table();
+        let Some(entry) = table.get_mut(run).filter(|entry| &entry.parent == parent) else {
+            return Err(format!(
+                "This session started no run {run}; spawn_agent returned the ids of those it did."
+            ));
+        };
+        if cancel && !entry.state.is_final() {
+            entry.cancel.cancel();
+        }
+        let elapsed = entry
+            .ended
+            .unwrap_or_else(Instant::now)
+            .duration_since(entry.accepted);
+        let mut status = json!({
+            "run_id": run.as_str(),
+            "agent": entry.agent,
+            "state": if cancel && !entry.state.is_final() { "cancelling" } else { entry.state.as_str() },
+            "elapsed_s": elapsed.as_secs(),
+        });
+        if entry.state.is_final() {
+            status["result_path"] = json!(entry.dirs.result_path.display().to_string());
+        }
+        if let Some(child) = &entry.child {
+            status["session"] = json!(child.as_str());
+        }
+        Ok(status)
+    }
+}
+
+/// The definition of a subagent sent without one: every tool of its parent.
+fn general() -> Definition {
+    Definition {
+        name: GENERAL.to_owned(),
+        description: "Does one task with every tool its parent has.".to_owned(),
+        tools: None,
+        model: None,
+        isolation: Isolation::Shared,
+        body: GENERAL_BODY.to_owned(),
+        source: None,
+    }
+}
+
+fn task_file(id: &RunId, definition: &Definition, request: &SpawnRequest) -> String {
+    format!(
+        "# Task of run {id}\n\nAgent: {}\nParent session: {}\nWorking directory: {}\n\n{}\n",
+        definition.name,
+        request.parent,
+        request.cwd.display(),
+        request.task.trim()
+    )
+}
+
+/// One accepted run, on its way.
+struct Work {
+    id: RunId,
+    definition: Definition,
+    request: SpawnRequest,
+    dirs: SubagentDirs,
+    cancel: CancellationToken,
+}
+
+/// How a child's work ended.
+struct Outcome {
+    state: RunState,
+    /// The child's answer, or why there is none.
+    text: String,
+    child: Option<SessionId>,
+}
+
+impl Work {
+    async fn run(self, manager: Arc<SessionManager>) {
+        let runs = manager.runs().clone();
+        // The parent stays awake until it has heard of the end.
+        let awake: Option<KeepAwake> = manager
+            .live_handle(&self.request.parent)
+            .await
+            .map(|handle| handle.keep_awake());
+        let outcome = self.work(&manager, &runs).await;
+        runs.set_state(&self.id, outcome.state);
+        if let Err(err) = std::fs::write(&self.dirs.result_path, self.result_file(&outcome)) {
+            tracing::warn!(run = %self.id, %err, "could not write a run's result");
+        }
+        let reported = self.report(&manager, &outcome).await;
+        if let Some(run) = runs.table().get_mut(&self.id) {
+            run.reported = true;
+            if !reported {
+                tracing::warn!(run = %self.id, "the parent could not be told of a run's end");
+            }
+        }
+        drop(awake);
+    }
+
+    async fn work(&self, manager: &Arc<SessionManager>, runs: &Runs) -> Outcome {
+        let ended = |state, text: &str| Outcome {
+            state,
+            text: text.to_owned(),
+            child: None,
+        };
+        let _place = tokio::select! {
+            place = runs.places.clone().acquire_owned() => match place {
+                Ok(place) => place,
+                Err(_) => return ended(RunState::Failed, "The runs stopped before this one started."),
+            },
+            () = self.cancel.cancelled() => return ended(RunState::Cancelled, "Cancelled before it started."),
+        };
+        if self.cancel.is_cancelled() {
+            return ended(RunState::Cancelled, "Cancelled before it started.");
+        }
+        runs.set_state(&self.id, RunState::Running);
+        let key = SessionKey::subagent(&self.id);
+        let child = match manager.start_child(&key, self.start(manager)).await {
+            Ok(child) => child,
+            Err(err) => {
+                return ended(
+                    RunState::Failed,
+                    &format!("Its session could not start: {err}"),
+                );
+            }
+        };
+        if let Some(run) = runs.table().get_mut(&self.id) {
+            run.child = Some(child.id().clone());
+        }
+        let mut outcome = self.follow(manager, &key, &child).await;
+        outcome.child = Some(child.id().clone());
+        outcome
+    }
+
+    fn start(&self, manager: &SessionManager) -> ChildStart {
+        let known = manager.tool_names();
+        let tools = match &self.definition.tools {
+            Some(names) => names
+                .iter()
+                .filter(|name| known.contains(name) && !PARENT_ONLY.contains(&name.as_str()))
+                .cloned()
+                .collect(),
+            None => known
+                .into_iter()
+                .filter(|name| !PARENT_ONLY.contains(&name.as_str()))
+                .collect(),
+        };
+        ChildStart {
+            role: SubagentRole {
+                parent: self.request.parent.clone(),
+                run_id: self.id.clone(),
+                agent: self.definition.name.clone(),
+                instructions: self.definition.body.clone(),
+                run_dir: self.dirs.dir.clone(),
+            },
+            project_dir: self.request.project_dir.clone(),
+            cwd: self.request.cwd.clone(),
+            recent_files: self.request.recent_files.clone(),
+            tools,
+            model: self.definition.model.clone(),
+            title: format!(
+                "{}: {}",
+                self.definition.name,
+                crate::store::title_from_input(&self.request.task)
+            ),
+        }
+    }
+
+    /// Sends the child its task and follows its turn to the end.
+    async fn follow(
+        &self,
+        manager: &SessionManager,
+        key: &SessionKey,
+        child: &SessionHandle,
+    ) -> Outcome {
+        let failed = |text: String| Outcome {
+            state: RunState::Failed,
+            text,
+            child: None,
+        };
+        let message = SendUserMessage {
+            key: key.as_str().to_owned(),
+            input: UserInput {
+                sender: subagent_sender(&self.request.parent),
+                audience: self.request.audience,
+                kind: InputKind::SubagentTask,
+                text: self.first_message(),
+                approval: None,
+            },
+            project_dir: self.request.project_dir.clone(),
+        };
+        let filter = OutputFilter::TEXT.union(OutputFilter::PROCESSING_STATE);
+        let mut events = match manager.send_watched(message, filter).await {
+            Ok((_, events)) => events,
+            Err(err) => return failed(format!("Its task could not be given to it: {err}")),
+        };
+        let mut cancelled = false;
+        loop {
+            let event = tokio::select! {
+                event = events.recv() => event,
+                () = self.cancel.cancelled(), if !cancelled => {
+                    cancelled = true;
+                    if let Err(err) = child.cancel().await {
+                        tracing::warn!(run = %self.id, %err, "could not cancel a run's session");
+                    }
+                    continue;
+                }
+            };
+            match event {
+                Some(SessionEvent::TurnCompleted { text, stop, .. }) => {
+                    return Outcome {
+                        state: run_state(stop, cancelled),
+                        text,
+                        child: None,
+                    };
+                }
+                Some(SessionEvent::TurnFailed { message, stop, .. }) => {
+                    return Outcome {
+                        state: run_state(stop, cancelled),
+                        text: message,
+                        child: None,
+                    };
+                }
+                Some(_) => {}
+                None => {
+                    let state = if manager.is_stopping() {
+                        RunState::OwnerRestarted
+                    } else {
+                        RunState::Failed
+                    };
+                    return Outcome {
+                        state,
+                        text: "Its session stopped before its turn ended.".to_owned(),
+                        child: None,
+                    };
+                }
+            }
+        }
+    }
+
+    /// "Context: … Task: …", with where it works and what its parent worked on last.
+    fn first_message(&self) -> String {
+        let request = &self.request;
+        let mut context = format!(
+            "You are subagent run {} ({}), sent by session {}. Project: {}. Working directory: {}.",
+            self.id,
+            self.definition.name,
+            request.parent,
+            request.project_dir.display(),
+            request.cwd.display()
+        );
+        if !request.recent_files.is_empty() {
+            let files: Vec<String> = request
+                .recent_files
+                .iter()
+                .take(10)
+                .map(|path| path.display().to_string())
+                .collect();
+            context.push_str(&format!(
+                " Files your parent worked with lately: {}.",
+                files.join(", ")
+            ));
+        }
+        context.push_str(&format!(
+            " Your run's folder is {} (write any long output to its artifacts/).",
+            self.dirs.dir.display()
+        ));
+        format!("Context: {context}\n\nTask: {}", request.task.trim())
+    }
+
+    fn result_file(&self, outcome: &Outcome) -> String {
+        let mut text = format!(
+            "# Result of run {} ({})\n\nState: {}\n",
+            self.id, self.definition.name, outcome.state
+        );
+        if let Some(child) = &outcome.child {
+            text.push_str(&format!("Session: {child}\n"));
+        }
+        text.push_str(&format!(
+            "Artifacts: {}\nLogs: {}\n\n{}\n",
+            self.dirs.artifact_dir.display(),
+            self.dirs.log_dir.display(),
+            outcome.text.trim()
+        ));
+        text
+    }
+
+    /// Tells the parent the run ended, as an automated input; whether it was delivered.
+    async fn report(&self, manager: &SessionManager, outcome: &Outcome) -> bool {
+        let Some(key) = manager.key_of(&self.request.parent) else {
+            return false;
+        };
+        let summary: String = outcome.text.trim().chars().take(600).collect();
+        let cut = if summary.len() < outcome.text.trim().len() {
+            " …"
+        } else {
+            ""
+        };
+        let text = format!(
+            "[subagent run {} ({}) ended: {}]\nResult: {}\nSummary: {summary}{cut}\n\nRead the \
+             result file for the whole answer before relying on it.",
+            self.id,
+            self.definition.name,
+            outcome.state,
+            self.dirs.result_path.display()
+        );
+        let message = SendUserMessage {
+            key: key.as_str().to_owned(),
+            input: UserInput {
+                sender: subagent_sender(&self.request.parent),
+                audience: self.request.audience,
+                kind: InputKind::ChildNotice,
+                text,
+                approval: None,
+            },
+            project_dir: self.request.project_dir.clone(),
+        };
+        match manager.send(message).await {
+            Ok(_) => true,
+            Err(err) => {
+                tracing::warn!(run = %self.id, %err, "a run's notice was not delivered");
+                false
+            }
+        }
+    }
+}
+
+/// How a run ended, from how its child's turn did.
+fn run_state(stop: TurnStop, cancelled: bool) -> RunState {
+    match stop {
+        _ if cancelled => RunState::Cancelled,
+        TurnStop::Interrupted => RunState::Cancelled,
+        TurnStop::Completed => RunState::Completed,
+        TurnStop::Drained => RunState::OwnerRestarted,
+        _ => RunState::Failed,
+    }
+}
+
+/// Who a run's task and notice come from.
+fn subagent_sender(parent: &SessionId) -> Sender {
+    Sender {
+        id: format!("subagents:{parent}"),
+        name: "subagents".to_owned(),
+        automated: true,
+        trusted: true,
+    }
+}
+
+impl SessionManager {
+    /// Lets the sessions of this manager send subagents: their `spawn_agent` calls reach
+    /// its runs from now on.
+    pub fn enable_subagents(self: &Arc<Self>) {
+        self.runs.attach(Arc::downgrade(self));
+        let runs: Arc<dyn AgentRuns> = self.runs.clone();
+        let _ = self.deps.agents.set(Arc::downgrade(&runs));
+    }
+
+    /// The subagent runs of this manager's sessions.
+    pub fn runs(&self) -> &Arc<Runs> {
+        &self.runs
+    }
+
+    /// Whether a drain began: nothing new starts.
+    pub fn is_stopping(&self) -> bool {
+        self.stopping.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// The folders of stored session `id`.
+    fn session_dirs(&self, id: &SessionId) -> Option<crate::session::SessionDirs> {
+        let meta = self.deps.store.meta(id).ok().flatten()?;
+        Some(crate::session::SessionDirs::locate(&self.deps.data_dir, &meta).0)
+    }
+
+    /// The key stored session `id` is reached by.
+    fn key_of(&self, id: &SessionId) -> Option<SessionKey> {
+        Some(self.deps.store.meta(id).ok().flatten()?.key)
+    }
+
+    /// The names of every tool the sessions may be given.
+    fn tool_names(&self) -> Vec<String> {
+        self.deps
+            .tools
+            .visible(crate::domain::Audience::Personal)
+            .iter()
+            .map(|tool| tool.name().to_owned())
+            .collect()
+    }
+
+    /// Starts the session of a subagent run under `key` and makes it the one `key` talks to.
+    async fn start_child(
+        &self,
+        key: &SessionKey,
+        start: ChildStart,
+    ) -> Result<SessionHandle, crate::session::SessionError> {
+        let overrides = crate::store::Overrides {
+            provider: None,
+            model: start.model.clone(),
+        };
+        let mut deps = (*self.deps_for(&overrides)).clone();
+        deps.tools = deps
+            .tools
+            .only(&start.tools)
+            .map_err(crate::session::SessionError::Io)?;
+        let handle = SessionHandle::create_child(Arc::new(deps), key.clone(), start)?;
+        self.live.lock().await.insert(key.clone(), handle.clone());
+        Ok(handle)
+    }
+}

@@ -1,0 +1,322 @@
+//! Subagent runs through the session service: a parent sends a child with `spawn_agent`, the
+//! child works in a session of its own (its role's thin prompt, its definition's tools), and
+//! the parent hears of the end in a notice turn naming `result.md`. The mock answers the
+//! parent from its main script and each child by a marker in its task.
+
+use super::*;
+use pretty_assertions::assert_eq;
+use tern::domain::{InputKind, RunId, SessionKey};
+use tern::gateway::{SendUserMessage, SessionManager};
+use tern::store::SessionMeta;
+use tern::tools::agents::AgentRuns;
+
+fn manager(world: &World) -> Arc<SessionManager> {
+    let manager = Arc::new(SessionManager::new(world.deps()));
+    manager.enable_subagents();
+    manager
+}
+
+/// Sends `text` to the parent key and waits until `turns` turns of the parent ended.
+async fn parent_turns(
+    manager: &SessionManager,
+    world: &World,
+    key: &str,
+    text: &str,
+    turns: usize,
+) -> (SessionId, Vec<SessionEvent>) {
+    let message = SendUserMessage {
+        key: key.to_owned(),
+        input: UserInput::local(text),
+        project_dir: world.home.project().canonicalize().unwrap(),
+    };
+    let (delivered, mut events) = manager
+        .send_watched(message, OutputFilter::ALL)
+        .await
+        .expect("delivered");
+    let seen = until_turns_end(&mut events, turns).await;
+    (delivered.session, seen)
+}
+
+/// The run ids the parent's `spawn_agent` calls returned, in order.
+fn run_ids(world: &World, parent: &SessionId) -> Vec<RunId> {
+    tool_results(world, parent)
+        .into_iter()
+        .filter_map(|(failed, content)| {
+            let value: Value = serde_json::from_str(&content).ok().filter(|_| !failed)?;
+            RunId::parse(value["run_id"].as_str()?)
+        })
+        .collect()
+}
+
+fn child_meta(world: &World, run: &RunId) -> SessionMeta {
+    world
+        .store
+        .session_for_key(&SessionKey::subagent(run))
+        .unwrap()
+        .expect("the run's session is stored")
+}
+
+fn run_dir(world: &World, parent: &SessionId, run: &RunId) -> std::path::PathBuf {
+    let meta = world.store.meta(parent).unwrap().unwrap();
+    meta.session_dir
+        .unwrap()
+        .join("subagents")
+        .join(run.as_str())
+}
+
+/// The notices the parent was given, as journaled.
+fn notices(world: &World, parent: &SessionId) -> Vec<String> {
+    world
+        .store
+        .load(parent)
+        .unwrap()
+        .into_iter()
+        .filter_map(|record| match record.event {
+            JournalEvent::InputAccepted {
+                kind: InputKind::ChildNotice,
+                text,
+                ..
+            } => Some(text),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_subagent_runs_its_task_and_the_parent_hears_of_it_in_a_turn_of_its_own() {
+    let world = World::anthropic();
+    world.mock.push(Reply::tool_call(
+        "spawn_agent",
+        json!({"task": "Find where MARKER-ALPHA is defined.", "agent": "explorer"}),
+    ));
+    world.mock.push(Reply::text("I sent an explorer."));
+    world.mock.push_for_input(
+        "MARKER-ALPHA",
+        Reply::text("MARKER-ALPHA is defined in src/lib.rs, line 1."),
+    );
+    world
+        .mock
+        .push(Reply::text("The explorer says: src/lib.rs, line 1."));
+    let manager = manager(&world);
+    let (parent, events) =
+        parent_turns(&manager, &world, "cli:parent-1", "where is it defined?", 2).await;
+
+    let texts: Vec<&str> = events
+        .iter()
+        .filter_map(|event| match event {
+            SessionEvent::TurnCompleted { text, .. } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        texts,
+        [
+            "I sent an explorer.",
+            "The explorer says: src/lib.rs, line 1."
+        ]
+    );
+    let runs = run_ids(&world, &parent);
+    assert_eq!(runs.len(), 1, "spawn_agent answered with a run id at once");
+    let run = &runs[0];
+    let dir = run_dir(&world, &parent, run);
+    let task = std::fs::read_to_string(dir.join("task.md")).unwrap();
+    assert!(
+        task.contains("Find where MARKER-ALPHA is defined."),
+        "{task}"
+    );
+    let result = std::fs::read_to_string(dir.join("result.md")).unwrap();
+    assert!(result.contains("State: completed"), "{result}");
+    assert!(result.contains("MARKER-ALPHA is defined in src/lib.rs, line 1."));
+    assert!(dir.join("artifacts").is_dir() && dir.join("logs").is_dir());
+
+    let notices = notices(&world, &parent);
+    assert_eq!(notices.len(), 1);
+    assert!(notices[0].contains(&format!("[subagent run {run} (explorer) ended: completed]")));
+    assert!(notices[0].contains(&dir.join("result.md").display().to_string()));
+    assert_eq!(manager.runs().pending(&parent), 0);
+
+    // The child: a session of its own with its parent named, the explorer's thin stack and
+    // tools, and its task as its first message.
+    let child = child_meta(&world, run);
+    let link = child.parent.expect("the child names its parent");
+    assert_eq!(
+        (link.session, &link.run_id, link.agent.as_str()),
+        (parent.clone(), run, "explorer")
+    );
+    let requests = world.mock.model_requests();
+    let child_request = requests
+        .iter()
+        .find(|request| {
+            request
+                .texts()
+                .first()
+                .is_some_and(|t| t.contains("MARKER-ALPHA"))
+        })
+        .expect("the child called the model");
+    let first = &child_request.texts()[0];
+    assert!(
+        first.starts_with("Context: You are subagent run"),
+        "{first}"
+    );
+    assert!(
+        first.contains("Task: Find where MARKER-ALPHA is defined."),
+        "{first}"
+    );
+    let system = child_request.body["system"].to_string();
+    assert!(system.contains("Your role: explorer"), "{system}");
+    assert!(system.contains("You are a subagent"), "{system}");
+    assert_eq!(
+        offered_tools(&child_request.body),
+        ["file_read", "glob", "grep", "set_working_directory"]
+    );
+    // The parent was offered the subagent tools and told which definitions there are.
+    let parent_request = &requests[0];
+    assert!(offered_tools(&parent_request.body).contains(&"spawn_agent".to_owned()));
+    let nudge = parent_request.nudges().join("\n");
+    assert!(nudge.contains("[available-subagents]"), "{nudge}");
+    assert!(
+        nudge.contains("- explorer: Reads the repository"),
+        "{nudge}"
+    );
+}
+
+#[tokio::test]
+async fn runs_beyond_max_concurrent_wait_and_a_cancelled_one_reports_so() {
+    let mut world = World::anthropic();
+    world.settings.subagents.max_concurrent = 1;
+    world.mock.push(Reply::tool_calls([
+        (
+            "spawn_agent",
+            json!({"task": "MARKER-SLOW: take your time."}),
+        ),
+        ("spawn_agent", json!({"task": "MARKER-QUEUED: then this."})),
+    ]));
+    world.mock.push(Reply::text("Both sent."));
+    world.mock.push_for_input(
+        "MARKER-SLOW",
+        Reply::text("never seen").delay_before(Duration::from_secs(20)),
+    );
+    world
+        .mock
+        .push_for_input("MARKER-QUEUED", Reply::text("The queued one is done."));
+    world.mock.repeat(Reply::text("Noted."));
+    let manager = manager(&world);
+    let (parent, _) = parent_turns(&manager, &world, "cli:parent-2", "send two", 1).await;
+    let runs = run_ids(&world, &parent);
+    assert_eq!(runs.len(), 2);
+    let status = |run: &RunId| {
+        manager
+            .runs()
+            .check(&parent, run, false)
+            .expect("a run of this parent")["state"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    // The first holds the one place; the second waits for it.
+    world
+        .mock
+        .wait_for_requests(3, Duration::from_secs(10))
+        .await;
+    assert_eq!(
+        (status(&runs[0]), status(&runs[1])),
+        ("running".into(), "queued".into())
+    );
+    assert_eq!(manager.runs().pending(&parent), 2);
+
+    let cancelled = manager.runs().check(&parent, &runs[0], true).unwrap();
+    assert_eq!(cancelled["state"], "cancelling");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while manager.runs().pending(&parent) > 0 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the runs never ended"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        (status(&runs[0]), status(&runs[1])),
+        ("cancelled".into(), "completed".into())
+    );
+    let first = std::fs::read_to_string(run_dir(&world, &parent, &runs[0]).join("result.md"));
+    assert!(first.unwrap().contains("State: cancelled"));
+    let second = std::fs::read_to_string(run_dir(&world, &parent, &runs[1]).join("result.md"));
+    assert!(second.unwrap().contains("The queued one is done."));
+    // Each end reached the parent, each in a notice of its own.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while notices(&world, &parent).len() < 2 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the notices never came"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let notices = notices(&world, &parent);
+    assert!(
+        notices
+            .iter()
+            .any(|n| n.contains(&format!("{} (general) ended: cancelled", runs[0])))
+    );
+    assert!(
+        notices
+            .iter()
+            .any(|n| n.contains(&format!("{} (general) ended: completed", runs[1])))
+    );
+    // A run of another session is not this one's to see.
+    let stranger = SessionId::generate();
+    assert!(manager.runs().check(&stranger, &runs[1], false).is_err());
+}
+
+#[tokio::test]
+async fn a_spawn_that_cannot_be_done_says_why_and_a_child_cannot_send_its_own() {
+    let world = World::anthropic();
+    world.mock.push(Reply::tool_calls([
+        ("spawn_agent", json!({"task": "x", "agent": "astronaut"})),
+        ("spawn_agent", json!({"task": "MARKER-NESTED: go."})),
+    ]));
+    world.mock.push(Reply::text("Done."));
+    // The child tries to send one of its own: the tool is not there for it.
+    world.mock.push_for_input(
+        "MARKER-NESTED",
+        Reply::tool_call("spawn_agent", json!({"task": "deeper"})),
+    );
+    world
+        .mock
+        .push_for_input("MARKER-NESTED", Reply::text("I worked alone."));
+    world.mock.repeat(Reply::text("Noted."));
+    let manager = manager(&world);
+    let (parent, _) = parent_turns(&manager, &world, "cli:parent-3", "go", 2).await;
+    let results = tool_results(&world, &parent);
+    assert!(results[0].0, "an unknown definition is refused");
+    assert!(
+        results[0]
+            .1
+            .contains("no subagent definition \"astronaut\"")
+            && results[0].1.contains("explorer, reviewer, test-runner"),
+        "{}",
+        results[0].1
+    );
+    let runs = run_ids(&world, &parent);
+    assert_eq!(runs.len(), 1);
+    let child = child_meta(&world, &runs[0]);
+    let child_results = tool_results(&world, &child.id);
+    assert_eq!(child_results.len(), 1);
+    assert!(child_results[0].0, "{:?}", child_results);
+    let offered: Vec<Vec<String>> = world
+        .mock
+        .model_requests()
+        .iter()
+        .filter(|r| {
+            r.texts()
+                .first()
+                .is_some_and(|t| t.contains("MARKER-NESTED"))
+        })
+        .map(|r| offered_tools(&r.body))
+        .collect();
+    assert!(!offered.is_empty());
+    assert!(offered.iter().all(|tools| {
+        !tools
+            .iter()
+            .any(|t| t == "spawn_agent" || t == "check_agent_run")
+    }));
+}
