@@ -4,9 +4,11 @@
 //! folder's `agents/`, a project's in its `.tern/agents/`, and the nearest of those wins over
 //! a definition of the same name.
 //!
-//! Plain data and file reads: the runs themselves are the session service's
-//! (`gateway::runs`).
+//! Also the git worktree a run with `isolation: "worktree"` works in (`worktree`). The runs
+//! themselves are the session service's (`gateway::runs`).
 
 mod definition;
+pub mod worktree;
 
 pub use definition::{Definition, Definitions, Isolation, ParseError};
+pub use worktree::{Change, Worktree};

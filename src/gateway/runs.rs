@@ -12,7 +12,7 @@
 //! kept awake until the notice is delivered.
 
 use super::manager::{SendUserMessage, SessionManager};
-use crate::agents::{Definition, Definitions, Isolation};
+use crate::agents::{Change, Definition, Definitions, Isolation, Worktree, worktree};
 use crate::domain::{
     InputKind, RunId, RunState, Sender, SessionId, SessionKey, SubagentRole, TurnStop,
 };
@@ -20,9 +20,10 @@ use crate::session::{
     ChildStart, KeepAwake, OutputFilter, SessionDeps, SessionEvent, SessionHandle, SubagentDirs,
     UserInput,
 };
+use crate::store::title_from_input;
 use crate::tools::agents::{AgentRuns, PARENT_ONLY, SpawnRequest};
 use serde_json::{Value, json};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
 use std::time::Instant;
@@ -41,6 +42,8 @@ pub struct Runs {
     manager: OnceLock<Weak<SessionManager>>,
     places: Arc<Semaphore>,
     table: Mutex<BTreeMap<RunId, Run>>,
+    /// The files each working run that shares its folder wrote, released when it ends.
+    claims: Mutex<BTreeMap<PathBuf, RunId>>,
     /// The config folder's `agents/`.
     config_agents: PathBuf,
 }
@@ -57,6 +60,14 @@ struct Run {
     cancel: CancellationToken,
     /// Whether the parent has been told of its end.
     reported: bool,
+    /// The parent's project folder, where an isolated run's changes are brought in.
+    project_dir: PathBuf,
+    /// Where it works when isolated, once made.
+    worktree: Option<Worktree>,
+    /// What it changed on its branch, once it ended.
+    change: Option<Change>,
+    /// The files it wrote or edited.
+    written: BTreeSet<PathBuf>,
 }
 
 impl Runs {
@@ -65,6 +76,7 @@ impl Runs {
             manager: OnceLock::new(),
             places: Arc::new(Semaphore::new(max_concurrent.max(1))),
             table: Mutex::new(BTreeMap::new()),
+            claims: Mutex::new(BTreeMap::new()),
             config_agents,
         }
     }
@@ -99,6 +111,14 @@ impl Runs {
             .count()
     }
 
+    /// The files run `id` wrote or edited, in name order.
+    fn written(&self, id: &RunId) -> Vec<PathBuf> {
+        self.table()
+            .get(id)
+            .map(|run| run.written.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+
     /// The definitions a session of `project_dir` may send.
     pub fn definitions(&self, project_dir: &Path) -> Definitions {
         Definitions::load(&self.config_agents, project_dir)
@@ -110,6 +130,12 @@ impl Runs {
             if state.is_final() {
                 run.ended = Some(Instant::now());
             }
+        }
+        if state.is_final() {
+            self.claims
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .retain(|_, holder| holder != id);
         }
     }
 }
@@ -137,13 +163,7 @@ impl AgentRuns for Runs {
                 )
             })?,
         };
-        if request.isolation.unwrap_or(definition.isolation) == Isolation::Worktree {
-            return Err(
-                "Worktree isolation is not available in this build; send the subagent \
-                 without it (it then works in the project folder)."
-                    .to_owned(),
-            );
-        }
+        let isolated = request.isolation.unwrap_or(definition.isolation) == Isolation::Worktree;
         let parent_dirs = manager
             .session_dirs(&request.parent)
             .ok_or_else(|| "The session sending the subagent is not stored.".to_owned())?;
@@ -166,9 +186,15 @@ impl AgentRuns for Runs {
                 ended: None,
                 cancel: cancel.clone(),
                 reported: false,
+                project_dir: request.project_dir.clone(),
+                worktree: None,
+                change: None,
+                written: BTreeSet::new(),
             },
         );
         let work = Work {
+            worktree_at: isolated.then(|| parent_dirs.worktree_dir.join(id.as_str())),
+            worktree: None,
             id: id.clone(),
             definition,
             request,
@@ -205,7 +231,75 @@ impl AgentRuns for Runs {
         if let Some(child) = &entry.child {
             status["session"] = json!(child.as_str());
         }
+        if let Some(worktree) = &entry.worktree {
+            status["branch"] = json!(worktree.branch);
+            status["worktree"] = json!(worktree.root.display().to_string());
+        }
+        if let Some(change) = &entry.change {
+            status["changes"] = json!(change.stat);
+        }
         Ok(status)
+    }
+
+    fn claim_write(&self, run: &RunId, path: &Path) -> Result<(), String> {
+        let mut claims = self.claims.lock().unwrap_or_else(PoisonError::into_inner);
+        match claims.get(path) {
+            Some(other) if other != run => {
+                let table = self.table();
+                let agent = table
+                    .get(other)
+                    .map_or("another", |entry| entry.agent.as_str());
+                Err(format!(
+                    "{} is being written by subagent run {other} ({agent}), which works in the \
+                     same folder and has not ended; two runs must not write one file. Leave it \
+                     to that run, or say in your report what you would change.",
+                    path.display()
+                ))
+            }
+            _ => {
+                claims.insert(path.to_path_buf(), run.clone());
+                drop(claims);
+                if let Some(entry) = self.table().get_mut(run) {
+                    entry.written.insert(path.to_path_buf());
+                }
+                Ok(())
+            }
+        }
+    }
+
+    fn bring_in(&self, parent: &SessionId, run: &RunId) -> Result<(String, Vec<PathBuf>), String> {
+        let (worktree, project_dir) = {
+            let table = self.table();
+            let Some(entry) = table.get(run).filter(|entry| &entry.parent == parent) else {
+                return Err(format!("This session started no run {run}."));
+            };
+            let Some(worktree) = entry.worktree.clone() else {
+                return Err(format!(
+                    "Run {run} worked in the project folder itself: its changes are there already."
+                ));
+            };
+            match entry.state {
+                RunState::Completed => {}
+                RunState::Queued | RunState::Running => {
+                    return Err(format!(
+                        "Run {run} has not ended; bring its changes in once it has."
+                    ));
+                }
+                other => {
+                    return Err(format!(
+                        "Run {run} ended {other}: the changes of a run that did not complete are \
+                         not brought in (branch {} keeps them).",
+                        worktree.branch
+                    ));
+                }
+            }
+            if entry.change.is_none() {
+                return Err(format!("Run {run} changed nothing."));
+            }
+            (worktree, entry.project_dir.clone())
+        };
+        let change = worktree::bring_in(&project_dir, &worktree.base, &worktree.branch)?;
+        Ok((change.stat, change.files))
     }
 }
 
@@ -234,6 +328,9 @@ fn task_file(id: &RunId, definition: &Definition, request: &SpawnRequest) -> Str
 
 /// One accepted run, on its way.
 struct Work {
+    /// Where its worktree goes, when it works in one.
+    worktree_at: Option<PathBuf>,
+    worktree: Option<Worktree>,
     id: RunId,
     definition: Definition,
     request: SpawnRequest,
@@ -247,10 +344,12 @@ struct Outcome {
     /// The child's answer, or why there is none.
     text: String,
     child: Option<SessionId>,
+    /// What it changed on its worktree's branch.
+    change: Option<Change>,
 }
 
 impl Work {
-    async fn run(self, manager: Arc<SessionManager>) {
+    async fn run(mut self, manager: Arc<SessionManager>) {
         let runs = manager.runs().clone();
         // The parent stays awake until it has heard of the end.
         let awake: Option<KeepAwake> = manager
@@ -272,11 +371,12 @@ impl Work {
         drop(awake);
     }
 
-    async fn work(&self, manager: &Arc<SessionManager>, runs: &Runs) -> Outcome {
+    async fn work(&mut self, manager: &Arc<SessionManager>, runs: &Runs) -> Outcome {
         let ended = |state, text: &str| Outcome {
             state,
             text: text.to_owned(),
             child: None,
+            change: None,
         };
         let _place = tokio::select! {
             place = runs.places.clone().acquire_owned() => match place {
@@ -289,6 +389,9 @@ impl Work {
             return ended(RunState::Cancelled, "Cancelled before it started.");
         }
         runs.set_state(&self.id, RunState::Running);
+        if let Err(why) = self.make_worktree(runs).await {
+            return ended(RunState::Failed, &why);
+        }
         let key = SessionKey::subagent(&self.id);
         let child = match manager.start_child(&key, self.start(manager)).await {
             Ok(child) => child,
@@ -304,7 +407,61 @@ impl Work {
         }
         let mut outcome = self.follow(manager, &key, &child).await;
         outcome.child = Some(child.id().clone());
+        if let Some(worktree) = self.worktree.clone() {
+            let message = format!(
+                "{} ({}): {}",
+                self.id,
+                self.definition.name,
+                title_from_input(&self.request.task)
+            );
+            let committed =
+                tokio::task::spawn_blocking(move || worktree::commit_all(&worktree, &message))
+                    .await;
+            match committed {
+                Ok(Ok(change)) => outcome.change = change,
+                Ok(Err(why)) => outcome.text.push_str(&format!(
+                    "\n\n(Its changes could not be committed to its branch: {why}.)"
+                )),
+                Err(err) => {
+                    tracing::warn!(run = %self.id, %err, "committing a run's worktree stopped")
+                }
+            }
+            if let Some(run) = runs.table().get_mut(&self.id) {
+                run.change = outcome.change.clone();
+            }
+        }
         outcome
+    }
+
+    /// Makes the run's worktree, when it works in one, off the async threads.
+    async fn make_worktree(&mut self, runs: &Runs) -> Result<(), String> {
+        let Some(at) = self.worktree_at.clone() else {
+            return Ok(());
+        };
+        let (project, cwd, name) = (
+            self.request.project_dir.clone(),
+            self.request.cwd.clone(),
+            self.id.to_string(),
+        );
+        let made =
+            tokio::task::spawn_blocking(move || worktree::create(&project, &cwd, &at, &name))
+                .await
+                .map_err(|err| format!("Making its worktree stopped: {err}"))?;
+        let (worktree, cwd) =
+            made.map_err(|why| format!("Its worktree could not be made: {why}."))?;
+        // What the parent worked with, found where the child works.
+        let from = self.request.project_dir.clone();
+        for path in &mut self.request.recent_files {
+            if let Ok(rel) = path.strip_prefix(&from) {
+                *path = worktree.project_dir.join(rel);
+            }
+        }
+        self.request.cwd = cwd;
+        if let Some(run) = runs.table().get_mut(&self.id) {
+            run.worktree = Some(worktree.clone());
+        }
+        self.worktree = Some(worktree);
+        Ok(())
     }
 
     fn start(&self, manager: &SessionManager) -> ChildStart {
@@ -328,7 +485,7 @@ impl Work {
                 instructions: self.definition.body.clone(),
                 run_dir: self.dirs.dir.clone(),
             },
-            project_dir: self.request.project_dir.clone(),
+            project_dir: self.project_dir().to_path_buf(),
             cwd: self.request.cwd.clone(),
             recent_files: self.request.recent_files.clone(),
             tools,
@@ -352,6 +509,7 @@ impl Work {
             state: RunState::Failed,
             text,
             child: None,
+            change: None,
         };
         let message = SendUserMessage {
             key: key.as_str().to_owned(),
@@ -361,6 +519,7 @@ impl Work {
                 kind: InputKind::SubagentTask,
                 text: self.first_message(),
                 approval: None,
+                touched: Vec::new(),
             },
             project_dir: self.request.project_dir.clone(),
         };
@@ -387,6 +546,7 @@ impl Work {
                         state: run_state(stop, cancelled),
                         text,
                         child: None,
+                        change: None,
                     };
                 }
                 Some(SessionEvent::TurnFailed { message, stop, .. }) => {
@@ -394,6 +554,7 @@ impl Work {
                         state: run_state(stop, cancelled),
                         text: message,
                         child: None,
+                        change: None,
                     };
                 }
                 Some(_) => {}
@@ -407,9 +568,18 @@ impl Work {
                         state,
                         text: "Its session stopped before its turn ended.".to_owned(),
                         child: None,
+                        change: None,
                     };
                 }
             }
+        }
+    }
+
+    /// Where the child works: its worktree's project folder, or its parent's.
+    fn project_dir(&self) -> &Path {
+        match &self.worktree {
+            Some(worktree) => &worktree.project_dir,
+            None => &self.request.project_dir,
         }
     }
 
@@ -421,9 +591,17 @@ impl Work {
             self.id,
             self.definition.name,
             request.parent,
-            request.project_dir.display(),
+            self.project_dir().display(),
             request.cwd.display()
         );
+        if let Some(worktree) = &self.worktree {
+            context.push_str(&format!(
+                " You work in a git worktree of your own on branch {}, made from the last \
+                 commit (the parent's uncommitted changes are not in it); what you change \
+                 there is committed to that branch when you finish, for your parent to bring in.",
+                worktree.branch
+            ));
+        }
         if !request.recent_files.is_empty() {
             let files: Vec<String> = request
                 .recent_files
@@ -452,11 +630,22 @@ impl Work {
             text.push_str(&format!("Session: {child}\n"));
         }
         text.push_str(&format!(
-            "Artifacts: {}\nLogs: {}\n\n{}\n",
+            "Artifacts: {}\nLogs: {}\n",
             self.dirs.artifact_dir.display(),
             self.dirs.log_dir.display(),
-            outcome.text.trim()
         ));
+        if let Some(worktree) = &self.worktree {
+            text.push_str(&format!(
+                "Worktree: {}\nBranch: {}\n",
+                worktree.root.display(),
+                worktree.branch
+            ));
+            match &outcome.change {
+                Some(change) => text.push_str(&format!("Changes:\n{}\n", change.stat)),
+                None => text.push_str("Changes: none\n"),
+            }
+        }
+        text.push_str(&format!("\n{}\n", outcome.text.trim()));
         text
     }
 
@@ -471,14 +660,29 @@ impl Work {
         } else {
             ""
         };
-        let text = format!(
-            "[subagent run {} ({}) ended: {}]\nResult: {}\nSummary: {summary}{cut}\n\nRead the \
-             result file for the whole answer before relying on it.",
+        let mut text = format!(
+            "[subagent run {} ({}) ended: {}]\nResult: {}\nSummary: {summary}{cut}\n",
             self.id,
             self.definition.name,
             outcome.state,
             self.dirs.result_path.display()
         );
+        if let (Some(worktree), Some(change)) = (&self.worktree, &outcome.change) {
+            text.push_str(&format!(
+                "Its changes are on branch {} ({}).",
+                worktree.branch,
+                change.stat.lines().last().unwrap_or("").trim()
+            ));
+            if outcome.state == RunState::Completed {
+                text.push_str(&format!(
+                    " To bring them into the working tree: check_agent_run {{\"run_id\": \"{}\", \
+                     \"action\": \"merge\"}}.",
+                    self.id
+                ));
+            }
+            text.push('\n');
+        }
+        text.push_str("\nRead the result file for the whole answer before relying on it.");
         let message = SendUserMessage {
             key: key.as_str().to_owned(),
             input: UserInput {
@@ -487,6 +691,13 @@ impl Work {
                 kind: InputKind::ChildNotice,
                 text,
                 approval: None,
+                // Only what a run that completed wrote where the parent works.
+                touched: match outcome.state {
+                    RunState::Completed if self.worktree.is_none() => {
+                        manager.runs().written(&self.id)
+                    }
+                    _ => Vec::new(),
+                },
             },
             project_dir: self.request.project_dir.clone(),
         };

@@ -25,6 +25,10 @@ pub struct UserInput {
     /// says (`tern run --approve`); inputs that join a running turn keep that turn's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approval: Option<ApprovalMode>,
+    /// Files to join the session's recent files with the input: those a subagent run that
+    /// reports in it wrote.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub touched: Vec<PathBuf>,
 }
 
 impl UserInput {
@@ -36,6 +40,7 @@ impl UserInput {
             kind: InputKind::Person,
             text: text.into(),
             approval: None,
+            touched: Vec::new(),
         }
     }
 
@@ -124,6 +129,12 @@ pub fn journal_input(
         kind: input.kind,
         text: text.clone(),
     }];
+    events.extend(
+        input
+            .touched
+            .into_iter()
+            .map(|path| JournalEvent::FileTouched { path }),
+    );
     if state.title.is_none() {
         let title = title_from_input(&text);
         if !title.is_empty() {

@@ -194,15 +194,14 @@ impl Turn<'_> {
         }
     }
 
-    /// The subagent runs this turn's calls may start: none for a subagent, or where the
-    /// session service runs none.
+    /// The subagent runs this turn's calls may start (a subagent's may start none, and only
+    /// have their writes checked against the other runs'); `None` where the session service
+    /// runs none.
     fn agent_context(&self, state: &SessionState) -> Option<AgentContext> {
-        if state.subagent.is_some() {
-            return None;
-        }
         let runs = self.deps.agents.get().and_then(std::sync::Weak::upgrade)?;
         Some(AgentContext {
             runs,
+            as_run: state.subagent.as_ref().map(|role| role.run_id.clone()),
             parent: state.id.clone(),
             audience: self.audience,
             recent_files: state.recent_files.iter().cloned().collect(),

@@ -7,12 +7,12 @@
 //! available here.
 
 use super::args::{ArgError, Args};
-use super::{ApprovalNeed, Tool, ToolContext, ToolFuture, ToolOutput};
+use super::{ApprovalNeed, Tool, ToolContext, ToolEffect, ToolFuture, ToolOutput};
 use crate::agents::Isolation;
 use crate::domain::{Audience, RunId, SessionId};
 use serde_json::{Value, json};
 use std::fmt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
@@ -28,6 +28,28 @@ pub trait AgentRuns: Send + Sync {
     /// What run `run` of session `parent` is doing, as JSON for the model; with `cancel`,
     /// cancels it first.
     fn check(&self, parent: &SessionId, run: &RunId, cancel: bool) -> Result<Value, String>;
+
+    /// Brings the change run `run` of session `parent` made on its worktree's branch into
+    /// the project's working tree, as edits; what it changed (a `git diff --stat`) and the
+    /// files, or why nothing was. Blocks on the disk.
+    fn bring_in(&self, parent: &SessionId, run: &RunId) -> Result<(String, Vec<PathBuf>), String>;
+
+    /// Lets run `run` write `path`, unless another run that shares the project folder wrote
+    /// it and is still working: then why not.
+    fn claim_write(&self, run: &RunId, path: &Path) -> Result<(), String>;
+}
+
+/// Lets a subagent's write to `path` go ahead, or refuses it because another run working in
+/// the same folder wrote that file; anything else writes freely.
+pub fn claim(ctx: &ToolContext, path: &Path) -> Result<(), ToolOutput> {
+    match &ctx.agents {
+        Some(AgentContext {
+            runs,
+            as_run: Some(run),
+            ..
+        }) => runs.claim_write(run, path).map_err(ToolOutput::error),
+        _ => Ok(()),
+    }
 }
 
 /// A run as the parent asked for it, with what the child inherits.
@@ -45,10 +67,13 @@ pub struct SpawnRequest {
     pub audience: Audience,
 }
 
-/// The runs, and the parent's own facts a spawn hands on: set per batch by the session.
+/// The runs, and the parent's own facts a spawn hands on: set per batch by the session. In a
+/// subagent (`as_run`), only its writes are checked against the other runs'.
 #[derive(Clone)]
 pub struct AgentContext {
     pub runs: Arc<dyn AgentRuns>,
+    /// The run this session works for, when it is a subagent.
+    pub as_run: Option<RunId>,
     pub parent: SessionId,
     pub audience: Audience,
     pub recent_files: Vec<PathBuf>,
@@ -127,7 +152,7 @@ impl Tool for SpawnAgent {
         _cancel: CancellationToken,
     ) -> ToolFuture<'a> {
         Box::pin(async move {
-            let Some(agents) = &ctx.agents else {
+            let Some(agents) = ctx.agents.as_ref().filter(|agents| agents.as_run.is_none()) else {
                 return unavailable();
             };
             let request = match spawn_request(&input, ctx, agents) {
@@ -192,8 +217,10 @@ impl Tool for CheckAgentRun {
 
     fn description(&self) -> &'static str {
         "See what a subagent run started with spawn_agent is doing (`action: \"status\"`: its \
-         state, time, and result.md once it ended), or cancel it (`action: \"cancel\"`). There \
-         is no need to poll: a notice arrives when a run ends."
+         state, time, and result.md once it ended), cancel it (`action: \"cancel\"`), or bring \
+         the changes a completed run made in its worktree into the working tree \
+         (`action: \"merge\"`, applied as edits, which a person may be asked to approve). \
+         There is no need to poll: a notice arrives when a run ends."
     }
 
     fn input_schema(&self) -> Value {
@@ -201,7 +228,7 @@ impl Tool for CheckAgentRun {
             "type": "object",
             "properties": {
                 "run_id": {"type": "string", "description": "The run_id spawn_agent returned."},
-                "action": {"type": "string", "enum": ["status", "cancel"]}
+                "action": {"type": "string", "enum": ["status", "cancel", "merge"]}
             },
             "required": ["run_id", "action"],
             "additionalProperties": false
@@ -216,25 +243,45 @@ impl Tool for CheckAgentRun {
         false
     }
 
-    fn approval_need(&self, _input: &Value, _ctx: &ToolContext) -> ApprovalNeed {
-        ApprovalNeed::None
+    /// Bringing a change in edits the working tree; asking and cancelling need nothing.
+    fn approval_need(&self, input: &Value, _ctx: &ToolContext) -> ApprovalNeed {
+        match check_args(input) {
+            Ok((_, Action::Merge)) => ApprovalNeed::Edit,
+            _ => ApprovalNeed::None,
+        }
     }
 
     fn execute<'a>(
         &'a self,
         input: Value,
         ctx: &'a ToolContext,
-        _cancel: CancellationToken,
+        cancel: CancellationToken,
     ) -> ToolFuture<'a> {
         Box::pin(async move {
-            let Some(agents) = &ctx.agents else {
+            let Some(agents) = ctx.agents.as_ref().filter(|agents| agents.as_run.is_none()) else {
                 return unavailable();
             };
-            let (run, cancel) = match check_args(&input) {
+            let (run, action) = match check_args(&input) {
                 Ok(parsed) => parsed,
                 Err(err) => return err,
             };
-            match agents.runs.check(&agents.parent, &run, cancel) {
+            if action == Action::Merge {
+                let (runs, parent) = (agents.runs.clone(), agents.parent.clone());
+                return super::run_blocking_change(&cancel, move |_| {
+                    match runs.bring_in(&parent, &run) {
+                        Ok((stat, files)) => files.into_iter().fold(
+                            ToolOutput::ok(format!("Brought into the working tree:\n{stat}")),
+                            |output, file| output.with_effect(ToolEffect::Wrote(file)),
+                        ),
+                        Err(why) => ToolOutput::error(why),
+                    }
+                })
+                .await;
+            }
+            match agents
+                .runs
+                .check(&agents.parent, &run, action == Action::Cancel)
+            {
                 Ok(status) => ToolOutput::ok(status.to_string()),
                 Err(why) => ToolOutput::error(why),
             }
@@ -242,7 +289,15 @@ impl Tool for CheckAgentRun {
     }
 }
 
-fn check_args(input: &Value) -> Result<(RunId, bool), ToolOutput> {
+/// What `check_agent_run` was asked to do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Action {
+    Status,
+    Cancel,
+    Merge,
+}
+
+fn check_args(input: &Value) -> Result<(RunId, Action), ToolOutput> {
     let args = Args::new("check_agent_run", input).map_err(ToolOutput::from)?;
     let text = args.string("run_id").map_err(ToolOutput::from)?;
     let run = RunId::parse(text).ok_or_else(|| {
@@ -250,14 +305,15 @@ fn check_args(input: &Value) -> Result<(RunId, bool), ToolOutput> {
             "{text:?} is not a run id; spawn_agent returned one like \"run-0123456789ab\"."
         ))
     })?;
-    let cancel = match args.string("action").map_err(ToolOutput::from)? {
-        "status" => false,
-        "cancel" => true,
+    let action = match args.string("action").map_err(ToolOutput::from)? {
+        "status" => Action::Status,
+        "cancel" => Action::Cancel,
+        "merge" => Action::Merge,
         other => {
             return Err(ToolOutput::error(format!(
-                "`action` is {other:?}; it takes \"status\" or \"cancel\"."
+                "`action` is {other:?}; it takes \"status\", \"cancel\" or \"merge\"."
             )));
         }
     };
-    Ok((run, cancel))
+    Ok((run, action))
 }

@@ -103,6 +103,9 @@ impl Tool for FileEdit {
                 Err(err) => return err.into(),
             };
             let path = request.path.clone();
+            if let Err(refused) = super::agents::claim(ctx, &path) {
+                return refused;
+            }
             let output = run_blocking_change(&cancel, move |token| edit(&request, token)).await;
             if output.is_error {
                 output

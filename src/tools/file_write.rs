@@ -93,6 +93,9 @@ impl Tool for FileWrite {
                 Err(err) => return err.into(),
             };
             let shown = paths::display(&ctx.cwd, &path);
+            if let Err(refused) = super::agents::claim(ctx, &path) {
+                return refused;
+            }
             run_blocking_change(&cancel, move |token| {
                 match regular_file::replace(&path, content.as_bytes(), token) {
                     Ok(replaced) => {

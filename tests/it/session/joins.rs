@@ -16,6 +16,7 @@ fn from(id: &str, kind: InputKind, trusted: bool, text: &str) -> UserInput {
         kind,
         text: text.into(),
         approval: None,
+        touched: Vec::new(),
     }
 }
 

@@ -43,6 +43,7 @@ fn input(audience: Audience, text: &str) -> UserInput {
         kind: tern::domain::InputKind::Person,
         text: text.into(),
         approval: None,
+        touched: Vec::new(),
     }
 }
 

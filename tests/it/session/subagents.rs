@@ -48,6 +48,15 @@ fn run_ids(world: &World, parent: &SessionId) -> Vec<RunId> {
         .collect()
 }
 
+/// Waits until `done` holds, failing with `what` after 20 s.
+async fn wait_until(what: &str, done: &dyn Fn() -> bool) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while !done() {
+        assert!(tokio::time::Instant::now() < deadline, "{what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 fn child_meta(world: &World, run: &RunId) -> SessionMeta {
     world
         .store
@@ -226,14 +235,10 @@ async fn runs_beyond_max_concurrent_wait_and_a_cancelled_one_reports_so() {
 
     let cancelled = manager.runs().check(&parent, &runs[0], true).unwrap();
     assert_eq!(cancelled["state"], "cancelling");
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    while manager.runs().pending(&parent) > 0 {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the runs never ended"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    wait_until("the runs never ended", &|| {
+        manager.runs().pending(&parent) == 0
+    })
+    .await;
     assert_eq!(
         (status(&runs[0]), status(&runs[1])),
         ("cancelled".into(), "completed".into())
@@ -243,14 +248,10 @@ async fn runs_beyond_max_concurrent_wait_and_a_cancelled_one_reports_so() {
     let second = std::fs::read_to_string(run_dir(&world, &parent, &runs[1]).join("result.md"));
     assert!(second.unwrap().contains("The queued one is done."));
     // Each end reached the parent, each in a notice of its own.
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    while notices(&world, &parent).len() < 2 {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the notices never came"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    wait_until("the notices never came", &|| {
+        notices(&world, &parent).len() >= 2
+    })
+    .await;
     let notices = notices(&world, &parent);
     assert!(
         notices
@@ -319,4 +320,142 @@ async fn a_spawn_that_cannot_be_done_says_why_and_a_child_cannot_send_its_own() 
             .iter()
             .any(|t| t == "spawn_agent" || t == "check_agent_run")
     }));
+}
+
+#[tokio::test]
+async fn a_run_in_a_worktree_changes_only_its_branch_until_the_parent_brings_it_in() {
+    let mut world = World::anthropic();
+    world.approval = ApprovalMode::Edits;
+    std::fs::write(world.home.project().join("README.md"), "# project\n").unwrap();
+    world.home.commit_all("start");
+    let project = world.home.project().canonicalize().unwrap();
+    world.mock.push(Reply::tool_call(
+        "spawn_agent",
+        json!({"task": "MARKER-WT: write notes.txt.", "isolation": "worktree"}),
+    ));
+    world.mock.push(Reply::text("It works in a worktree."));
+    // Held a moment, so the parent's answer to the notice can name the run.
+    world.mock.push_for_input(
+        "MARKER-WT",
+        Reply::tool_call(
+            "file_write",
+            json!({"path": "notes.txt", "content": "from the run\n"}),
+        )
+        .delay_before(Duration::from_millis(500)),
+    );
+    world
+        .mock
+        .push_for_input("MARKER-WT", Reply::text("I wrote notes.txt."));
+    let manager = manager(&world);
+    let (parent, _) = parent_turns(&manager, &world, "cli:parent-4", "isolate it", 1).await;
+    let run = run_ids(&world, &parent).remove(0);
+    world.mock.push(Reply::tool_call(
+        "check_agent_run",
+        json!({"run_id": run.as_str(), "action": "merge"}),
+    ));
+    world.mock.push(Reply::text("Brought in."));
+    wait_until("the merge never came", &|| {
+        manager.runs().pending(&parent) == 0 && tool_results(&world, &parent).len() >= 2
+    })
+    .await;
+    let branch = format!("tern/{run}");
+    let result = std::fs::read_to_string(run_dir(&world, &parent, &run).join("result.md")).unwrap();
+    assert!(result.contains(&format!("Branch: {branch}")), "{result}");
+    assert!(result.contains("notes.txt"), "{result}");
+    let notice = notices(&world, &parent).remove(0);
+    assert!(
+        notice.contains(&format!("Its changes are on branch {branch}")),
+        "{notice}"
+    );
+    assert!(notice.contains("\"action\": \"merge\""), "{notice}");
+    // The branch holds the child's commit; the working tree got the file only by the merge.
+    let log = world.home.git(&["log", "--format=%s", &branch]);
+    assert!(
+        log.lines().next().unwrap().starts_with(run.as_str()),
+        "{log}"
+    );
+    let merged = tool_results(&world, &parent).remove(1);
+    assert!(!merged.0, "{}", merged.1);
+    assert!(merged.1.contains("notes.txt"), "{}", merged.1);
+    let notes = std::fs::read_to_string(project.join("notes.txt")).unwrap();
+    assert_eq!(notes, "from the run\n");
+    let status = world.home.git(&["status", "--porcelain"]);
+    assert!(status.contains("?? notes.txt"), "{status}");
+}
+
+#[tokio::test]
+async fn two_runs_in_one_folder_never_write_the_same_file() {
+    let mut world = World::anthropic();
+    world.approval = ApprovalMode::Edits;
+    world.mock.push(Reply::tool_calls([
+        (
+            "spawn_agent",
+            json!({"task": "MARKER-FIRST: write shared.txt."}),
+        ),
+        (
+            "spawn_agent",
+            json!({"task": "MARKER-SECOND: write shared.txt too."}),
+        ),
+    ]));
+    world.mock.push(Reply::text("Both sent."));
+    let write =
+        |text: &str| Reply::tool_call("file_write", json!({"path": "shared.txt", "content": text}));
+    world.mock.push_for_input("MARKER-FIRST", write("first\n"));
+    world.mock.push_for_input(
+        "MARKER-FIRST",
+        Reply::text("First done.").delay_before(Duration::from_millis(1500)),
+    );
+    world.mock.push_for_input(
+        "MARKER-SECOND",
+        write("second\n").delay_before(Duration::from_millis(500)),
+    );
+    world
+        .mock
+        .push_for_input("MARKER-SECOND", Reply::text("Second could not write it."));
+    world.mock.repeat(Reply::text("Noted."));
+    let manager = manager(&world);
+    let (parent, _) = parent_turns(&manager, &world, "cli:parent-5", "both", 1).await;
+    let runs = run_ids(&world, &parent);
+    wait_until("the runs never ended", &|| {
+        manager.runs().pending(&parent) == 0
+    })
+    .await;
+    let project = world.home.project().canonicalize().unwrap();
+    assert_eq!(
+        std::fs::read_to_string(project.join("shared.txt")).unwrap(),
+        "first\n"
+    );
+    let second = tool_results(&world, &child_meta(&world, &runs[1]).id).remove(0);
+    assert!(second.0, "the second write is refused");
+    assert!(
+        second
+            .1
+            .contains(&format!("being written by subagent run {}", runs[0])),
+        "{}",
+        second.1
+    );
+    // What the first wrote joined the parent's recent files with its notice; the second
+    // wrote nothing.
+    wait_until("the notices never came", &|| {
+        notices(&world, &parent).len() >= 2
+    })
+    .await;
+    let touched: Vec<std::path::PathBuf> = world
+        .store
+        .load(&parent)
+        .unwrap()
+        .into_iter()
+        .filter_map(|record| match record.event {
+            JournalEvent::FileTouched { path } => Some(path),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(touched, [project.join("shared.txt")]);
+    // Once the first has ended, the file is free again.
+    assert!(
+        manager
+            .runs()
+            .claim_write(&runs[1], &project.join("shared.txt"))
+            .is_ok()
+    );
 }
