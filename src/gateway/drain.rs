@@ -183,6 +183,12 @@ impl SessionManager {
         if last_stop != Some(TurnStop::Drained) {
             return Ok(None);
         }
+        // A subagent's turn is not taken up with nobody following it: its run ends, and
+        // its parent is told.
+        if meta.parent.is_some() {
+            self.end_drained_run(&records).await;
+            return Ok(None);
+        }
         let handle = SessionHandle::resume(self.deps_of(&meta), &meta)?;
         // Once taken up, the turn's resumption is in the journal: whoever follows the
         // session from now on reads it there.

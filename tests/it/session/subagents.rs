@@ -459,3 +459,57 @@ async fn two_runs_in_one_folder_never_write_the_same_file() {
             .is_ok()
     );
 }
+
+#[tokio::test]
+async fn a_run_drained_with_its_owner_ends_owner_restarted_at_the_next_start_and_runs_nothing_twice()
+ {
+    let world = World::anthropic();
+    world.mock.push(Reply::tool_call(
+        "spawn_agent",
+        json!({"task": "MARKER-DRAIN: list the text files."}),
+    ));
+    world.mock.push(Reply::text("Sent."));
+    world.mock.push_for_input(
+        "MARKER-DRAIN",
+        Reply::tool_call("glob", json!({"pattern": "*.txt"}))
+            .delay_before(Duration::from_millis(500)),
+    );
+    let first = manager(&world);
+    let (parent, _) = parent_turns(&first, &world, "cli:parent-6", "list them", 1).await;
+    let run = run_ids(&world, &parent).remove(0);
+    first.drain(Duration::from_secs(30)).await.expect("drained");
+    let child = child_meta(&world, &run);
+    let calls_before = tool_results(&world, &child.id).len();
+    assert_eq!(calls_before, 1, "the call in flight finished its batch");
+
+    world.mock.push(Reply::text("I will send it again later."));
+    let next = manager(&world);
+    let warmed = next.warm_up().await.expect("warmed up");
+    assert!(
+        warmed.iter().all(|one| one.id != child.id),
+        "a run's session is not taken up with nobody following it"
+    );
+    wait_until("the parent never heard", &|| {
+        !notices(&world, &parent).is_empty()
+    })
+    .await;
+    let notice = notices(&world, &parent).remove(0);
+    assert!(
+        notice.contains(&format!(
+            "[subagent run {run} (general) ended: owner_restarted]"
+        )),
+        "{notice}"
+    );
+    let result = std::fs::read_to_string(run_dir(&world, &parent, &run).join("result.md"));
+    assert!(result.unwrap().contains("State: owner_restarted"));
+    // The parent's notice turn ran; the child called nothing again.
+    let handle = next
+        .handle(
+            &SessionKey::parse("cli:parent-6").unwrap(),
+            &world.home.project().canonicalize().unwrap(),
+        )
+        .await
+        .unwrap();
+    handle.state().await.unwrap();
+    assert_eq!(tool_results(&world, &child.id).len(), calls_before);
+}
