@@ -17,6 +17,7 @@ use crate::session::{
     UserInput,
 };
 use crate::store::{SearchEntry, SearchSink, SessionMeta};
+use crate::tools::agents::AgentRuns;
 use crate::tools::{ApprovalMode, ToolContext};
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
@@ -431,6 +432,17 @@ impl Local {
             }
             Call::PendingRuns { id } => Reply::Count {
                 count: self.manager.runs().pending(&id) as u64,
+            },
+            Call::Run {
+                parent,
+                run,
+                cancel,
+            } => Reply::Status {
+                status: self
+                    .manager
+                    .runs()
+                    .check(&parent, &run, cancel)
+                    .map_err(ServiceError::new)?,
             },
             Call::Shell { cwd, command } => Reply::Shell(self.shell(&cwd, &command).await?),
             Call::Meta { id } => Reply::Meta(Box::new(self.meta(&id).await?)),

@@ -175,7 +175,7 @@ impl SessionService {
 
     /// Asks `call` of whoever answers now. A call that changes nothing is asked again of
     /// the next owner when the owner leaves while it waits.
-    async fn ask(&self, call: Call) -> Result<Reply, ServiceError> {
+    pub(super) async fn ask(&self, call: Call) -> Result<Reply, ServiceError> {
         loop {
             let connection = match self.via().await? {
                 Via::Here(local) => return local.dispatch(call).await,
@@ -427,14 +427,6 @@ impl SessionService {
         done(self.ask(Call::Idle { id: id.clone() }).await?)
     }
 
-    /// How many subagent runs session `id` sent that have not reported to it yet.
-    pub async fn pending_runs(&self, id: &SessionId) -> Result<u64, ServiceError> {
-        match self.ask(Call::PendingRuns { id: id.clone() }).await? {
-            Reply::Count { count } => Ok(count),
-            other => Err(unexpected(&other)),
-        }
-    }
-
     /// Runs a `!` line in `cwd` through the sessions' own shell tool: its own process group,
     /// no credentials in its environment, its output capped and its credentials replaced.
     pub async fn shell(&self, cwd: &Path, command: &str) -> Result<ShellRun, ServiceError> {
@@ -597,7 +589,7 @@ async fn owner_leaving(connection: &Connection, err: &ServiceError) -> bool {
         .is_ok()
 }
 
-fn unexpected(reply: &Reply) -> ServiceError {
+pub(super) fn unexpected(reply: &Reply) -> ServiceError {
     ServiceError::new(format!("the owner answered out of turn: {reply:?}"))
 }
 

@@ -13,7 +13,7 @@ use super::maintenance::Cleanup;
 use super::manager::{Delivered, ModelShown};
 use super::service::Preview;
 use super::service::ShellRun;
-use crate::domain::{Answer, SessionId};
+use crate::domain::{Answer, RunId, SessionId};
 use crate::session::{OutputFilter, UserInput};
 use crate::store::{JournalRecord, ListFilter, Overrides, PageCursor, RecentPage, SessionMeta};
 use crate::tools::ApprovalMode;
@@ -191,6 +191,13 @@ pub enum Call {
     PendingRuns {
         id: SessionId,
     },
+    /// Where run `run` of session `parent` stands (as `check_agent_run` says it), after
+    /// cancelling it when `cancel`.
+    Run {
+        parent: SessionId,
+        run: RunId,
+        cancel: bool,
+    },
     /// A copy of the database as of a durable commit made now, for `tern doctor` to check.
     CopyStore,
     /// Sent in place of a request too large for a frame: answered with `refused`.
@@ -251,6 +258,10 @@ pub enum Reply {
     },
     Count {
         count: u64,
+    },
+    /// A run's status, as JSON.
+    Status {
+        status: serde_json::Value,
     },
     Page(RecentPage),
     Sessions {

@@ -5,11 +5,12 @@
 
 use super::approval::Asking;
 use super::composer::{Composer, Edit};
+use super::panes::Panes;
 use super::popup::{self, Choices, FileIndex};
 use super::status::Status;
 use super::theme::Theme;
 use super::transcript::{CellKind, Transcript};
-use crate::domain::{Answer, SessionId};
+use crate::domain::{Answer, RunId, SessionId};
 use crate::session::{Phase, SessionEvent};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseEvent, MouseEventKind};
 use std::collections::VecDeque;
@@ -47,12 +48,31 @@ pub enum Action {
         call_id: String,
         answer: Answer,
     },
+    /// Cancel this subagent run of the session.
+    CancelRun(RunId),
+    /// Show this run's `result.md`.
+    ShowResult(PathBuf),
     Quit,
 }
 
 /// Results of background work, for the app.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum AppEvent {
+    /// Where a subagent run stands, as its owner says.
+    RunStatus {
+        run: RunId,
+        status: serde_json::Value,
+    },
+    /// A run's session as journaled so far, when its pane opens.
+    RunHistory {
+        run: RunId,
+        records: Vec<crate::gateway::catalog::JournalRecord>,
+    },
+    /// A live event of a run's session.
+    RunEvent {
+        run: RunId,
+        event: SessionEvent,
+    },
     /// A message could not be delivered; it was not kept.
     NotSent {
         text: String,
@@ -108,6 +128,10 @@ pub struct App {
     pub session: Option<SessionId>,
     /// Calls waiting for the person's approval, the first one shown.
     pub asking: VecDeque<Asking>,
+    /// The panes of the subagent runs the session sent.
+    pub panes: Panes,
+    /// Runs the session just sent, for the runner to follow.
+    new_runs: Vec<RunId>,
 }
 
 impl App {
@@ -124,7 +148,14 @@ impl App {
             last_ctrl_c: None,
             session: None,
             asking: VecDeque::new(),
+            panes: Panes::default(),
+            new_runs: Vec::new(),
         }
+    }
+
+    /// The runs the session sent since the last call, each to be followed in its pane.
+    pub fn take_new_runs(&mut self) -> Vec<RunId> {
+        std::mem::take(&mut self.new_runs)
     }
 
     /// Handles a key press.
@@ -159,6 +190,33 @@ impl App {
             KeyCode::Char('o') if ctrl => {
                 self.transcript.view.tools_open = !self.transcript.view.tools_open;
                 return Vec::new();
+            }
+            KeyCode::Char('n') if ctrl => {
+                self.panes.focus_next();
+                return Vec::new();
+            }
+            KeyCode::Char('p') if ctrl => {
+                self.panes.focus_prev();
+                return Vec::new();
+            }
+            KeyCode::Char('f') if ctrl => {
+                self.panes.toggle_full();
+                return Vec::new();
+            }
+            KeyCode::Char('x') if ctrl => {
+                return match self.panes.focused() {
+                    Some(pane) => vec![Action::CancelRun(pane.run.clone())],
+                    None => Vec::new(),
+                };
+            }
+            KeyCode::Char('r') if ctrl => {
+                return match self.panes.result() {
+                    Some(path) => vec![Action::ShowResult(path)],
+                    None => {
+                        self.notice("no subagent run has a result yet");
+                        Vec::new()
+                    }
+                };
             }
             KeyCode::PageUp => {
                 let page = self.transcript.page();
@@ -459,6 +517,21 @@ impl App {
                 self.asking.retain(|a| a.call_id != *call_id)
             }
             SessionEvent::TitleChanged { title } => self.status.title = title.clone(),
+            SessionEvent::ToolResult {
+                name,
+                content,
+                is_error: false,
+                ..
+            } if name == "spawn_agent" => {
+                let run = serde_json::from_str::<serde_json::Value>(content)
+                    .ok()
+                    .and_then(|value| RunId::parse(value["run_id"].as_str()?));
+                if let Some(run) = run
+                    && self.panes.started(run.clone(), now)
+                {
+                    self.new_runs.push(run);
+                }
+            }
             _ => {}
         }
         self.transcript.apply(event, now);
@@ -472,7 +545,11 @@ impl App {
 
     /// Applies the result of background work.
     pub fn app_event(&mut self, event: AppEvent) {
+        let now = Instant::now();
         match event {
+            AppEvent::RunStatus { run, status } => self.panes.status(&run, &status, now),
+            AppEvent::RunHistory { run, records } => self.panes.history(&run, &records),
+            AppEvent::RunEvent { run, event } => self.panes.event(&run, &event, now),
             AppEvent::NotSent { text, error } => {
                 if let Some(at) = self.transcript.cells.iter().rposition(
                     |c| matches!(&c.kind, CellKind::User { text: t, queued: true } if *t == text),
@@ -555,6 +632,7 @@ impl App {
     /// screen needs frames to keep coming (something moves by itself).
     pub fn tick(&mut self, now: Instant) -> bool {
         self.transcript.commit_pending();
+        let panes_moving = self.panes.tick(now);
         if self
             .status
             .flash
@@ -565,6 +643,7 @@ impl App {
         }
         self.status.scrolled = !self.transcript.at_bottom();
         self.busy()
+            || panes_moving
             || self.status.flash.is_some()
             || self.transcript.cells.last().is_some_and(|c| c.is_live())
             || self.transcript.has_pending()
@@ -606,7 +685,9 @@ fn help_text() -> String {
         "\nkeys: enter sends · shift+enter, alt+enter or ctrl+j: new line · up/down: history · \
          esc: interrupt · ctrl+c: clear, twice quits · ctrl+d: quit · pgup/pgdn, wheel, \
          home/end: scroll · ctrl+t: thinking · ctrl+o: tool output · @: files · !cmd: run a \
-         command (its output goes with your next message) · shift+drag selects text",
+         command (its output goes with your next message) · shift+drag selects text · \
+         subagent panes: ctrl+n/ctrl+p focus, ctrl+f full screen, ctrl+x cancels its run, \
+         ctrl+r shows the latest result",
     );
     out
 }

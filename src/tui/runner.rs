@@ -329,6 +329,12 @@ impl Runner {
                     self.link.read_branch();
                 }
                 app.session_event(&event, now);
+                if let Some(parent) = app.session.clone() {
+                    for run in app.take_new_runs() {
+                        let tx = self.link.tx.clone();
+                        super::runs::watch(self.link.service.clone(), parent.clone(), run, tx);
+                    }
+                }
             }
             Fed::Lost => app.transcript.void_streamed(),
             Fed::Nothing => {}
@@ -396,6 +402,13 @@ impl Runner {
                     let _ = self.link.tx.send(AppEvent::Exported(written));
                 }
                 Action::Answer { call_id, answer } => self.link.answer(call_id, answer),
+                Action::CancelRun(run) => {
+                    if let Some(parent) = app.session.clone() {
+                        let tx = self.link.tx.clone();
+                        super::runs::cancel(self.link.service.clone(), parent, run, tx);
+                    }
+                }
+                Action::ShowResult(path) => super::runs::show_result(path, self.link.tx.clone()),
                 Action::Quit => {
                     // Work another terminal may watch goes on: a client leaves it to its
                     // owner, an owner with clients hands it over.

@@ -645,3 +645,89 @@ fn ctrl_c_clears_then_quits_and_esc_interrupts_a_turn() {
         [Action::Cancel]
     );
 }
+
+/// Two runs the session sent, one streaming and one in a worktree that ended, and the main
+/// session streaming too.
+fn with_two_runs(now: Instant) -> App {
+    use tern::domain::RunId;
+    use tern::tui::app::AppEvent;
+    let mut app = app();
+    started(&mut app, "send an explorer and a test writer", now);
+    let run = |n: u64| RunId::parse(&format!("run-{n:012x}")).unwrap();
+    for (n, id) in [(1, "s1"), (2, "s2")] {
+        events(
+            &mut app,
+            &[
+                SessionEvent::ToolCall {
+                    id: id.into(),
+                    name: "spawn_agent".into(),
+                    input: json!({"task": "…"}),
+                },
+                SessionEvent::ToolResult {
+                    id: id.into(),
+                    name: "spawn_agent".into(),
+                    content: json!({"run_id": run(n).as_str(), "state": "accepted"}).to_string(),
+                    is_error: false,
+                    duration_ms: Some(1),
+                },
+            ],
+            now,
+        );
+    }
+    assert_eq!(app.take_new_runs(), [run(1), run(2)]);
+    app.app_event(AppEvent::RunStatus {
+        run: run(1),
+        status: json!({"state": "running", "agent": "explorer", "elapsed_s": 12, "session": "c1"}),
+    });
+    app.app_event(AppEvent::RunStatus {
+        run: run(2),
+        status: json!({"state": "completed", "agent": "test-writer", "elapsed_s": 40,
+                       "branch": "tern/run-000000000002", "result_path": "/r/result.md"}),
+    });
+    for event in [
+        SessionEvent::PhaseChanged {
+            phase: Phase::Processing,
+        },
+        text("The parser lives in src/parse.rs; its entry point is `parse_expr`"),
+    ] {
+        app.app_event(AppEvent::RunEvent { run: run(1), event });
+    }
+    app.app_event(AppEvent::RunEvent {
+        run: run(2),
+        event: SessionEvent::Usage {
+            model: "m".into(),
+            usage: Usage {
+                output_tokens: 812,
+                ..Usage::default()
+            },
+        },
+    });
+    events(&mut app, &[text("Both are on their way. Meanwhile, ")], now);
+    app
+}
+
+#[test]
+fn subagent_panes_beside_the_transcript_as_tabs_and_full_screen() {
+    let now = Instant::now();
+    let mut app = with_two_runs(now);
+    settings().bind(|| {
+        for (w, h) in [(160, 48), (80, 24), (20, 5)] {
+            insta::assert_snapshot!(format!("tui_panes_{w}x{h}"), screen(&mut app, w, h, now));
+        }
+        let ctrl = |c| KeyEvent::new(KeyCode::Char(c), KeyModifiers::CONTROL);
+        app.key(ctrl('n'), now);
+        app.key(ctrl('f'), now);
+        insta::assert_snapshot!("tui_panes_full_80x24", screen(&mut app, 80, 24, now));
+        // The focused run can be cancelled; the latest result shown.
+        use tern::tui::app::Action;
+        assert!(matches!(
+            app.key(ctrl('x'), now).as_slice(),
+            [Action::CancelRun(_)]
+        ));
+        app.key(ctrl('n'), now);
+        assert!(matches!(
+            app.key(ctrl('r'), now).as_slice(),
+            [Action::ShowResult(path)] if path == &PathBuf::from("/r/result.md")
+        ));
+    });
+}

@@ -12,6 +12,7 @@
 //! kept awake until the notice is delivered.
 
 mod drained;
+mod service;
 mod work;
 
 use super::manager::SessionManager;

@@ -1,6 +1,7 @@
 //! `tern run` and subagents: a headless run waits for the subagents its turn sent and for the
 //! turn their notice starts, and prints that turn's answer too.
 
+use super::tmux::Tmux;
 use super::*;
 
 #[test]
@@ -26,4 +27,52 @@ fn tern_run_waits_for_its_subagents_and_prints_the_turn_their_notice_starts() {
     );
     // Parent: the spawn, the answer, the notice's answer; the child: its one call.
     assert_eq!(cli.mock.model_requests().len(), 4);
+}
+
+#[test]
+fn the_interface_shows_each_run_live_in_a_pane_while_the_conversation_goes_on() {
+    let cli = Cli::new();
+    cli.home.write_config(NO_TITLES);
+    cli.mock.push(Reply::tool_calls([
+        (
+            "spawn_agent",
+            json!({"task": "MARKER-PANE-A: explore.", "agent": "explorer"}),
+        ),
+        (
+            "spawn_agent",
+            json!({"task": "MARKER-PANE-B: review.", "agent": "reviewer"}),
+        ),
+    ]));
+    cli.mock.push(Reply::text("Both are working."));
+    let slow = |words: &str| Reply::text(words).delay_between_events(Duration::from_millis(150));
+    cli.mock.push_for_input(
+        "MARKER-PANE-A",
+        slow("exploring the parser module step by step and taking notes as it goes along"),
+    );
+    cli.mock.push_for_input(
+        "MARKER-PANE-B",
+        slow("reviewing the diff one hunk at a time with care for every changed line here"),
+    );
+    cli.mock.repeat(Reply::text("Noted the result."));
+    let tmux = Tmux::start(&cli, &[]);
+    tmux.resize(160, 40);
+    tmux.wait_for("message tern");
+    tmux.type_text("send two subagents");
+    tmux.keys(&["Enter"]);
+    // Both panes stream beside the transcript while the runs work.
+    let screen = tmux.wait_for("● explorer");
+    assert!(screen.contains("reviewer"), "{screen}");
+    tmux.wait_for("exploring the parser");
+    tmux.wait_for("Both are working.");
+    // The person talks to the main session meanwhile.
+    tmux.type_text("meanwhile, hello");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("› meanwhile, hello");
+    // Each run ends, its pane says so, and its notice reaches the main session.
+    tmux.wait_for("✓ explorer");
+    tmux.wait_for("[subagent run");
+    tmux.wait_for("Noted the result.");
+    // The latest result is a key away.
+    tmux.keys(&["C-r"]);
+    tmux.wait_for("result.md:");
 }

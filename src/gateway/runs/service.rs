@@ -1,0 +1,37 @@
+//! The subagent runs through the session service: what a front end asks of them, in the
+//! owner or over its socket.
+
+use super::super::service::{SessionService, unexpected};
+use super::super::wire::{Call, Reply};
+use crate::domain::{RunId, SessionId};
+use crate::gateway::ServiceError;
+use serde_json::Value;
+
+impl SessionService {
+    /// How many subagent runs session `id` sent that have not reported to it yet.
+    pub async fn pending_runs(&self, id: &SessionId) -> Result<u64, ServiceError> {
+        match self.ask(Call::PendingRuns { id: id.clone() }).await? {
+            Reply::Count { count } => Ok(count),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    /// Where run `run` of session `parent` stands (its state, agent, elapsed seconds, its
+    /// session once started, its branch and `result.md`); with `cancel`, cancelled first.
+    pub async fn run_status(
+        &self,
+        parent: &SessionId,
+        run: &RunId,
+        cancel: bool,
+    ) -> Result<Value, ServiceError> {
+        let call = Call::Run {
+            parent: parent.clone(),
+            run: run.clone(),
+            cancel,
+        };
+        match self.ask(call).await? {
+            Reply::Status { status } => Ok(status),
+            other => Err(unexpected(&other)),
+        }
+    }
+}

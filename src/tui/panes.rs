@@ -1,0 +1,388 @@
+//! The panes of the subagent runs the session sent: one per run, beside the transcript when
+//! the terminal is wide and as a strip of tabs above the composer when it is narrow, each
+//! showing its run's session live (thinking folded, tool calls, text) under a header with its
+//! state, time, tokens and branch. A pane can be focused, opened full screen, its run
+//! cancelled, and its `result.md` shown; a pane whose run ended folds away after a moment,
+//! into the notice its parent's transcript shows.
+//!
+//! Pure: the runs' news come in as plain data, drawing goes to a buffer.
+
+use super::theme::Theme;
+use super::transcript::{Transcript, cells_from_history, format_duration};
+use crate::domain::{RunId, SessionId};
+use crate::gateway::catalog::JournalRecord;
+use crate::session::SessionEvent;
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use serde_json::Value;
+use std::path::PathBuf;
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// How long a pane stays once its run ended, before it folds away.
+pub const FOLD_AFTER: Duration = Duration::from_secs(8);
+
+/// The narrowest terminal that shows panes beside the transcript; narrower ones get tabs.
+pub const SIDE_BY_SIDE_WIDTH: u16 = 120;
+
+/// One run's pane.
+pub struct Pane {
+    pub run: RunId,
+    pub agent: String,
+    /// `queued`, `running`, `completed`, … as the owner last said.
+    pub state: String,
+    /// Seconds the run has taken, as the owner last said, and when it said so.
+    elapsed: (u64, Instant),
+    pub session: Option<SessionId>,
+    pub branch: Option<String>,
+    pub result_path: Option<PathBuf>,
+    /// Output tokens of its model calls.
+    pub tokens: u64,
+    pub transcript: Transcript,
+    /// When the run was seen to end.
+    ended_at: Option<Instant>,
+}
+
+impl Pane {
+    fn new(run: RunId, now: Instant) -> Self {
+        Self {
+            run,
+            agent: String::new(),
+            state: "queued".to_owned(),
+            elapsed: (0, now),
+            session: None,
+            branch: None,
+            result_path: None,
+            tokens: 0,
+            transcript: Transcript::default(),
+            ended_at: None,
+        }
+    }
+
+    fn ended(&self) -> bool {
+        !matches!(self.state.as_str(), "queued" | "running" | "cancelling")
+    }
+
+    /// `explorer · running 12s · 340 tok · tern/run-…`
+    fn header(&self, now: Instant, theme: &Theme, focused: bool) -> Line<'static> {
+        let (mark, style) = match self.state.as_str() {
+            "completed" => ("✓", theme.success),
+            "queued" => ("…", theme.dim),
+            "running" | "cancelling" => ("●", theme.tool_running),
+            _ => ("✗", theme.failure),
+        };
+        let elapsed = match self.ended_at {
+            Some(_) => Duration::from_secs(self.elapsed.0),
+            None if self.state == "running" => {
+                Duration::from_secs(self.elapsed.0) + now.saturating_duration_since(self.elapsed.1)
+            }
+            None => Duration::from_secs(self.elapsed.0),
+        };
+        let name = if self.agent.is_empty() {
+            self.run.as_str()
+        } else {
+            &self.agent
+        };
+        let mut parts = vec![
+            Span::styled(format!("{mark} "), style),
+            Span::styled(
+                name.to_owned(),
+                if focused {
+                    theme.accent
+                } else {
+                    theme.tool_name
+                },
+            ),
+            Span::styled(
+                format!(" · {} {}", self.state, format_duration(elapsed)),
+                theme.dim,
+            ),
+        ];
+        if self.tokens > 0 {
+            parts.push(Span::styled(format!(" · {} tok", self.tokens), theme.dim));
+        }
+        if let Some(branch) = &self.branch {
+            parts.push(Span::styled(format!(" · {branch}"), theme.dim));
+        }
+        Line::from(parts)
+    }
+}
+
+/// The panes of the session shown.
+#[derive(Default)]
+pub struct Panes {
+    pub list: Vec<Pane>,
+    /// The focused pane; `None`: the main transcript has the focus.
+    pub focus: Option<usize>,
+    /// Whether the focused pane fills the transcript's place.
+    pub full: bool,
+    /// The results of the runs that ended, latest last, for the key that shows one.
+    results: Vec<PathBuf>,
+}
+
+impl Panes {
+    /// A run the session just sent; `false` when it has a pane already.
+    pub fn started(&mut self, run: RunId, now: Instant) -> bool {
+        if self.list.iter().any(|pane| pane.run == run) {
+            return false;
+        }
+        self.list.push(Pane::new(run, now));
+        true
+    }
+
+    fn pane(&mut self, run: &RunId) -> Option<&mut Pane> {
+        self.list.iter_mut().find(|pane| &pane.run == run)
+    }
+
+    /// What the owner says of the run (`check_agent_run`'s status).
+    pub fn status(&mut self, run: &RunId, status: &Value, now: Instant) {
+        let Some(pane) = self.pane(run) else {
+            return;
+        };
+        let text = |key: &str| status[key].as_str().map(str::to_owned);
+        if let Some(state) = text("state") {
+            pane.state = state;
+        }
+        if let Some(agent) = text("agent") {
+            pane.agent = agent;
+        }
+        if let Some(secs) = status["elapsed_s"].as_u64() {
+            pane.elapsed = (secs, now);
+        }
+        pane.session = text("session")
+            .map(SessionId::from_string)
+            .or(pane.session.take());
+        pane.branch = text("branch").or(pane.branch.take());
+        if let Some(path) = text("result_path") {
+            pane.result_path = Some(PathBuf::from(path));
+        }
+        if pane.ended() && pane.ended_at.is_none() {
+            pane.ended_at = Some(now);
+            if let Some(path) = pane.result_path.clone() {
+                self.results.push(path);
+            }
+        }
+    }
+
+    /// The run's session as journaled so far, when its pane opens.
+    pub fn history(&mut self, run: &RunId, records: &[JournalRecord]) {
+        if let Some(pane) = self.pane(run) {
+            let mut cells = cells_from_history(records);
+            cells.append(&mut pane.transcript.cells);
+            pane.transcript = Transcript::with_cells(cells);
+        }
+    }
+
+    /// A live event of the run's session.
+    pub fn event(&mut self, run: &RunId, event: &SessionEvent, now: Instant) {
+        if let Some(pane) = self.pane(run) {
+            if let SessionEvent::Usage { usage, .. } = event {
+                pane.tokens += usage.output_tokens;
+            }
+            pane.transcript.apply(event, now);
+        }
+    }
+
+    /// Per-frame upkeep: streamed text committed, ended panes folded. Whether anything moves
+    /// by itself.
+    pub fn tick(&mut self, now: Instant) -> bool {
+        let focused = self.focus.map(|at| self.list[at].run.clone());
+        let before = self.list.len();
+        self.list.retain(|pane| {
+            pane.ended_at
+                .is_none_or(|at| now.saturating_duration_since(at) < FOLD_AFTER)
+        });
+        if self.list.len() != before {
+            self.focus = focused.and_then(|run| self.list.iter().position(|p| p.run == run));
+            if self.focus.is_none() {
+                self.full = false;
+            }
+        }
+        let mut moving = false;
+        for pane in &mut self.list {
+            pane.transcript.commit_pending();
+            moving |= !pane.ended() || pane.transcript.has_pending();
+        }
+        moving || !self.list.is_empty()
+    }
+
+    /// Moves the focus to the next pane, and from the last back to the transcript.
+    pub fn focus_next(&mut self) {
+        self.focus = match self.focus {
+            None if !self.list.is_empty() => Some(0),
+            Some(at) if at + 1 < self.list.len() => Some(at + 1),
+            _ => None,
+        };
+        self.full &= self.focus.is_some();
+    }
+
+    /// Moves the focus to the previous pane, and from the first back to the transcript.
+    pub fn focus_prev(&mut self) {
+        self.focus = match self.focus {
+            None if !self.list.is_empty() => Some(self.list.len() - 1),
+            Some(at) if at > 0 => Some(at - 1),
+            _ => None,
+        };
+        self.full &= self.focus.is_some();
+    }
+
+    /// Opens the focused pane full screen, or closes it.
+    pub fn toggle_full(&mut self) {
+        self.full = self.focus.is_some() && !self.full;
+    }
+
+    pub fn focused(&self) -> Option<&Pane> {
+        self.focus.and_then(|at| self.list.get(at))
+    }
+
+    /// The result to show: the focused run's, else the latest that ended.
+    pub fn result(&self) -> Option<PathBuf> {
+        match self.focused() {
+            Some(pane) => pane.result_path.clone(),
+            None => self.results.last().cloned(),
+        }
+    }
+
+    /// Draws the panes stacked in `area` (beside the transcript).
+    pub fn render_side(&mut self, area: Rect, buf: &mut Buffer, theme: &Theme, now: Instant) {
+        if area.width < 3 || area.height == 0 || self.list.is_empty() {
+            return;
+        }
+        // A rule on the left divides them from the transcript.
+        for y in area.y..area.y + area.height {
+            buf.set_string(area.x, y, "│", theme.dim);
+        }
+        let inner = Rect {
+            x: area.x + 2,
+            width: area.width - 2,
+            ..area
+        };
+        let count = self.list.len() as u16;
+        let each = (inner.height / count).max(2);
+        for (at, pane) in self.list.iter_mut().enumerate() {
+            let y = inner.y + at as u16 * each;
+            if y >= inner.y + inner.height {
+                break;
+            }
+            let height = each.min(inner.y + inner.height - y);
+            let slot = Rect { y, height, ..inner };
+            draw_pane(pane, slot, buf, theme, now, self.focus == Some(at));
+        }
+    }
+
+    /// Draws the focused pane over `area` (full screen).
+    pub fn render_full(&mut self, area: Rect, buf: &mut Buffer, theme: &Theme, now: Instant) {
+        if let Some(at) = self.focus
+            && let Some(pane) = self.list.get_mut(at)
+        {
+            buf.set_style(area, theme.base);
+            draw_pane(pane, area, buf, theme, now, true);
+        }
+    }
+
+    /// Draws one row of tabs, one per pane, in `area` (a narrow terminal).
+    pub fn render_tabs(&self, area: Rect, buf: &mut Buffer, theme: &Theme, now: Instant) {
+        if area.height == 0 || self.list.is_empty() {
+            return;
+        }
+        let mut spans = Vec::new();
+        for (at, pane) in self.list.iter().enumerate() {
+            let header = pane.header(now, theme, self.focus == Some(at));
+            // The mark and the name: the rest does not fit a tab.
+            spans.push(Span::styled("[", theme.dim));
+            spans.extend(header.spans.into_iter().take(2));
+            spans.push(Span::styled("] ", theme.dim));
+        }
+        buf.set_line(area.x, area.y, &Line::from(spans), area.width);
+    }
+}
+
+fn draw_pane(
+    pane: &mut Pane,
+    area: Rect,
+    buf: &mut Buffer,
+    theme: &Theme,
+    now: Instant,
+    focused: bool,
+) {
+    buf.set_style(area, Style::default());
+    buf.set_line(
+        area.x,
+        area.y,
+        &pane.header(now, theme, focused),
+        area.width,
+    );
+    if area.height > 1 {
+        let body = Rect {
+            y: area.y + 1,
+            height: area.height - 1,
+            ..area
+        };
+        pane.transcript.render(body, buf, theme, now);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn run(n: u64) -> RunId {
+        RunId::parse(&format!("run-{n:012x}")).unwrap()
+    }
+
+    #[test]
+    fn a_run_is_followed_from_queued_to_folded_away() {
+        let now = Instant::now();
+        let mut panes = Panes::default();
+        assert!(panes.started(run(1), now));
+        assert!(!panes.started(run(1), now), "one pane per run");
+        panes.status(
+            &run(1),
+            &json!({"state": "running", "agent": "explorer", "elapsed_s": 3, "session": "s-1"}),
+            now,
+        );
+        let pane = &panes.list[0];
+        assert_eq!(
+            (pane.state.as_str(), pane.agent.as_str()),
+            ("running", "explorer")
+        );
+        assert_eq!(pane.session.as_ref().map(SessionId::as_str), Some("s-1"));
+        panes.status(
+            &run(1),
+            &json!({"state": "completed", "elapsed_s": 9, "result_path": "/r/result.md"}),
+            now,
+        );
+        assert_eq!(panes.result(), Some(PathBuf::from("/r/result.md")));
+        assert!(panes.tick(now + Duration::from_secs(1)));
+        assert_eq!(panes.list.len(), 1, "it stays a moment");
+        panes.tick(now + FOLD_AFTER);
+        assert!(panes.list.is_empty(), "then folds away");
+        assert_eq!(panes.result(), Some(PathBuf::from("/r/result.md")));
+    }
+
+    #[test]
+    fn the_focus_cycles_through_the_panes_and_back_to_the_transcript() {
+        let now = Instant::now();
+        let mut panes = Panes::default();
+        panes.focus_next();
+        assert_eq!(panes.focus, None, "no pane, nothing to focus");
+        panes.started(run(1), now);
+        panes.started(run(2), now);
+        panes.focus_next();
+        panes.toggle_full();
+        assert!(panes.full);
+        panes.focus_next();
+        assert_eq!(panes.focus, Some(1));
+        panes.focus_next();
+        assert_eq!((panes.focus, panes.full), (None, false));
+        panes.focus_prev();
+        assert_eq!(panes.focus, Some(1));
+        // The focused pane folding away gives the focus back.
+        panes.status(&run(2), &json!({"state": "failed"}), now);
+        panes.tick(now + FOLD_AFTER);
+        assert_eq!(panes.focus, None);
+    }
+}
