@@ -205,6 +205,7 @@ impl Turn<'_> {
             parent: state.id.clone(),
             audience: self.audience,
             recent_files: state.recent_files.iter().cloned().collect(),
+            approval: self.deps.approval,
         })
     }
 

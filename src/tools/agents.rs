@@ -7,7 +7,7 @@
 //! available here.
 
 use super::args::{ArgError, Args};
-use super::{ApprovalNeed, Tool, ToolContext, ToolEffect, ToolFuture, ToolOutput};
+use super::{ApprovalMode, ApprovalNeed, Tool, ToolContext, ToolEffect, ToolFuture, ToolOutput};
 use crate::agents::Isolation;
 use crate::domain::{Audience, RunId, SessionId};
 use serde_json::{Value, json};
@@ -65,6 +65,8 @@ pub struct SpawnRequest {
     pub cwd: PathBuf,
     pub recent_files: Vec<PathBuf>,
     pub audience: Audience,
+    /// How much the run may do without asking: what the parent's turn may.
+    pub approval: ApprovalMode,
 }
 
 /// The runs, and the parent's own facts a spawn hands on: set per batch by the session. In a
@@ -77,6 +79,8 @@ pub struct AgentContext {
     pub parent: SessionId,
     pub audience: Audience,
     pub recent_files: Vec<PathBuf>,
+    /// How much the parent's turn may do without asking.
+    pub approval: ApprovalMode,
 }
 
 impl fmt::Debug for AgentContext {
@@ -200,6 +204,7 @@ fn spawn_request(
         cwd: ctx.cwd.clone(),
         recent_files: agents.recent_files.clone(),
         audience: agents.audience,
+        approval: agents.approval,
     })
 }
 

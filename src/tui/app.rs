@@ -3,7 +3,7 @@
 //! to carry out (send a message, cancel the turn, run a command…) come out. Only the runner
 //! (`runner.rs`) touches the terminal, the session manager or the clock.
 
-use super::approval::Asking;
+use super::approval::{Asking, FromRun};
 use super::composer::{Composer, Edit};
 use super::panes::Panes;
 use super::popup::{self, Choices, FileIndex};
@@ -43,10 +43,12 @@ pub enum Action {
     SwitchModel(String),
     /// Write the transcript as markdown to this file.
     Export(PathBuf),
-    /// The person answered an approval.
+    /// The person answered an approval, of the session shown or (`session`) of one of its
+    /// runs.
     Answer {
         call_id: String,
         answer: Answer,
+        session: Option<SessionId>,
     },
     /// Cancel this subagent run of the session.
     CancelRun(RunId),
@@ -167,8 +169,13 @@ impl App {
             return match asking.key(key) {
                 Some(answer) => {
                     let call_id = asking.call_id.clone();
+                    let session = asking.from_run.as_ref().map(|from| from.session.clone());
                     self.asking.pop_front();
-                    vec![Action::Answer { call_id, answer }]
+                    vec![Action::Answer {
+                        call_id,
+                        answer,
+                        session,
+                    }]
                 }
                 None => Vec::new(),
             };
@@ -495,26 +502,11 @@ impl App {
             }
             SessionEvent::TurnCompleted { .. } | SessionEvent::TurnFailed { .. } => {
                 self.status.working = None;
-                // A turn that ended cannot wait for answers any more.
-                self.asking.clear();
+                // A turn that ended cannot wait for answers any more (its runs' may).
+                self.asking.retain(|asking| asking.from_run.is_some());
             }
-            SessionEvent::ApprovalRequested {
-                call_id,
-                tool,
-                summary,
-                detail,
-                always,
-            } => self.asking.push_back(Asking {
-                call_id: call_id.clone(),
-                tool: tool.clone(),
-                summary: summary.clone(),
-                detail: detail.clone(),
-                always: always.clone(),
-                reason: None,
-            }),
-            // Answered (here, or by another front end): no longer asked.
-            SessionEvent::ApprovalDecided { call_id, .. } => {
-                self.asking.retain(|a| a.call_id != *call_id)
+            SessionEvent::ApprovalRequested { .. } | SessionEvent::ApprovalDecided { .. } => {
+                self.approval_event(event, None);
             }
             SessionEvent::TitleChanged { title } => self.status.title = title.clone(),
             SessionEvent::ToolResult {
@@ -537,6 +529,36 @@ impl App {
         self.transcript.apply(event, now);
     }
 
+    /// An approval asked or answered in the session shown, or in one of its runs' (`from`).
+    fn approval_event(&mut self, event: &SessionEvent, from: Option<FromRun>) {
+        match event {
+            SessionEvent::ApprovalRequested {
+                call_id,
+                tool,
+                summary,
+                detail,
+                always,
+            } => self.asking.push_back(Asking {
+                call_id: call_id.clone(),
+                tool: tool.clone(),
+                summary: summary.clone(),
+                detail: detail.clone(),
+                always: always.clone(),
+                reason: None,
+                from_run: from,
+            }),
+            // Answered (here, or by another front end): no longer asked.
+            SessionEvent::ApprovalDecided { call_id, .. } => {
+                let session = from.map(|from| from.session);
+                self.asking.retain(|a| {
+                    a.call_id != *call_id
+                        || a.from_run.as_ref().map(|f| &f.session) != session.as_ref()
+                });
+            }
+            _ => {}
+        }
+    }
+
     fn working(&mut self, now: Instant, what: &'static str) {
         if self.status.working.map(|(_, w)| w) != Some(what) {
             self.status.working = Some((now, what));
@@ -549,7 +571,12 @@ impl App {
         match event {
             AppEvent::RunStatus { run, status } => self.panes.status(&run, &status, now),
             AppEvent::RunHistory { run, records } => self.panes.history(&run, &records),
-            AppEvent::RunEvent { run, event } => self.panes.event(&run, &event, now),
+            AppEvent::RunEvent { run, event } => {
+                if let Some(from) = self.panes.asker(&run) {
+                    self.approval_event(&event, Some(from));
+                }
+                self.panes.event(&run, &event, now);
+            }
             AppEvent::NotSent { text, error } => {
                 if let Some(at) = self.transcript.cells.iter().rposition(
                     |c| matches!(&c.kind, CellKind::User { text: t, queued: true } if *t == text),

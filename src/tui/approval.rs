@@ -6,7 +6,7 @@
 use super::theme::Theme;
 use super::wrap::{hard_wrap, wrap, wrap_prefixed};
 use crate::domain::call_text::argument_pairs;
-use crate::domain::{Answer, ApprovalDetail, Grant};
+use crate::domain::{Answer, ApprovalDetail, Grant, SessionId};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -24,6 +24,16 @@ pub struct Asking {
     pub always: Option<Grant>,
     /// The reason being typed after `n`, if the person pressed it.
     pub reason: Option<String>,
+    /// For a subagent's call: its session, and the run and agent named in the box.
+    pub from_run: Option<FromRun>,
+}
+
+/// The subagent run an approval request comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FromRun {
+    pub session: SessionId,
+    /// `explorer (run-…)`.
+    pub label: String,
 }
 
 impl Asking {
@@ -99,7 +109,13 @@ impl Asking {
         let block = Block::default()
             .borders(Borders::ALL)
             .border_style(theme.warning)
-            .title(Span::styled(" approval needed ", theme.warning));
+            .title(Span::styled(
+                match &self.from_run {
+                    Some(from) => format!(" approval needed · subagent {} ", from.label),
+                    None => " approval needed ".to_owned(),
+                },
+                theme.warning,
+            ));
         let inner = block.inner(rect);
         block.render(rect, buf);
         buf.set_style(inner, theme.base);
@@ -232,6 +248,7 @@ mod tests {
             },
             always,
             reason: None,
+            from_run: None,
         }
     }
 

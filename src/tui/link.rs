@@ -288,9 +288,9 @@ impl Link {
         }
     }
 
-    /// Answers the approval request `call_id` of the shown session.
-    pub fn answer(&self, call_id: String, answer: Answer) {
-        let Some(id) = self.session.clone() else {
+    /// Answers the approval request `call_id` of session `session`, or of the one shown.
+    pub fn answer(&self, session: Option<SessionId>, call_id: String, answer: Answer) {
+        let Some(id) = session.or_else(|| self.session.clone()) else {
             return;
         };
         let (service, tx) = (self.service.clone(), self.tx.clone());

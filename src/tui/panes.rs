@@ -7,6 +7,7 @@
 //!
 //! Pure: the runs' news come in as plain data, drawing goes to a buffer.
 
+use super::approval::FromRun;
 use super::theme::Theme;
 use super::transcript::{Transcript, cells_from_history, format_duration};
 use crate::domain::{RunId, SessionId};
@@ -183,6 +184,16 @@ impl Panes {
             }
             pane.transcript.apply(event, now);
         }
+    }
+
+    /// Who asks, when run `run`'s session asks a person to approve a call: its session and
+    /// a label naming it.
+    pub fn asker(&self, run: &RunId) -> Option<FromRun> {
+        let pane = self.list.iter().find(|pane| &pane.run == run)?;
+        Some(FromRun {
+            session: pane.session.clone()?,
+            label: format!("{} ({run})", pane.agent),
+        })
     }
 
     /// Per-frame upkeep: streamed text committed, ended panes folded. Whether anything moves

@@ -401,7 +401,11 @@ impl Runner {
                         .map_err(|err| format!("{}: {err}", path.display()));
                     let _ = self.link.tx.send(AppEvent::Exported(written));
                 }
-                Action::Answer { call_id, answer } => self.link.answer(call_id, answer),
+                Action::Answer {
+                    call_id,
+                    answer,
+                    session,
+                } => self.link.answer(session, call_id, answer),
                 Action::CancelRun(run) => {
                     if let Some(parent) = app.session.clone() {
                         let tx = self.link.tx.clone();

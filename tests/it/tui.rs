@@ -481,7 +481,8 @@ fn the_approval_modal() {
             call_id: "s1".into(),
             answer: Answer::Deny {
                 reason: Some("use nextest".into())
-            }
+            },
+            session: None,
         }]
     );
     assert!(app.asking.is_empty());
@@ -511,7 +512,8 @@ fn the_approval_modal() {
         app.key(KeyEvent::new(KeyCode::Char('a'), KeyModifiers::NONE), now),
         [Action::Answer {
             call_id: "e1".into(),
-            answer: Answer::Always
+            answer: Answer::Always,
+            session: None,
         }]
     );
 }

@@ -208,7 +208,7 @@ impl Work {
                 audience: self.request.audience,
                 kind: InputKind::SubagentTask,
                 text: self.first_message(),
-                approval: None,
+                approval: Some(self.request.approval),
                 touched: Vec::new(),
             },
             project_dir: self.request.project_dir.clone(),

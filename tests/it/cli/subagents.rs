@@ -76,3 +76,40 @@ fn the_interface_shows_each_run_live_in_a_pane_while_the_conversation_goes_on() 
     tmux.keys(&["C-r"]);
     tmux.wait_for("result.md:");
 }
+
+#[test]
+fn a_runs_approval_is_asked_in_the_interface_naming_the_run() {
+    let cli = Cli::new();
+    cli.home.write_config(NO_TITLES);
+    cli.mock.push(Reply::tool_call(
+        "spawn_agent",
+        json!({"task": "MARKER-ASK: write notes.txt."}),
+    ));
+    cli.mock.push(Reply::text("It is on its way."));
+    cli.mock.push_for_input(
+        "MARKER-ASK",
+        Reply::tool_call(
+            "file_write",
+            json!({"path": "notes.txt", "content": "from the run\n"}),
+        ),
+    );
+    cli.mock
+        .push_for_input("MARKER-ASK", Reply::text("I wrote notes.txt."));
+    cli.mock.repeat(Reply::text("The run wrote the notes."));
+    let tmux = Tmux::start(&cli, &[]);
+    tmux.wait_for("message tern");
+    tmux.type_text("write the notes in the background");
+    tmux.keys(&["Enter"]);
+    let screen = tmux.wait_for("approval needed · subagent general (run-");
+    assert!(screen.contains("notes.txt"), "{screen}");
+    assert!(
+        !cli.home.project().join("notes.txt").exists(),
+        "nothing before the answer"
+    );
+    tmux.keys(&["y"]);
+    tmux.wait_for("The run wrote the notes.");
+    assert_eq!(
+        std::fs::read_to_string(cli.home.project().join("notes.txt")).unwrap(),
+        "from the run\n"
+    );
+}
