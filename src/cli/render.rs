@@ -2,7 +2,7 @@
 //! stream of JSON lines.
 
 pub use crate::domain::call_text::{clip, summarize_input};
-use crate::domain::{ErrorCategory, SessionId, TurnStop, Usage};
+use crate::domain::{ErrorCategory, RunId, SessionId, TurnStop, Usage};
 use crate::session::SessionEvent;
 use serde_json::json;
 use std::io::{IsTerminal, Write};
@@ -112,6 +112,60 @@ impl Renderer {
                 Some(TurnEnd::Failed(*category))
             }
             _ => None,
+        }
+    }
+
+    /// A subagent run the turn sent started (stream-json only).
+    pub fn subagent_started(&self, run: &RunId) {
+        if self.format == OutputFormat::StreamJson {
+            line(&json!({"type": "subagent_started", "run_id": run.as_str()}));
+        }
+    }
+
+    /// A run ended, as its final status says (stream-json only).
+    pub fn subagent_finished(&self, run: &RunId, status: &serde_json::Value) {
+        if self.format == OutputFormat::StreamJson {
+            line(&json!({
+                "type": "subagent_finished",
+                "run_id": run.as_str(),
+                "agent": status["agent"],
+                "state": status["state"],
+                "result_path": status["result_path"],
+                "branch": status["branch"],
+            }));
+        }
+    }
+
+    /// What a run's session journaled before it was followed, record by record, tagged with
+    /// the run (stream-json only).
+    pub fn subagent_history(
+        &self,
+        run: &RunId,
+        records: &[crate::gateway::catalog::JournalRecord],
+    ) {
+        if self.format != OutputFormat::StreamJson {
+            return;
+        }
+        for record in records {
+            line(&json!({
+                "type": "subagent_journal",
+                "run_id": run.as_str(),
+                "seq": record.seq,
+                "event": record.event,
+            }));
+        }
+    }
+
+    /// An event of a run's session, tagged with the run (stream-json only).
+    pub fn subagent_event(&self, run: &RunId, event: &SessionEvent) {
+        if self.format != OutputFormat::StreamJson
+            || matches!(event, SessionEvent::PhaseChanged { .. })
+        {
+            return;
+        }
+        if let Ok(mut value) = serde_json::to_value(event) {
+            value["run_id"] = json!(run.as_str());
+            line(&value);
         }
     }
 

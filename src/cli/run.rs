@@ -6,13 +6,15 @@ use super::follow;
 use super::prompt::{self, PromptFormat};
 use super::render::{OutputFormat, Renderer, TurnEnd};
 use super::setup::{self, KeyCheck, ModelArgs, Which};
+use crate::domain::RunId;
 use crate::domain::{Audience, ErrorCategory};
 use crate::domain::{SessionId, SessionKey};
-use crate::gateway::{FeedItem, SessionService};
+use crate::gateway::catalog::Lifecycle;
+use crate::gateway::{FeedItem, RunNews, SessionService, follow_run, has_ended};
 use crate::session::{OutputFilter, Phase, SUBSCRIBER_BACKLOG, SessionEvent, UserInput};
-use crate::store::Lifecycle;
 use crate::tools::ApprovalMode;
 use anyhow::{Context, bail};
+use std::collections::BTreeSet;
 use std::io::{IsTerminal, Read};
 use std::sync::Arc;
 use tokio::signal::unix::{SignalKind, signal};
@@ -47,6 +49,10 @@ pub struct RunArgs {
     /// the interactive interface.)
     #[arg(long, value_enum, default_value_t = Approve::Never)]
     approve: Approve,
+    /// With --output-format stream-json, also print the events of the subagents the turn
+    /// sends, each tagged with its run_id.
+    #[arg(long)]
+    include_subagents: bool,
     #[command(flatten)]
     model: ModelArgs,
 }
@@ -181,9 +187,18 @@ pub async fn run(args: RunArgs) -> anyhow::Result<Outcome> {
     let mut interrupted = false;
     let go_on = format!("continue it with: tern run --session {id} \"…\"");
     let mut follower = follow::Follower::new(&service, &id, go_on);
+    let (runs_tx, mut runs) = tokio::sync::mpsc::unbounded_channel::<(RunId, RunNews)>();
+    let (mut runs_sent, mut runs_ended) = (BTreeSet::new(), BTreeSet::new());
     let end = loop {
         tokio::select! {
+            Some((run, news)) = runs.recv() => show_run(&renderer, &mut runs_ended, run, news),
             item = feed.next() => {
+                if let Some(run) = sent_run(&item) {
+                    renderer.subagent_started(&run);
+                    runs_sent.insert(run.clone());
+                    let with_session = args.include_subagents;
+                    follow_run(service.clone(), id.clone(), run, with_session, runs_tx.clone());
+                }
                 if let Some(end) = follower.step(item, &mut feed, &mut renderer).await? {
                     // The subagents the turn sent report in turns of their own: wait for
                     // them and those turns.
@@ -203,6 +218,15 @@ pub async fn run(args: RunArgs) -> anyhow::Result<Outcome> {
             }
         }
     };
+    // What the followers of the runs the turn sent still have: each run's end (its notice's
+    // turn may have ended first) and, with --include-subagents, the rest of its session.
+    drop(runs_tx);
+    while !runs_sent.is_empty() && !interrupted {
+        let Some((run, news)) = runs.recv().await else {
+            break;
+        };
+        show_run(&renderer, &mut runs_ended, run, news);
+    }
     // Wait until the session is idle, so the journal holds the whole turn.
     service.idle(&id).await?;
     service.close_all().await;
@@ -212,6 +236,38 @@ pub async fn run(args: RunArgs) -> anyhow::Result<Outcome> {
         TurnEnd::Failed(ErrorCategory::Cancelled) if interrupted => Outcome::Interrupted,
         TurnEnd::Failed(_) => Outcome::TurnFailed,
     })
+}
+
+/// Shows what a run the turn sent brought: its end once (`ended` holds the runs shown
+/// ended), and its session's events.
+fn show_run(renderer: &Renderer, ended: &mut BTreeSet<RunId>, run: RunId, news: RunNews) {
+    match news {
+        RunNews::Status(status) if has_ended(&status) && ended.insert(run.clone()) => {
+            renderer.subagent_finished(&run, &status);
+        }
+        RunNews::Event(event) => renderer.subagent_event(&run, &event),
+        RunNews::History(records) => renderer.subagent_history(&run, &records),
+        RunNews::Status(_) => {}
+    }
+}
+
+/// The run a `spawn_agent` call of the turn started, when `item` is its result.
+fn sent_run(item: &Option<FeedItem>) -> Option<RunId> {
+    match item {
+        Some(FeedItem::Event(stamped)) => match &stamped.event {
+            SessionEvent::ToolResult {
+                name,
+                content,
+                is_error: false,
+                ..
+            } if name == "spawn_agent" => {
+                let value: serde_json::Value = serde_json::from_str(content).ok()?;
+                RunId::parse(value["run_id"].as_str()?)
+            }
+            _ => None,
+        },
+        _ => None,
+    }
 }
 
 /// Whether session `id` has more turns coming on its own: subagent runs still to report, or

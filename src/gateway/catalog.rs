@@ -8,8 +8,8 @@
 use crate::domain::SessionId;
 use crate::store::Store;
 pub use crate::store::{
-    JournalEvent, JournalRecord, ListFilter, Overrides, PageCursor, RecentPage, SearchEntry,
-    SearchSink, SessionMeta,
+    JournalEvent, JournalRecord, Lifecycle, ListFilter, Overrides, PageCursor, RecentPage,
+    SearchEntry, SearchSink, SessionMeta,
 };
 
 /// Reading stored sessions, for front ends. Errors are the reader's message.

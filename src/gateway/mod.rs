@@ -24,6 +24,6 @@ pub use manager::{
     Clock, Delivered, GatewayError, ModelShown, Models, SendUserMessage, SessionManager,
 };
 pub use reset::ResetReason;
-pub use runs::Runs;
+pub use runs::{RunNews, Runs, follow_run, has_ended};
 pub use serve::socket_path;
 pub use service::{Preview, Reached, ServiceError, SessionService, ShellRun};

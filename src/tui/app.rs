@@ -570,7 +570,16 @@ impl App {
         let now = Instant::now();
         match event {
             AppEvent::RunStatus { run, status } => self.panes.status(&run, &status, now),
-            AppEvent::RunHistory { run, records } => self.panes.history(&run, &records),
+            AppEvent::RunHistory { run, records } => {
+                // A request made before the pane followed the run still waits for an answer.
+                if let Some(from) = self.panes.asker(&run)
+                    && let Some(asking) = super::approval::still_waiting(&records, from)
+                    && !self.asking.iter().any(|a| a.call_id == asking.call_id)
+                {
+                    self.asking.push_back(asking);
+                }
+                self.panes.history(&run, &records);
+            }
             AppEvent::RunEvent { run, event } => {
                 if let Some(from) = self.panes.asker(&run) {
                     self.approval_event(&event, Some(from));

@@ -6,7 +6,8 @@
 use super::theme::Theme;
 use super::wrap::{hard_wrap, wrap, wrap_prefixed};
 use crate::domain::call_text::argument_pairs;
-use crate::domain::{Answer, ApprovalDetail, Grant, SessionId};
+use crate::domain::{Answer, ApprovalDetail, ContentBlock, Grant, SessionId};
+use crate::gateway::catalog::{JournalEvent, JournalRecord};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -34,6 +35,44 @@ pub struct FromRun {
     pub session: SessionId,
     /// `explorer (run-…)`.
     pub label: String,
+}
+
+/// The approval request in `records` (a session's journal) that has no decision yet, as the
+/// box asks it: its arguments as the model sent them, since the preview it was made with is
+/// not journaled; no "always", for the same reason.
+pub fn still_waiting(records: &[JournalRecord], from: FromRun) -> Option<Asking> {
+    let (call_id, tool, prompt) =
+        records
+            .iter()
+            .rev()
+            .find_map(|record| match &record.event {
+                JournalEvent::ApprovalDecided { .. } => Some(None),
+                JournalEvent::ApprovalRequested {
+                    call_id,
+                    tool,
+                    prompt,
+                    ..
+                } => Some(Some((call_id.clone(), tool.clone(), prompt.clone()))),
+                _ => None,
+            })??;
+    let arguments = records.iter().find_map(|record| match &record.event {
+        JournalEvent::AssistantMessage { content, .. } => {
+            content.iter().find_map(|block| match block {
+                ContentBlock::ToolUse(call) if call.id == call_id => Some(call.input.clone()),
+                _ => None,
+            })
+        }
+        _ => None,
+    })?;
+    Some(Asking {
+        call_id,
+        tool,
+        summary: prompt,
+        detail: ApprovalDetail::Other { arguments },
+        always: None,
+        reason: None,
+        from_run: Some(from),
+    })
 }
 
 impl Asking {

@@ -12,6 +12,7 @@
 //! kept awake until the notice is delivered.
 
 mod drained;
+mod follow;
 mod service;
 mod work;
 
@@ -28,6 +29,8 @@ use std::time::Instant;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use work::Work;
+
+pub use follow::{RunNews, follow_run, has_ended};
 
 /// The definition used when a spawn names none.
 const GENERAL: &str = "general";

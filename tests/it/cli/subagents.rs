@@ -113,3 +113,56 @@ fn a_runs_approval_is_asked_in_the_interface_naming_the_run() {
         "from the run\n"
     );
 }
+
+#[test]
+fn stream_json_says_when_each_run_starts_and_ends_and_can_carry_its_events() {
+    let cli = Cli::new();
+    cli.mock.push(Reply::tool_call(
+        "spawn_agent",
+        json!({"task": "MARKER-JSON: look.", "agent": "explorer"}),
+    ));
+    cli.mock.push(Reply::text("Sent."));
+    cli.mock
+        .push_for_input("MARKER-JSON", Reply::text("Looked everywhere."));
+    cli.mock.push(Reply::text("It looked."));
+    let output = cli.run(&[
+        "run",
+        "--output-format",
+        "stream-json",
+        "--include-subagents",
+        "look around",
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let lines = json_lines(&output);
+    let of_type =
+        |kind: &str| -> Vec<&Value> { lines.iter().filter(|line| line["type"] == kind).collect() };
+    let started = of_type("subagent_started");
+    assert_eq!(started.len(), 1, "{lines:?}");
+    let run = started[0]["run_id"].as_str().unwrap();
+    let finished = of_type("subagent_finished");
+    assert_eq!(finished.len(), 1, "{lines:?}");
+    assert_eq!(finished[0]["run_id"], run);
+    assert_eq!(finished[0]["state"], "completed");
+    assert_eq!(finished[0]["agent"], "explorer");
+    assert!(
+        finished[0]["result_path"]
+            .as_str()
+            .unwrap()
+            .ends_with("result.md")
+    );
+    // The child's own events, tagged with its run: live, or from its journal when it had
+    // worked before it was followed.
+    assert!(
+        lines.iter().any(|line| line["run_id"] == run
+            && (line["type"] == "turn_completed"
+                || (line["type"] == "subagent_journal"
+                    && line["event"]["type"] == "turn_completed"))),
+        "{lines:?}"
+    );
+    // Both of the parent's turns ended in the stream.
+    let ends = lines
+        .iter()
+        .filter(|line| line["type"] == "turn_completed" && line.get("run_id").is_none())
+        .count();
+    assert_eq!(ends, 2, "{lines:?}");
+}
