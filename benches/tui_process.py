@@ -8,6 +8,12 @@
 - streaming: a 4,000-word reply streamed by the mock at 2,000 words a second: CPU time of
   the tern process over the stream, frames drawn per second, and whether every word arrived
   (the transcript exported with /export compared with what the mock sent);
+- eight subagents: one message has the model send 8 subagents at once; each streams 2,000
+  words at 2,000 a second into its pane while the main session streams its own answer, and
+  then each run's notice starts a turn that streams again: CPU time and peak RSS of the tern
+  process from the message until every run has reported and tern is ready, frames per
+  second, and whether every word arrived (the main transcript exported, each run's
+  `result.md`);
 - a 10,000-message session opened with `tern -r ID`: first frame, RSS, and the time each
   frame takes while paging through the middle of it (from the frame log);
 - the picker (`tern -r`) over 100,000 sessions (the database `cargo bench --bench picker`
@@ -15,11 +21,12 @@
   session 90,000 deep until its row is on screen.
 
 Build first:  cargo build --release --bin tern --examples
-Then:         python3 benches/tui_process.py [--runs 5]
+Then:         python3 benches/tui_process.py [--runs 5] [--only subagents]
 Needs tmux. Frame times come from TERN_FRAME_LOG, which tern writes one line per frame to.
 """
 
 import argparse
+import glob
 import os
 import shutil
 import statistics
@@ -48,10 +55,18 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / CLK_TCK
 
 
+def peak_rss_mib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
 class Mock:
-    def __init__(self, reply, between_us=0):
+    def __init__(self, reply, between_us=0, subagents=0):
         self.proc = subprocess.Popen(
-            [MOCK, "--reply", reply, "--between-us", str(between_us)],
+            [MOCK, "--reply", reply, "--between-us", str(between_us), "--subagents", str(subagents)],
             stdout=subprocess.PIPE,
             text=True,
         )
@@ -219,6 +234,61 @@ def streaming():
         shutil.rmtree(root, ignore_errors=True)
 
 
+def eight_subagents():
+    words = [f"word{i}" for i in range(2000)]
+    reply = " ".join(words)
+    mock = Mock(reply, between_us=500, subagents=8)
+    root = tempfile.mkdtemp(prefix="tern-bench-")
+    try:
+        project = project_dir(root)
+        home = os.path.join(root, "home")
+        os.makedirs(home)
+        with open(os.path.join(home, "config.toml"), "w") as f:
+            f.write("[session]\nsidecar_titles = false\n[subagents]\nmax_concurrent = 8\n")
+        tern = Tern(home, project, mock, size=(160, 48))
+        tern.wait_for("message tern")
+        before_cpu = cpu_seconds(tern.pid)
+        start = time.time()
+        tern.keys("-l", "send eight subagents")
+        tern.keys("Enter")
+        # Every run reports in a notice; the last notice's turn ends with the text streamed.
+        deadline = time.time() + 180
+        while time.time() < deadline:
+            results = glob.glob(os.path.join(home, "data/sessions/*/subagents/*/result.md"))
+            screen = tern.screen()
+            if len(results) == 8 and "ready ·" in screen and not any(
+                    mark in screen for mark in ("● ", "… ")):
+                break
+            time.sleep(0.1)
+        tern.wait_for("ready ·", timeout=60)
+        elapsed = time.time() - start
+        cpu = cpu_seconds(tern.pid) - before_cpu
+        peak = peak_rss_mib(tern.pid)
+        frames = [at for at, _ in tern.frame_log() if start <= at / 1e6 <= start + elapsed]
+        busiest = 0
+        for at in frames:
+            busiest = max(busiest, sum(1 for other in frames if at <= other < at + 1_000_000))
+        export = os.path.join(root, "out.md")
+        tern.keys("-l", f"/export {export}")
+        tern.keys("Enter")
+        deadline = time.time() + 10
+        while not os.path.exists(export) and time.time() < deadline:
+            time.sleep(0.05)
+        with open(export) as f:
+            exported = f.read()
+        results = glob.glob(os.path.join(home, "data/sessions/*/subagents/*/result.md"))
+        whole = sum(1 for path in results if reply in open(path).read())
+        tern.stop()
+        print(f"8 subagents and the main session streaming 2,000 words at 2,000/s each: "
+              f"{elapsed:.1f} s to every report, tern CPU {cpu:.1f} s ({100 * cpu / elapsed:.0f}% "
+              f"of one core), peak RSS {peak:.1f} MiB, {len(frames) / elapsed:.0f} frames/s on "
+              f"average, {busiest} in the busiest second (cap 60); every word in the main "
+              f"transcript: {reply in exported}; runs whose result holds every word: {whole}/8")
+    finally:
+        mock.stop()
+        shutil.rmtree(root, ignore_errors=True)
+
+
 def long_session():
     mock = Mock("ok")
     root = tempfile.mkdtemp(prefix="tern-bench-")
@@ -297,15 +367,24 @@ def picker(runs):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--only", choices=["first", "second", "streaming", "subagents",
+                                           "long", "picker"],
+                        help="run only this measurement")
     args = parser.parse_args()
     for binary in (TERN, MOCK, SEED):
         if not os.path.exists(binary):
             raise SystemExit(f"{binary} is missing: cargo build --release --bin tern --examples")
-    first_frame_and_idle(args.runs)
-    second_terminal(args.runs)
-    streaming()
-    long_session()
-    picker(3)
+    measurements = {
+        "first": lambda: first_frame_and_idle(args.runs),
+        "second": lambda: second_terminal(args.runs),
+        "streaming": streaming,
+        "subagents": eight_subagents,
+        "long": long_session,
+        "picker": lambda: picker(3),
+    }
+    for name, measure in measurements.items():
+        if args.only in (None, name):
+            measure()
 
 
 if __name__ == "__main__":

@@ -14,19 +14,22 @@ mod mock_provider;
 use mock_provider::{MockProvider, Reply};
 use std::process::ExitCode;
 
-const USAGE: &str = "usage: mock_provider [--port PORT] [--reply TEXT] [--between-us N]
+const USAGE: &str =
+    "usage: mock_provider [--port PORT] [--reply TEXT] [--between-us N] [--subagents N]
   --port PORT      port on 127.0.0.1 to listen on; 0 (the default) picks a free one
   --reply TEXT     the text every request gets (default: \"Hello!\"), streamed a word per event
-  --between-us N   microseconds between streamed events (default 0: as fast as it can)";
+  --between-us N   microseconds between streamed events (default 0: as fast as it can)
+  --subagents N    the first request gets N spawn_agent calls instead; every later one the text";
 
 fn main() -> ExitCode {
     let mut port: u16 = 0;
     let mut reply = String::from("Hello!");
     let mut between = std::time::Duration::ZERO;
+    let mut subagents: usize = 0;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         let value = match arg.as_str() {
-            "--port" | "--reply" | "--between-us" => args.next(),
+            "--port" | "--reply" | "--between-us" | "--subagents" => args.next(),
             "-h" | "--help" => {
                 println!("{USAGE}");
                 return ExitCode::SUCCESS;
@@ -50,6 +53,14 @@ fn main() -> ExitCode {
                     return ExitCode::from(2);
                 }
             }
+        } else if arg == "--subagents" {
+            match value.parse() {
+                Ok(n) => subagents = n,
+                Err(_) => {
+                    eprintln!("mock_provider: --subagents takes a number, not {value:?}");
+                    return ExitCode::from(2);
+                }
+            }
         } else if let Ok(parsed) = value.parse() {
             port = parsed;
         } else {
@@ -66,6 +77,14 @@ fn main() -> ExitCode {
         }
     };
     mock.disable_recording();
+    if subagents > 0 {
+        mock.push(Reply::tool_calls((0..subagents).map(|i| {
+            (
+                "spawn_agent",
+                serde_json::json!({"task": format!("part {i}: write what you find")}),
+            )
+        })));
+    }
     mock.repeat(Reply::text(reply).delay_between_events(between));
     // Stdout is line-buffered, so the URL is visible to a reading script at once.
     println!("{}", mock.base_url());
