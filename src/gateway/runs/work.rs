@@ -213,12 +213,17 @@ impl Work {
             },
             project_dir: self.request.project_dir.clone(),
         };
-        let filter = OutputFilter::TEXT.union(OutputFilter::PROCESSING_STATE);
+        // The streamed text too: a reply the output limit cuts off is kept nowhere else.
+        let filter = OutputFilter::TEXT
+            .union(OutputFilter::TEXT_STREAMING)
+            .union(OutputFilter::PROCESSING_STATE);
         let mut events = match manager.send_watched(message, filter).await {
             Ok((_, events)) => events,
             Err(err) => return failed(format!("Its task could not be given to it: {err}")),
         };
         let mut cancelled = false;
+        // The text the current model call has streamed.
+        let mut streamed = String::new();
         loop {
             let event = tokio::select! {
                 event = events.recv() => event,
@@ -240,13 +245,29 @@ impl Work {
                     };
                 }
                 Some(SessionEvent::TurnFailed { message, stop, .. }) => {
+                    let mut text = message;
+                    if stop == TurnStop::OutputLimit && !streamed.trim().is_empty() {
+                        text.push_str(&self.keep_cut_off(&streamed));
+                    }
                     return Outcome {
                         state: run_state(stop, cancelled),
-                        text: message,
+                        text,
                         child: None,
                         change: None,
                     };
                 }
+                Some(SessionEvent::TextDelta { text }) => streamed.push_str(&text),
+                // A call asked again voids what it streamed; a new call starts afresh.
+                Some(SessionEvent::Retry {
+                    discarded_chars, ..
+                }) => {
+                    let keep = streamed
+                        .chars()
+                        .count()
+                        .saturating_sub(discarded_chars as usize);
+                    streamed = streamed.chars().take(keep).collect();
+                }
+                Some(SessionEvent::ToolResult { .. }) => streamed.clear(),
                 Some(_) => {}
                 None => {
                     let state = if manager.is_stopping() {
@@ -261,6 +282,22 @@ impl Work {
                         change: None,
                     };
                 }
+            }
+        }
+    }
+
+    /// Keeps a reply the output limit cut off in `artifacts/truncated-output.md`; what the
+    /// result says of it.
+    fn keep_cut_off(&self, text: &str) -> String {
+        let path = self.dirs.artifact_dir.join("truncated-output.md");
+        match std::fs::write(&path, text) {
+            Ok(()) => format!(
+                "\n\nThe reply the output limit cut off ({} bytes) is kept in {}.",
+                text.len(),
+                path.display()
+            ),
+            Err(err) => {
+                format!("\n\n(The reply the output limit cut off could not be kept: {err}.)")
             }
         }
     }

@@ -513,3 +513,63 @@ async fn a_run_drained_with_its_owner_ends_owner_restarted_at_the_next_start_and
     handle.state().await.unwrap();
     assert_eq!(tool_results(&world, &child.id).len(), calls_before);
 }
+
+#[tokio::test]
+async fn runs_that_fail_loop_or_are_cut_off_end_failed_and_keep_what_they_said() {
+    let mut world = World::anthropic();
+    world.settings.max_rounds = 2;
+    world.mock.push(Reply::tool_calls([
+        ("spawn_agent", json!({"task": "MARKER-CUT: write a lot."})),
+        ("spawn_agent", json!({"task": "MARKER-LOOP: keep going."})),
+        ("spawn_agent", json!({"task": "MARKER-ERR: fail."})),
+    ]));
+    world.mock.push(Reply::text("Three sent."));
+    world.mock.push_for_input(
+        "MARKER-CUT",
+        Reply::text("The list goes on: one, two, thr").stop_reason_max_tokens(),
+    );
+    for _ in 0..3 {
+        world.mock.push_for_input(
+            "MARKER-LOOP",
+            Reply::tool_call("glob", json!({"pattern": "*.rs"})),
+        );
+    }
+    world.mock.push_for_input(
+        "MARKER-ERR",
+        Reply::error(
+            400,
+            r#"{"type":"error","error":{"type":"invalid_request_error","message":"bad request"}}"#,
+        ),
+    );
+    world.mock.repeat(Reply::text("Noted."));
+    let manager = manager(&world);
+    let (parent, _) = parent_turns(&manager, &world, "cli:parent-7", "three", 1).await;
+    let runs = run_ids(&world, &parent);
+    wait_until("the runs never ended", &|| {
+        manager.runs().pending(&parent) == 0
+    })
+    .await;
+    let state = |run: &RunId| {
+        manager.runs().check(&parent, run, false).unwrap()["state"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    assert_eq!(
+        [state(&runs[0]), state(&runs[1]), state(&runs[2])],
+        ["failed", "failed", "failed"]
+    );
+    let dir = run_dir(&world, &parent, &runs[0]);
+    let kept = std::fs::read_to_string(dir.join("artifacts/truncated-output.md")).unwrap();
+    assert_eq!(kept, "The list goes on: one, two, thr");
+    let result = std::fs::read_to_string(dir.join("result.md")).unwrap();
+    assert!(result.contains("truncated-output.md"), "{result}");
+    let notices = notices(&world, &parent);
+    assert_eq!(notices.len(), 3);
+    assert!(
+        notices
+            .iter()
+            .all(|notice| notice.contains("ended: failed")),
+        "{notices:?}"
+    );
+}
