@@ -179,6 +179,25 @@ fn valid_name(name: &str) -> bool {
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_')
 }
 
+/// The text of a definition file: a regular file (a pipe or a device would never end) of
+/// at most [`MAX_FILE_BYTES`], read no further than that.
+fn read_definition(path: &Path) -> Result<String, String> {
+    use std::io::Read;
+    let meta = std::fs::metadata(path).map_err(|err| err.to_string())?;
+    if !meta.is_file() {
+        return Err("it is not a regular file".to_owned());
+    }
+    let file = std::fs::File::open(path).map_err(|err| err.to_string())?;
+    let mut bytes = Vec::new();
+    file.take(MAX_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|err| err.to_string())?;
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Err(format!("it is larger than {} KiB", MAX_FILE_BYTES / 1024));
+    }
+    String::from_utf8(bytes).map_err(|_| "it is not UTF-8 text".to_owned())
+}
+
 /// The definitions a session may use, by name, and what was skipped while reading them.
 #[derive(Debug, Clone, Default)]
 pub struct Definitions {
@@ -232,18 +251,7 @@ impl Definitions {
                 source: shown.clone(),
                 reason,
             };
-            let read = std::fs::metadata(&path)
-                .map_err(|err| skip(err.to_string()))
-                .and_then(|meta| {
-                    if meta.len() > MAX_FILE_BYTES {
-                        Err(skip(format!(
-                            "it is larger than {} KiB",
-                            MAX_FILE_BYTES / 1024
-                        )))
-                    } else {
-                        std::fs::read_to_string(&path).map_err(|err| skip(err.to_string()))
-                    }
-                });
+            let read = read_definition(&path).map_err(skip);
             let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("");
             match read.and_then(|text| Definition::parse(&text, stem, &shown)) {
                 Ok(mut definition) => {
@@ -340,6 +348,10 @@ mod tests {
         std::fs::write(in_project.join("docs.md"), def("the project's docs")).unwrap();
         std::fs::write(in_project.join("broken.md"), "no frontmatter").unwrap();
         std::fs::write(in_project.join("notes.txt"), "not a definition").unwrap();
+        // A pipe is never read: it would never end.
+        let fifo = in_project.join("pipe.md");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        let has_fifo = made.is_ok_and(|status| status.success());
         let defs = Definitions::load(&config, &project);
         assert_eq!(
             defs.get("explorer").unwrap().description,
@@ -347,7 +359,11 @@ mod tests {
         );
         assert_eq!(defs.get("docs").unwrap().description, "the project's docs");
         assert!(defs.get("reviewer").is_some());
-        assert_eq!(defs.skipped.len(), 1);
-        assert!(defs.skipped[0].source.ends_with("broken.md"));
+        let skipped: Vec<&str> = defs.skipped.iter().map(|s| s.source.as_str()).collect();
+        assert!(skipped[0].ends_with("broken.md"), "{skipped:?}");
+        if has_fifo {
+            assert!(skipped[1].ends_with("pipe.md"), "{skipped:?}");
+            assert_eq!(defs.skipped[1].reason, "it is not a regular file");
+        }
     }
 }

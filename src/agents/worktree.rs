@@ -71,8 +71,12 @@ pub fn create(
     }
     let mut options = git2::WorktreeAddOptions::new();
     options.reference(Some(branch.get()));
-    repo.worktree(name, at, Some(&options))
-        .map_err(|err| failed("could not add the worktree", &err))?;
+    if let Err(err) = repo.worktree(name, at, Some(&options)) {
+        // The branch goes with the worktree that was not made.
+        let mut branch = branch;
+        let _ = branch.delete();
+        return Err(failed("could not add the worktree", &err));
+    }
     let inside = |path: &Path| {
         let top = top.canonicalize().unwrap_or_else(|_| top.clone());
         let path = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
@@ -180,6 +184,23 @@ pub fn bring_in(project_dir: &Path, base: &str, branch: &str) -> Result<Change, 
             "{branch} changes nothing; there is nothing to bring in."
         ));
     };
+    // An edit approved for the project reaches nothing outside it.
+    let project = project_dir
+        .canonicalize()
+        .unwrap_or_else(|_| project_dir.to_path_buf());
+    let top_real = top.canonicalize().unwrap_or_else(|_| top.clone());
+    if let Some(outside) = change
+        .files
+        .iter()
+        .find(|file| !top_real.join(file).starts_with(&project))
+    {
+        return Err(format!(
+            "the change of {branch} touches {}, outside the project folder {}; nothing was \
+             changed. Merge the branch with git instead",
+            outside.display(),
+            project.display()
+        ));
+    }
     let diff = diff(&repo, base, branch)?;
     let mut check = git2::ApplyOptions::new();
     check.check(true);
@@ -270,6 +291,38 @@ mod tests {
         assert!(!project.path().join("added.txt").exists(), "all or nothing");
         let lib = std::fs::read_to_string(project.path().join("src/lib.rs")).unwrap();
         assert_eq!(lib, "fn mine() {}\n");
+    }
+
+    #[test]
+    fn a_change_beyond_the_project_folder_is_not_brought_in() {
+        let repo = repo();
+        let project = repo.path().join("src");
+        let sessions = tempfile::tempdir().unwrap();
+        let at = sessions.path().join("run-4");
+        let (worktree, cwd) = create(&project, &project, &at, "run-4").unwrap();
+        assert_eq!(worktree.project_dir, at.join("src"));
+        assert_eq!(cwd, at.join("src"));
+        std::fs::write(at.join("src/lib.rs"), "fn inside() {}\n").unwrap();
+        std::fs::write(at.join("old.txt"), "outside\n").unwrap();
+        commit_all(&worktree, "both").unwrap().expect("a change");
+        let err = bring_in(&project, &worktree.base, &worktree.branch).unwrap_err();
+        assert!(err.contains("outside the project folder"), "{err}");
+        let lib = std::fs::read_to_string(project.join("lib.rs")).unwrap();
+        assert_eq!(lib, "fn a() {}\n", "nothing changed");
+    }
+
+    #[test]
+    fn a_failed_worktree_leaves_no_branch_behind() {
+        let project = repo();
+        let taken = project.path().join("taken");
+        std::fs::create_dir(&taken).unwrap();
+        std::fs::write(taken.join("file"), "x").unwrap();
+        assert!(create(project.path(), project.path(), &taken, "run-5").is_err());
+        let repo = git2::Repository::open(project.path()).unwrap();
+        assert!(
+            repo.find_branch("tern/run-5", git2::BranchType::Local)
+                .is_err()
+        );
     }
 
     #[test]

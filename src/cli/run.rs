@@ -189,9 +189,23 @@ pub async fn run(args: RunArgs) -> anyhow::Result<Outcome> {
     let mut follower = follow::Follower::new(&service, &id, go_on);
     let (runs_tx, mut runs) = tokio::sync::mpsc::unbounded_channel::<(RunId, RunNews)>();
     let (mut runs_sent, mut runs_ended) = (BTreeSet::new(), BTreeSet::new());
+    // The last turn's end, while more turns may come.
+    let mut ended: Option<TurnEnd> = None;
     let end = loop {
         tokio::select! {
-            Some((run, news)) = runs.recv() => show_run(&renderer, &mut runs_ended, run, news),
+            Some((run, news)) = runs.recv() => {
+                let final_status = matches!(&news, RunNews::Status(status) if has_ended(status));
+                show_run(&renderer, &mut runs_ended, run, news);
+                // A run that ended without a turn of its notice (one that could not be
+                // delivered) leaves nothing more to wait for.
+                if final_status
+                    && ended.is_some()
+                    && !more_to_come(&service, &id).await?
+                    && let Some(end) = ended.take()
+                {
+                    break end;
+                }
+            }
             item = feed.next() => {
                 if let Some(run) = sent_run(&item) {
                     renderer.subagent_started(&run);
@@ -205,6 +219,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<Outcome> {
                     if interrupted || !more_to_come(&service, &id).await? {
                         break end;
                     }
+                    ended = Some(end);
                 }
             }
             _ = interrupts.recv() => {

@@ -154,9 +154,12 @@ impl SessionManager {
             Err(_) => return Ok(Vec::new()),
         };
         let mut warmed = Vec::new();
+        // The runs drained with their owner, ended once every session is up: a notice opens
+        // its parent, which must not be opened again here.
+        let mut runs = Vec::new();
         for session in drained {
             // One that cannot be warmed up does not keep the others cold.
-            match self.warm_one(&session).await {
+            match self.warm_one(&session, &mut runs).await {
                 Ok(Some(one)) => warmed.push(one),
                 Ok(None) => {}
                 Err(err) => {
@@ -164,13 +167,20 @@ impl SessionManager {
                 }
             }
         }
+        for records in runs {
+            self.end_drained_run(&records).await;
+        }
         let _ = std::fs::remove_file(&path);
         Ok(warmed)
     }
 
     /// Opens one session the drain stopped, taking its turn up again when it can be;
     /// `None` for one the drain found idle, which stays cold until its next message.
-    async fn warm_one(&self, session: &DrainedSession) -> Result<Option<WarmedUp>, GatewayError> {
+    async fn warm_one(
+        &self,
+        session: &DrainedSession,
+        runs: &mut Vec<Vec<JournalRecord>>,
+    ) -> Result<Option<WarmedUp>, GatewayError> {
         let Ok(key) = SessionKey::parse(&session.key) else {
             return Ok(None);
         };
@@ -186,7 +196,7 @@ impl SessionManager {
         // A subagent's turn is not taken up with nobody following it: its run ends, and
         // its parent is told.
         if meta.parent.is_some() {
-            self.end_drained_run(&records).await;
+            runs.push(records);
             return Ok(None);
         }
         let handle = SessionHandle::resume(self.deps_of(&meta), &meta)?;

@@ -544,8 +544,10 @@ impl SessionManager {
         self.live.lock().await.len()
     }
 
-    /// Lets every session finish what it accepted, then stops them all.
+    /// Lets every session finish what it accepted, then stops them all. Nothing new starts
+    /// from then on (a subagent run waiting for a place, a run's notice).
     pub async fn close_all(&self) {
+        self.stopping.store(true, Ordering::Release);
         let handles: Vec<SessionHandle> = self.live.lock().await.drain().map(|(_, h)| h).collect();
         for handle in handles {
             handle.close().await;

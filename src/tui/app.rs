@@ -428,6 +428,9 @@ impl App {
     pub fn reset_view(&mut self) {
         self.transcript = Transcript::default();
         self.asking.clear();
+        // The runs of the session left behind are not this one's.
+        self.panes = Panes::default();
+        self.new_runs.clear();
         self.session = None;
         self.status.working = None;
         self.status.tokens = Default::default();
@@ -622,6 +625,7 @@ impl App {
             AppEvent::Compacted(Err(err)) => self.notice(format!("compaction failed: {err}")),
             AppEvent::Renewed { old, new } => {
                 self.transcript = Transcript::default();
+                self.panes = Panes::default();
                 let note = match old {
                     Some(old) => format!(
                         "new session {}; session {} is archived (tern sessions list --archived)",

@@ -46,7 +46,7 @@ pub fn regions(area: Rect, composer_rows: u16, panes: usize) -> Regions {
     let mut transcript = row(area.y, transcript_h);
     let mut beside = row(area.y, 0);
     if panes > 0 && area.width >= SIDE_BY_SIDE_WIDTH {
-        let left = area.width * 3 / 5;
+        let left = (u32::from(area.width) * 3 / 5) as u16;
         beside = Rect {
             x: area.x + left,
             width: area.width - left,

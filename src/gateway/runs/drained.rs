@@ -32,6 +32,9 @@ impl SessionManager {
             said.join("\n\n")
         };
         let result_path = role.run_dir.join("result.md");
+        // The tern that drained it wrote its result (its worktree's branch among it) when it
+        // could: that one stands.
+        let written = std::fs::metadata(&result_path).is_ok_and(|meta| meta.len() > 0);
         let result = format!(
             "# Result of run {} ({})\n\nState: {}\n\nThe tern that ran it stopped before it \
              ended, and it was not taken up again, so none of its calls ran twice. What it had \
@@ -40,7 +43,7 @@ impl SessionManager {
             role.agent,
             RunState::OwnerRestarted,
         );
-        if let Err(err) = std::fs::write(&result_path, result) {
+        if !written && let Err(err) = std::fs::write(&result_path, result) {
             tracing::warn!(run = %role.run_id, %err, "could not write a run's result");
         }
         let Some(parent) = self.deps.store.meta(&role.parent).ok().flatten() else {

@@ -56,8 +56,15 @@ pub fn follow_run(
         loop {
             tokio::select! {
                 _ = poll.tick(), if !ended => {
-                    let Ok(status) = service.run_status(&parent, &run, false).await else {
-                        return;
+                    let status = match service.run_status(&parent, &run, false).await {
+                        Ok(status) => status,
+                        // Its owner is gone (a new one keeps no runs of the last), or it
+                        // refuses: the run is lost to this follower, which says so.
+                        Err(err) => {
+                            let lost = serde_json::json!({"state": "lost", "error": err.to_string()});
+                            let _ = tx.send((run.clone(), RunNews::Status(lost)));
+                            return;
+                        }
                     };
                     ended = has_ended(&status);
                     // A run ends after its session's turn: once live, nothing more comes.

@@ -47,10 +47,11 @@ impl Work {
             .await
             .map(|handle| handle.keep_awake());
         let outcome = self.work(&manager, &runs).await;
-        runs.set_state(&self.id, outcome.state);
+        // Written before the end is told, so whoever hears of it finds the file.
         if let Err(err) = std::fs::write(&self.dirs.result_path, self.result_file(&outcome)) {
             tracing::warn!(run = %self.id, %err, "could not write a run's result");
         }
+        runs.set_state(&self.id, outcome.state);
         let reported = self.report(&manager, &outcome).await;
         if let Some(run) = runs.table().get_mut(&self.id) {
             run.reported = true;
@@ -77,6 +78,12 @@ impl Work {
         };
         if self.cancel.is_cancelled() {
             return ended(RunState::Cancelled, "Cancelled before it started.");
+        }
+        if manager.is_stopping() {
+            return ended(
+                RunState::OwnerRestarted,
+                "tern stopped before this run started; nothing of it ran.",
+            );
         }
         runs.set_state(&self.id, RunState::Running);
         if let Err(why) = self.make_worktree(runs).await {
