@@ -573,3 +573,45 @@ async fn runs_that_fail_loop_or_are_cut_off_end_failed_and_keep_what_they_said()
         "{notices:?}"
     );
 }
+
+#[tokio::test]
+async fn a_parent_with_a_run_working_does_not_rest_until_it_has_heard_of_it() {
+    let mut world = World::anthropic();
+    // Rest would come 1 s after the turn, plus the 5 s grace.
+    world.settings.idle_timeout = Duration::from_secs(1);
+    world.mock.push(Reply::tool_call(
+        "spawn_agent",
+        json!({"task": "MARKER-AWAKE: take a while."}),
+    ));
+    world.mock.push(Reply::text("Sent."));
+    world.mock.push_for_input(
+        "MARKER-AWAKE",
+        Reply::text("Done at last.").delay_before(Duration::from_secs(8)),
+    );
+    world.mock.repeat(Reply::text("Heard."));
+    let manager = manager(&world);
+    let (parent, _) = parent_turns(&manager, &world, "cli:parent-8", "take a while", 1).await;
+    wait_until("the run never reported", &|| {
+        !notices(&world, &parent).is_empty()
+    })
+    .await;
+    let journal = world.store.load(&parent).unwrap();
+    let notice_at = journal
+        .iter()
+        .position(|record| {
+            matches!(
+                &record.event,
+                JournalEvent::InputAccepted {
+                    kind: InputKind::ChildNotice,
+                    ..
+                }
+            )
+        })
+        .unwrap();
+    assert!(
+        !journal[..notice_at]
+            .iter()
+            .any(|record| matches!(record.event, JournalEvent::Passivated { .. })),
+        "the parent rested while its run worked"
+    );
+}
