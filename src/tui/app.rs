@@ -134,6 +134,9 @@ pub struct App {
     pub panes: Panes,
     /// Runs the session just sent, for the runner to follow.
     new_runs: Vec<RunId>,
+    /// For the session of a subagent run (`tern -r` on it): the parent; nothing is sent to
+    /// it from here.
+    pub read_only_for: Option<SessionId>,
 }
 
 impl App {
@@ -152,6 +155,7 @@ impl App {
             asking: VecDeque::new(),
             panes: Panes::default(),
             new_runs: Vec::new(),
+            read_only_for: None,
         }
     }
 
@@ -315,6 +319,15 @@ impl App {
             }
             return vec![Action::Shell(command.to_owned())];
         }
+        if let Some(parent) = &self.read_only_for {
+            self.composer.set(&text);
+            self.notice(format!(
+                "this is the session of a subagent run of session {}: it is shown read-only; \
+                 /new starts a conversation of your own, /resume picks another",
+                parent.short()
+            ));
+            return Vec::new();
+        }
         let mut message = std::mem::take(&mut self.shell_context).join("\n\n");
         if !message.is_empty() {
             message.push_str("\n\n");
@@ -430,6 +443,7 @@ impl App {
         self.asking.clear();
         // The runs of the session left behind are not this one's.
         self.panes = Panes::default();
+        self.read_only_for = None;
         self.new_runs.clear();
         self.session = None;
         self.status.working = None;

@@ -278,6 +278,7 @@ impl Runner {
     fn linked(&mut self, app: &mut App, news: Linked) {
         match self.link.linked(news) {
             Ok(Some(meta)) => {
+                app.read_only_for = meta.parent.as_ref().map(|parent| parent.session.clone());
                 if meta.project_dir != self.link.project_dir {
                     self.link.project_dir = meta.project_dir.clone();
                     app.set_files(self.link.files());

@@ -733,3 +733,22 @@ fn subagent_panes_beside_the_transcript_as_tabs_and_full_screen() {
         ));
     });
 }
+
+#[test]
+fn the_session_of_a_subagent_run_is_shown_read_only() {
+    let now = Instant::now();
+    let mut app = app();
+    app.read_only_for = Some(tern::domain::SessionId::from_string("0123456789abcdef"));
+    typed(&mut app, "take over", now);
+    let sent = app.key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE), now);
+    assert!(sent.is_empty(), "{sent:?}");
+    let shown = screen(&mut app, 80, 24, now);
+    assert!(
+        shown.contains("subagent run of session 01234567"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("take over"),
+        "what was typed stays in the composer: {shown}"
+    );
+}
