@@ -176,7 +176,9 @@ impl AgentRuns for Runs {
         std::fs::write(&dirs.task_path, task_file(&id, &definition, &request))
             .map_err(|err| format!("Could not write {}: {err}", dirs.task_path.display()))?;
         let cancel = CancellationToken::new();
-        self.table().insert(
+        let mut table = self.table();
+        forget_old(&mut table);
+        table.insert(
             id.clone(),
             Run {
                 parent: request.parent.clone(),
@@ -194,6 +196,7 @@ impl AgentRuns for Runs {
                 written: BTreeSet::new(),
             },
         );
+        drop(table);
         let work = Work {
             worktree_at: isolated.then(|| parent_dirs.worktree_dir.join(id.as_str())),
             worktree: None,
@@ -211,7 +214,9 @@ impl AgentRuns for Runs {
         let mut table = self.table();
         let Some(entry) = table.get_mut(run).filter(|entry| &entry.parent == parent) else {
             return Err(format!(
-                "This session started no run {run}; spawn_agent returned the ids of those it did."
+                "This session started no run {run} that tern still keeps (a run that ended and was \
+                 reported over an hour ago is only in its result.md); spawn_agent returned the \
+                 ids of those it started."
             ));
         };
         if cancel && !entry.state.is_final() {
@@ -303,6 +308,20 @@ impl AgentRuns for Runs {
         let change = worktree::bring_in(&project_dir, &worktree.base, &worktree.branch)?;
         Ok((change.stat, change.files))
     }
+}
+
+/// How long a run that ended and was reported stays in the owner's table.
+const KEPT_AFTER_END: std::time::Duration = std::time::Duration::from_secs(3600);
+
+/// Forgets the runs that ended, were reported and are older than [`KEPT_AFTER_END`], so a
+/// long-lived owner's table stays bounded; their `result.md` keeps what they did.
+fn forget_old(table: &mut BTreeMap<RunId, Run>) {
+    table.retain(|_, run| {
+        !run.reported
+            || run
+                .ended
+                .is_none_or(|ended| ended.elapsed() < KEPT_AFTER_END)
+    });
 }
 
 /// The definition of a subagent sent without one: every tool of its parent.
