@@ -115,6 +115,9 @@ impl Config {
             None => writeln!(out, "idle_minutes = 0 (off)")?,
         }
 
+        writeln!(out, "\n[subagents]")?;
+        writeln!(out, "max_concurrent = {}", s.subagents.max_concurrent)?;
+
         let t = &self.tools;
         writeln!(out, "\n[tools]")?;
         let list = |names: &[String]| {

@@ -11,6 +11,9 @@ fn no_file_and_no_environment_gives_defaults_and_no_provider() {
     let config = loaded("", &[]);
     assert_eq!(config.session, SessionSettings::default());
     assert_eq!(config.session.max_rounds, 60);
+    assert_eq!(config.session.subagents.max_concurrent, 4);
+    let set = loaded("[subagents]\nmax_concurrent = 8\n", &[]);
+    assert_eq!(set.session.subagents.max_concurrent, 8);
     assert_eq!(config.retry, RetrySettings::default());
     assert_eq!(config.models.default_provider, None);
     let names: Vec<_> = config.providers.keys().map(String::as_str).collect();

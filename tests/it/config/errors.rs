@@ -116,6 +116,12 @@ fn bad_values() {
         &["0 is out of range", "from 1 to 10000"],
     );
     check_error(
+        "[subagents]\nmax_concurrent = 0\n",
+        2,
+        "subagents.max_concurrent",
+        &["is 0", "from 1 to 64"],
+    );
+    check_error(
         "\n\n[retry]\nmax_attempts = 0\n",
         4,
         "retry.max_attempts",
