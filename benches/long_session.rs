@@ -93,6 +93,7 @@ async fn run(turns: usize, window: u64, mock: MockProvider) {
         redactor: Default::default(),
         child_env: Default::default(),
         agents: Default::default(),
+        jobs: Default::default(),
     });
     let project = home.project().canonicalize().expect("the project");
     let handle = SessionHandle::create(deps, project).expect("a session");

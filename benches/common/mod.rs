@@ -59,5 +59,6 @@ pub fn deps(
         redactor: Default::default(),
         child_env: Default::default(),
         agents: Default::default(),
+        jobs: Default::default(),
     })
 }

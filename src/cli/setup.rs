@@ -200,6 +200,7 @@ pub fn session_deps(
         redactor: Arc::new(Redactor::new(secrets)),
         child_env: Arc::new(child_env),
         agents: Default::default(),
+        jobs: Default::default(),
     })
 }
 

@@ -219,6 +219,7 @@ impl Local {
             child_env: self.deps.child_env.clone(),
             spool: None,
             agents: None,
+            jobs: None,
         };
         let input = serde_json::json!({ "command": command });
         let output = tool.execute(input, &ctx, CancellationToken::new()).await;

@@ -629,6 +629,8 @@ impl SessionActor {
             Ok(_) => snapshot::snapshot(&self.deps.store, state),
             Err(err) => tracing::warn!(%err, "could not journal the rest checkpoint"),
         }
+        // Its background jobs do not outlive it.
+        self.deps.jobs.kill_session(&self.id);
         tracing::info!(session = %self.id, "session put to rest after {idle_secs} s idle");
         self.accepting = false;
     }

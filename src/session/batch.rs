@@ -410,6 +410,7 @@ mod tests {
             child_env: Default::default(),
             spool: None,
             agents: None,
+            jobs: None,
         }
     }
 

@@ -7,6 +7,7 @@ use crate::config::SessionSettings;
 use crate::llm::ModelClient;
 use crate::store::{Overrides, Store};
 use crate::tools::agents::AgentRuns;
+use crate::tools::jobs::Jobs;
 use crate::tools::{ApprovalMode, ChildEnv, ToolRegistry};
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock, Weak};
@@ -35,6 +36,8 @@ pub struct SessionDeps {
     /// The subagent runs of the session service, once it runs them: shared by every copy of
     /// these dependencies.
     pub agents: AgentSlot,
+    /// The background jobs of every session of this process.
+    pub jobs: Arc<Jobs>,
 }
 
 impl SessionDeps {

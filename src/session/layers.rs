@@ -20,6 +20,7 @@ use crate::prompt::{
     TurnNotes,
 };
 use crate::store::JournalEvent;
+use crate::tools::NOT_IN_SMALL_WINDOW;
 use crate::tools::ToolRegistry;
 use crate::tools::agents::PARENT_ONLY;
 use std::borrow::Cow;
@@ -46,15 +47,21 @@ fn sends_subagents(deps: &SessionDeps) -> bool {
         && !prompt_size(deps).is_compact()
 }
 
-/// The tools the session offers: its own, less the subagent tools where it may not send any.
+/// The tools the session offers: its own, less the subagent tools where it may not send any,
+/// and less the job tools in a small window (whose fixed prompt must stay small; a job can
+/// still be started, and read from its log).
 fn offered(deps: &SessionDeps) -> Cow<'_, ToolRegistry> {
-    let has_them = PARENT_ONLY
-        .iter()
-        .any(|name| deps.tools.get(name).is_some());
-    if !has_them || sends_subagents(deps) {
+    let mut left_out: Vec<&str> = Vec::new();
+    if !sends_subagents(deps) {
+        left_out.extend(PARENT_ONLY);
+    }
+    if prompt_size(deps).is_compact() {
+        left_out.extend(NOT_IN_SMALL_WINDOW);
+    }
+    if left_out.iter().all(|name| deps.tools.get(name).is_none()) {
         Cow::Borrowed(&deps.tools)
     } else {
-        Cow::Owned(deps.tools.without(&PARENT_ONLY))
+        Cow::Owned(deps.tools.without(&left_out))
     }
 }
 
@@ -125,13 +132,19 @@ pub async fn prepare_turn(
             Some(WorkingContext::gather(durable, with_shell, GIT_BUDGET).await)
         }
     };
-    let with_subagents = available_subagents(deps, state, audience, notes);
+    let mut own_notes = available_subagents(deps, state, audience, notes);
+    let jobs = deps.jobs.running(&state.id);
+    if !jobs.is_empty() {
+        own_notes
+            .get_or_insert_with(|| notes.clone())
+            .background_jobs = jobs;
+    }
     let nudge = prompt::nudge(
         audience,
         NudgeSources {
             time: &time,
             working: working.as_ref(),
-            notes: with_subagents.as_ref().unwrap_or(notes),
+            notes: own_notes.as_ref().unwrap_or(notes),
             size,
         },
     );

@@ -27,6 +27,7 @@ use crate::prompt::TurnNotes;
 use crate::store::JournalEvent;
 use crate::tools::ToolContext;
 use crate::tools::agents::AgentContext;
+use crate::tools::jobs::JobContext;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
@@ -241,6 +242,11 @@ impl Turn<'_> {
             child_env: self.deps.child_env.clone(),
             spool: None,
             agents: self.agent_context(state),
+            jobs: Some(JobContext {
+                jobs: self.deps.jobs.clone(),
+                session: state.id.clone(),
+                log_dir: self.dirs.log_dir.join("jobs"),
+            }),
         };
         let max_rounds = self.deps.settings.max_rounds;
         let mut guard = LoopGuard::new(max_rounds);

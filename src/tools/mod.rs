@@ -23,6 +23,7 @@ pub mod file_read;
 pub mod file_write;
 pub mod glob;
 pub mod grep;
+pub mod jobs;
 pub mod output;
 pub mod path_text;
 pub mod paths;
@@ -42,7 +43,7 @@ pub use child_env::ChildEnv;
 pub use output::{OutputCap, cap_head_tail};
 pub use policy::{ApprovalMode, ApprovalNeed, Decision, decide};
 pub use preview::{Preview, PreviewFuture};
-pub use registry::ToolRegistry;
+pub use registry::{NOT_IN_SMALL_WINDOW, ToolRegistry};
 pub use shell_execute::ShellLimits;
 
 use crate::domain::Audience;
@@ -82,6 +83,8 @@ pub struct ToolContext {
     /// The subagent runs a session may start and ask after; `None` where it may not (a
     /// subagent, a session outside the session service).
     pub agents: Option<agents::AgentContext>,
+    /// The session's background jobs; `None` where there are none (a `!` line).
+    pub jobs: Option<jobs::JobContext>,
 }
 
 /// What a tool call changed, for the session to record (recent files, working directory).

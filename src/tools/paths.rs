@@ -410,6 +410,7 @@ mod tests {
             child_env: Default::default(),
             spool: None,
             agents: None,
+            jobs: None,
         };
         let check = |input: Value, arg: PathArg, access: Access, expected: ApprovalNeed| {
             let need = need_for_input(&ctx, "t", &input, arg, access);

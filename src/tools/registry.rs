@@ -10,10 +10,17 @@ use super::file_read::FileRead;
 use super::file_write::FileWrite;
 use super::glob::Glob;
 use super::grep::Grep;
+use super::jobs::JobTool;
 use super::set_working_directory::SetWorkingDirectory;
 use super::shell_execute::{ShellExecute, ShellLimits};
 use crate::domain::Audience;
 use std::sync::Arc;
+
+/// The tools a session whose window is small (the compact prompt) is not offered, so its
+/// fixed prompt stays small: sending subagents, and reading or stopping jobs (a job can still
+/// be started, and its log read).
+pub const NOT_IN_SMALL_WINDOW: [&str; 4] =
+    ["check_agent_run", "job_kill", "job_output", "spawn_agent"];
 
 /// Tools by name.
 #[derive(Clone, Default)]
@@ -45,6 +52,8 @@ impl ToolRegistry {
         registry.register(Arc::new(SetWorkingDirectory));
         registry.register(Arc::new(SpawnAgent));
         registry.register(Arc::new(CheckAgentRun));
+        registry.register(Arc::new(JobTool::Output));
+        registry.register(Arc::new(JobTool::Kill));
         registry
     }
 

@@ -136,7 +136,8 @@ impl Tool for ShellExecute {
                          printing. Without it the limit is {max}; at most {ceiling}."
                     )
                 },
-                "description": {"type": "string", "description": "A few words saying what the command does, shown to the user."}
+                "description": {"type": "string", "description": "A few words saying what the command does, shown to the user."},
+                "background": {"type": "boolean", "description": "Start it as a background job and return its job_id at once (a server, a watcher, a long build); read it with job_output, stop it with job_kill."}
             },
             "required": ["command"],
             "additionalProperties": false
@@ -209,6 +210,9 @@ impl Tool for ShellExecute {
                     ctx.temp_dir.display()
                 ));
             }
+            if request.background {
+                return start_job(&request.command, ctx);
+            }
             match run(&request, ctx, &cancel).await {
                 Ok(output) => output,
                 Err(err) => ToolOutput::error(format!("Cannot start the command: {err}")),
@@ -217,9 +221,28 @@ impl Tool for ShellExecute {
     }
 }
 
+/// Starts `command` as a background job of the session.
+fn start_job(command: &str, ctx: &ToolContext) -> ToolOutput {
+    let Some(jobs) = &ctx.jobs else {
+        return ToolOutput::error(
+            "Background jobs are not available in this session; run the command without \
+             `background`.",
+        );
+    };
+    match jobs.jobs.start(&jobs.session, command, ctx, &jobs.log_dir) {
+        Ok(id) => ToolOutput::ok(
+            json!({"job_id": id, "state": "running", "log_dir": jobs.log_dir.display().to_string()})
+                .to_string(),
+        ),
+        Err(why) => ToolOutput::error(format!("Cannot start the job: {why}")),
+    }
+}
+
 /// A checked call.
 struct Request {
     command: String,
+    /// Started as a background job.
+    background: bool,
     /// How long it may run in all.
     hard_limit: Duration,
     /// Whether the call set `hard_limit` with `timeout_secs`.
@@ -237,10 +260,12 @@ fn parse(tool: &'static str, input: &Value, limits: &ShellLimits) -> Result<Requ
         return Err(ArgError(format!("{tool}: `command` is empty")));
     }
     args.opt_string("description")?;
+    let background = args.opt_bool("background")?.unwrap_or(false);
     let asked = args.opt_u64("timeout_secs", 1)?;
     let ceiling = limits.ceiling.as_secs();
     Ok(Request {
         command,
+        background,
         hard_limit: asked.map_or(limits.max_duration, |secs| {
             Duration::from_secs(secs.min(ceiling))
         }),

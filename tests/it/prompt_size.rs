@@ -97,7 +97,11 @@ fn fixed(window: u64, instructions: Option<&PromptFile>) -> Fixed {
     let size = PromptSize::for_window(window);
     let audience = Audience::Personal;
     let identity = IdentityFiles::default();
-    let registry = ToolRegistry::builtin();
+    // What a session in this window is offered.
+    let registry = match size.is_compact() {
+        true => ToolRegistry::builtin().without(&tern::tools::NOT_IN_SMALL_WINDOW),
+        false => ToolRegistry::builtin(),
+    };
     let tier_a = prompt::system_prompt(
         audience,
         SystemSources {

@@ -49,6 +49,7 @@ impl Project {
             child_env: Default::default(),
             spool: None,
             agents: None,
+            jobs: None,
         };
         Self {
             _root: root,
@@ -242,6 +243,8 @@ fn registry_lists_builtins_in_order_and_filters_by_audience() {
         "file_write",
         "glob",
         "grep",
+        "job_kill",
+        "job_output",
         "set_working_directory",
         "shell_execute",
         "spawn_agent",
@@ -266,7 +269,7 @@ fn registry_lists_builtins_in_order_and_filters_by_audience() {
         .copied()
         .filter(|&n| registry.get(n).is_some_and(|t| t.is_read_only()))
         .collect();
-    assert_eq!(read_only, ["file_read", "glob", "grep"]);
+    assert_eq!(read_only, ["file_read", "glob", "grep", "job_output"]);
 }
 
 #[test]

@@ -218,7 +218,11 @@ async fn public_inputs_get_the_thin_stack_and_no_host_tools() {
 
     // The owner, in the same session, gets the full stack and every tool.
     let personal = &requests[1].body;
-    assert_eq!(personal["tools"].as_array().unwrap().len(), 7);
+    assert_eq!(
+        personal["tools"].as_array().unwrap().len(),
+        9,
+        "the subagent tools only where runs are served"
+    );
     let system = system_blocks(personal);
     assert!(system[0].contains("Use tabs."), "{}", system[0]);
     assert!(system[0].contains("# Playbook (from identity/AGENTS.md)"));

@@ -111,6 +111,7 @@ impl World {
             redactor: Default::default(),
             child_env: Default::default(),
             agents: Default::default(),
+            jobs: Default::default(),
         })
     }
 
@@ -317,6 +318,7 @@ mod connections;
 mod errors;
 mod gateway;
 mod guard;
+mod jobs;
 mod joins;
 mod layers;
 mod lifecycle;

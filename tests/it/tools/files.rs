@@ -468,6 +468,7 @@ async fn child_writes_under_a_file_size_limit() {
         child_env: Default::default(),
         spool: None,
         agents: None,
+        jobs: None,
     };
     let big = "x".repeat(1 << 20);
     let write = json!({"path": "big.txt", "content": big});

@@ -46,6 +46,7 @@ impl Place {
             child_env: Default::default(),
             spool: None,
             agents: None,
+            jobs: None,
         };
         Self {
             _temp: temp,
