@@ -548,6 +548,8 @@ impl SessionManager {
     /// from then on (a subagent run waiting for a place, a run's notice).
     pub async fn close_all(&self) {
         self.stopping.store(true, Ordering::Release);
+        // Background jobs do not outlive the tern that started them.
+        self.deps.jobs.kill_all();
         let handles: Vec<SessionHandle> = self.live.lock().await.drain().map(|(_, h)| h).collect();
         for handle in handles {
             handle.close().await;

@@ -191,6 +191,15 @@ impl Jobs {
         }
     }
 
+    /// Stops every running job (tern is closing).
+    pub fn kill_all(&self) {
+        for job in self.table().values() {
+            if job.ended.is_none() {
+                stop_group(job.group);
+            }
+        }
+    }
+
     /// The running jobs of `session`, a line each, for the prompt's nudge.
     pub fn running(&self, session: &SessionId) -> Vec<String> {
         self.table()

@@ -166,3 +166,45 @@ fn stream_json_says_when_each_run_starts_and_ends_and_can_carry_its_events() {
         .count();
     assert_eq!(ends, 2, "{lines:?}");
 }
+
+#[test]
+fn a_background_job_does_not_outlive_the_tern_that_started_it() {
+    let cli = Cli::new();
+    let marker = format!("tern-job-marker-{}", std::process::id());
+    cli.mock.push(Reply::tool_call(
+        "shell_execute",
+        json!({"command": format!("echo {marker} started; sleep 60; echo {marker} done"), "background": true}),
+    ));
+    cli.mock.push(Reply::text("Started."));
+    let output = cli.run(&["run", "--approve", "all", "start a long job"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(stdout(&output).contains("Started."));
+    let running = || {
+        std::process::Command::new("pgrep")
+            .args(["-f", &marker])
+            .output()
+            .map(|out| out.status.success())
+            .unwrap_or(false)
+    };
+    // It ran: its log says so.
+    let logs = cli.home.home().join("data/sessions");
+    let log = std::fs::read_dir(&logs)
+        .unwrap()
+        .flatten()
+        .map(|session| session.path().join("logs/jobs/job-1.log"))
+        .find(|path| path.exists())
+        .expect("the job's log");
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !std::fs::read_to_string(&log).unwrap().contains("started") {
+        assert!(std::time::Instant::now() < deadline, "the job never ran");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while running() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the job outlived tern"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
