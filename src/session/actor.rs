@@ -249,6 +249,8 @@ impl SessionActor {
             Request::Close { reply } => {
                 self.closers.push(reply);
                 self.accepting = false;
+                // Its background jobs go with it (a reset, a switch, tern closing).
+                self.deps.jobs.kill_session(&self.id);
                 // Whoever would answer a question is leaving: stop as a drain does rather
                 // than wait for ever.
                 if self.deps.approval == ApprovalMode::Ask

@@ -242,7 +242,8 @@ impl Turn<'_> {
             child_env: self.deps.child_env.clone(),
             spool: None,
             agents: self.agent_context(state),
-            jobs: Some(JobContext {
+            // A subagent starts none: they would outlive its run, out of its parent's reach.
+            jobs: state.subagent.is_none().then(|| JobContext {
                 jobs: self.deps.jobs.clone(),
                 session: state.id.clone(),
                 log_dir: self.dirs.log_dir.join("jobs"),

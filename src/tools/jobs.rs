@@ -71,9 +71,22 @@ impl Jobs {
         };
         std::fs::create_dir_all(log_dir)
             .map_err(|err| format!("cannot create {}: {err}", log_dir.display()))?;
-        let log = log_dir.join(format!("job-{id}.log"));
-        let out = std::fs::File::create(&log)
-            .map_err(|err| format!("cannot create {}: {err}", log.display()))?;
+        // Ids start again with each tern: the log of an earlier one's job stays.
+        let (log, out) = (0..1000)
+            .find_map(|again| {
+                let name = match again {
+                    0 => format!("job-{id}.log"),
+                    n => format!("job-{id}.{n}.log"),
+                };
+                let path = log_dir.join(name);
+                let file = std::fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .open(&path)
+                    .ok()?;
+                Some((path, file))
+            })
+            .ok_or_else(|| format!("cannot create a log for job {id} in {}", log_dir.display()))?;
         let err_out = out
             .try_clone()
             .map_err(|err| format!("cannot open {}: {err}", log.display()))?;
@@ -155,13 +168,11 @@ impl Jobs {
             };
             (state, job.log.clone(), job.command.clone())
         };
-        let bytes =
-            std::fs::read(&log).map_err(|err| format!("cannot read {}: {err}", log.display()))?;
-        let text = String::from_utf8_lossy(&bytes);
+        let shown =
+            read_ends(&log).map_err(|err| format!("cannot read {}: {err}", log.display()))?;
         Ok(format!(
-            "job {id} ({command}): {state}\nlog: {}\n\n{}",
-            log.display(),
-            cap_head_tail(&text, SHOWN_BYTES)
+            "job {id} ({command}): {state}\nlog: {}\n\n{shown}",
+            log.display()
         ))
     }
 
@@ -229,6 +240,31 @@ impl Drop for Jobs {
             }
         }
     }
+}
+
+/// A log as shown: whole when short, else its first and last half of [`SHOWN_BYTES`] with a
+/// note of what is left out between; never more of the file read than that.
+fn read_ends(log: &Path) -> std::io::Result<String> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut file = std::fs::File::open(log)?;
+    let len = file.metadata()?.len();
+    let half = (SHOWN_BYTES / 2) as u64;
+    if len <= 2 * half {
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes)?;
+        return Ok(cap_head_tail(&String::from_utf8_lossy(&bytes), SHOWN_BYTES));
+    }
+    let mut head = vec![0; half as usize];
+    file.read_exact(&mut head)?;
+    file.seek(SeekFrom::Start(len - half))?;
+    let mut tail = Vec::with_capacity(half as usize);
+    file.take(half).read_to_end(&mut tail)?;
+    Ok(format!(
+        "{}\n[… {} bytes left out; the whole log is in the file …]\n{}",
+        String::from_utf8_lossy(&head),
+        len - 2 * half,
+        String::from_utf8_lossy(&tail)
+    ))
 }
 
 /// SIGTERM to `group`, and SIGKILL after [`STOP_GRACE`].
@@ -357,5 +393,26 @@ impl Tool for JobTool {
                 Err(why) => ToolOutput::error(why),
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_long_log_is_shown_by_its_ends_without_reading_the_middle() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("job-1.log");
+        let line = "a line of output from a chatty watcher\n";
+        let text = format!("FIRST\n{}LAST\n", line.repeat(200_000 / line.len()));
+        std::fs::write(&log, &text).unwrap();
+        let shown = read_ends(&log).unwrap();
+        assert!(shown.starts_with("FIRST\n"), "{}", &shown[..40]);
+        assert!(shown.trim_end().ends_with("LAST"));
+        assert!(shown.contains("bytes left out"));
+        assert!(shown.len() < SHOWN_BYTES + 200, "{}", shown.len());
+        std::fs::write(&log, "short\n").unwrap();
+        assert_eq!(read_ends(&log).unwrap(), "short\n");
     }
 }
