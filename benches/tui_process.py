@@ -137,6 +137,28 @@ class Tern:
         subprocess.run(["tmux", "-L", self.socket, "kill-server"], capture_output=True)
 
 
+def frames_between(tern, start, elapsed):
+    """The frames drawn from `start` (seconds) for `elapsed` seconds, and how many the
+    busiest second of them held."""
+    frames = [at for at, _ in tern.frame_log() if start <= at / 1e6 <= start + elapsed]
+    busiest = 0
+    for at in frames:
+        busiest = max(busiest, sum(1 for other in frames if at <= other < at + 1_000_000))
+    return frames, busiest
+
+
+def exported_transcript(tern, root):
+    """The transcript as `/export` writes it."""
+    export = os.path.join(root, "out.md")
+    tern.keys("-l", f"/export {export}")
+    tern.keys("Enter")
+    deadline = time.time() + 10
+    while not os.path.exists(export) and time.time() < deadline:
+        time.sleep(0.05)
+    with open(export) as f:
+        return f.read()
+
+
 def project_dir(root):
     project = os.path.join(root, "project")
     os.makedirs(project)
@@ -211,19 +233,9 @@ def streaming():
         tern.wait_for("ready ·", timeout=60)
         elapsed = time.time() - start
         cpu = cpu_seconds(tern.pid) - before_cpu
-        frames = [at for at, _ in tern.frame_log() if at / 1e6 >= start and at / 1e6 <= start + elapsed]
+        frames, busiest = frames_between(tern, start, elapsed)
         fps = len(frames) / elapsed
-        busiest = 0
-        for at in frames:
-            busiest = max(busiest, sum(1 for other in frames if at <= other < at + 1_000_000))
-        export = os.path.join(root, "out.md")
-        tern.keys("-l", f"/export {export}")
-        tern.keys("Enter")
-        deadline = time.time() + 10
-        while not os.path.exists(export) and time.time() < deadline:
-            time.sleep(0.05)
-        with open(export) as f:
-            exported = f.read()
+        exported = exported_transcript(tern, root)
         complete = reply in exported
         tern.stop()
         print(f"streaming 4,000 words at 2,000/s: {elapsed:.2f} s, tern CPU {cpu:.2f} s "
@@ -264,18 +276,8 @@ def eight_subagents():
         elapsed = time.time() - start
         cpu = cpu_seconds(tern.pid) - before_cpu
         peak = peak_rss_mib(tern.pid)
-        frames = [at for at, _ in tern.frame_log() if start <= at / 1e6 <= start + elapsed]
-        busiest = 0
-        for at in frames:
-            busiest = max(busiest, sum(1 for other in frames if at <= other < at + 1_000_000))
-        export = os.path.join(root, "out.md")
-        tern.keys("-l", f"/export {export}")
-        tern.keys("Enter")
-        deadline = time.time() + 10
-        while not os.path.exists(export) and time.time() < deadline:
-            time.sleep(0.05)
-        with open(export) as f:
-            exported = f.read()
+        frames, busiest = frames_between(tern, start, elapsed)
+        exported = exported_transcript(tern, root)
         results = glob.glob(os.path.join(home, "data/sessions/*/subagents/*/result.md"))
         whole = sum(1 for path in results if reply in open(path).read())
         tern.stop()

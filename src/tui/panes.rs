@@ -199,7 +199,7 @@ impl Panes {
     /// Per-frame upkeep: streamed text committed, ended panes folded. Whether anything moves
     /// by itself.
     pub fn tick(&mut self, now: Instant) -> bool {
-        let focused = self.focus.map(|at| self.list[at].run.clone());
+        let focused = self.focused().map(|pane| pane.run.clone());
         let before = self.list.len();
         self.list.retain(|pane| {
             pane.ended_at

@@ -2,10 +2,9 @@
 //! with nobody following it, so none of its calls runs twice; the run ends
 //! `owner_restarted`, and its parent is told.
 
-use super::work::subagent_sender;
-use crate::domain::{Audience, InputKind, RunState, text_of};
-use crate::gateway::{SendUserMessage, SessionManager};
-use crate::session::UserInput;
+use super::work::{Notice, notice_heading, result_heading};
+use crate::domain::{Audience, RunState, text_of};
+use crate::gateway::SessionManager;
 use crate::store::{JournalEvent, JournalRecord};
 
 impl SessionManager {
@@ -36,12 +35,9 @@ impl SessionManager {
         // could: that one stands.
         let written = std::fs::metadata(&result_path).is_ok_and(|meta| meta.len() > 0);
         let result = format!(
-            "# Result of run {} ({})\n\nState: {}\n\nThe tern that ran it stopped before it \
-             ended, and it was not taken up again, so none of its calls ran twice. What it had \
-             said by then:\n\n{said}\n",
-            role.run_id,
-            role.agent,
-            RunState::OwnerRestarted,
+            "{}\nThe tern that ran it stopped before it ended, and it was not taken up again, \
+             so none of its calls ran twice. What it had said by then:\n\n{said}\n",
+            result_heading(&role.run_id, &role.agent, RunState::OwnerRestarted)
         );
         if !written && let Err(err) = std::fs::write(&result_path, result) {
             tracing::warn!(run = %role.run_id, %err, "could not write a run's result");
@@ -49,29 +45,26 @@ impl SessionManager {
         let Some(parent) = self.deps.store.meta(&role.parent).ok().flatten() else {
             return;
         };
-        let notice = format!(
-            "[subagent run {} ({}) ended: {}]\nResult: {}\nThe tern that ran it stopped before \
-             it ended; nothing of it runs again. Send it again if its task still needs doing.",
-            role.run_id,
-            role.agent,
-            RunState::OwnerRestarted,
-            result_path.display()
+        let text = format!(
+            "{}The tern that ran it stopped before it ended; nothing of it runs again. Send it \
+             again if its task still needs doing.",
+            notice_heading(
+                &role.run_id,
+                &role.agent,
+                RunState::OwnerRestarted,
+                &result_path
+            )
         );
-        let message = SendUserMessage {
-            key: parent.key.as_str().to_owned(),
-            input: UserInput {
-                sender: subagent_sender(&role.parent),
-                audience: task_audience(records),
-                kind: InputKind::ChildNotice,
-                text: notice,
-                approval: None,
-                touched: Vec::new(),
-            },
-            project_dir: parent.project_dir,
+        let notice = Notice {
+            run: &role.run_id,
+            parent: &role.parent,
+            key: &parent.key,
+            audience: task_audience(records),
+            project_dir: parent.project_dir.clone(),
+            text,
+            touched: Vec::new(),
         };
-        if let Err(err) = self.send(message).await {
-            tracing::warn!(run = %role.run_id, %err, "a run's notice was not delivered");
-        }
+        notice.send(self).await;
     }
 }
 

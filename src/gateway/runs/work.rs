@@ -4,7 +4,7 @@
 use super::{Runs, SessionManager};
 use crate::agents::{Change, Definition, Worktree, worktree};
 use crate::domain::{
-    InputKind, RunId, RunState, Sender, SessionId, SessionKey, SubagentRole, TurnStop,
+    Audience, InputKind, RunId, RunState, Sender, SessionId, SessionKey, SubagentRole, TurnStop,
 };
 use crate::gateway::SendUserMessage;
 use crate::session::{
@@ -356,10 +356,7 @@ impl Work {
     }
 
     fn result_file(&self, outcome: &Outcome) -> String {
-        let mut text = format!(
-            "# Result of run {} ({})\n\nState: {}\n",
-            self.id, self.definition.name, outcome.state
-        );
+        let mut text = result_heading(&self.id, &self.definition.name, outcome.state);
         if let Some(child) = &outcome.child {
             text.push_str(&format!("Session: {child}\n"));
         }
@@ -394,13 +391,13 @@ impl Work {
         } else {
             ""
         };
-        let mut text = format!(
-            "[subagent run {} ({}) ended: {}]\nResult: {}\nSummary: {summary}{cut}\n",
-            self.id,
-            self.definition.name,
+        let mut text = notice_heading(
+            &self.id,
+            &self.definition.name,
             outcome.state,
-            self.dirs.result_path.display()
+            &self.dirs.result_path,
         );
+        text.push_str(&format!("Summary: {summary}{cut}\n"));
         if let (Some(worktree), Some(change)) = (&self.worktree, &outcome.change) {
             text.push_str(&format!(
                 "Its changes are on branch {} ({}).",
@@ -417,31 +414,21 @@ impl Work {
             text.push('\n');
         }
         text.push_str("\nRead the result file for the whole answer before relying on it.");
-        let message = SendUserMessage {
-            key: key.as_str().to_owned(),
-            input: UserInput {
-                sender: subagent_sender(&self.request.parent),
-                audience: self.request.audience,
-                kind: InputKind::ChildNotice,
-                text,
-                approval: None,
-                // Only what a run that completed wrote where the parent works.
-                touched: match outcome.state {
-                    RunState::Completed if self.worktree.is_none() => {
-                        manager.runs().written(&self.id)
-                    }
-                    _ => Vec::new(),
-                },
-            },
-            project_dir: self.request.project_dir.clone(),
+        // Only what a run that completed wrote where the parent works.
+        let touched = match outcome.state {
+            RunState::Completed if self.worktree.is_none() => manager.runs().written(&self.id),
+            _ => Vec::new(),
         };
-        match manager.send(message).await {
-            Ok(_) => true,
-            Err(err) => {
-                tracing::warn!(run = %self.id, %err, "a run's notice was not delivered");
-                false
-            }
-        }
+        let notice = Notice {
+            run: &self.id,
+            parent: &self.request.parent,
+            key: &key,
+            audience: self.request.audience,
+            project_dir: self.request.project_dir.clone(),
+            text,
+            touched,
+        };
+        notice.send(manager).await
     }
 }
 
@@ -453,6 +440,57 @@ fn run_state(stop: TurnStop, cancelled: bool) -> RunState {
         TurnStop::Completed => RunState::Completed,
         TurnStop::Drained => RunState::OwnerRestarted,
         _ => RunState::Failed,
+    }
+}
+
+/// The top of a run's `result.md`.
+pub(super) fn result_heading(run: &RunId, agent: &str, state: RunState) -> String {
+    format!("# Result of run {run} ({agent})\n\nState: {state}\n")
+}
+
+/// The first lines of the notice of a run's end, naming its `result.md`.
+pub(super) fn notice_heading(run: &RunId, agent: &str, state: RunState, result: &Path) -> String {
+    format!(
+        "[subagent run {run} ({agent}) ended: {state}]\nResult: {}\n",
+        result.display()
+    )
+}
+
+/// The notice of a run's end, for its parent.
+pub(super) struct Notice<'a> {
+    pub run: &'a RunId,
+    pub parent: &'a SessionId,
+    /// The key the parent is reached by.
+    pub key: &'a SessionKey,
+    pub audience: Audience,
+    pub project_dir: PathBuf,
+    pub text: String,
+    /// Files to join the parent's recent files.
+    pub touched: Vec<PathBuf>,
+}
+
+impl Notice<'_> {
+    /// Sends it to the parent as an automated input; whether it was delivered.
+    pub(super) async fn send(self, manager: &SessionManager) -> bool {
+        let message = SendUserMessage {
+            key: self.key.as_str().to_owned(),
+            input: UserInput {
+                sender: subagent_sender(self.parent),
+                audience: self.audience,
+                kind: InputKind::ChildNotice,
+                text: self.text,
+                approval: None,
+                touched: self.touched,
+            },
+            project_dir: self.project_dir,
+        };
+        match manager.send(message).await {
+            Ok(_) => true,
+            Err(err) => {
+                tracing::warn!(run = %self.run, %err, "a run's notice was not delivered");
+                false
+            }
+        }
     }
 }
 
