@@ -254,6 +254,17 @@ fn transcript(meta: &SessionMeta, records: &[JournalRecord]) -> String {
             JournalEvent::Message { message } => {
                 out.push_str(&format!("\n{}\n", message.text().trim_end()));
             }
+            JournalEvent::JobStarted { job } => {
+                out.push_str(&format!(
+                    "  · background job {}: {} (log {})\n",
+                    job.id,
+                    clip(&job.command, 100),
+                    job.log.display()
+                ));
+            }
+            JournalEvent::JobEnded { id, how } => {
+                out.push_str(&format!("  · background job {id} ended: {how}\n"));
+            }
             JournalEvent::SubagentRoleSet { role } => {
                 out.push_str(&format!(
                     "  · subagent `{}`, run {} of session {}\n",

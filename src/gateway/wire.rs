@@ -17,6 +17,7 @@ use crate::domain::{Answer, RunId, SessionId};
 use crate::session::{OutputFilter, UserInput};
 use crate::store::{JournalRecord, ListFilter, Overrides, PageCursor, RecentPage, SessionMeta};
 use crate::tools::ApprovalMode;
+use crate::tools::jobs::JobView;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -198,6 +199,11 @@ pub enum Call {
         run: RunId,
         cancel: bool,
     },
+    /// The background jobs of session `id`, with what each printed when `with_output`.
+    Jobs {
+        id: SessionId,
+        with_output: bool,
+    },
     /// A copy of the database as of a durable commit made now, for `tern doctor` to check.
     CopyStore,
     /// Sent in place of a request too large for a frame: answered with `refused`.
@@ -226,6 +232,7 @@ impl Call {
                 | Call::Lookup { .. }
                 | Call::Idle { .. }
                 | Call::PendingRuns { .. }
+                | Call::Jobs { .. }
         )
     }
 }
@@ -262,6 +269,9 @@ pub enum Reply {
     /// A run's status, as JSON.
     Status {
         status: serde_json::Value,
+    },
+    Jobs {
+        jobs: Vec<JobView>,
     },
     Page(RecentPage),
     Sessions {

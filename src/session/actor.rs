@@ -120,6 +120,9 @@ impl SessionActor {
         let id = state.id.clone();
         let dirs = Arc::new(dirs);
         let awake = Arc::new(AtomicUsize::new(0));
+        // Jobs an earlier tern started in it are known from here on, reported reaped.
+        deps.jobs
+            .adopt(&id, &state.jobs, &dirs.log_dir.join(super::JOB_LOGS));
         let actor = SessionActor {
             id: id.clone(),
             project_dir: state.project_dir.clone(),

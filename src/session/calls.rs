@@ -148,10 +148,12 @@ impl Recorder<'_, '_> {
             ToolEffect::Read(path)
             | ToolEffect::Wrote(path)
             | ToolEffect::SetWorkingDirectory(path) => path.to_str().is_some(),
+            ToolEffect::JobStarted(_) => true,
         });
         events.extend(effects.map(|effect| match effect {
             ToolEffect::Read(path) | ToolEffect::Wrote(path) => JournalEvent::FileTouched { path },
             ToolEffect::SetWorkingDirectory(path) => JournalEvent::WorkingDirectoryChanged { path },
+            ToolEffect::JobStarted(job) => JournalEvent::JobStarted { job },
         }));
         events.extend(then);
         self.turn.record(self.state, events)?;

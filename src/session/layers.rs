@@ -133,8 +133,10 @@ pub async fn prepare_turn(
         }
     };
     let mut own_notes = available_subagents(deps, state, audience, notes);
-    let jobs = deps.jobs.running(&state.id);
+    // Those running, then those tern stopped that the turn tells of.
+    let mut jobs = deps.jobs.running(&state.id);
     if !jobs.is_empty() {
+        jobs.extend(notes.background_jobs.iter().cloned());
         own_notes
             .get_or_insert_with(|| notes.clone())
             .background_jobs = jobs;

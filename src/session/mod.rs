@@ -42,3 +42,6 @@ pub use layers::preview;
 pub use phase::{IllegalTransition, Phase};
 pub use redact::Redactor;
 pub use state::SessionState;
+
+/// The folder of a session's log folder its background jobs' logs go to.
+pub const JOB_LOGS: &str = "jobs";

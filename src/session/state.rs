@@ -8,8 +8,8 @@
 use super::approvals::STOPPED_WAITING;
 use super::events::JournalHead;
 use crate::domain::{
-    Audience, ContentBlock, ErrorCategory, Grant, InputKind, Message, Role, Sender, SessionId,
-    SubagentRole, ToolResult, Usage,
+    Audience, ContentBlock, ErrorCategory, Grant, InputKind, JobRecord, Message, Role, Sender,
+    SessionId, SubagentRole, ToolResult, Usage,
 };
 use crate::store::{JournalEvent, JournalRecord, title_from_input};
 use serde::{Deserialize, Serialize};
@@ -80,6 +80,9 @@ pub struct SessionState {
     /// For a subagent: its role (definition, parent, run), from its first event.
     #[serde(default)]
     pub subagent: Option<SubagentRole>,
+    /// The background jobs it started, in order.
+    #[serde(default)]
+    pub jobs: Vec<JobRecord>,
     /// The journal position the latest snapshot was taken at.
     #[serde(skip)]
     pub snapshot_seq: u64,
@@ -113,6 +116,7 @@ impl SessionState {
             started_calls: BTreeSet::new(),
             derived_title: None,
             subagent: None,
+            jobs: Vec::new(),
         }
     }
 
@@ -199,8 +203,19 @@ impl SessionState {
                 self.last_usage = None;
                 self.messages_at_last_usage = 0;
             }
-            JournalEvent::MemoryCheckpoint { .. } | JournalEvent::Passivated { .. } => {}
+            JournalEvent::MemoryCheckpoint { .. } => {}
+            JournalEvent::Passivated { .. } => {
+                for job in self.jobs.iter_mut().filter(|job| job.ended.is_none()) {
+                    job.rested = true;
+                }
+            }
             JournalEvent::SubagentRoleSet { role } => self.subagent = Some(role.clone()),
+            JournalEvent::JobStarted { job } => self.jobs.push(job.clone()),
+            JournalEvent::JobEnded { id, how } => {
+                if let Some(job) = self.jobs.iter_mut().find(|job| job.id == *id) {
+                    job.ended = Some(how.clone());
+                }
+            }
             JournalEvent::TurnResumed { .. } => self.turn_open = true,
             JournalEvent::NudgeAdded { text } => {
                 let nudge = Message::user_text(text.clone());

@@ -28,6 +28,7 @@ use crate::store::JournalEvent;
 use crate::tools::ToolContext;
 use crate::tools::agents::AgentContext;
 use crate::tools::jobs::JobContext;
+use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
@@ -218,16 +219,35 @@ impl Turn<'_> {
         let tools = layers::tool_specs(self.deps, self.audience);
         let temp_dir = self.dirs.prepare_temp_dir();
         let time = CurrentTime::now();
-        let setup = layers::prepare_turn(
-            self.deps,
-            self.dirs,
-            &temp_dir,
-            state,
-            self.audience,
-            &self.notes,
-            time,
-        )
-        .await;
+        // Jobs that ended since the last turn (by themselves, stopped at a rest, or reaped
+        // with an earlier tern) are told of once, and their ends journaled.
+        let ended_jobs = self.deps.jobs.take_ended(&state.id);
+        let notes = match ended_jobs.is_empty() {
+            true => Cow::Borrowed(&self.notes),
+            false => Cow::Owned(TurnNotes {
+                background_jobs: ended_jobs.iter().map(|end| end.line.clone()).collect(),
+                ..self.notes.clone()
+            }),
+        };
+        let mut setup: Vec<JournalEvent> = ended_jobs
+            .into_iter()
+            .map(|end| JournalEvent::JobEnded {
+                id: end.id,
+                how: end.how,
+            })
+            .collect();
+        setup.extend(
+            layers::prepare_turn(
+                self.deps,
+                self.dirs,
+                &temp_dir,
+                state,
+                self.audience,
+                &notes,
+                time,
+            )
+            .await,
+        );
         // Before any side effect: the next durable commit (the reply's calls, or the turn's
         // end) makes it durable.
         self.record_soon(state, setup)?;
@@ -246,7 +266,7 @@ impl Turn<'_> {
             jobs: state.subagent.is_none().then(|| JobContext {
                 jobs: self.deps.jobs.clone(),
                 session: state.id.clone(),
-                log_dir: self.dirs.log_dir.join("jobs"),
+                log_dir: self.dirs.log_dir.join(super::JOB_LOGS),
             }),
         };
         let max_rounds = self.deps.settings.max_rounds;

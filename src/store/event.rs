@@ -2,8 +2,8 @@
 //! rebuilds its history.
 
 use crate::domain::{
-    Answer, ApprovalNeed, Audience, ContentBlock, ErrorCategory, Grant, InputKind, Message, Sender,
-    SubagentRole, ToolResult, TurnStop, Usage,
+    Answer, ApprovalNeed, Audience, ContentBlock, ErrorCategory, Grant, InputKind, JobRecord,
+    Message, Sender, SubagentRole, ToolResult, TurnStop, Usage,
 };
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -132,6 +132,16 @@ pub enum JournalEvent {
     /// it its definition's thin prompt stack and names the parent it reports to.
     SubagentRoleSet {
         role: SubagentRole,
+    },
+    /// A background job started; it does not outlive the process that started it, so a later
+    /// wake that finds it here reports it reaped, its log still readable.
+    JobStarted {
+        job: JobRecord,
+    },
+    /// A background job's end, journaled with the turn that is told of it.
+    JobEnded {
+        id: u64,
+        how: String,
     },
     /// The answer to an approval request; a cancel or a stop answers it as denied, with a
     /// reason saying so. `grant` is what an "always" leaves for the rest of the session.

@@ -46,7 +46,7 @@ pub use preview::{Preview, PreviewFuture};
 pub use registry::{NOT_IN_SMALL_WINDOW, ToolRegistry};
 pub use shell_execute::ShellLimits;
 
-use crate::domain::Audience;
+use crate::domain::{Audience, JobRecord};
 use std::future::Future;
 use std::path::PathBuf;
 use std::pin::Pin;
@@ -96,6 +96,8 @@ pub enum ToolEffect {
     Wrote(PathBuf),
     /// The working directory moves here (canonical path).
     SetWorkingDirectory(PathBuf),
+    /// A background job started.
+    JobStarted(JobRecord),
 }
 
 /// The result of one call: the text returned to the model and the effects to apply.

@@ -20,7 +20,7 @@ use super::args::{ArgError, Args};
 use super::check::CheckFuture;
 use super::output::{OutputCap, human_bytes};
 use super::preview::{Preview, PreviewFuture};
-use super::{ApprovalNeed, Tool, ToolContext, ToolFuture, ToolOutput};
+use super::{ApprovalNeed, Tool, ToolContext, ToolEffect, ToolFuture, ToolOutput};
 use crate::config::ToolSettings;
 use crate::domain::{ApprovalDetail, Audience};
 use serde_json::{Value, json};
@@ -230,10 +230,11 @@ fn start_job(command: &str, ctx: &ToolContext) -> ToolOutput {
         );
     };
     match jobs.jobs.start(&jobs.session, command, ctx, &jobs.log_dir) {
-        Ok(id) => ToolOutput::ok(
-            json!({"job_id": id, "state": "running", "log_dir": jobs.log_dir.display().to_string()})
+        Ok(record) => ToolOutput::ok(
+            json!({"job_id": record.id, "state": "running", "log": record.log.display().to_string()})
                 .to_string(),
-        ),
+        )
+        .with_effect(ToolEffect::JobStarted(record)),
         Err(why) => ToolOutput::error(format!("Cannot start the job: {why}")),
     }
 }

@@ -54,6 +54,8 @@ pub enum Action {
     CancelRun(RunId),
     /// Show this run's `result.md`.
     ShowResult(PathBuf),
+    /// Show the session's background jobs and what they printed.
+    ShowJobs,
     Quit,
 }
 
@@ -97,6 +99,12 @@ pub enum AppEvent {
     Exported(Result<PathBuf, String>),
     /// Something the person should read, shown as a notice.
     Notice(String),
+    /// How many background jobs of `session` run, as the poll chain `chain` found.
+    Jobs {
+        session: SessionId,
+        chain: u64,
+        running: usize,
+    },
     /// The model and its window as the server said them (or why they are only assumed).
     Model {
         model: String,
@@ -220,6 +228,7 @@ impl App {
                     None => Vec::new(),
                 };
             }
+            KeyCode::Char('b') if ctrl => return vec![Action::ShowJobs],
             KeyCode::Char('r') if ctrl => {
                 return match self.panes.result() {
                     Some(path) => vec![Action::ShowResult(path)],
@@ -587,6 +596,13 @@ impl App {
         let now = Instant::now();
         match event {
             AppEvent::RunStatus { run, status } => self.panes.status(&run, &status, now),
+            AppEvent::Jobs {
+                session, running, ..
+            } => {
+                if self.session.as_ref() == Some(&session) {
+                    self.status.jobs = running;
+                }
+            }
             AppEvent::RunHistory { run, records } => {
                 // A request made before the pane followed the run still waits for an answer.
                 if let Some(from) = self.panes.asker(&run)

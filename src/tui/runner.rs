@@ -6,6 +6,7 @@
 //! the screen never waits on it.
 
 use super::app::{Action, App, AppEvent};
+use super::jobs::JobPolls;
 use super::link::{Fed, Link, Linked};
 use super::picker::{Picker, PickerOutcome};
 use super::schedule::FrameScheduler;
@@ -82,6 +83,8 @@ struct Runner {
     /// microseconds since the Unix epoch and the microseconds the frame took), for measuring
     /// start-up and frame rates from outside.
     frame_log: Option<std::fs::File>,
+    /// Keeps the status line's count of background jobs current.
+    job_polls: JobPolls,
 }
 
 /// Runs the UI until the person leaves or something stops it.
@@ -94,6 +97,7 @@ pub async fn run(mut app: App, launch: Launch) -> std::io::Result<Exit> {
         frames: FrameScheduler::default(),
         picker: None,
         picker_woke: Arc::new(Notify::new()),
+        job_polls: JobPolls::default(),
         frame_log: std::env::var_os("TERN_FRAME_LOG").and_then(|path| {
             std::fs::OpenOptions::new()
                 .create(true)
@@ -171,6 +175,16 @@ pub async fn run(mut app: App, launch: Launch) -> std::io::Result<Exit> {
                 runner.frames.request(Instant::now());
             }
             Some(result) = results.recv() => {
+                if let AppEvent::Jobs { session, chain, running } = &result
+                    && !runner.job_polls.answered(
+                        &runner.link.service,
+                        session,
+                        (*chain, *running),
+                        &runner.link.tx,
+                    )
+                {
+                    continue;
+                }
                 if let AppEvent::Renewed { new, .. } = &result {
                     runner.link.session = Some(new.clone());
                     runner.link.feed = None;
@@ -314,6 +328,12 @@ impl Runner {
                 }
                 app.status.flash = None;
                 drop(records);
+                // Jobs another terminal's turns started may run in it.
+                app.status.jobs = 0;
+                if let Some(session) = app.session.clone() {
+                    self.job_polls
+                        .renew(&self.link.service, session, &self.link.tx);
+                }
                 // The journal as read is dropped; its cells stay.
                 super::release_freed_memory();
             }
@@ -323,13 +343,21 @@ impl Runner {
                 app.transcript = Transcript::with_cells(cells);
             }
             Fed::Event(event) => {
-                if matches!(
+                let ended = matches!(
                     event,
                     SessionEvent::TurnCompleted { .. } | SessionEvent::TurnFailed { .. }
-                ) {
+                );
+                if ended {
                     self.link.read_branch();
                 }
                 app.session_event(&event, now);
+                // A call may have started or stopped a job.
+                if (ended || matches!(event, SessionEvent::ToolResult { .. }))
+                    && let Some(session) = app.session.clone()
+                {
+                    self.job_polls
+                        .renew(&self.link.service, session, &self.link.tx);
+                }
                 if let Some(parent) = app.session.clone() {
                     for run in app.take_new_runs() {
                         let tx = self.link.tx.clone();
@@ -414,6 +442,12 @@ impl Runner {
                     }
                 }
                 Action::ShowResult(path) => super::runs::show_result(path, self.link.tx.clone()),
+                Action::ShowJobs => match app.session.clone() {
+                    Some(session) => {
+                        super::jobs::show(self.link.service.clone(), session, self.link.tx.clone())
+                    }
+                    None => app.notice("no session yet, so no background jobs"),
+                },
                 Action::Quit => {
                     // Work another terminal may watch goes on: a client leaves it to its
                     // owner, an owner with clients hands it over.

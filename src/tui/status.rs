@@ -32,6 +32,8 @@ pub struct Status {
     pub scrolled: bool,
     /// A short message that replaces the hints for a while (Ctrl-C once, errors).
     pub flash: Option<(String, Instant)>,
+    /// How many background jobs of the session run.
+    pub jobs: usize,
 }
 
 impl Status {
@@ -57,6 +59,14 @@ impl Status {
                 parts.push(Span::styled(" (esc to interrupt)", theme.dim));
             }
             None => parts.push(Span::styled("ready", theme.success)),
+        }
+        if self.jobs > 0 {
+            let jobs = match self.jobs {
+                1 => "1 job".to_owned(),
+                n => format!("{n} jobs"),
+            };
+            parts.push(sep());
+            parts.push(Span::styled(format!("{jobs} (ctrl+b)"), theme.accent));
         }
         parts.push(sep());
         parts.push(Span::styled(
@@ -173,6 +183,15 @@ mod tests {
         };
         let line = text(&busy.line(200, now, &theme));
         assert!(line.contains("working 4.2s (esc to interrupt)"), "{line}");
+        let jobs = Status {
+            jobs: 2,
+            ..busy.clone()
+        };
+        let line = text(&jobs.line(200, now, &theme));
+        assert!(
+            line.contains("(esc to interrupt) · 2 jobs (ctrl+b) · claude"),
+            "{line}"
+        );
         // Narrow terminals get a cut line, never a panic.
         let line = text(&busy.line(20, now, &theme));
         assert!(str_width(&line) <= 20, "{line}");

@@ -361,6 +361,11 @@ impl SessionManager {
         &self.runs
     }
 
+    /// The background jobs of this manager's sessions.
+    pub fn jobs(&self) -> &Arc<crate::tools::jobs::Jobs> {
+        &self.deps.jobs
+    }
+
     /// Whether a drain began: nothing new starts.
     pub fn is_stopping(&self) -> bool {
         self.stopping.load(std::sync::atomic::Ordering::Acquire)

@@ -1,10 +1,11 @@
-//! The subagent runs through the session service: what a front end asks of them, in the
-//! owner or over its socket.
+//! The subagent runs and background jobs through the session service: what a front end asks
+//! of them, in the owner or over its socket.
 
 use super::super::service::{SessionService, unexpected};
 use super::super::wire::{Call, Reply};
 use crate::domain::{RunId, SessionId};
 use crate::gateway::ServiceError;
+use crate::tools::jobs::JobView;
 use serde_json::Value;
 
 impl SessionService {
@@ -31,6 +32,22 @@ impl SessionService {
         };
         match self.ask(call).await? {
             Reply::Status { status } => Ok(status),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    /// The background jobs of session `id`, each with its log's ends when `with_output`.
+    pub async fn jobs(
+        &self,
+        id: &SessionId,
+        with_output: bool,
+    ) -> Result<Vec<JobView>, ServiceError> {
+        let call = Call::Jobs {
+            id: id.clone(),
+            with_output,
+        };
+        match self.ask(call).await? {
+            Reply::Jobs { jobs } => Ok(jobs),
             other => Err(unexpected(&other)),
         }
     }

@@ -208,3 +208,193 @@ fn a_background_job_does_not_outlive_the_tern_that_started_it() {
         std::thread::sleep(Duration::from_millis(100));
     }
 }
+
+#[test]
+fn a_job_a_killed_tern_left_running_is_reaped_and_told_at_the_next_start() {
+    let cli = Cli::new();
+    let marker = format!("tern-reap-marker-{}", std::process::id());
+    cli.mock.push(Reply::tool_call(
+        "shell_execute",
+        json!({"command": format!("echo started; exec -a {marker} sleep 300"), "background": true}),
+    ));
+    cli.mock
+        .push(Reply::text("never finished").stall_after_events(2));
+    let mut run = cli.home.tern_process();
+    run.args(["run", "--approve", "all", "start the server"])
+        .env("ANTHROPIC_API_KEY", "test-key")
+        .env("ANTHROPIC_BASE_URL", cli.mock.base_url())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let mut run = run.spawn().unwrap();
+    cli.mock
+        .wait_for_model_requests_blocking(2, Duration::from_secs(20));
+    let pgrep = || {
+        let out = std::process::Command::new("pgrep")
+            .args(["-f", &marker])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    };
+    // The job runs when tern dies: nothing of tern is left to stop it.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while pgrep().is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the job never started"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    run.kill().unwrap();
+    run.wait().unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(!pgrep().is_empty(), "the job died with tern by itself");
+
+    cli.mock.push(Reply::text("It was reaped."));
+    let output = cli.run(&["run", "--continue", "is the server up?"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(pgrep().is_empty(), "the next start left the job running");
+    let nudge = cli.mock.model_requests()[2].nudges().pop().unwrap();
+    assert!(
+        nudge.contains(&format!("job 1: echo started; exec -a {marker} sleep 300 (reaped: the tern that started it stopped without ending it")),
+        "{nudge}"
+    );
+    assert!(nudge.contains("logs/jobs/job-1.log"), "{nudge}");
+}
+
+/// The session folders' subagent runs: each run's folder.
+fn run_dirs(cli: &Cli) -> Vec<std::path::PathBuf> {
+    let sessions = cli.home.home().join("data/sessions");
+    std::fs::read_dir(sessions)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .flat_map(|session| std::fs::read_dir(session.path().join("subagents")).into_iter())
+        .flatten()
+        .flatten()
+        .map(|run| run.path())
+        .collect()
+}
+
+#[test]
+fn an_explorer_and_a_test_writer_in_its_worktree_run_at_once_and_its_tests_are_brought_in() {
+    let cli = Cli::new();
+    cli.home.write_config(NO_TITLES);
+    cli.home.write_file(
+        "src/lib.rs",
+        "pub fn add(a: i32, b: i32) -> i32 { a + b }\n",
+    );
+    cli.home.commit_all("start");
+    cli.mock.push(Reply::tool_calls([
+        (
+            "spawn_agent",
+            json!({"task": "MARKER-DONE-A: explain src/lib.rs.", "agent": "explorer"}),
+        ),
+        (
+            "spawn_agent",
+            json!({"task": "MARKER-DONE-B: write tests for add.", "isolation": "worktree"}),
+        ),
+    ]));
+    cli.mock.push(Reply::text("Both are on it."));
+    let slow = |words: &str| Reply::text(words).delay_between_events(Duration::from_millis(120));
+    cli.mock.push_for_input(
+        "MARKER-DONE-A",
+        slow("the library adds two numbers and nothing else lives in it so far at all"),
+    );
+    cli.mock.push_for_input(
+        "MARKER-DONE-B",
+        Reply::tool_call(
+            "file_write",
+            json!({"path": "tests/add.rs", "content": "#[test]\nfn adds() { assert_eq!(tern_demo::add(2, 2), 4); }\n"}),
+        )
+        .delay_before(Duration::from_millis(800)),
+    );
+    cli.mock.push_for_input(
+        "MARKER-DONE-B",
+        slow("wrote tests/add.rs with one test of add on its own branch for review"),
+    );
+    cli.mock.repeat(Reply::text("Noted the result."));
+    let tmux = Tmux::start(&cli, &[]);
+    tmux.resize(160, 40);
+    tmux.wait_for("message tern");
+    tmux.type_text("explore the code and write tests in a worktree");
+    tmux.keys(&["Enter"]);
+    // Both panes, side by side with the transcript.
+    tmux.wait_for("● explorer");
+    tmux.wait_for("● general");
+    tmux.wait_for("the library adds");
+    // The conversation goes on meanwhile.
+    tmux.type_text("meanwhile, hello");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("› meanwhile, hello");
+    // The writer's edit in its worktree is asked of the person, naming the run.
+    tmux.wait_for("approval needed · subagent general (run-");
+    tmux.keys(&["y"]);
+    // Both results reach the main session.
+    let notices = || {
+        cli.mock
+            .model_requests()
+            .iter()
+            .filter(|request| {
+                request
+                    .texts()
+                    .last()
+                    .is_some_and(|text| text.contains("[subagent run"))
+            })
+            .count()
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while notices() < 2 {
+        assert!(std::time::Instant::now() < deadline, "{}", tmux.screen());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(
+        !cli.home.project().join("tests/add.rs").exists(),
+        "the worktree's change stays on its branch until brought in"
+    );
+    // The person asks for the tests; the model brings the branch in, as an edit they approve.
+    let writer = run_dirs(&cli)
+        .into_iter()
+        .find(|dir| {
+            std::fs::read_to_string(dir.join("task.md"))
+                .is_ok_and(|task| task.contains("MARKER-DONE-B"))
+        })
+        .expect("the writer's run folder");
+    let run_id = writer.file_name().unwrap().to_string_lossy().into_owned();
+    cli.mock.push(Reply::tool_call(
+        "check_agent_run",
+        json!({"run_id": run_id, "action": "merge"}),
+    ));
+    cli.mock.push(Reply::text("The tests are in."));
+    tmux.type_text("bring the tests in");
+    tmux.keys(&["Enter"]);
+    let screen = tmux.wait_for("approval needed");
+    assert!(screen.contains(&run_id), "{screen}");
+    tmux.keys(&["y"]);
+    tmux.wait_for("The tests are in.");
+    let brought = std::fs::read_to_string(cli.home.project().join("tests/add.rs")).unwrap();
+    assert!(brought.contains("fn adds()"), "{brought}");
+}
+
+#[test]
+fn the_status_line_counts_running_jobs_and_a_key_shows_their_output() {
+    let cli = Cli::new();
+    cli.home.write_config(NO_TITLES);
+    cli.mock.push(Reply::tool_call(
+        "shell_execute",
+        json!({"command": "echo watcher-said-$((40 + 2)); sleep 300", "background": true}),
+    ));
+    cli.mock.push(Reply::text("The watcher runs."));
+    cli.mock.repeat(Reply::text("Fine."));
+    let tmux = Tmux::start(&cli, &[]);
+    tmux.wait_for("message tern");
+    tmux.type_text("start the watcher");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("approval needed");
+    tmux.keys(&["y"]);
+    tmux.wait_for("The watcher runs.");
+    tmux.wait_for("1 job (ctrl+b)");
+    tmux.keys(&["C-b"]);
+    let screen = tmux.wait_for("watcher-said-42");
+    assert!(screen.contains("job 1 ·"), "{screen}");
+    assert!(screen.contains("running for"), "{screen}");
+}
