@@ -434,6 +434,9 @@ impl Local {
             Call::PendingRuns { id } => Reply::Count {
                 count: self.manager.runs().pending(&id) as u64,
             },
+            Call::LiveRuns { parent } => Reply::Runs {
+                runs: self.manager.runs().live(&parent),
+            },
             Call::Jobs { id, with_output } => Reply::Jobs {
                 jobs: self.manager.jobs().views(&id, with_output),
             },

@@ -192,6 +192,10 @@ pub enum Call {
     PendingRuns {
         id: SessionId,
     },
+    /// The runs of session `parent` still queued or working.
+    LiveRuns {
+        parent: SessionId,
+    },
     /// Where run `run` of session `parent` stands (as `check_agent_run` says it), after
     /// cancelling it when `cancel`.
     Run {
@@ -233,6 +237,7 @@ impl Call {
                 | Call::Idle { .. }
                 | Call::PendingRuns { .. }
                 | Call::Jobs { .. }
+                | Call::LiveRuns { .. }
         )
     }
 }
@@ -272,6 +277,9 @@ pub enum Reply {
     },
     Jobs {
         jobs: Vec<JobView>,
+    },
+    Runs {
+        runs: Vec<RunId>,
     },
     Page(RecentPage),
     Sessions {

@@ -99,6 +99,11 @@ pub enum AppEvent {
     Exported(Result<PathBuf, String>),
     /// Something the person should read, shown as a notice.
     Notice(String),
+    /// The runs of `session` that were queued or working when it was opened.
+    LiveRuns {
+        session: SessionId,
+        runs: Vec<RunId>,
+    },
     /// How many background jobs of `session` run, as the poll chain `chain` found.
     Jobs {
         session: SessionId,
@@ -596,6 +601,15 @@ impl App {
         let now = Instant::now();
         match event {
             AppEvent::RunStatus { run, status } => self.panes.status(&run, &status, now),
+            AppEvent::LiveRuns { session, runs } => {
+                if self.session.as_ref() == Some(&session) {
+                    for run in runs {
+                        if self.panes.started(run.clone(), now) {
+                            self.new_runs.push(run);
+                        }
+                    }
+                }
+            }
             AppEvent::Jobs {
                 session, running, ..
             } => {

@@ -191,6 +191,7 @@ pub async fn run(mut app: App, launch: Launch) -> std::io::Result<Exit> {
                     runner.link.follow();
                 }
                 app.app_event(result);
+                runner.follow_new_runs(&mut app);
                 runner.frames.request(Instant::now());
             }
             _ = runner.picker_woke.notified(), if runner.picker.is_some() => {
@@ -218,6 +219,16 @@ pub async fn run(mut app: App, launch: Launch) -> std::io::Result<Exit> {
 }
 
 impl Runner {
+    /// Follows each run the app has a new pane for.
+    fn follow_new_runs(&self, app: &mut App) {
+        if let Some(parent) = app.session.clone() {
+            for run in app.take_new_runs() {
+                let tx = self.link.tx.clone();
+                super::runs::watch(self.link.service.clone(), parent.clone(), run, tx);
+            }
+        }
+    }
+
     /// Opens the session picker; `first` when it is what tern opened with.
     fn open_picker(&mut self, first: bool) {
         let mut picker = Picker::open(
@@ -328,11 +339,16 @@ impl Runner {
                 }
                 app.status.flash = None;
                 drop(records);
-                // Jobs another terminal's turns started may run in it.
+                // Jobs and runs another terminal's turns started may run in it.
                 app.status.jobs = 0;
                 if let Some(session) = app.session.clone() {
                     self.job_polls
-                        .renew(&self.link.service, session, &self.link.tx);
+                        .renew(&self.link.service, session.clone(), &self.link.tx);
+                    super::runs::find_live(
+                        self.link.service.clone(),
+                        session,
+                        self.link.tx.clone(),
+                    );
                 }
                 // The journal as read is dropped; its cells stay.
                 super::release_freed_memory();
@@ -351,18 +367,13 @@ impl Runner {
                     self.link.read_branch();
                 }
                 app.session_event(&event, now);
+                self.follow_new_runs(app);
                 // A call may have started or stopped a job.
                 if (ended || matches!(event, SessionEvent::ToolResult { .. }))
                     && let Some(session) = app.session.clone()
                 {
                     self.job_polls
                         .renew(&self.link.service, session, &self.link.tx);
-                }
-                if let Some(parent) = app.session.clone() {
-                    for run in app.take_new_runs() {
-                        let tx = self.link.tx.clone();
-                        super::runs::watch(self.link.service.clone(), parent.clone(), run, tx);
-                    }
                 }
             }
             Fed::Lost => app.transcript.void_streamed(),

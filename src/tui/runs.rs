@@ -34,6 +34,21 @@ pub fn watch(
     });
 }
 
+/// Asks which runs of `parent` are queued or working, for panes of those the interface did
+/// not see start (sent before it opened the session, or from another terminal).
+pub fn find_live(service: SessionService, parent: SessionId, tx: UnboundedSender<AppEvent>) {
+    tokio::spawn(async move {
+        if let Ok(runs) = service.live_runs(&parent).await
+            && !runs.is_empty()
+        {
+            let _ = tx.send(AppEvent::LiveRuns {
+                session: parent,
+                runs,
+            });
+        }
+    });
+}
+
 /// Cancels run `run` of session `parent`; a failure is told as a notice.
 pub fn cancel(
     service: SessionService,

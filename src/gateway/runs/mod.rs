@@ -113,6 +113,17 @@ impl Runs {
             .count()
     }
 
+    /// Runs of session `parent` still queued or working, oldest first.
+    pub fn live(&self, parent: &SessionId) -> Vec<RunId> {
+        let table = self.table();
+        let mut live: Vec<(&RunId, &Run)> = table
+            .iter()
+            .filter(|(_, run)| &run.parent == parent && !run.state.is_final())
+            .collect();
+        live.sort_by_key(|(_, run)| run.accepted);
+        live.into_iter().map(|(id, _)| id.clone()).collect()
+    }
+
     /// The files run `id` wrote or edited, in name order.
     fn written(&self, id: &RunId) -> Vec<PathBuf> {
         self.table()

@@ -17,6 +17,17 @@ impl SessionService {
         }
     }
 
+    /// The runs of session `parent` still queued or working, oldest first.
+    pub async fn live_runs(&self, parent: &SessionId) -> Result<Vec<RunId>, ServiceError> {
+        let call = Call::LiveRuns {
+            parent: parent.clone(),
+        };
+        match self.ask(call).await? {
+            Reply::Runs { runs } => Ok(runs),
+            other => Err(unexpected(&other)),
+        }
+    }
+
     /// Where run `run` of session `parent` stands (its state, agent, elapsed seconds, its
     /// session once started, its branch and `result.md`); with `cancel`, cancelled first.
     pub async fn run_status(

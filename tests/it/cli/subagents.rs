@@ -398,3 +398,40 @@ fn the_status_line_counts_running_jobs_and_a_key_shows_their_output() {
     assert!(screen.contains("job 1 ·"), "{screen}");
     assert!(screen.contains("running for"), "{screen}");
 }
+
+#[test]
+fn a_second_terminal_opening_the_session_gets_a_pane_for_a_run_already_working() {
+    let cli = Cli::new();
+    cli.home.write_config(NO_TITLES);
+    cli.mock.push(Reply::tool_call(
+        "spawn_agent",
+        json!({"task": "MARKER-LATE: take your time.", "agent": "explorer"}),
+    ));
+    cli.mock.push(Reply::text("It is working."));
+    cli.mock.push_for_input(
+        "MARKER-LATE",
+        Reply::text("slowly looking through every file one at a time before saying much more")
+            .delay_between_events(Duration::from_millis(400)),
+    );
+    cli.mock.repeat(Reply::text("Noted."));
+    let first = Tmux::start(&cli, &[]);
+    first.wait_for("message tern");
+    first.type_text("send an explorer");
+    first.keys(&["Enter"]);
+    first.wait_for("It is working.");
+    first.wait_for("● explorer");
+    // The second terminal saw none of it start, and shows the run all the same.
+    let output = cli.run(&["sessions", "list", "--json"]);
+    let listed: Vec<Value> = serde_json::from_str(&stdout(&output)).unwrap();
+    let parent = listed
+        .iter()
+        .find(|meta| meta["parent"].is_null())
+        .and_then(|meta| meta["id"].as_str())
+        .expect("the parent session")
+        .to_owned();
+    let second = Tmux::start(&cli, &["-r", &parent]);
+    second.resize(160, 40);
+    second.wait_for("It is working.");
+    second.wait_for("● explorer");
+    second.wait_for("slowly looking");
+}
