@@ -14,6 +14,9 @@
   process from the message until every run has reported and tern is ready, frames per
   second, and whether every word arrived (the main transcript exported, each run's
   `result.md`);
+- first token beside subagents: the time from sending a message to the first word of its
+  answer on screen, in a tern with nothing else to do and in one whose 8 subagents are
+  streaming 2,000 words a second each into their panes (5 messages each, medians);
 - a 10,000-message session opened with `tern -r ID`: first frame, RSS, and the time each
   frame takes while paging through the middle of it (from the frame log);
 - the picker (`tern -r`) over 100,000 sessions (the database `cargo bench --bench picker`
@@ -64,9 +67,11 @@ def peak_rss_mib(pid):
 
 
 class Mock:
-    def __init__(self, reply, between_us=0, subagents=0):
+    def __init__(self, reply, between_us=0, subagents=0, pings=0, words=0):
+        text = ["--words", str(words)] if words else ["--reply", reply]
         self.proc = subprocess.Popen(
-            [MOCK, "--reply", reply, "--between-us", str(between_us), "--subagents", str(subagents)],
+            [MOCK, *text, "--between-us", str(between_us), "--subagents", str(subagents),
+             "--pings", str(pings)],
             stdout=subprocess.PIPE,
             text=True,
         )
@@ -291,6 +296,55 @@ def eight_subagents():
         shutil.rmtree(root, ignore_errors=True)
 
 
+def ping_times(tern, pings):
+    """Sends PING 1 … PING n; the seconds from each Enter to its PONG on screen."""
+    times = []
+    for n in range(1, pings + 1):
+        tern.keys("-l", f"PING {n}")
+        start = time.perf_counter()
+        tern.keys("Enter")
+        while f"PONG-{n}" not in tern.screen():
+            if time.perf_counter() - start > 30:
+                raise RuntimeError(f"never saw PONG-{n}:\n{tern.screen()}")
+        times.append(time.perf_counter() - start)
+        time.sleep(0.7)
+    return times
+
+
+def first_token():
+    pings = 5
+    config = "[session]\nsidecar_titles = false\n[subagents]\nmax_concurrent = 8\n"
+    medians = {}
+    for runs in (0, 8):
+        # Long enough (20 s) that the runs stream through every message sent beside them.
+        mock = Mock("", between_us=500, subagents=runs, pings=pings, words=40000)
+        root = tempfile.mkdtemp(prefix="tern-bench-")
+        try:
+            project = project_dir(root)
+            home = os.path.join(root, "home")
+            os.makedirs(home)
+            with open(os.path.join(home, "config.toml"), "w") as f:
+                f.write(config)
+            tern = Tern(home, project, mock, size=(160, 48))
+            tern.wait_for("message tern")
+            if runs:
+                tern.keys("-l", "SEND eight subagents")
+                tern.keys("Enter")
+                tern.wait_for("Sent them.", timeout=60)
+                tern.wait_for("word500", timeout=60)
+            times = ping_times(tern, pings)
+            tern.stop()
+            medians[runs] = statistics.median(times)
+            print(f"first token with {runs} subagents streaming: median "
+                  f"{1000 * medians[runs]:.0f} ms, each "
+                  + ", ".join(f"{1000 * t:.0f}" for t in times) + " ms")
+        finally:
+            mock.stop()
+            shutil.rmtree(root, ignore_errors=True)
+    print(f"first token beside 8 streaming subagents / alone: {medians[8] / medians[0]:.2f}x "
+          f"(screen read through tmux as fast as it answers)")
+
+
 def long_session():
     mock = Mock("ok")
     root = tempfile.mkdtemp(prefix="tern-bench-")
@@ -370,7 +424,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--only", choices=["first", "second", "streaming", "subagents",
-                                           "long", "picker"],
+                                           "first-token", "long", "picker"],
                         help="run only this measurement")
     args = parser.parse_args()
     for binary in (TERN, MOCK, SEED):
@@ -381,6 +435,7 @@ def main():
         "second": lambda: second_terminal(args.runs),
         "streaming": streaming,
         "subagents": eight_subagents,
+        "first-token": first_token,
         "long": long_session,
         "picker": lambda: picker(3),
     }

@@ -15,21 +15,28 @@ use mock_provider::{MockProvider, Reply};
 use std::process::ExitCode;
 
 const USAGE: &str =
-    "usage: mock_provider [--port PORT] [--reply TEXT] [--between-us N] [--subagents N]
+    "usage: mock_provider [--port PORT] [--reply TEXT] [--between-us N] [--words N] [--subagents N] [--pings N]
   --port PORT      port on 127.0.0.1 to listen on; 0 (the default) picks a free one
   --reply TEXT     the text every request gets (default: \"Hello!\"), streamed a word per event
+  --words N        the text is \"word0 word1 …\" of N words instead of --reply's
   --between-us N   microseconds between streamed events (default 0: as fast as it can)
-  --subagents N    the first request gets N spawn_agent calls instead; every later one the text";
+  --subagents N    the first request gets N spawn_agent calls instead; every later one the text
+  --pings N        a request answering \"PING n\" (n up to N) gets PONG-n, for timing a
+                   short answer; with --subagents, the message holding SEND gets the calls
+                   and then \"Sent them.\"";
 
 fn main() -> ExitCode {
     let mut port: u16 = 0;
     let mut reply = String::from("Hello!");
     let mut between = std::time::Duration::ZERO;
     let mut subagents: usize = 0;
+    let mut pings: usize = 0;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         let value = match arg.as_str() {
-            "--port" | "--reply" | "--between-us" | "--subagents" => args.next(),
+            "--port" | "--reply" | "--words" | "--between-us" | "--subagents" | "--pings" => {
+                args.next()
+            }
             "-h" | "--help" => {
                 println!("{USAGE}");
                 return ExitCode::SUCCESS;
@@ -53,11 +60,18 @@ fn main() -> ExitCode {
                     return ExitCode::from(2);
                 }
             }
-        } else if arg == "--subagents" {
-            match value.parse() {
+        } else if arg == "--subagents" || arg == "--pings" || arg == "--words" {
+            match value.parse::<usize>() {
+                Ok(n) if arg == "--pings" => pings = n,
+                Ok(n) if arg == "--words" => {
+                    reply = (0..n)
+                        .map(|i| format!("word{i}"))
+                        .collect::<Vec<_>>()
+                        .join(" ");
+                }
                 Ok(n) => subagents = n,
                 Err(_) => {
-                    eprintln!("mock_provider: --subagents takes a number, not {value:?}");
+                    eprintln!("mock_provider: {arg} takes a number, not {value:?}");
                     return ExitCode::from(2);
                 }
             }
@@ -77,15 +91,27 @@ fn main() -> ExitCode {
         }
     };
     mock.disable_recording();
-    if subagents > 0 {
-        mock.push(Reply::tool_calls((0..subagents).map(|i| {
-            (
-                "spawn_agent",
-                serde_json::json!({"task": format!("part {i}: write what you find")}),
-            )
-        })));
+    let spawns = Reply::tool_calls((0..subagents).map(|i| {
+        (
+            "spawn_agent",
+            serde_json::json!({"task": format!("part {i}: write what you find")}),
+        )
+    }));
+    let reply = Reply::text(reply).delay_between_events(between);
+    if pings == 0 && subagents > 0 {
+        mock.push(spawns);
+    } else if pings > 0 {
+        // Every answer of the main session is chosen by the message it answers, so the runs'
+        // requests, in whatever order they come, take none of them.
+        if subagents > 0 {
+            mock.push_for_latest("SEND", spawns);
+            mock.push_for_latest("SEND", Reply::text("Sent them."));
+        }
+        for n in 1..=pings {
+            mock.push_for_latest(&format!("PING {n}"), Reply::text(format!("PONG-{n}")));
+        }
     }
-    mock.repeat(Reply::text(reply).delay_between_events(between));
+    mock.repeat(reply);
     // Stdout is line-buffered, so the URL is visible to a reading script at once.
     println!("{}", mock.base_url());
     // The server runs on its own thread; this one only keeps the process alive.

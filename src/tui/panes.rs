@@ -48,6 +48,9 @@ pub struct Pane {
 
 impl Pane {
     fn new(run: RunId, now: Instant) -> Self {
+        // A pane shows the end of what its run writes.
+        let mut transcript = Transcript::default();
+        transcript.view.live_tail = true;
         Self {
             run,
             agent: String::new(),
@@ -57,7 +60,7 @@ impl Pane {
             branch: None,
             result_path: None,
             tokens: 0,
-            transcript: Transcript::default(),
+            transcript,
             ended_at: None,
         }
     }
@@ -173,6 +176,7 @@ impl Panes {
             let mut cells = cells_from_history(records);
             cells.append(&mut pane.transcript.cells);
             pane.transcript = Transcript::with_cells(cells);
+            pane.transcript.view.live_tail = true;
         }
     }
 

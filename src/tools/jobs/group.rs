@@ -63,24 +63,28 @@ fn boot_id() -> Option<&'static str> {
     .as_deref()
 }
 
-/// When process `pid` started, in clock ticks after boot.
-fn started_at(pid: i32) -> Option<u64> {
+/// When process `pid` started, in clock ticks after boot, and whether it still runs (it has
+/// not exited, waiting only to be reaped).
+fn started_at(pid: i32) -> Option<(u64, bool)> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The name (field 2) is in parentheses and may hold anything, spaces and parentheses
     // too: the fields after it count from its last ')', the state being field 3.
     let rest = &stat[stat.rfind(')')? + 1..];
-    rest.split_whitespace().nth(19)?.parse().ok()
+    let mut fields = rest.split_whitespace();
+    let runs = !matches!(fields.next()?, "Z" | "X" | "x");
+    Some((fields.nth(18)?.parse().ok()?, runs))
 }
 
 /// Process `pid`'s boot and start time, which tell it apart from a later process given the
 /// same pid.
 pub fn identity(pid: i32) -> Option<(String, u64)> {
-    Some((boot_id()?.to_owned(), started_at(pid)?))
+    Some((boot_id()?.to_owned(), started_at(pid)?.0))
 }
 
-/// Whether the process `identity` names is still running.
+/// Whether the process `identity` names still runs (a process that exited and waits to be
+/// reaped does not).
 pub fn same_process(pid: i32, identity: &(String, u64)) -> bool {
-    pid > 0 && boot_id() == Some(identity.0.as_str()) && started_at(pid) == Some(identity.1)
+    pid > 0 && boot_id() == Some(identity.0.as_str()) && started_at(pid) == Some((identity.1, true))
 }
 
 /// Whether group `group`, whose leader this process has reaped, still has processes. The

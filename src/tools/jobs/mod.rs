@@ -139,14 +139,14 @@ impl Jobs {
             }
             let (ended, told) = match &record.ended {
                 Some(how) => (how.clone(), true),
+                None if record.rested => (
+                    "stopped when its session went to rest, if it had not ended before".to_owned(),
+                    false,
+                ),
                 None if leftover => (
                     "reaped: the tern that started it stopped without ending it, so it was \
                      killed at the next start"
                         .to_owned(),
-                    false,
-                ),
-                None if record.rested => (
-                    "stopped when its session went to rest, if it had not ended before".to_owned(),
                     false,
                 ),
                 None => (

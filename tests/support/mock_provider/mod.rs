@@ -191,6 +191,8 @@ struct State {
     by_model: BTreeMap<String, VecDeque<Reply>>,
     /// Replies for the requests whose first message holds a marker, in the order pushed.
     by_input: Vec<(String, VecDeque<Reply>)>,
+    /// Replies for requests whose latest text contains a marker, each taken once.
+    by_latest: Vec<(String, Reply)>,
     repeat: Option<Reply>,
     requests: Vec<RecordedRequest>,
     not_recording: bool,
@@ -344,6 +346,15 @@ impl MockProvider {
                 .by_input
                 .push((marker.to_owned(), VecDeque::from([reply]))),
         }
+    }
+
+    /// Queues a reply for the first request whose latest text (the message it answers)
+    /// contains `marker`; checked before every other queue.
+    pub fn push_for_latest(&self, marker: &str, reply: Reply) {
+        self.shared
+            .lock()
+            .by_latest
+            .push((marker.to_owned(), reply));
     }
 
     /// Answers every request whose queue is empty with `reply` instead of the 500.
@@ -616,7 +627,16 @@ fn texts_of(body: &Value) -> Vec<String> {
 
 impl State {
     fn next_reply(&mut self, model: Option<&str>, body: &Value) -> Result<Reply, String> {
-        let first = texts_of(body).into_iter().next().unwrap_or_default();
+        let texts = texts_of(body);
+        if let Some(latest) = texts.last()
+            && let Some(at) = self
+                .by_latest
+                .iter()
+                .position(|(marker, _)| latest.contains(marker.as_str()))
+        {
+            return Ok(self.by_latest.remove(at).1);
+        }
+        let first = texts.into_iter().next().unwrap_or_default();
         let by_input = self
             .by_input
             .iter_mut()
