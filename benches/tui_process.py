@@ -251,6 +251,15 @@ def streaming():
         shutil.rmtree(root, ignore_errors=True)
 
 
+def runs_home(root):
+    """A tern home under `root` whose config lets 8 subagents run at once, without titles."""
+    home = os.path.join(root, "home")
+    os.makedirs(home)
+    with open(os.path.join(home, "config.toml"), "w") as f:
+        f.write("[session]\nsidecar_titles = false\n[subagents]\nmax_concurrent = 8\n")
+    return home
+
+
 def eight_subagents():
     words = [f"word{i}" for i in range(2000)]
     reply = " ".join(words)
@@ -258,10 +267,7 @@ def eight_subagents():
     root = tempfile.mkdtemp(prefix="tern-bench-")
     try:
         project = project_dir(root)
-        home = os.path.join(root, "home")
-        os.makedirs(home)
-        with open(os.path.join(home, "config.toml"), "w") as f:
-            f.write("[session]\nsidecar_titles = false\n[subagents]\nmax_concurrent = 8\n")
+        home = runs_home(root)
         tern = Tern(home, project, mock, size=(160, 48))
         tern.wait_for("message tern")
         before_cpu = cpu_seconds(tern.pid)
@@ -313,19 +319,13 @@ def ping_times(tern, pings):
 
 def first_token():
     pings = 5
-    config = "[session]\nsidecar_titles = false\n[subagents]\nmax_concurrent = 8\n"
     medians = {}
     for runs in (0, 8):
         # Long enough (20 s) that the runs stream through every message sent beside them.
         mock = Mock("", between_us=500, subagents=runs, pings=pings, words=40000)
         root = tempfile.mkdtemp(prefix="tern-bench-")
         try:
-            project = project_dir(root)
-            home = os.path.join(root, "home")
-            os.makedirs(home)
-            with open(os.path.join(home, "config.toml"), "w") as f:
-                f.write(config)
-            tern = Tern(home, project, mock, size=(160, 48))
+            tern = Tern(runs_home(root), project_dir(root), mock, size=(160, 48))
             tern.wait_for("message tern")
             if runs:
                 tern.keys("-l", "SEND eight subagents")

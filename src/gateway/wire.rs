@@ -24,7 +24,7 @@ use std::path::PathBuf;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 /// Changes whenever a frame's meaning does.
-pub const PROTOCOL: u32 = 2;
+pub const PROTOCOL: u32 = 3;
 /// Largest frame either side accepts: a replay chunk of long tool outputs fits many times.
 pub const MAX_FRAME: usize = 256 * 1024 * 1024;
 

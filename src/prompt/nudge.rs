@@ -56,6 +56,8 @@ pub struct TurnNotes {
     pub subagents: Vec<IndexEntry>,
     /// One line per background job still running.
     pub background_jobs: Vec<String>,
+    /// One line per background job that ended since the last turn.
+    pub ended_jobs: Vec<String>,
     /// The body of a skill the person invoked with a slash command.
     pub skill_content: Option<String>,
     /// Extra instructions set for this session only.
@@ -101,15 +103,8 @@ pub fn nudge(audience: Audience, sources: NudgeSources<'_>) -> Option<String> {
     if full && let Some(working) = sources.working {
         layers.push(("working-context", working_context(working, compact)));
     }
-    if full && !notes.background_jobs.is_empty() {
-        let jobs = notes
-            .background_jobs
-            .iter()
-            .map(|job| format!("- {job}"))
-            .collect::<Vec<_>>()
-            .join("\n");
-        layers.push(("active-background-jobs", jobs));
-    }
+    push_list(&mut layers, "active-background-jobs", &notes.background_jobs, full);
+    push_list(&mut layers, "ended-background-jobs", &notes.ended_jobs, full);
     push_text(&mut layers, "skill", &notes.skill_content, full);
     push_text(&mut layers, "session-overlay", &notes.overlay, true);
     push_text(&mut layers, "restart-notice", &notes.restart_notice, true);
@@ -126,6 +121,19 @@ pub fn nudge(audience: Audience, sources: NudgeSources<'_>) -> Option<String> {
 }
 
 /// Adds a free-text layer when the audience may see it and it is not blank.
+/// Adds layer `name` listing `items`, one `- ` line each, when there are any and `allowed`.
+fn push_list(
+    layers: &mut Vec<(&'static str, String)>,
+    name: &'static str,
+    items: &[String],
+    allowed: bool,
+) {
+    if allowed && !items.is_empty() {
+        let list = items.iter().map(|item| format!("- {item}"));
+        layers.push((name, list.collect::<Vec<_>>().join("\n")));
+    }
+}
+
 fn push_text(
     layers: &mut Vec<(&'static str, String)>,
     name: &'static str,
@@ -338,6 +346,7 @@ mod tests {
                 summary: "reviews diffs".into(),
             }],
             background_jobs: vec!["job 3: cargo test (2m)".into()],
+            ended_jobs: vec!["job 2: npm run dev (exited with code 0)".into()],
             skill_content: Some("deploy steps".into()),
             overlay: Some("be terse".into()),
             restart_notice: Some("tern restarted".into()),
@@ -350,6 +359,7 @@ mod tests {
             "[current-time]",
             "[working-context]",
             "[active-background-jobs]\n- job 3: cargo test (2m)",
+            "[ended-background-jobs]\n- job 2: npm run dev (exited with code 0)",
             "[skill]\ndeploy steps",
             "[session-overlay]\nbe terse",
             "[restart-notice]\ntern restarted",
@@ -411,6 +421,7 @@ mod tests {
                 summary: "b".into(),
             }],
             background_jobs: vec!["j".into()],
+            ended_jobs: vec!["e".into()],
             skill_content: Some("s".into()),
             overlay: Some("be kind".into()),
             restart_notice: None,
@@ -423,6 +434,7 @@ mod tests {
             "[available-subagents]",
             "[working-context]",
             "[active-background-jobs]",
+            "[ended-background-jobs]",
             "[skill]",
         ] {
             assert!(!text.contains(absent), "{absent} in {text}");

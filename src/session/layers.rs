@@ -133,13 +133,24 @@ pub async fn prepare_turn(
         }
     };
     let mut own_notes = available_subagents(deps, state, audience, notes);
-    // Those running, then those tern stopped that the turn tells of.
-    let mut jobs = deps.jobs.running(&state.id);
+    let jobs = deps.jobs.running(&state.id);
     if !jobs.is_empty() {
-        jobs.extend(notes.background_jobs.iter().cloned());
         own_notes
             .get_or_insert_with(|| notes.clone())
             .background_jobs = jobs;
+    }
+    // Jobs that ended since the last turn (by themselves, stopped at a rest, or reaped with
+    // an earlier tern) are told once, where the nudge says such things, their ends journaled.
+    if audience != Audience::Public {
+        let ended = deps.jobs.ended_untold(&state.id);
+        if !ended.is_empty() {
+            own_notes.get_or_insert_with(|| notes.clone()).ended_jobs =
+                ended.iter().map(|end| end.line.clone()).collect();
+        }
+        events.extend(ended.into_iter().map(|end| JournalEvent::JobEnded {
+            id: end.id,
+            how: end.how,
+        }));
     }
     let nudge = prompt::nudge(
         audience,

@@ -28,7 +28,6 @@ use crate::store::JournalEvent;
 use crate::tools::ToolContext;
 use crate::tools::agents::AgentContext;
 use crate::tools::jobs::JobContext;
-use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
@@ -219,38 +218,28 @@ impl Turn<'_> {
         let tools = layers::tool_specs(self.deps, self.audience);
         let temp_dir = self.dirs.prepare_temp_dir();
         let time = CurrentTime::now();
-        // Jobs that ended since the last turn (by themselves, stopped at a rest, or reaped
-        // with an earlier tern) are told of once, and their ends journaled.
-        let ended_jobs = self.deps.jobs.take_ended(&state.id);
-        let notes = match ended_jobs.is_empty() {
-            true => Cow::Borrowed(&self.notes),
-            false => Cow::Owned(TurnNotes {
-                background_jobs: ended_jobs.iter().map(|end| end.line.clone()).collect(),
-                ..self.notes.clone()
-            }),
-        };
-        let mut setup: Vec<JournalEvent> = ended_jobs
-            .into_iter()
-            .map(|end| JournalEvent::JobEnded {
-                id: end.id,
-                how: end.how,
+        let setup = layers::prepare_turn(
+            self.deps,
+            self.dirs,
+            &temp_dir,
+            state,
+            self.audience,
+            &self.notes,
+            time,
+        )
+        .await;
+        let told: Vec<u64> = setup
+            .iter()
+            .filter_map(|event| match event {
+                JournalEvent::JobEnded { id, .. } => Some(*id),
+                _ => None,
             })
             .collect();
-        setup.extend(
-            layers::prepare_turn(
-                self.deps,
-                self.dirs,
-                &temp_dir,
-                state,
-                self.audience,
-                &notes,
-                time,
-            )
-            .await,
-        );
         // Before any side effect: the next durable commit (the reply's calls, or the turn's
         // end) makes it durable.
         self.record_soon(state, setup)?;
+        // The jobs whose ends this turn tells are told for good.
+        self.deps.jobs.mark_told(&state.id, &told);
         let mut ctx = ToolContext {
             project_dir: state.project_dir.clone(),
             cwd: state.cwd.clone(),

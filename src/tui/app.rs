@@ -613,7 +613,7 @@ impl App {
             AppEvent::Jobs {
                 session, running, ..
             } => {
-                if self.session.as_ref() == Some(&session) {
+                if self.session.as_ref() == Some(&session) && running != usize::MAX {
                     self.status.jobs = running;
                 }
             }
@@ -771,7 +771,7 @@ fn help_text() -> String {
          home/end: scroll · ctrl+t: thinking · ctrl+o: tool output · @: files · !cmd: run a \
          command (its output goes with your next message) · shift+drag selects text · \
          subagent panes: ctrl+n/ctrl+p focus, ctrl+f full screen, ctrl+x cancels its run, \
-         ctrl+r shows the latest result",
+         ctrl+r shows the latest result · ctrl+b: background jobs and their output",
     );
     out
 }

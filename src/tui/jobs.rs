@@ -36,7 +36,8 @@ impl JobPolls {
     }
 
     /// An answer of chain `chain`: whether it is current, for the app to take; while jobs
-    /// run, the chain asks again after [`POLL`].
+    /// run (or the count could not be had: `usize::MAX`), the chain asks again after
+    /// [`POLL`].
     pub fn answered(
         &self,
         service: &SessionService,
@@ -63,15 +64,17 @@ fn ask(
 ) {
     tokio::spawn(async move {
         tokio::time::sleep(after).await;
-        // An owner that cannot answer (it is going) leaves the count as it was.
-        if let Ok(jobs) = service.jobs(&session, false).await {
-            let running = jobs.iter().filter(|job| job.running).count();
-            let _ = tx.send(AppEvent::Jobs {
-                session,
-                chain,
-                running,
-            });
-        }
+        // An owner that cannot answer now (it is busy handing over) is asked again later,
+        // the count left as it was meanwhile.
+        let running = match service.jobs(&session, false).await {
+            Ok(jobs) => jobs.iter().filter(|job| job.running).count(),
+            Err(_) => usize::MAX,
+        };
+        let _ = tx.send(AppEvent::Jobs {
+            session,
+            chain,
+            running,
+        });
     });
 }
 

@@ -85,6 +85,8 @@ struct Runner {
     frame_log: Option<std::fs::File>,
     /// Keeps the status line's count of background jobs current.
     job_polls: JobPolls,
+    /// A turn of the session shown began and nothing of its answer is on screen yet.
+    awaiting_answer: bool,
 }
 
 /// Runs the UI until the person leaves or something stops it.
@@ -98,6 +100,7 @@ pub async fn run(mut app: App, launch: Launch) -> std::io::Result<Exit> {
         picker: None,
         picker_woke: Arc::new(Notify::new()),
         job_polls: JobPolls::default(),
+        awaiting_answer: false,
         frame_log: std::env::var_os("TERN_FRAME_LOG").and_then(|path| {
             std::fs::OpenOptions::new()
                 .create(true)
@@ -368,6 +371,19 @@ impl Runner {
                 }
                 app.session_event(&event, now);
                 self.follow_new_runs(app);
+                match event {
+                    SessionEvent::InputAccepted { .. } => self.awaiting_answer = true,
+                    SessionEvent::TextDelta { .. }
+                    | SessionEvent::ThinkingDelta { .. }
+                    | SessionEvent::ToolCall { .. }
+                        if self.awaiting_answer =>
+                    {
+                        self.awaiting_answer = false;
+                        self.frames.request_urgent(now);
+                    }
+                    _ if ended => self.awaiting_answer = false,
+                    _ => {}
+                }
                 // A call may have started or stopped a job.
                 if (ended || matches!(event, SessionEvent::ToolResult { .. }))
                     && let Some(session) = app.session.clone()

@@ -1,6 +1,7 @@
 //! When to draw: everything that changes what is on screen asks for a frame; the requests are
 //! coalesced, and frames are at least 1/60 s apart, so a burst of streamed tokens costs one
-//! frame, never one per token. Pure: the caller passes `now`.
+//! frame, never one per token. The one exception is the first word of an answer the person
+//! waits for, drawn at once: one frame a turn. Pure: the caller passes `now`.
 
 use std::time::Duration;
 use tokio::time::Instant;
@@ -14,12 +15,21 @@ pub struct FrameScheduler {
     /// The earliest time a frame was asked for, if one is pending.
     wanted: Option<Instant>,
     last_drawn: Option<Instant>,
+    /// The pending frame shows the first word of an answer: it does not wait for its turn.
+    urgent: bool,
 }
 
 impl FrameScheduler {
     /// Asks for a frame as soon as the rate allows.
     pub fn request(&mut self, now: Instant) {
         self.request_at(now);
+    }
+
+    /// Asks for a frame now, however recent the last: it shows the first word of the answer
+    /// the person waits for, which panes streaming beside it must not hold back.
+    pub fn request_urgent(&mut self, now: Instant) {
+        self.request_at(now);
+        self.urgent = true;
     }
 
     /// Asks for a frame at `at` (a spinner's next step, a timer shown on screen).
@@ -34,8 +44,8 @@ impl FrameScheduler {
     pub fn due(&self) -> Option<Instant> {
         let wanted = self.wanted?;
         Some(match self.last_drawn {
-            Some(last) => wanted.max(last + FRAME_INTERVAL),
-            None => wanted,
+            Some(last) if !self.urgent => wanted.max(last + FRAME_INTERVAL),
+            _ => wanted,
         })
     }
 
@@ -47,6 +57,7 @@ impl FrameScheduler {
     /// Records that a frame was drawn at `now`; every request until then is served by it.
     pub fn drawn(&mut self, now: Instant) {
         self.last_drawn = Some(now);
+        self.urgent = false;
         if self.wanted.is_some_and(|wanted| wanted <= now) {
             self.wanted = None;
         }
@@ -107,5 +118,21 @@ mod tests {
         assert_eq!(frames.due(), Some(start), "the earliest wins");
         frames.drawn(start);
         assert_eq!(frames.due(), None);
+    }
+
+    #[test]
+    fn the_first_word_of_an_answer_is_drawn_at_once() {
+        let start = Instant::now();
+        let mut frames = FrameScheduler::default();
+        frames.request(start);
+        frames.drawn(start);
+        let soon = start + Duration::from_millis(2);
+        frames.request_urgent(soon);
+        assert_eq!(frames.due(), Some(soon), "no wait for the frame's turn");
+        frames.drawn(soon);
+        // The next frame waits again.
+        let later = soon + Duration::from_millis(1);
+        frames.request(later);
+        assert_eq!(frames.due(), Some(soon + FRAME_INTERVAL));
     }
 }

@@ -24,10 +24,13 @@ pub fn older_log(log: &Path) -> PathBuf {
 
 /// Copies a job's output from `from` into `log` (open as `file`) until every process holding
 /// the pipe has closed it. A log that reaches `cap` is moved to [`older_log`] and begun again;
-/// a log that cannot be written (a full disk) drops output rather than stall the job.
+/// a log that cannot be written (a full disk) drops output rather than stall the job, and is
+/// tried again after each further MiB.
 pub fn pump(mut from: impl Read, log: PathBuf, file: File, cap: u64) {
+    const RETRY_AFTER: u64 = 1024 * 1024;
     let mut file = Some(file);
     let mut written = 0u64;
+    let mut dropped = 0u64;
     let mut buf = vec![0u8; 16 * 1024];
     loop {
         let n = match from.read(&mut buf) {
@@ -43,11 +46,21 @@ pub fn pump(mut from: impl Read, log: PathBuf, file: File, cap: u64) {
             file = File::create(&log).ok();
             written = 0;
         }
-        if let Some(out) = file.as_mut() {
-            match out.write_all(&buf[..n]) {
-                Ok(()) => written += n as u64,
-                Err(_) => file = None,
+        if file.is_none() && dropped >= RETRY_AFTER {
+            dropped = 0;
+            file = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&log)
+                .ok();
+        }
+        match file.as_mut().map(|out| out.write_all(&buf[..n])) {
+            Some(Ok(())) => written += n as u64,
+            Some(Err(_)) => {
+                file = None;
+                dropped += n as u64;
             }
+            None => dropped += n as u64,
         }
     }
 }
@@ -96,6 +109,57 @@ pub fn orphans_live(group: i32) -> bool {
     group > 0
         && !Path::new(&format!("/proc/{group}")).exists()
         && unsafe { libc::killpg(group, 0) } == 0
+}
+
+/// The environment variable every process of a job carries: its mark, [`mark`].
+pub const JOB_MARK: &str = "TERN_JOB";
+
+/// What job `id` of `session` marks its processes with.
+pub fn mark(session: &crate::domain::SessionId, id: u64) -> String {
+    format!("{session}:{id}")
+}
+
+/// Kills every process of group `group` that carries `mark` in its environment (what a job
+/// left running when the tern that started it died); how many there were.
+pub fn kill_leftovers(group: i32, mark: &str) -> usize {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    let wanted = format!("{JOB_MARK}={mark}");
+    let mut killed = 0;
+    for entry in entries.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        let pgrp = stat
+            .rfind(')')
+            .and_then(|end| stat[end + 1..].split_whitespace().nth(2))
+            .and_then(|field| field.parse::<i32>().ok());
+        if pgrp != Some(group) {
+            continue;
+        }
+        let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
+            continue;
+        };
+        if environ
+            .split(|&b| b == 0)
+            .any(|var| var == wanted.as_bytes())
+        {
+            // SAFETY: kill only sends a signal, to a process shown to be the job's.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+            }
+            killed += 1;
+        }
+    }
+    killed
 }
 
 /// Sends `signal` to every process of `group`.

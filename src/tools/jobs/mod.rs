@@ -27,6 +27,9 @@ use tokio_util::sync::CancellationToken;
 /// The most of a job's log `job_output` returns: its start and its end.
 const SHOWN_BYTES: usize = 16 * 1024;
 
+/// How often a job whose shell has ended is looked at until nothing of its group is left.
+const ORPHAN_POLL: Duration = Duration::from_secs(1);
+
 /// How long a job told to stop (SIGTERM) has before it is killed.
 const STOP_GRACE: Duration = Duration::from_secs(2);
 
@@ -41,13 +44,18 @@ struct Job {
     stopped: Option<&'static str>,
     /// Its end is journaled (a turn was told of it).
     told: bool,
+    /// Its leader was reaped and nothing of its group was left: nothing of it runs, whatever
+    /// takes its numbers later.
+    gone: bool,
 }
 
 impl Job {
     /// Whether any process of it still runs: its leader, or what the leader left in its group.
     fn lives(&self) -> bool {
         match self.started {
-            Some(_) => self.ended.is_none() || group::orphans_live(self.record.group),
+            Some(_) => {
+                self.ended.is_none() || (!self.gone && group::orphans_live(self.record.group))
+            }
             None => false,
         }
     }
@@ -58,7 +66,7 @@ impl Job {
             (Some(started), None) => {
                 return format!("running for {} s", started.elapsed().as_secs());
             }
-            (Some(_), Some(ended)) if group::orphans_live(self.record.group) => {
+            (Some(_), Some(ended)) if !self.gone && group::orphans_live(self.record.group) => {
                 return format!("its shell {ended}; processes it started still run");
             }
             (_, Some(ended)) => ended.as_str(),
@@ -114,8 +122,9 @@ impl Jobs {
     /// those whose record lies beside their log in `log_dir` (a crash may have lost the
     /// journal's latest events). A job this process does not know was started by an earlier
     /// tern, which stopped before it: if that tern died and the job's leader still runs (the
-    /// same process, by its start time), it is killed; either way the session's next turn
-    /// hears it was reaped, unless an earlier turn heard how it ended.
+    /// same process, by its start time), it is killed, and so is what it left in its group
+    /// (each process carries the job's mark in its environment); either way the session's
+    /// next turn hears it was reaped, unless an earlier turn heard how it ended.
     pub fn adopt(&self, session: &SessionId, journaled: &[JobRecord], log_dir: &Path) {
         let mut records = journaled.to_vec();
         for record in records_beside_logs(log_dir) {
@@ -129,14 +138,19 @@ impl Jobs {
             if table.contains_key(&key) {
                 continue;
             }
-            let leftover = record.ended.is_none()
+            let leader = record.ended.is_none()
                 && record
                     .leader_start
                     .as_ref()
                     .is_some_and(|identity| group::same_process(record.group, identity));
-            if leftover {
+            if leader {
                 group::signal(record.group, libc::SIGKILL);
             }
+            let left = match record.ended {
+                None => group::kill_leftovers(record.group, &group::mark(session, record.id)),
+                Some(_) => 0,
+            };
+            let leftover = leader || left > 0;
             let (ended, told) = match &record.ended {
                 Some(how) => (how.clone(), true),
                 None if record.rested => (
@@ -162,6 +176,7 @@ impl Jobs {
                     ended: Some(ended),
                     stopped: None,
                     told,
+                    gone: true,
                 },
             );
         }
@@ -184,7 +199,8 @@ impl Jobs {
         let id = table
             .range((session.clone(), 0)..=(session.clone(), u64::MAX))
             .next_back()
-            .map_or(1, |((_, id), _)| id + 1);
+            .map_or(Some(1), |((_, id), _)| id.checked_add(1))
+            .ok_or("this session has no job number left")?;
         let (log, file) = (0..1000)
             .find_map(|again| {
                 let name = match again {
@@ -214,6 +230,7 @@ impl Jobs {
             .env("TMPDIR", &ctx.temp_dir)
             .env("TMP", &ctx.temp_dir)
             .env("TEMP", &ctx.temp_dir)
+            .env(group::JOB_MARK, group::mark(session, id))
             .stdin(Stdio::null())
             .stdout(Stdio::from(writer))
             .stderr(Stdio::from(err_writer));
@@ -241,7 +258,11 @@ impl Jobs {
         std::thread::Builder::new()
             .name(format!("job-{id}-log"))
             .spawn(move || group::pump(reader, pumped, file, group::LOG_CAP))
-            .map_err(|err| format!("cannot start its log: {err}"))?;
+            .map_err(|err| {
+                // Nothing would read its output: it does not run on unseen.
+                group::signal(group, libc::SIGKILL);
+                format!("cannot start its log: {err}")
+            })?;
         let record = JobRecord {
             id,
             command: command.to_owned(),
@@ -264,6 +285,7 @@ impl Jobs {
                 ended: None,
                 stopped: None,
                 told: false,
+                gone: false,
             },
         );
         drop(table);
@@ -285,6 +307,16 @@ impl Jobs {
                 && let Some(job) = jobs.table().get_mut(&key)
             {
                 job.ended = Some(ended);
+            }
+            // What the shell left in its group holds the group's number; once that has gone
+            // too, the job is over for good, before the number can go to anything else.
+            while group::orphans_live(group) {
+                tokio::time::sleep(ORPHAN_POLL).await;
+            }
+            if let Some(jobs) = jobs.upgrade()
+                && let Some(job) = jobs.table().get_mut(&key)
+            {
+                job.gone = true;
             }
         });
         Ok(record)
@@ -382,15 +414,33 @@ impl Jobs {
             .collect()
     }
 
+    /// Jobs `ids` of `session` were told to a turn, their ends journaled: no later turn is
+    /// told again, nor a later tern, which finds each end beside its log too.
+    pub fn mark_told(&self, session: &SessionId, ids: &[u64]) {
+        let mut records = Vec::new();
+        for id in ids {
+            if let Some(job) = self.table().get_mut(&(session.clone(), *id)) {
+                job.told = true;
+                records.push(JobRecord {
+                    ended: Some(job.state()),
+                    ..job.record.clone()
+                });
+            }
+        }
+        for record in records {
+            if let Ok(json) = serde_json::to_vec(&record) {
+                let _ = std::fs::write(record_path(&record.log), json);
+            }
+        }
+    }
+
     /// The jobs of `session` that have ended since its turns last heard, for the next turn
-    /// to be told and to journal; they are taken as told.
-    pub fn take_ended(&self, session: &SessionId) -> Vec<JobEnd> {
-        let mut table = self.table();
-        table
-            .range_mut((session.clone(), 0)..=(session.clone(), u64::MAX))
+    /// to be told and to journal.
+    pub fn ended_untold(&self, session: &SessionId) -> Vec<JobEnd> {
+        self.table()
+            .range((session.clone(), 0)..=(session.clone(), u64::MAX))
             .filter(|(_, job)| !job.told && !job.lives())
             .map(|((_, id), job)| {
-                job.told = true;
                 let how = job.state();
                 let line = format!(
                     "job {id}: {} ({how}; its log: {})",
@@ -458,8 +508,10 @@ fn records_beside_logs(log_dir: &Path) -> Vec<JobRecord> {
             let (file, _) = super::regular_file::open_for_reading(&entry.path()).ok()?;
             let mut bytes = Vec::new();
             file.take(64 * 1024).read_to_end(&mut bytes).ok()?;
-            serde_json::from_slice(&bytes).ok()
+            serde_json::from_slice::<JobRecord>(&bytes).ok()
         })
+        // A number no tern gives (a damaged or hand-made record) is not taken in.
+        .filter(|record| (1..=u64::from(u32::MAX)).contains(&record.id))
         .collect()
 }
 

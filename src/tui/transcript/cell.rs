@@ -12,6 +12,7 @@ use crate::tui::wrap::{hard_wrap, wrap_prefixed};
 use crate::tui::{render_diff, render_markdown};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
+use std::borrow::Cow;
 use std::time::Duration;
 use tokio::time::Instant;
 
@@ -39,9 +40,6 @@ pub struct View {
     /// every frame.
     pub live_tail: bool,
 }
-
-/// How many lines' worth of a streaming paragraph a [`View::live_tail`] view lays out.
-const LIVE_TAIL_LINES: usize = 64;
 
 /// A tool call's state.
 #[derive(Debug, Clone, PartialEq)]
@@ -209,30 +207,11 @@ impl StablePrefix {
         }
         self.prefix_lines = out.len();
         self.key = Some((cut, width, view));
-        let tail = &text[cut..];
-        let cut_tail;
-        // At least this many characters make at least LIVE_TAIL_LINES lines.
-        let keep = LIVE_TAIL_LINES * usize::from(width.max(4));
-        let tail = if view.live_tail && tail.len() > 2 * keep {
-            let mut from = tail.len() - keep;
-            while !tail.is_char_boundary(from) {
-                from += 1;
-            }
-            // From the next word on, so no word is shown cut; a code block still open keeps
-            // its opening line, so what follows is still drawn as code.
-            let rest = &tail[from..];
-            let word = rest.find(char::is_whitespace).map_or(0, |at| at + 1);
-            let fences = tail[..from].split_inclusive('\n').filter(|line| {
-                let line = line.trim_start();
-                line.starts_with("```") || line.starts_with("~~~")
-            });
-            let (count, last) = fences.fold((0, ""), |(n, _), line| (n + 1, line));
-            let opening = if count % 2 == 1 { last } else { "" };
-            cut_tail = format!("{opening}{}", &rest[word..]);
-            cut_tail.as_str()
-        } else {
-            tail
+        let tail = match view.live_tail {
+            true => super::tail::live_tail(&text[cut..], width),
+            false => Cow::Borrowed(&text[cut..]),
         };
+        let tail = tail.as_ref();
         if tail.trim().is_empty() {
             if out.is_empty() {
                 out.extend(markdown_block(tail, width.max(4), theme));
@@ -768,49 +747,18 @@ mod tests {
             ..View::default()
         };
         let words: String = (0..20_000).map(|n| format!("word{n} ")).collect();
-        let mut cell = Cell::new(CellKind::Assistant {
-            text: words.clone(),
-            streaming: true,
-            interrupted: false,
-        });
-        let lines = text_of(cell.lines(60, view, &theme));
-        assert!(lines.len() >= LIVE_TAIL_LINES, "{}", lines.len());
-        assert!(lines.len() < 2 * LIVE_TAIL_LINES, "{}", lines.len());
-        assert!(lines[lines.len() - 2].trim_end().ends_with("word19999"));
-        // No word is shown cut at the start.
-        let first = lines[0].trim_start().trim_start_matches("• ");
-        assert!(first.starts_with("word"), "{first}");
-        // Any other view lays out the whole of it.
-        let mut whole = Cell::new(CellKind::Assistant {
-            text: words,
-            streaming: true,
-            interrupted: false,
-        });
-        assert!(whole.height(60, View::default(), &theme) > 2000);
-        // A code block still open is still drawn as code from its cut end.
-        let code: String = (0..3000).map(|n| format!("let x{n} = {n};\n")).collect();
-        let fenced = format!("Here:\n```rust\n{code}");
-        let mut cell = Cell::new(CellKind::Assistant {
-            text: fenced.clone(),
-            streaming: true,
-            interrupted: false,
-        });
-        let tail = text_of(cell.lines(60, view, &theme));
-        let finished = render(
-            &CellKind::Assistant {
-                text: fenced,
-                streaming: false,
+        let streaming = || {
+            Cell::new(CellKind::Assistant {
+                text: words.clone(),
+                streaming: true,
                 interrupted: false,
-            },
-            60,
-            View::default(),
-            &theme,
-        );
-        let finished = text_of(&finished);
-        assert_eq!(
-            tail[tail.len() - 10..],
-            finished[finished.len() - 10..],
-            "the code's last lines look as they will"
-        );
+            })
+        };
+        let lines = text_of(streaming().lines(60, view, &theme));
+        let shown = super::super::tail::LIVE_TAIL_LINES;
+        assert!((shown..4 * shown).contains(&lines.len()), "{}", lines.len());
+        assert!(lines[lines.len() - 2].trim_end().ends_with("word19999"));
+        // Any other view lays out the whole of it.
+        assert!(streaming().height(60, View::default(), &theme) > 2000);
     }
 }

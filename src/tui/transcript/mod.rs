@@ -9,6 +9,7 @@
 mod cell;
 mod history;
 mod stream;
+mod tail;
 
 pub use cell::{Cell, CellKind, ToolCell, ToolStatus, View, format_duration};
 pub use history::{cells_from_history, last_usage};

@@ -209,13 +209,14 @@ fn a_background_job_does_not_outlive_the_tern_that_started_it() {
     }
 }
 
-#[test]
-fn a_job_a_killed_tern_left_running_is_reaped_and_told_at_the_next_start() {
+/// Starts `tern run` with a turn that starts `command` as a job and then stalls; kills tern
+/// with SIGKILL once the process marked `marker` runs; the next `tern run --continue` must
+/// leave nothing of it running and tell of it.
+fn a_killed_tern_leaves(command: &str, marker: &str) {
     let cli = Cli::new();
-    let marker = format!("tern-reap-marker-{}", std::process::id());
     cli.mock.push(Reply::tool_call(
         "shell_execute",
-        json!({"command": format!("echo started; exec -a {marker} sleep 300"), "background": true}),
+        json!({"command": command, "background": true}),
     ));
     cli.mock
         .push(Reply::text("never finished").stall_after_events(2));
@@ -230,7 +231,7 @@ fn a_job_a_killed_tern_left_running_is_reaped_and_told_at_the_next_start() {
         .wait_for_model_requests_blocking(2, Duration::from_secs(20));
     let pgrep = || {
         let out = std::process::Command::new("pgrep")
-            .args(["-f", &marker])
+            .args(["-f", marker])
             .output()
             .unwrap();
         String::from_utf8_lossy(&out.stdout).trim().to_owned()
@@ -255,10 +256,31 @@ fn a_job_a_killed_tern_left_running_is_reaped_and_told_at_the_next_start() {
     assert!(pgrep().is_empty(), "the next start left the job running");
     let nudge = cli.mock.model_requests()[2].nudges().pop().unwrap();
     assert!(
-        nudge.contains(&format!("job 1: echo started; exec -a {marker} sleep 300 (reaped: the tern that started it stopped without ending it")),
+        nudge.contains(&format!(
+            "job 1: {command} (reaped: the tern that started it stopped without ending it"
+        )),
         "{nudge}"
     );
+    assert!(nudge.contains("[ended-background-jobs]"), "{nudge}");
     assert!(nudge.contains("logs/jobs/job-1.log"), "{nudge}");
+}
+
+#[test]
+fn a_job_a_killed_tern_left_running_is_reaped_and_told_at_the_next_start() {
+    let marker = format!("tern-reap-marker-{}", std::process::id());
+    a_killed_tern_leaves(
+        &format!("echo started; exec -a {marker} sleep 300"),
+        &marker,
+    );
+}
+
+#[test]
+fn what_a_jobs_shell_left_when_tern_was_killed_is_reaped_at_the_next_start() {
+    let marker = format!("tern-orphan-marker-{}", std::process::id());
+    a_killed_tern_leaves(
+        &format!("(exec -a {marker} sleep 300) & echo started"),
+        &marker,
+    );
 }
 
 /// The session folders' subagent runs: each run's folder.
@@ -320,8 +342,8 @@ fn an_explorer_and_a_test_writer_in_its_worktree_run_at_once_and_its_tests_are_b
     tmux.keys(&["Enter"]);
     // Both panes, side by side with the transcript.
     tmux.wait_for("● explorer");
-    tmux.wait_for("● general");
     tmux.wait_for("the library adds");
+    tmux.wait_for("general · ");
     // The conversation goes on meanwhile.
     tmux.type_text("meanwhile, hello");
     tmux.keys(&["Enter"]);
@@ -410,8 +432,10 @@ fn a_second_terminal_opening_the_session_gets_a_pane_for_a_run_already_working()
     cli.mock.push(Reply::text("It is working."));
     cli.mock.push_for_input(
         "MARKER-LATE",
+        // It works until the test ends.
         Reply::text("slowly looking through every file one at a time before saying much more")
-            .delay_between_events(Duration::from_millis(400)),
+            .delay_between_events(Duration::from_millis(100))
+            .stall_after_events(6),
     );
     cli.mock.repeat(Reply::text("Noted."));
     let first = Tmux::start(&cli, &[]);

@@ -201,7 +201,11 @@ async fn a_jobs_end_is_told_to_the_next_turn_once_and_what_its_shell_left_counts
         std::fs::read_to_string(&job.log).is_ok_and(|text| text.contains("built"))
     })
     .await;
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // Reaped: the registry records the end as it reaps.
+    until("the job was never reaped", || {
+        !std::path::Path::new(&format!("/proc/{}", job.group)).exists()
+    })
+    .await;
     turn(&handle, "serve it").await;
     let told = nudges(&world).pop().unwrap();
     assert!(
