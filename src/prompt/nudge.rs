@@ -103,8 +103,18 @@ pub fn nudge(audience: Audience, sources: NudgeSources<'_>) -> Option<String> {
     if full && let Some(working) = sources.working {
         layers.push(("working-context", working_context(working, compact)));
     }
-    push_list(&mut layers, "active-background-jobs", &notes.background_jobs, full);
-    push_list(&mut layers, "ended-background-jobs", &notes.ended_jobs, full);
+    push_list(
+        &mut layers,
+        "active-background-jobs",
+        &notes.background_jobs,
+        full,
+    );
+    push_list(
+        &mut layers,
+        "ended-background-jobs",
+        &notes.ended_jobs,
+        full,
+    );
     push_text(&mut layers, "skill", &notes.skill_content, full);
     push_text(&mut layers, "session-overlay", &notes.overlay, true);
     push_text(&mut layers, "restart-notice", &notes.restart_notice, true);

@@ -342,7 +342,6 @@ fn an_explorer_and_a_test_writer_in_its_worktree_run_at_once_and_its_tests_are_b
     tmux.keys(&["Enter"]);
     // Both panes, side by side with the transcript.
     tmux.wait_for("● explorer");
-    tmux.wait_for("the library adds");
     tmux.wait_for("general · ");
     // The conversation goes on meanwhile.
     tmux.type_text("meanwhile, hello");
@@ -351,6 +350,7 @@ fn an_explorer_and_a_test_writer_in_its_worktree_run_at_once_and_its_tests_are_b
     // The writer's edit in its worktree is asked of the person, naming the run.
     tmux.wait_for("approval needed · subagent general (run-");
     tmux.keys(&["y"]);
+    tmux.wait_for("(explorer) ended: completed");
     // Both results reach the main session.
     let notices = || {
         cli.mock
