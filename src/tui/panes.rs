@@ -48,9 +48,9 @@ pub struct Pane {
 
 impl Pane {
     fn new(run: RunId, now: Instant) -> Self {
-        // A pane shows the end of what its run writes.
+        // A pane shows the end of what its run writes (laid out for its height when drawn).
         let mut transcript = Transcript::default();
-        transcript.view.live_tail = true;
+        transcript.view.live_tail = Some(0);
         Self {
             run,
             agent: String::new(),
@@ -176,7 +176,7 @@ impl Panes {
             let mut cells = cells_from_history(records);
             cells.append(&mut pane.transcript.cells);
             pane.transcript = Transcript::with_cells(cells);
-            pane.transcript.view.live_tail = true;
+            pane.transcript.view.live_tail = Some(0);
         }
     }
 
@@ -335,6 +335,8 @@ fn draw_pane(
             height: area.height - 1,
             ..area
         };
+        // Enough of a streaming paragraph for the pane's height, and no more.
+        pane.transcript.view.live_tail = Some(body.height);
         pane.transcript.render(body, buf, theme, now);
     }
 }

@@ -134,7 +134,11 @@ pub async fn run(mut app: App, launch: Launch) -> std::io::Result<Exit> {
     let mut outside = launch.outside;
     loop {
         let due = runner.frames.due();
+        // In order: the person's keys, the session they talk to, the frame due; then the
+        // rest (runs' panes, tasks reporting back), so a flood of run events never holds
+        // back what the person is waiting for.
         tokio::select! {
+            biased;
             event = input.next() => match event {
                 Some(Ok(event)) => {
                     let now = Instant::now();
@@ -171,6 +175,10 @@ pub async fn run(mut app: App, launch: Launch) -> std::io::Result<Exit> {
             item = next_item(&mut runner.link.feed) => {
                 let fed = runner.link.fed(item);
                 runner.fed(&mut app, fed);
+            }
+            _ = sleep_until(due.unwrap_or_else(Instant::now)), if due.is_some() => {
+                let now = Instant::now();
+                runner.draw(&mut app, &mut terminal, now)?;
             }
             Some(news) = linked.recv() => runner.linked(&mut app, news),
             Some(news) = outside.recv() => {
@@ -212,10 +220,6 @@ pub async fn run(mut app: App, launch: Launch) -> std::io::Result<Exit> {
                 let session = app.session.clone();
                 runner.drain(&mut app, &mut terminal).await;
                 return Ok(Exit::Drained { session, restart: stopping.restart });
-            }
-            _ = sleep_until(due.unwrap_or_else(Instant::now)), if due.is_some() => {
-                let now = Instant::now();
-                runner.draw(&mut app, &mut terminal, now)?;
             }
         }
     }
@@ -412,12 +416,15 @@ impl Runner {
             })?,
             None => terminal.screen.draw(|frame| view::draw(frame, app, now))?,
         };
+        let answer = self.frames.is_urgent();
         self.frames.drawn(now);
         if let Some(log) = &mut self.frame_log {
             use std::io::Write;
             let took = now.elapsed().as_micros();
             let at = jiff::Timestamp::now().as_microsecond();
-            let _ = writeln!(log, "{at} {took}");
+            // The frame that shows the first word of an answer is marked.
+            let mark = if answer { " answer" } else { "" };
+            let _ = writeln!(log, "{at} {took}{mark}");
         }
         if moving {
             let next = if app.transcript.has_pending() {

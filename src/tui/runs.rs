@@ -5,6 +5,7 @@
 use super::app::AppEvent;
 use crate::domain::{RunId, SessionId};
 use crate::gateway::{RunNews, SessionService, follow_run};
+use crate::session::SessionEvent;
 use std::path::PathBuf;
 use tokio::sync::mpsc::UnboundedSender;
 
@@ -21,7 +22,34 @@ pub fn watch(
     let (news_tx, mut news) = tokio::sync::mpsc::unbounded_channel();
     follow_run(service, parent, run, true, news_tx);
     tokio::spawn(async move {
-        while let Some((run, news)) = news.recv().await {
+        let mut held: Option<(RunId, RunNews)> = None;
+        loop {
+            let next = match held.take() {
+                Some(news) => news,
+                None => match news.recv().await {
+                    Some(news) => news,
+                    None => return,
+                },
+            };
+            let (run, news) = match next {
+                // What streamed while the app was busy goes to it as one piece: a run writing
+                // fast costs the interface one event per wakeup, not one per token.
+                (run, RunNews::Event(SessionEvent::TextDelta { mut text })) => {
+                    while let Ok(more) = news.try_recv() {
+                        match more {
+                            (_, RunNews::Event(SessionEvent::TextDelta { text: next })) => {
+                                text.push_str(&next);
+                            }
+                            other => {
+                                held = Some(other);
+                                break;
+                            }
+                        }
+                    }
+                    (run, RunNews::Event(SessionEvent::TextDelta { text }))
+                }
+                other => other,
+            };
             let event = match news {
                 RunNews::Status(status) => AppEvent::RunStatus { run, status },
                 RunNews::History(records) => AppEvent::RunHistory { run, records },

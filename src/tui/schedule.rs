@@ -32,6 +32,11 @@ impl FrameScheduler {
         self.urgent = true;
     }
 
+    /// Whether the pending frame shows the first word of an answer.
+    pub fn is_urgent(&self) -> bool {
+        self.urgent
+    }
+
     /// Asks for a frame at `at` (a spinner's next step, a timer shown on screen).
     pub fn request_at(&mut self, at: Instant) {
         self.wanted = Some(match self.wanted {

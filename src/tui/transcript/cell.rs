@@ -35,10 +35,10 @@ pub struct View {
     pub tools_open: bool,
     /// Bumped when the theme changes.
     pub theme_epoch: u32,
-    /// Of a reply still streaming, only the end of the paragraph being written is drawn: a
-    /// view that shows only its last lines (a run's pane) need not lay out the rest again on
-    /// every frame.
-    pub live_tail: bool,
+    /// Of a reply still streaming, only the end of the paragraph being written, enough for
+    /// this many lines, is laid out: a view that shows only its last lines (a run's pane)
+    /// need not lay out the rest again on every frame.
+    pub live_tail: Option<u16>,
 }
 
 /// A tool call's state.
@@ -208,8 +208,8 @@ impl StablePrefix {
         self.prefix_lines = out.len();
         self.key = Some((cut, width, view));
         let tail = match view.live_tail {
-            true => super::tail::live_tail(&text[cut..], width),
-            false => Cow::Borrowed(&text[cut..]),
+            Some(lines) => super::tail::live_tail(&text[cut..], width, lines),
+            None => Cow::Borrowed(&text[cut..]),
         };
         let tail = tail.as_ref();
         if tail.trim().is_empty() {
@@ -743,7 +743,7 @@ mod tests {
     fn a_view_of_the_last_lines_lays_out_only_the_end_of_a_long_streaming_paragraph() {
         let theme = Theme::default();
         let view = View {
-            live_tail: true,
+            live_tail: Some(64),
             ..View::default()
         };
         let words: String = (0..20_000).map(|n| format!("word{n} ")).collect();
@@ -755,8 +755,7 @@ mod tests {
             })
         };
         let lines = text_of(streaming().lines(60, view, &theme));
-        let shown = super::super::tail::LIVE_TAIL_LINES;
-        assert!((shown..4 * shown).contains(&lines.len()), "{}", lines.len());
+        assert!((64..4 * 64).contains(&lines.len()), "{}", lines.len());
         assert!(lines[lines.len() - 2].trim_end().ends_with("word19999"));
         // Any other view lays out the whole of it.
         assert!(streaming().height(60, View::default(), &theme) > 2000);

@@ -4,17 +4,17 @@
 
 use std::borrow::Cow;
 
-/// How many lines' worth of a streaming paragraph such a view lays out.
-pub const LIVE_TAIL_LINES: usize = 64;
+/// The fewest lines' worth of a streaming paragraph such a view lays out.
+const MIN_LINES: usize = 8;
 
-/// The end of `tail` (the paragraph being written) that fills at least [`LIVE_TAIL_LINES`]
-/// lines at `width`; the whole of it when short. The cut falls at the start of a line when
+/// The end of `tail` (the paragraph being written) that fills at least `lines` lines at
+/// `width` (and at least [`MIN_LINES`]); the whole of it when short. The cut falls at the start of a line when
 /// one begins soon after it, else after a space, so nothing shown starts inside a word; a
 /// code block open at the cut keeps its opening line, so what follows is still code.
-pub fn live_tail(tail: &str, width: u16) -> Cow<'_, str> {
+pub fn live_tail(tail: &str, width: u16, lines: u16) -> Cow<'_, str> {
     // Two bytes a column: enough for every script's widest characters (an emoji is 4 bytes
     // over 2 columns, a Cyrillic letter 2 bytes over 1).
-    let keep = LIVE_TAIL_LINES * usize::from(width.max(4)) * 2;
+    let keep = usize::from(lines).max(MIN_LINES) * usize::from(width.max(4)) * 2;
     if tail.len() <= 2 * keep {
         return Cow::Borrowed(tail);
     }
@@ -50,11 +50,11 @@ mod tests {
     #[test]
     fn a_long_paragraph_is_cut_after_a_space_of_any_script() {
         let short = "a few words";
-        assert!(matches!(live_tail(short, 40), Cow::Borrowed(s) if s == short));
+        assert!(matches!(live_tail(short, 40, 64), Cow::Borrowed(s) if s == short));
         for space in [' ', '\u{a0}', '\u{3000}', '\u{2028}'] {
             for filler in ["word", "слово", "単語", "🦀"] {
                 let text: String = (0..5000).map(|n| format!("{filler}{n}{space}")).collect();
-                let shown = live_tail(&text, 40);
+                let shown = live_tail(&text, 40, 64);
                 assert!(shown.len() < text.len() / 2, "{filler:?}");
                 assert!(
                     shown.starts_with(filler),
@@ -66,17 +66,17 @@ mod tests {
         }
         // Text with no space at all is cut at a character's edge.
         let text = "é".repeat(20_000);
-        assert!(live_tail(&text, 40).chars().all(|c| c == 'é'));
+        assert!(live_tail(&text, 40, 64).chars().all(|c| c == 'é'));
     }
 
     #[test]
     fn a_cut_inside_a_code_block_keeps_its_opening_line() {
         let code: String = (0..3000).map(|n| format!("let x{n} = {n};\n")).collect();
         let text = format!("Here:\n```rust\n{code}");
-        let shown = live_tail(&text, 60);
+        let shown = live_tail(&text, 60, 64);
         assert!(shown.starts_with("```rust\nlet x"), "{}", &shown[..30]);
         // A block closed before the cut is not opened again.
         let text = format!("```\nx\n```\n{}", "plain line\n".repeat(3000));
-        assert!(live_tail(&text, 60).starts_with("plain line\n"));
+        assert!(live_tail(&text, 60, 64).starts_with("plain line\n"));
     }
 }
