@@ -321,6 +321,8 @@ def ping_times(tern, pings):
             if time.time() - start > 30:
                 raise RuntimeError(f"never saw PONG-{n}:\n{tern.screen()}")
         shown = [at for at, _, answer in tern.marked_frames() if answer and at >= start * 1e6]
+        if not shown:
+            raise RuntimeError(f"no frame marked as showing PONG-{n}'s first word")
         times.append(shown[0] / 1e6 - start)
         time.sleep(0.7)
     return times

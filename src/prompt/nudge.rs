@@ -130,7 +130,6 @@ pub fn nudge(audience: Audience, sources: NudgeSources<'_>) -> Option<String> {
     Some(out)
 }
 
-/// Adds a free-text layer when the audience may see it and it is not blank.
 /// Adds layer `name` listing `items`, one `- ` line each, when there are any and `allowed`.
 fn push_list(
     layers: &mut Vec<(&'static str, String)>,
@@ -144,6 +143,7 @@ fn push_list(
     }
 }
 
+/// Adds a free-text layer when the audience may see it and it is not blank.
 fn push_text(
     layers: &mut Vec<(&'static str, String)>,
     name: &'static str,

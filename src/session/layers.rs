@@ -133,14 +133,10 @@ pub async fn prepare_turn(
         }
     };
     let mut own_notes = available_subagents(deps, state, audience, notes);
-    let jobs = deps.jobs.running(&state.id);
-    if !jobs.is_empty() {
-        own_notes
-            .get_or_insert_with(|| notes.clone())
-            .background_jobs = jobs;
-    }
     // Jobs that ended since the last turn (by themselves, stopped at a rest, or reaped with
     // an earlier tern) are told once, where the nudge says such things, their ends journaled.
+    // Asked before those running: a job that ends between the two is in neither list (and
+    // told next turn), never in both.
     if audience != Audience::Public {
         let ended = deps.jobs.ended_untold(&state.id);
         if !ended.is_empty() {
@@ -151,6 +147,12 @@ pub async fn prepare_turn(
             id: end.id,
             how: end.how,
         }));
+    }
+    let jobs = deps.jobs.running(&state.id);
+    if !jobs.is_empty() {
+        own_notes
+            .get_or_insert_with(|| notes.clone())
+            .background_jobs = jobs;
     }
     let nudge = prompt::nudge(
         audience,

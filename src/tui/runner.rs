@@ -134,11 +134,20 @@ pub async fn run(mut app: App, launch: Launch) -> std::io::Result<Exit> {
     let mut outside = launch.outside;
     loop {
         let due = runner.frames.due();
-        // In order: the person's keys, the session they talk to, the frame due; then the
-        // rest (runs' panes, tasks reporting back), so a flood of run events never holds
-        // back what the person is waiting for.
+        // In order: a stop (it comes once), the person's keys, the session they talk to, the
+        // frame due; then the rest (runs' panes, tasks reporting back), so a flood of run
+        // events never holds back what the person is waiting for.
         tokio::select! {
             biased;
+            stopping = next_stop(&mut stop) => {
+                let Some(stopping) = stopping else {
+                    continue;
+                };
+                app.notice(stopping.notice.clone());
+                let session = app.session.clone();
+                runner.drain(&mut app, &mut terminal).await;
+                return Ok(Exit::Drained { session, restart: stopping.restart });
+            }
             event = input.next() => match event {
                 Some(Ok(event)) => {
                     let now = Instant::now();
@@ -211,15 +220,6 @@ pub async fn run(mut app: App, launch: Launch) -> std::io::Result<Exit> {
                 {
                     runner.frames.request(Instant::now());
                 }
-            }
-            stopping = next_stop(&mut stop) => {
-                let Some(stopping) = stopping else {
-                    continue;
-                };
-                app.notice(stopping.notice.clone());
-                let session = app.session.clone();
-                runner.drain(&mut app, &mut terminal).await;
-                return Ok(Exit::Drained { session, restart: stopping.restart });
             }
         }
     }

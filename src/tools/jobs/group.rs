@@ -100,15 +100,12 @@ pub fn same_process(pid: i32, identity: &(String, u64)) -> bool {
     pid > 0 && boot_id() == Some(identity.0.as_str()) && started_at(pid) == Some((identity.1, true))
 }
 
-/// Whether group `group`, whose leader this process has reaped, still has processes. The
-/// kernel keeps a pid's number from new processes while a group of that number lives, so a
-/// process holding it now means the group ended and the number went to another; without one,
-/// whatever is in the group is what the job left.
-pub fn orphans_live(group: i32) -> bool {
+/// Whether group `group`, whose leader this process has reaped, still has processes of the
+/// job marked `mark` that run (not ones that exited and wait to be reaped, nor a later group
+/// given the same number).
+pub fn orphans_live(group: i32, mark: &str) -> bool {
     // SAFETY: killpg with signal 0 only checks that the group exists and may be signalled.
-    group > 0
-        && !Path::new(&format!("/proc/{group}")).exists()
-        && unsafe { libc::killpg(group, 0) } == 0
+    group > 0 && unsafe { libc::killpg(group, 0) } == 0 && !marked_members(group, mark).is_empty()
 }
 
 /// The environment variable every process of a job carries: its mark, [`mark`].
@@ -122,11 +119,24 @@ pub fn mark(session: &crate::domain::SessionId, id: u64) -> String {
 /// Kills every process of group `group` that carries `mark` in its environment (what a job
 /// left running when the tern that started it died); how many there were.
 pub fn kill_leftovers(group: i32, mark: &str) -> usize {
+    let members = marked_members(group, mark);
+    for pid in &members {
+        // SAFETY: kill only sends a signal, to a process shown to be the job's.
+        unsafe {
+            libc::kill(*pid, libc::SIGKILL);
+        }
+    }
+    members.len()
+}
+
+/// The processes of group `group` that run (not exited, waiting to be reaped) and carry
+/// `mark` in their environment.
+fn marked_members(group: i32, mark: &str) -> Vec<i32> {
     let Ok(entries) = std::fs::read_dir("/proc") else {
-        return 0;
+        return Vec::new();
     };
     let wanted = format!("{JOB_MARK}={mark}");
-    let mut killed = 0;
+    let mut members = Vec::new();
     for entry in entries.flatten() {
         let Some(pid) = entry
             .file_name()
@@ -138,11 +148,14 @@ pub fn kill_leftovers(group: i32, mark: &str) -> usize {
         let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
             continue;
         };
-        let pgrp = stat
+        let mut fields = stat
             .rfind(')')
-            .and_then(|end| stat[end + 1..].split_whitespace().nth(2))
-            .and_then(|field| field.parse::<i32>().ok());
-        if pgrp != Some(group) {
+            .map(|end| stat[end + 1..].split_whitespace())
+            .into_iter()
+            .flatten();
+        let runs = !matches!(fields.next(), Some("Z" | "X" | "x") | None);
+        let pgrp = fields.nth(1).and_then(|field| field.parse::<i32>().ok());
+        if !runs || pgrp != Some(group) {
             continue;
         }
         let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
@@ -152,14 +165,10 @@ pub fn kill_leftovers(group: i32, mark: &str) -> usize {
             .split(|&b| b == 0)
             .any(|var| var == wanted.as_bytes())
         {
-            // SAFETY: kill only sends a signal, to a process shown to be the job's.
-            unsafe {
-                libc::kill(pid, libc::SIGKILL);
-            }
-            killed += 1;
+            members.push(pid);
         }
     }
-    killed
+    members
 }
 
 /// Sends `signal` to every process of `group`.

@@ -47,6 +47,8 @@ struct Job {
     /// Its leader was reaped and nothing of its group was left: nothing of it runs, whatever
     /// takes its numbers later.
     gone: bool,
+    /// What its processes carry in their environment ([`group::JOB_MARK`]).
+    mark: String,
 }
 
 impl Job {
@@ -54,7 +56,8 @@ impl Job {
     fn lives(&self) -> bool {
         match self.started {
             Some(_) => {
-                self.ended.is_none() || (!self.gone && group::orphans_live(self.record.group))
+                self.ended.is_none()
+                    || (!self.gone && group::orphans_live(self.record.group, &self.mark))
             }
             None => false,
         }
@@ -66,7 +69,9 @@ impl Job {
             (Some(started), None) => {
                 return format!("running for {} s", started.elapsed().as_secs());
             }
-            (Some(_), Some(ended)) if !self.gone && group::orphans_live(self.record.group) => {
+            (Some(_), Some(ended))
+                if !self.gone && group::orphans_live(self.record.group, &self.mark) =>
+            {
                 return format!("its shell {ended}; processes it started still run");
             }
             (_, Some(ended)) => ended.as_str(),
@@ -132,53 +137,32 @@ impl Jobs {
                 records.push(record);
             }
         }
+        // The processes are looked at without the registry held: a scan of /proc is slow.
+        let fresh: Vec<JobRecord> = {
+            let table = self.table();
+            records
+                .into_iter()
+                .filter(|record| !table.contains_key(&(session.clone(), record.id)))
+                .collect()
+        };
+        let adopted: Vec<(JobRecord, String, bool)> = fresh
+            .into_iter()
+            .map(|record| {
+                let (ended, told) = reap(session, &record);
+                (record, ended, told)
+            })
+            .collect();
         let mut table = self.table();
-        for record in records {
-            let key = (session.clone(), record.id);
-            if table.contains_key(&key) {
-                continue;
-            }
-            let leader = record.ended.is_none()
-                && record
-                    .leader_start
-                    .as_ref()
-                    .is_some_and(|identity| group::same_process(record.group, identity));
-            if leader {
-                group::signal(record.group, libc::SIGKILL);
-            }
-            let left = match record.ended {
-                None => group::kill_leftovers(record.group, &group::mark(session, record.id)),
-                Some(_) => 0,
-            };
-            let leftover = leader || left > 0;
-            let (ended, told) = match &record.ended {
-                Some(how) => (how.clone(), true),
-                None if record.rested => (
-                    "stopped when its session went to rest, if it had not ended before".to_owned(),
-                    false,
-                ),
-                None if leftover => (
-                    "reaped: the tern that started it stopped without ending it, so it was \
-                     killed at the next start"
-                        .to_owned(),
-                    false,
-                ),
-                None => (
-                    "reaped: it ended with the tern that started it".to_owned(),
-                    false,
-                ),
-            };
-            table.insert(
-                key,
-                Job {
-                    record,
-                    started: None,
-                    ended: Some(ended),
-                    stopped: None,
-                    told,
-                    gone: true,
-                },
-            );
+        for (record, ended, told) in adopted {
+            table.entry((session.clone(), record.id)).or_insert(Job {
+                record,
+                started: None,
+                ended: Some(ended),
+                stopped: None,
+                told,
+                gone: true,
+                mark: String::new(),
+            });
         }
     }
 
@@ -286,6 +270,7 @@ impl Jobs {
                 stopped: None,
                 told: false,
                 gone: false,
+                mark: group::mark(session, id),
             },
         );
         drop(table);
@@ -310,7 +295,8 @@ impl Jobs {
             }
             // What the shell left in its group holds the group's number; once that has gone
             // too, the job is over for good, before the number can go to anything else.
-            while group::orphans_live(group) {
+            let mark = group::mark(&key.0, key.1);
+            while group::orphans_live(group, &mark) {
                 tokio::time::sleep(ORPHAN_POLL).await;
             }
             if let Some(jobs) = jobs.upgrade()
@@ -393,7 +379,7 @@ impl Jobs {
                 .upgrade()
                 .and_then(|jobs| jobs.table().get(&key).map(|job| job.ended.is_some()))
                 .unwrap_or(true);
-            if !reaped || group::orphans_live(group) {
+            if !reaped || group::orphans_live(group, &group::mark(&key.0, key.1)) {
                 group::signal(group, libc::SIGKILL);
             }
         });
@@ -487,6 +473,42 @@ impl Drop for Jobs {
         for job in table.values().filter(|job| job.lives()) {
             group::signal(job.record.group, libc::SIGKILL);
         }
+    }
+}
+
+/// What a job of an earlier tern left running is killed: its leader if it still is the same
+/// process, and whatever in its group carries its mark. How it ended, in words, and whether
+/// a turn was told already.
+fn reap(session: &SessionId, record: &JobRecord) -> (String, bool) {
+    let leader = record.ended.is_none()
+        && record
+            .leader_start
+            .as_ref()
+            .is_some_and(|identity| group::same_process(record.group, identity));
+    if leader {
+        group::signal(record.group, libc::SIGKILL);
+    }
+    let left = match record.ended {
+        None => group::kill_leftovers(record.group, &group::mark(session, record.id)),
+        Some(_) => 0,
+    };
+    let leftover = leader || left > 0;
+    match &record.ended {
+        Some(how) => (how.clone(), true),
+        None if record.rested => (
+            "stopped when its session went to rest, if it had not ended before".to_owned(),
+            false,
+        ),
+        None if leftover => (
+            "reaped: the tern that started it stopped without ending it, so it was \
+             killed at the next start"
+                .to_owned(),
+            false,
+        ),
+        None => (
+            "reaped: it ended with the tern that started it".to_owned(),
+            false,
+        ),
     }
 }
 

@@ -755,7 +755,7 @@ mod tests {
             })
         };
         let lines = text_of(streaming().lines(60, view, &theme));
-        assert!((64..4 * 64).contains(&lines.len()), "{}", lines.len());
+        assert!((64..8 * 64).contains(&lines.len()), "{}", lines.len());
         assert!(lines[lines.len() - 2].trim_end().ends_with("word19999"));
         // Any other view lays out the whole of it.
         assert!(streaming().height(60, View::default(), &theme) > 2000);

@@ -12,13 +12,13 @@ const MIN_LINES: usize = 8;
 /// one begins soon after it, else after a space, so nothing shown starts inside a word; a
 /// code block open at the cut keeps its opening line, so what follows is still code.
 pub fn live_tail(tail: &str, width: u16, lines: u16) -> Cow<'_, str> {
-    // Two bytes a column: enough for every script's widest characters (an emoji is 4 bytes
-    // over 2 columns, a Cyrillic letter 2 bytes over 1).
-    let keep = usize::from(lines).max(MIN_LINES) * usize::from(width.max(4)) * 2;
+    // Four bytes a column: enough for every script (a Thai letter with its marks, an emoji),
+    // and half as much again before it, so what a skip to the next line leaves still fills.
+    let keep = usize::from(lines).max(MIN_LINES) * usize::from(width.max(4)) * 4;
     if tail.len() <= 2 * keep {
         return Cow::Borrowed(tail);
     }
-    let mut from = tail.len() - keep;
+    let mut from = tail.len() - keep - keep / 2;
     while !tail.is_char_boundary(from) {
         from += 1;
     }
