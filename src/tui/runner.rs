@@ -388,8 +388,13 @@ impl Runner {
                     _ if ended => self.awaiting_answer = false,
                     _ => {}
                 }
-                // A call may have started or stopped a job.
-                if (ended || matches!(event, SessionEvent::ToolResult { .. }))
+                // A call that may have started or stopped a job, or a turn's end, asks again;
+                // while jobs run the count is kept current anyway.
+                let job_call = matches!(
+                    &event,
+                    SessionEvent::ToolResult { name, .. } if name == "shell_execute" || name == "job_kill"
+                );
+                if (ended || job_call)
                     && let Some(session) = app.session.clone()
                 {
                     self.job_polls

@@ -76,28 +76,40 @@ fn boot_id() -> Option<&'static str> {
     .as_deref()
 }
 
-/// When process `pid` started, in clock ticks after boot, and whether it still runs (it has
-/// not exited, waiting only to be reaped).
-fn started_at(pid: i32) -> Option<(u64, bool)> {
+/// What `/proc/<pid>/stat` says of a process.
+struct Stat {
+    /// It has not exited (it is not only waiting to be reaped).
+    runs: bool,
+    group: i32,
+    /// When it started, in clock ticks after boot.
+    start: u64,
+}
+
+fn stat(pid: i32) -> Option<Stat> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The name (field 2) is in parentheses and may hold anything, spaces and parentheses
-    // too: the fields after it count from its last ')', the state being field 3.
-    let rest = &stat[stat.rfind(')')? + 1..];
-    let mut fields = rest.split_whitespace();
-    let runs = !matches!(fields.next()?, "Z" | "X" | "x");
-    Some((fields.nth(18)?.parse().ok()?, runs))
+    // too: the fields after it count from its last ')', the state being field 3, the group
+    // field 5 and the start time field 22.
+    let fields: Vec<&str> = stat[stat.rfind(')')? + 1..].split_whitespace().collect();
+    Some(Stat {
+        runs: !matches!(*fields.first()?, "Z" | "X" | "x"),
+        group: fields.get(2)?.parse().ok()?,
+        start: fields.get(19)?.parse().ok()?,
+    })
 }
 
 /// Process `pid`'s boot and start time, which tell it apart from a later process given the
 /// same pid.
 pub fn identity(pid: i32) -> Option<(String, u64)> {
-    Some((boot_id()?.to_owned(), started_at(pid)?.0))
+    Some((boot_id()?.to_owned(), stat(pid)?.start))
 }
 
 /// Whether the process `identity` names still runs (a process that exited and waits to be
 /// reaped does not).
 pub fn same_process(pid: i32, identity: &(String, u64)) -> bool {
-    pid > 0 && boot_id() == Some(identity.0.as_str()) && started_at(pid) == Some((identity.1, true))
+    pid > 0
+        && boot_id() == Some(identity.0.as_str())
+        && stat(pid).is_some_and(|stat| stat.runs && stat.start == identity.1)
 }
 
 /// Whether group `group`, whose leader this process has reaped, still has processes of the
@@ -145,17 +157,7 @@ fn marked_members(group: i32, mark: &str) -> Vec<i32> {
         else {
             continue;
         };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            continue;
-        };
-        let mut fields = stat
-            .rfind(')')
-            .map(|end| stat[end + 1..].split_whitespace())
-            .into_iter()
-            .flatten();
-        let runs = !matches!(fields.next(), Some("Z" | "X" | "x") | None);
-        let pgrp = fields.nth(1).and_then(|field| field.parse::<i32>().ok());
-        if !runs || pgrp != Some(group) {
+        if !stat(pid).is_some_and(|stat| stat.runs && stat.group == group) {
             continue;
         }
         let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {

@@ -52,35 +52,48 @@ struct Job {
 }
 
 impl Job {
+    /// Whether what its shell left in its group still runs (its shell has ended). Looks
+    /// through `/proc` while that may be so.
+    fn orphans(&self) -> bool {
+        self.started.is_some()
+            && self.ended.is_some()
+            && !self.gone
+            && group::orphans_live(self.record.group, &self.mark)
+    }
+
     /// Whether any process of it still runs: its leader, or what the leader left in its group.
     fn lives(&self) -> bool {
-        match self.started {
-            Some(_) => {
-                self.ended.is_none()
-                    || (!self.gone && group::orphans_live(self.record.group, &self.mark))
-            }
-            None => false,
-        }
+        self.started.is_some() && (self.ended.is_none() || self.orphans())
     }
 
     /// Its state in words.
     fn state(&self) -> String {
+        self.status().1
+    }
+
+    /// Whether it runs, and its state in words, from one look at its processes.
+    fn status(&self) -> (bool, String) {
         let ended = match (&self.started, &self.ended) {
             (Some(started), None) => {
-                return format!("running for {} s", started.elapsed().as_secs());
+                return (
+                    true,
+                    format!("running for {} s", started.elapsed().as_secs()),
+                );
             }
-            (Some(_), Some(ended))
-                if !self.gone && group::orphans_live(self.record.group, &self.mark) =>
-            {
-                return format!("its shell {ended}; processes it started still run");
+            (Some(_), Some(ended)) if self.orphans() => {
+                return (
+                    true,
+                    format!("its shell {ended}; processes it started still run"),
+                );
             }
             (_, Some(ended)) => ended.as_str(),
             (None, None) => "ended",
         };
-        match self.stopped {
+        let words = match self.stopped {
             Some(why) => format!("{why} ({ended})"),
             None => ended.to_owned(),
-        }
+        };
+        (false, words)
     }
 }
 
@@ -181,7 +194,7 @@ impl Jobs {
         // that name left by something else is never written over.
         let mut table = self.table();
         let id = table
-            .range((session.clone(), 0)..=(session.clone(), u64::MAX))
+            .range(of(session))
             .next_back()
             .map_or(Some(1), |((_, id), _)| id.checked_add(1))
             .ok_or("this session has no job number left")?;
@@ -335,10 +348,10 @@ impl Jobs {
         let job = table
             .get(&(session.clone(), id))
             .ok_or_else(|| format!("This session has no job {id}."))?;
-        if !job.lives() {
-            return Ok(format!("job {id} had already ended: {}", job.state()));
+        if let (false, state) = job.status() {
+            return Ok(format!("job {id} had already ended: {state}"));
         }
-        self.stop(&job.record.group, (session.clone(), id));
+        self.stop(job.record.group, (session.clone(), id));
         Ok(format!(
             "job {id} told to stop (killed after {} s if it does not)",
             STOP_GRACE.as_secs()
@@ -348,9 +361,9 @@ impl Jobs {
     /// Stops every running job of `session` (it rests or closes); its next turn hears so.
     pub fn kill_session(self: &Arc<Self>, session: &SessionId) {
         let mut table = self.table();
-        for (key, job) in table.range_mut((session.clone(), 0)..=(session.clone(), u64::MAX)) {
+        for (key, job) in table.range_mut(of(session)) {
             if job.lives() {
-                self.stop(&job.record.group, key.clone());
+                self.stop(job.record.group, key.clone());
                 job.stopped = Some("stopped when its session went to rest or closed");
             }
         }
@@ -361,7 +374,7 @@ impl Jobs {
         let table = self.table();
         for (key, job) in table.iter() {
             if job.lives() {
-                self.stop(&job.record.group, key.clone());
+                self.stop(job.record.group, key.clone());
             }
         }
     }
@@ -369,8 +382,7 @@ impl Jobs {
     /// SIGTERM to `group`, and SIGKILL after [`STOP_GRACE`] to whatever of the job is left:
     /// its leader while this process has not reaped it (its pid is then still its own), or
     /// the rest of its group when that lives on.
-    fn stop(self: &Arc<Self>, group: &i32, key: (SessionId, u64)) {
-        let group = *group;
+    fn stop(self: &Arc<Self>, group: i32, key: (SessionId, u64)) {
         group::signal(group, libc::SIGTERM);
         let jobs: Weak<Self> = Arc::downgrade(self);
         std::thread::spawn(move || {
@@ -388,14 +400,15 @@ impl Jobs {
     /// The running jobs of `session`, a line each, for the prompt's nudge.
     pub fn running(&self, session: &SessionId) -> Vec<String> {
         self.table()
-            .range((session.clone(), 0)..=(session.clone(), u64::MAX))
-            .filter(|(_, job)| job.lives())
-            .map(|((_, id), job)| {
-                format!(
-                    "job {id}: {} ({}; job_output to read it)",
-                    job.record.command.lines().next().unwrap_or(""),
-                    job.state()
-                )
+            .range(of(session))
+            .filter_map(|((_, id), job)| {
+                let (runs, state) = job.status();
+                runs.then(|| {
+                    format!(
+                        "job {id}: {} ({state}; job_output to read it)",
+                        job.record.command.lines().next().unwrap_or("")
+                    )
+                })
             })
             .collect()
     }
@@ -424,16 +437,16 @@ impl Jobs {
     /// to be told and to journal.
     pub fn ended_untold(&self, session: &SessionId) -> Vec<JobEnd> {
         self.table()
-            .range((session.clone(), 0)..=(session.clone(), u64::MAX))
-            .filter(|(_, job)| !job.told && !job.lives())
-            .map(|((_, id), job)| {
-                let how = job.state();
+            .range(of(session))
+            .filter(|(_, job)| !job.told)
+            .filter_map(|((_, id), job)| {
+                let (runs, how) = job.status();
                 let line = format!(
                     "job {id}: {} ({how}; its log: {})",
                     job.record.command.lines().next().unwrap_or(""),
                     job.record.log.display()
                 );
-                JobEnd { id: *id, how, line }
+                (!runs).then_some(JobEnd { id: *id, how, line })
             })
             .collect()
     }
@@ -442,14 +455,17 @@ impl Jobs {
     pub fn views(&self, session: &SessionId, with_output: bool) -> Vec<JobView> {
         let views: Vec<JobView> = self
             .table()
-            .range((session.clone(), 0)..=(session.clone(), u64::MAX))
-            .map(|((_, id), job)| JobView {
-                id: *id,
-                command: job.record.command.clone(),
-                state: job.state(),
-                running: job.lives(),
-                log: job.record.log.clone(),
-                output: None,
+            .range(of(session))
+            .map(|((_, id), job)| {
+                let (running, state) = job.status();
+                JobView {
+                    id: *id,
+                    command: job.record.command.clone(),
+                    state,
+                    running,
+                    log: job.record.log.clone(),
+                    output: None,
+                }
             })
             .collect();
         match with_output {
@@ -510,6 +526,11 @@ fn reap(session: &SessionId, record: &JobRecord) -> (String, bool) {
             false,
         ),
     }
+}
+
+/// The keys of every job of `session`.
+fn of(session: &SessionId) -> std::ops::RangeInclusive<(SessionId, u64)> {
+    (session.clone(), 0)..=(session.clone(), u64::MAX)
 }
 
 /// Where a job's record lies beside its log: `job-3.log` → `job-3.json`.
