@@ -16,7 +16,10 @@
   `result.md`);
 - first token beside subagents: the time from sending a message to the first word of its
   answer on screen, in a tern with nothing else to do and in one whose 8 subagents are
-  streaming 2,000 words a second each into their panes (5 messages each, medians);
+  streaming 2,000 words a second each into their panes (15 messages each, medians); and
+  tern's own share of it: from taking the message from the composer to that frame, less the
+  time the mock took from reading the request to writing its answer (tmux and the mock share
+  the machine's two cores with tern, and slow down beside 8 streams themselves);
 - a 10,000-message session opened with `tern -r ID`: first frame, RSS, and the time each
   frame takes while paging through the middle of it (from the frame log);
 - the picker (`tern -r`) over 100,000 sessions (the database `cargo bench --bench picker`
@@ -31,6 +34,7 @@ Needs tmux. Frame times come from TERN_FRAME_LOG, which tern writes one line per
 import argparse
 import glob
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -67,15 +71,23 @@ def peak_rss_mib(pid):
 
 
 class Mock:
-    def __init__(self, reply, between_us=0, subagents=0, pings=0, words=0):
+    def __init__(self, reply, between_us=0, subagents=0, pings=0, words=0, timings=None):
         text = ["--words", str(words)] if words else ["--reply", reply]
+        timed = ["--timings", timings] if timings else []
+        self.timings = timings
         self.proc = subprocess.Popen(
             [MOCK, *text, "--between-us", str(between_us), "--subagents", str(subagents),
-             "--pings", str(pings)],
+             "--pings", str(pings), *timed],
             stdout=subprocess.PIPE,
             text=True,
         )
         self.url = self.proc.stdout.readline().strip()
+
+    def answered(self):
+        """(µs when read, µs when answered) of each model request answered so far."""
+        with open(self.timings) as f:
+            return [(int(p[0]), int(p[1])) for p in (line.split() for line in f)
+                    if len(p) == 3 and p[2] == "/v1/messages"]
 
     def stop(self):
         self.proc.kill()
@@ -122,18 +134,35 @@ class Tern:
             time.sleep(0.02)
         raise RuntimeError(f"never saw {text!r}:\n{self.screen()}")
 
+    def wait_for_streaming(self, beyond, timeout=60):
+        """Until some pane shows a word numbered past `beyond` (a pane's tail moves on too
+        fast for any one word to be sure to be seen)."""
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if any(int(n) > beyond for n in re.findall(r"\bword(\d+)\b", self.screen())):
+                return
+            time.sleep(0.02)
+        raise RuntimeError(f"never saw a word past word{beyond}:\n{self.screen()}")
+
     def frame_log(self):
         """(wall-clock µs when written, µs taken) per frame."""
         return [frame[:2] for frame in self.marked_frames()]
 
-    def marked_frames(self):
-        """(wall-clock µs, µs taken, whether it shows the first word of an answer)."""
+    def log_lines(self):
         try:
             with open(self.frames) as f:
-                return [(int(p[0]), int(p[1]), p[2:] == ["answer"])
-                        for p in (line.split() for line in f) if len(p) >= 2]
+                return [line.split() for line in f]
         except FileNotFoundError:
             return []
+
+    def marked_frames(self):
+        """(wall-clock µs, µs taken, whether it shows the first word of an answer)."""
+        return [(int(p[0]), int(p[1]), p[2:] == ["answer"])
+                for p in self.log_lines() if len(p) >= 2 and p[1].isdigit()]
+
+    def inputs(self):
+        """Wall-clock µs of each message sent, as tern took it from the composer."""
+        return [int(p[0]) for p in self.log_lines() if p[1:] == ["input"]]
 
     def first_frame_ms(self, timeout=10):
         deadline = time.time() + timeout
@@ -294,6 +323,7 @@ def eight_subagents():
         cpu = cpu_seconds(tern.pid) - before_cpu
         peak = peak_rss_mib(tern.pid)
         frames, busiest = frames_between(tern, start, elapsed)
+        took = sorted(us for at, us in tern.frame_log() if start <= at / 1e6 <= start + elapsed)
         exported = exported_transcript(tern, root)
         results = glob.glob(os.path.join(home, "data/sessions/*/subagents/*/result.md"))
         whole = sum(1 for path in results if reply in open(path).read())
@@ -301,40 +331,57 @@ def eight_subagents():
         print(f"8 subagents and the main session streaming 2,000 words at 2,000/s each: "
               f"{elapsed:.1f} s to every report, tern CPU {cpu:.1f} s ({100 * cpu / elapsed:.0f}% "
               f"of one core), peak RSS {peak:.1f} MiB, {len(frames) / elapsed:.0f} frames/s on "
-              f"average, {busiest} in the busiest second (cap 60); every word in the main "
-              f"transcript: {reply in exported}; runs whose result holds every word: {whole}/8")
+              f"average, {busiest} in the busiest second (cap 60), a frame's work p50 "
+              f"{took[len(took) // 2] / 1e3:.2f} ms p99 {took[len(took) * 99 // 100] / 1e3:.2f} ms; "
+              f"every word in the main transcript: {reply in exported}; runs whose result "
+              f"holds every word: {whole}/8")
     finally:
         mock.stop()
         shutil.rmtree(root, ignore_errors=True)
 
 
-def ping_times(tern, pings):
+def ping_times(tern, mock, pings):
     """Sends PING 1 … PING n; for each, the seconds from its Enter to the frame that showed
     its answer's first word (tern marks that frame in its frame log), read once PONG-n is on
-    screen, so how fast tmux answers does not count."""
-    times = []
+    screen, so how fast tmux answers does not count; and tern's own share of that: from
+    taking the message from the composer to that frame, less the time the mock took from
+    reading the request to writing its answer."""
+    times, own = [], []
     for n in range(1, pings + 1):
         tern.keys("-l", f"PING {n}")
         start = time.time()
         tern.keys("Enter")
+        # The times come from the frame log; polling the screen gently keeps tmux from
+        # taking the cores tern measures on.
         while f"PONG-{n}" not in tern.screen():
             if time.time() - start > 30:
                 raise RuntimeError(f"never saw PONG-{n}:\n{tern.screen()}")
+            time.sleep(0.05)
         shown = [at for at, _, answer in tern.marked_frames() if answer and at >= start * 1e6]
         if not shown:
             raise RuntimeError(f"no frame marked as showing PONG-{n}'s first word")
-        times.append(shown[0] / 1e6 - start)
-        time.sleep(0.7)
-    return times
+        frame = shown[0]
+        times.append(frame / 1e6 - start)
+        sent = [at for at in tern.inputs() if start * 1e6 <= at <= frame]
+        # The mock may note its answer written only after tern has drawn it.
+        served = [(read, answered) for read, answered in mock.answered()
+                  if sent and sent[0] <= read <= frame]
+        if sent and served:
+            read, answered = served[0]
+            own.append((frame - sent[0] - (min(answered, frame) - read)) / 1e6)
+        time.sleep(0.5)
+    return times, own
 
 
 def first_token():
-    pings = 5
+    pings = 15
     medians = {}
+    own_medians = {}
     for runs in (0, 8):
-        # Long enough (20 s) that the runs stream through every message sent beside them.
-        mock = Mock("", between_us=500, subagents=runs, pings=pings, words=40000)
         root = tempfile.mkdtemp(prefix="tern-bench-")
+        # Long enough (20 s) that the runs stream through every message sent beside them.
+        mock = Mock("", between_us=500, subagents=runs, pings=pings, words=40000,
+                    timings=os.path.join(root, "timings"))
         try:
             tern = Tern(runs_home(root), project_dir(root), mock, size=(160, 48))
             tern.wait_for("message tern")
@@ -342,18 +389,22 @@ def first_token():
                 tern.keys("-l", "SEND eight subagents")
                 tern.keys("Enter")
                 tern.wait_for("Sent them.", timeout=60)
-                tern.wait_for("word500", timeout=60)
-            times = ping_times(tern, pings)
+                tern.wait_for_streaming(500)
+            times, own = ping_times(tern, mock, pings)
             tern.stop()
             medians[runs] = statistics.median(times)
+            own_medians[runs] = statistics.median(own) if own else float("nan")
             print(f"first token with {runs} subagents streaming: median "
                   f"{1000 * medians[runs]:.0f} ms, each "
-                  + ", ".join(f"{1000 * t:.0f}" for t in times) + " ms")
+                  + ", ".join(f"{1000 * t:.0f}" for t in times) + " ms; tern's own share: "
+                  f"median {1000 * own_medians[runs]:.1f} ms, each "
+                  + ", ".join(f"{1000 * t:.1f}" for t in own) + " ms")
         finally:
             mock.stop()
             shutil.rmtree(root, ignore_errors=True)
     print(f"first token beside 8 streaming subagents / alone: {medians[8] / medians[0]:.2f}x "
-          f"(from the Enter sent to tmux to the frame written)")
+          f"from the Enter sent to tmux to the frame written; "
+          f"{own_medians[8] / own_medians[0]:.2f}x in tern's own share")
 
 
 def long_session():

@@ -16,6 +16,7 @@ use std::process::ExitCode;
 
 const USAGE: &str =
     "usage: mock_provider [--port PORT] [--reply TEXT] [--between-us N] [--words N] [--subagents N] [--pings N]
+                     [--timings FILE]
   --port PORT      port on 127.0.0.1 to listen on; 0 (the default) picks a free one
   --reply TEXT     the text every request gets (default: \"Hello!\"), streamed a word per event
   --words N        the text is \"word0 word1 …\" of N words instead of --reply's
@@ -23,7 +24,9 @@ const USAGE: &str =
   --subagents N    the first request gets N spawn_agent calls instead; every later one the text
   --pings N        a request answering \"PING n\" (n up to N) gets PONG-n, for timing a
                    short answer; with --subagents, the message holding SEND gets the calls
-                   and then \"Sent them.\"";
+                   and then \"Sent them.\"
+  --timings FILE   appends a line per request answered: when it was read and when its answer
+                   was written (microseconds since the Unix epoch), then its path";
 
 fn main() -> ExitCode {
     let mut port: u16 = 0;
@@ -31,12 +34,12 @@ fn main() -> ExitCode {
     let mut between = std::time::Duration::ZERO;
     let mut subagents: usize = 0;
     let mut pings: usize = 0;
+    let mut timings = None;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         let value = match arg.as_str() {
-            "--port" | "--reply" | "--words" | "--between-us" | "--subagents" | "--pings" => {
-                args.next()
-            }
+            "--port" | "--reply" | "--words" | "--between-us" | "--subagents" | "--pings"
+            | "--timings" => args.next(),
             "-h" | "--help" => {
                 println!("{USAGE}");
                 return ExitCode::SUCCESS;
@@ -52,6 +55,18 @@ fn main() -> ExitCode {
         };
         if arg == "--reply" {
             reply = value;
+        } else if arg == "--timings" {
+            let file = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&value);
+            match file {
+                Ok(file) => timings = Some(file),
+                Err(e) => {
+                    eprintln!("mock_provider: cannot write timings to {value}: {e}");
+                    return ExitCode::FAILURE;
+                }
+            }
         } else if arg == "--between-us" {
             match value.parse() {
                 Ok(us) => between = std::time::Duration::from_micros(us),
@@ -91,6 +106,9 @@ fn main() -> ExitCode {
         }
     };
     mock.disable_recording();
+    if let Some(file) = timings {
+        mock.log_timings(file);
+    }
     let spawns = Reply::tool_calls((0..subagents).map(|i| {
         (
             "spawn_agent",

@@ -21,6 +21,7 @@ pub mod color;
 pub mod composer;
 pub mod diff;
 pub mod highlight;
+mod input;
 mod jobs;
 mod link;
 pub mod markdown;

@@ -28,6 +28,12 @@ pub const FOLD_AFTER: Duration = Duration::from_secs(8);
 /// The narrowest terminal that shows panes beside the transcript; narrower ones get tabs.
 pub const SIDE_BY_SIDE_WIDTH: u16 = 120;
 
+/// How often a pane's body is laid out again while its run streams: text moving beside the
+/// conversation 20 times a second reads as smoothly as 60, at a third of the cost, which
+/// eight streaming runs would otherwise take from the frames of the session the person
+/// talks to.
+pub const RELAYOUT_EVERY: Duration = Duration::from_millis(50);
+
 /// One run's pane.
 pub struct Pane {
     pub run: RunId,
@@ -44,6 +50,17 @@ pub struct Pane {
     pub transcript: Transcript,
     /// When the run was seen to end.
     ended_at: Option<Instant>,
+    /// Whether the body changed since it was last laid out.
+    changed: bool,
+    /// The body as last laid out, drawn again until it is laid out anew.
+    drawn: Option<Drawn>,
+}
+
+/// A pane's body as it was drawn: where, when, and its cells row by row.
+struct Drawn {
+    area: Rect,
+    at: Instant,
+    cells: Vec<ratatui::buffer::Cell>,
 }
 
 impl Pane {
@@ -62,6 +79,8 @@ impl Pane {
             tokens: 0,
             transcript,
             ended_at: None,
+            changed: true,
+            drawn: None,
         }
     }
 
@@ -124,6 +143,11 @@ pub struct Panes {
     pub full: bool,
     /// The results of the runs that ended, latest last, for the key that shows one.
     results: Vec<PathBuf>,
+    /// Set for a frame that must be drawn at once (the first word of the answer the person
+    /// waits for): no pane is laid out in it, each shows what it showed a frame ago.
+    pub hold: bool,
+    /// When a pane whose body changed is next laid out, if one waits for that.
+    next_layout: Option<Instant>,
 }
 
 impl Panes {
@@ -177,6 +201,7 @@ impl Panes {
             cells.append(&mut pane.transcript.cells);
             pane.transcript = Transcript::with_cells(cells);
             pane.transcript.view.live_tail = Some(0);
+            pane.changed = true;
         }
     }
 
@@ -187,6 +212,7 @@ impl Panes {
                 pane.tokens += usage.output_tokens;
             }
             pane.transcript.apply(event, now);
+            pane.changed = true;
         }
     }
 
@@ -217,7 +243,7 @@ impl Panes {
         }
         let mut moving = false;
         for pane in &mut self.list {
-            pane.transcript.commit_pending();
+            pane.changed |= pane.transcript.commit_pending();
             moving |= !pane.ended() || pane.transcript.has_pending();
         }
         moving || !self.list.is_empty()
@@ -260,8 +286,21 @@ impl Panes {
         }
     }
 
+    /// How old a changed body's layout may be before it is laid out again; `None` in a frame
+    /// that lays out none.
+    fn relayout(&self) -> Option<Duration> {
+        (!self.hold).then_some(RELAYOUT_EVERY)
+    }
+
+    /// When a frame should be drawn for a pane whose body changed but was not laid out again
+    /// in the last one.
+    pub fn next_layout(&self) -> Option<Instant> {
+        self.next_layout
+    }
+
     /// Draws the panes stacked in `area` (beside the transcript).
     pub fn render_side(&mut self, area: Rect, buf: &mut Buffer, theme: &Theme, now: Instant) {
+        self.next_layout = None;
         if area.width < 3 || area.height == 0 || self.list.is_empty() {
             return;
         }
@@ -276,6 +315,10 @@ impl Panes {
         };
         let count = self.list.len() as u16;
         let each = (inner.height / count).max(2);
+        // A third of the panes at most are laid out in one frame, so that the cost of
+        // streaming panes spreads over the frames between two layouts of each.
+        let mut budget = self.list.len().div_ceil(3);
+        let relayout = self.relayout();
         for (at, pane) in self.list.iter_mut().enumerate() {
             let y = inner.y + at as u16 * each;
             if y >= inner.y + inner.height {
@@ -283,22 +326,33 @@ impl Panes {
             }
             let height = each.min(inner.y + inner.height - y);
             let slot = Rect { y, height, ..inner };
-            draw_pane(pane, slot, buf, theme, now, self.focus == Some(at));
+            let focused = self.focus == Some(at);
+            let relayout = relayout.filter(|_| budget > 0);
+            match draw_pane(pane, slot, buf, theme, now, focused, relayout) {
+                Body::LaidOut => budget = budget.saturating_sub(1),
+                Body::Kept { wants } => self.next_layout = earliest(self.next_layout, wants),
+            }
         }
     }
 
     /// Draws the focused pane over `area` (full screen).
     pub fn render_full(&mut self, area: Rect, buf: &mut Buffer, theme: &Theme, now: Instant) {
+        self.next_layout = None;
         if let Some(at) = self.focus
             && let Some(pane) = self.list.get_mut(at)
         {
             buf.set_style(area, theme.base);
-            draw_pane(pane, area, buf, theme, now, true);
+            // The pane the person watches full screen moves as often as frames are drawn.
+            let relayout = (!self.hold).then_some(Duration::ZERO);
+            if let Body::Kept { wants } = draw_pane(pane, area, buf, theme, now, true, relayout) {
+                self.next_layout = wants;
+            }
         }
     }
 
     /// Draws one row of tabs, one per pane, in `area` (a narrow terminal).
-    pub fn render_tabs(&self, area: Rect, buf: &mut Buffer, theme: &Theme, now: Instant) {
+    pub fn render_tabs(&mut self, area: Rect, buf: &mut Buffer, theme: &Theme, now: Instant) {
+        self.next_layout = None;
         if area.height == 0 || self.list.is_empty() {
             return;
         }
@@ -314,6 +368,24 @@ impl Panes {
     }
 }
 
+fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// What became of a pane's body in a frame.
+enum Body {
+    LaidOut,
+    /// Drawn as it was; `wants` a layout then, when it changed.
+    Kept {
+        wants: Option<Instant>,
+    },
+}
+
+/// Draws a pane: its header fresh, its body laid out again only when it changed and its last
+/// layout is `relayout` old (never, when `None`), else as it was drawn.
 fn draw_pane(
     pane: &mut Pane,
     area: Rect,
@@ -321,7 +393,8 @@ fn draw_pane(
     theme: &Theme,
     now: Instant,
     focused: bool,
-) {
+    relayout: Option<Duration>,
+) -> Body {
     buf.set_style(area, Style::default());
     buf.set_line(
         area.x,
@@ -329,15 +402,49 @@ fn draw_pane(
         &pane.header(now, theme, focused),
         area.width,
     );
-    if area.height > 1 {
-        let body = Rect {
-            y: area.y + 1,
-            height: area.height - 1,
-            ..area
-        };
-        // Enough of a streaming paragraph for the pane's height, and no more.
-        pane.transcript.view.live_tail = Some(body.height);
-        pane.transcript.render(body, buf, theme, now);
+    if area.height <= 1 {
+        return Body::Kept { wants: None };
+    }
+    let body = Rect {
+        y: area.y + 1,
+        height: area.height - 1,
+        ..area
+    };
+    // A running tool's clock moves without news.
+    let changed = pane.changed || pane.transcript.cells.last().is_some_and(|c| c.is_live());
+    if let Some(drawn) = pane.drawn.as_ref().filter(|drawn| drawn.area == body) {
+        let due = relayout.map(|every| drawn.at + every);
+        if !changed || due.is_none_or(|due| now < due) {
+            copy_cells(&drawn.cells, body, buf);
+            let wants = changed.then(|| due.unwrap_or(now).max(now));
+            return Body::Kept { wants };
+        }
+    }
+    // Enough of a streaming paragraph for the pane's height, and no more.
+    pane.transcript.view.live_tail = Some(body.height);
+    pane.transcript.render(body, buf, theme, now);
+    pane.changed = false;
+    let mut cells = Vec::with_capacity(usize::from(body.width) * usize::from(body.height));
+    for y in body.top()..body.bottom() {
+        for x in body.left()..body.right() {
+            cells.push(buf[(x, y)].clone());
+        }
+    }
+    pane.drawn = Some(Drawn {
+        area: body,
+        at: now,
+        cells,
+    });
+    Body::LaidOut
+}
+
+/// Puts `cells` (row by row) back over `area`.
+fn copy_cells(cells: &[ratatui::buffer::Cell], area: Rect, buf: &mut Buffer) {
+    let width = usize::from(area.width);
+    for (row, y) in cells.chunks(width).zip(area.top()..area.bottom()) {
+        for (cell, x) in row.iter().zip(area.left()..) {
+            buf[(x, y)] = cell.clone();
+        }
     }
 }
 
@@ -378,6 +485,94 @@ mod tests {
         panes.tick(now + FOLD_AFTER);
         assert!(panes.list.is_empty(), "then folds away");
         assert_eq!(panes.result(), Some(PathBuf::from("/r/result.md")));
+    }
+
+    fn screen(buf: &Buffer) -> String {
+        buf.content().iter().map(|cell| cell.symbol()).collect()
+    }
+
+    #[test]
+    fn a_streaming_pane_is_laid_out_again_at_most_every_interval_and_never_in_a_held_frame() {
+        let start = Instant::now();
+        let theme = Theme::default();
+        let area = Rect::new(0, 0, 40, 6);
+        let mut panes = Panes::default();
+        panes.started(run(1), start);
+        panes.status(&run(1), &json!({"state": "running", "elapsed_s": 0}), start);
+        let draw = |panes: &mut Panes, at: Instant| {
+            panes.tick(at);
+            let mut buf = Buffer::empty(area);
+            panes.render_side(area, &mut buf, &theme, at);
+            screen(&buf)
+        };
+        let say = |panes: &mut Panes, text: &str, at: Instant| {
+            let delta = SessionEvent::TextDelta { text: text.into() };
+            panes.event(&run(1), &delta, at);
+            draw(panes, at)
+        };
+        assert!(say(&mut panes, "alpha", start).contains("alpha"));
+        assert_eq!(panes.next_layout(), None);
+        // News within the interval waits for it, and the frame it wants is named.
+        let soon = start + RELAYOUT_EVERY / 5;
+        assert!(!say(&mut panes, " beta", soon).contains("beta"));
+        assert_eq!(panes.next_layout(), Some(start + RELAYOUT_EVERY));
+        let later = start + RELAYOUT_EVERY;
+        assert!(say(&mut panes, " gamma", later).contains("beta gamma"));
+        assert_eq!(panes.next_layout(), None);
+        // A held frame lays out nothing however old the layout, and asks for the next frame.
+        let much_later = later + 4 * RELAYOUT_EVERY;
+        panes.hold = true;
+        let held = say(&mut panes, " delta", much_later);
+        assert!(held.contains("gamma") && !held.contains("delta"));
+        assert_eq!(panes.next_layout(), Some(much_later));
+        panes.hold = false;
+        assert!(draw(&mut panes, much_later).contains("delta"));
+        // A pane with nothing new is drawn as it was, wanting no frame, its header current.
+        let quiet = start + Duration::from_secs(4);
+        let shown = draw(&mut panes, quiet);
+        assert!(
+            shown.contains("delta") && shown.contains("running 4.0s"),
+            "{shown}"
+        );
+        assert_eq!(panes.next_layout(), None);
+    }
+
+    #[test]
+    fn streaming_panes_are_laid_out_a_third_at_a_time() {
+        let start = Instant::now();
+        let theme = Theme::default();
+        let area = Rect::new(0, 0, 40, 18);
+        let mut panes = Panes::default();
+        let draw = |panes: &mut Panes, word: &str, at: Instant| {
+            panes.tick(at);
+            let mut buf = Buffer::empty(area);
+            panes.render_side(area, &mut buf, &theme, at);
+            screen(&buf).matches(word).count()
+        };
+        for n in 0..6 {
+            panes.started(run(n), start);
+            let delta = SessionEvent::TextDelta {
+                text: "first".into(),
+            };
+            panes.event(&run(n), &delta, start);
+        }
+        assert_eq!(
+            draw(&mut panes, "first", start),
+            6,
+            "each pane's first drawing"
+        );
+        for n in 0..6 {
+            let delta = SessionEvent::TextDelta {
+                text: " second".into(),
+            };
+            panes.event(&run(n), &delta, start);
+        }
+        let mut at = start + RELAYOUT_EVERY;
+        for shown in [2, 4, 6] {
+            assert_eq!(draw(&mut panes, "second", at), shown);
+            at += Duration::from_millis(17);
+        }
+        assert_eq!(panes.next_layout(), None);
     }
 
     #[test]

@@ -16,8 +16,7 @@ use super::view;
 use crate::domain::{SessionId, SessionKey};
 use crate::gateway::{Feed, FeedItem, SessionService};
 use crate::session::SessionEvent;
-use crossterm::event::{Event, EventStream, KeyEventKind};
-use futures_util::StreamExt;
+use crossterm::event::{Event, KeyEventKind};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -80,8 +79,9 @@ struct Runner {
     /// Rung by the picker's threads when they have results.
     picker_woke: Arc<Notify>,
     /// `TERN_FRAME_LOG`: a file that gets one line per frame drawn (the wall-clock time in
-    /// microseconds since the Unix epoch and the microseconds the frame took), for measuring
-    /// start-up and frame rates from outside.
+    /// microseconds since the Unix epoch and the microseconds the frame took, then `answer`
+    /// for the frame showing the first word of an answer) and one per message sent (the time,
+    /// then `input`), for measuring start-up, frame rates and latency from outside.
     frame_log: Option<std::fs::File>,
     /// Keeps the status line's count of background jobs current.
     job_polls: JobPolls,
@@ -129,7 +129,7 @@ pub async fn run(mut app: App, launch: Launch) -> std::io::Result<Exit> {
             return Ok(exit);
         }
     }
-    let mut input = EventStream::new();
+    let mut input = super::input::Input::take();
     let mut stop = Some(launch.stop);
     let mut outside = launch.outside;
     loop {
@@ -414,6 +414,8 @@ impl Runner {
         now: Instant,
     ) -> std::io::Result<()> {
         let moving = app.tick(now);
+        // The frame showing the first word of an answer lays out no pane.
+        app.panes.hold = self.frames.is_urgent();
         match &mut self.picker {
             Some((picker, _)) => terminal.screen.draw(|frame| {
                 let area = frame.area();
@@ -423,13 +425,14 @@ impl Runner {
         };
         let answer = self.frames.is_urgent();
         self.frames.drawn(now);
-        if let Some(log) = &mut self.frame_log {
-            use std::io::Write;
+        if self.frame_log.is_some() {
             let took = now.elapsed().as_micros();
-            let at = jiff::Timestamp::now().as_microsecond();
             // The frame that shows the first word of an answer is marked.
             let mark = if answer { " answer" } else { "" };
-            let _ = writeln!(log, "{at} {took}{mark}");
+            self.log_line(format_args!("{took}{mark}"));
+        }
+        if let Some(at) = app.panes.next_layout() {
+            self.frames.request_at(at);
         }
         if moving {
             let next = if app.transcript.has_pending() {
@@ -443,11 +446,22 @@ impl Runner {
         Ok(())
     }
 
+    /// A line of the frame log, after the wall-clock time in microseconds.
+    fn log_line(&mut self, what: std::fmt::Arguments<'_>) {
+        if let Some(log) = &mut self.frame_log {
+            use std::io::Write;
+            let at = jiff::Timestamp::now().as_microsecond();
+            let _ = writeln!(log, "{at} {what}");
+        }
+    }
+
     /// Carries out the app's actions; returns how the UI ends, when one ends it.
     async fn perform(&mut self, app: &mut App, actions: Vec<Action>) -> Option<Exit> {
         for action in actions {
             match action {
                 Action::Send(text) => {
+                    // When the message left the composer, for the time to its answer.
+                    self.log_line(format_args!("input"));
                     warm_up_highlighting(&self.link.project_dir);
                     self.link.send(text);
                 }

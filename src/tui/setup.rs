@@ -5,8 +5,7 @@
 use super::terminal::TerminalGuard;
 use super::theme::Theme;
 use super::wrap::wrap;
-use crossterm::event::{Event, EventStream, KeyCode, KeyEventKind, KeyModifiers};
-use futures_util::StreamExt;
+use crossterm::event::{Event, KeyCode, KeyEventKind, KeyModifiers};
 use ratatui::Frame;
 use ratatui::text::{Line, Span};
 use std::path::PathBuf;
@@ -133,7 +132,7 @@ impl SetupScreen {
 /// Shows the screen until the person chooses.
 pub async fn run(mut screen: SetupScreen, theme: &Theme) -> std::io::Result<SetupChoice> {
     let mut terminal = TerminalGuard::enter()?;
-    let mut input = EventStream::new();
+    let mut input = super::input::Input::take();
     loop {
         terminal.screen.draw(|frame| screen.render(frame, theme))?;
         match input.next().await {

@@ -55,8 +55,10 @@ async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) {
     };
     let mut answered = 0;
     loop {
+        let mut read = None;
         let outgoing = match reader.request().await {
             Ok(Some(request)) => {
+                read = Some((wall_us(), request.target.clone()));
                 let mode = shared.lock().keep_alive;
                 if answered > 0 && mode == KeepAlive::DropNextRequest {
                     // The whole request was read, so closing sends a clean FIN: the client
@@ -75,10 +77,17 @@ async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) {
         let whole = outgoing.pacing.cut_after.is_none() && outgoing.pacing.stall_after.is_none();
         let advertise = mode != KeepAlive::Off && whole;
         // A client that hung up early is its own test's business, not a server failure.
-        if deliver(&mut reader.stream, outgoing, advertise)
-            .await
-            .is_err()
-        {
+        let timed = shared.lock().timings.is_some();
+        let mut timing = read.filter(|_| timed);
+        let delivered = deliver(&mut reader.stream, outgoing, advertise, || {
+            if let Some((read_at, path)) = timing.take()
+                && let Some(file) = &mut shared.lock().timings
+            {
+                use std::io::Write;
+                let _ = writeln!(file, "{read_at} {} {path}", wall_us());
+            }
+        });
+        if delivered.await.is_err() {
             return;
         }
         answered += 1;
@@ -293,10 +302,21 @@ fn chunk(bytes: &[u8], out: &mut Vec<u8>) {
     out.extend_from_slice(b"\r\n");
 }
 
+fn wall_us() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| since.as_micros())
+}
+
 /// Writes the response with its pacing; streams are chunked. With `keep_alive` the head
 /// advertises keep-alive the way llama.cpp's server does, otherwise `connection: close`;
-/// closing is the caller's.
-async fn deliver(stream: &mut TcpStream, out: Outgoing, keep_alive: bool) -> std::io::Result<()> {
+/// closing is the caller's. `answered` is called once the first write is done.
+async fn deliver(
+    stream: &mut TcpStream,
+    out: Outgoing,
+    keep_alive: bool,
+    mut answered: impl FnMut(),
+) -> std::io::Result<()> {
     let pacing = out.pacing;
     tokio::time::sleep(pacing.before).await;
     let connection = if keep_alive {
@@ -320,9 +340,11 @@ async fn deliver(stream: &mut TcpStream, out: Outgoing, keep_alive: bool) -> std
     head.push_str("\r\n");
     let events = match out.body {
         OutBody::Full(body) => {
-            return stream
+            let written = stream
                 .write_all(&[head.into_bytes(), body.into_bytes()].concat())
                 .await;
+            answered();
+            return written;
         }
         OutBody::Events(events) => events,
     };
@@ -335,6 +357,7 @@ async fn deliver(stream: &mut TcpStream, out: Outgoing, keep_alive: bool) -> std
     let mut pending = head.into_bytes();
     if paced {
         stream.write_all(&pending).await?;
+        answered();
         pending.clear();
         tokio::time::sleep(pacing.after_headers).await;
     }
@@ -355,6 +378,7 @@ async fn deliver(stream: &mut TcpStream, out: Outgoing, keep_alive: bool) -> std
         pending.extend_from_slice(b"0\r\n\r\n");
     }
     stream.write_all(&pending).await?;
+    answered();
     if pacing.cut_after.is_none() && pacing.stall_after.is_some() {
         // Hold the connection until the client hangs up (or the server stops).
         let mut sink = [0u8; 512];

@@ -205,6 +205,8 @@ struct State {
     questions_delay: Duration,
     keep_alive: KeepAlive,
     counting: Counting,
+    /// Where each request's arrival and answer times go, when asked for.
+    timings: Option<std::fs::File>,
 }
 
 /// How the mock counts a request's tokens, and whether it refuses those over a window.
@@ -416,6 +418,14 @@ impl MockProvider {
     /// Stops keeping request bodies, for long benchmark runs; counting goes on.
     pub fn disable_recording(&self) {
         self.shared.lock().not_recording = true;
+    }
+
+    /// Writes a line to `file` for every request answered: when it had been read and when its
+    /// answer (a stream's head, or all of it when unpaced) had been written, both in
+    /// microseconds since the Unix epoch, then its path. A benchmark takes the provider's
+    /// share of a latency out with them.
+    pub fn log_timings(&self, file: std::fs::File) {
+        self.shared.lock().timings = Some(file);
     }
 
     /// Replies still queued, over all queues.
