@@ -98,7 +98,7 @@ fn main() -> ExitCode {
         }
     }
 
-    let mock = match MockProvider::bind(port) {
+    let mock = match MockProvider::bind_with_threads(port, 2) {
         Ok(mock) => mock,
         Err(e) => {
             eprintln!("mock_provider: cannot listen on 127.0.0.1:{port}: {e}");

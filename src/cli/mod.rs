@@ -167,9 +167,10 @@ pub fn main() -> ExitCode {
             None => interactive(cli).await,
         }
     });
-    // Every task is dropped, so the store closes cleanly (its lazy commits made durable);
+    // Every task is dropped, the subagent sessions' first, so the store closes cleanly (its lazy commits made durable);
     // blocking work still running (a tool winding down after a cancel) is waited for a
     // moment, not for ever.
+    crate::session::background::shutdown(SHUTDOWN_BOUND);
     runtime.shutdown_timeout(SHUTDOWN_BOUND);
     match result {
         Ok(Outcome::Success) => ExitCode::SUCCESS,

@@ -9,6 +9,7 @@
 //! idle session ([`titling`](super::titling)); the actor journals its answer.
 
 use super::asking::ApprovalSlot;
+use super::background;
 use super::deps::SessionDeps;
 use super::envelope::SessionDirs;
 use super::events::{EventTx, SessionEvent, Stamped, Subscribers};
@@ -118,6 +119,7 @@ impl SessionActor {
     ) -> SessionHandle {
         let (tx, rx) = mpsc::channel(REQUEST_QUEUE);
         let id = state.id.clone();
+        let subagent = state.subagent.is_some();
         let dirs = Arc::new(dirs);
         let awake = Arc::new(AtomicUsize::new(0));
         // Jobs an earlier tern started in it are known from here on, reported reaped.
@@ -145,7 +147,13 @@ impl SessionActor {
             titles: Titler::default(),
             published_at: 0,
         };
-        tokio::spawn(actor.run(rx));
+        // A run's session, its turns and its model streams keep off the threads of the
+        // session the person talks to.
+        if subagent {
+            background::spawn(actor.run(rx));
+        } else {
+            tokio::spawn(actor.run(rx));
+        }
         SessionHandle { id, tx, awake }
     }
 

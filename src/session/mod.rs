@@ -8,6 +8,7 @@
 mod actor;
 pub mod approvals;
 mod asking;
+pub mod background;
 mod batch;
 mod calls;
 mod compacting;

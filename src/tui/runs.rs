@@ -21,7 +21,7 @@ pub fn watch(
 ) {
     let (news_tx, mut news) = tokio::sync::mpsc::unbounded_channel();
     follow_run(service, parent, run, true, news_tx);
-    tokio::spawn(async move {
+    crate::session::background::spawn(async move {
         let mut held: Option<(RunId, RunNews)> = None;
         loop {
             let next = match held.take() {

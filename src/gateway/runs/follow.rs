@@ -45,7 +45,8 @@ pub fn follow_run(
     with_session: bool,
     tx: UnboundedSender<(RunId, RunNews)>,
 ) {
-    tokio::spawn(async move {
+    // It wakes with every event of the run: it goes with the runs' sessions.
+    crate::session::background::spawn(async move {
         let mut feed: Option<Feed> = None;
         // The run's session's turn has ended: nothing more comes on its feed.
         let mut turn_over = !with_session;

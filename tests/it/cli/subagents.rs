@@ -27,6 +27,18 @@ fn tern_run_waits_for_its_subagents_and_prints_the_turn_their_notice_starts() {
     );
     // Parent: the spawn, the answer, the notice's answer; the child: its one call.
     assert_eq!(cli.mock.model_requests().len(), 4);
+    // The child's session, which runs apart from its parent's, let the store go at the exit
+    // too: it closed cleanly, and no owner is left named beside it.
+    let beside = |suffix: &str| {
+        let mut name = cli.db().into_os_string();
+        name.push(suffix);
+        std::path::PathBuf::from(name)
+    };
+    assert!(beside(".clean").exists(), "the store was not closed");
+    assert!(
+        !beside(".owner").exists(),
+        "the store's owner file was left"
+    );
 }
 
 #[test]

@@ -268,12 +268,25 @@ impl MockProvider {
 
     /// Starts a server on `port` (0 for an ephemeral one).
     pub fn bind(port: u16) -> std::io::Result<Self> {
+        Self::bind_with_threads(port, 1)
+    }
+
+    /// [`MockProvider::bind`] serving on `threads` threads: a benchmark's mock that streams
+    /// to many clients at once answers a new request as soon as one of them is free, as a
+    /// provider's servers would, rather than after its other streams' next writes.
+    pub fn bind_with_threads(port: u16, threads: usize) -> std::io::Result<Self> {
         let listener = std::net::TcpListener::bind(("127.0.0.1", port))?;
         listener.set_nonblocking(true)?;
         let addr = listener.local_addr()?;
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()?;
+        let runtime = match threads {
+            0 | 1 => tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()?,
+            n => tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(n)
+                .enable_all()
+                .build()?,
+        };
         let handle = runtime.handle().clone();
         let (count, _) = watch::channel(0);
         let shared = Arc::new(Shared {

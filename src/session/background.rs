@@ -1,0 +1,94 @@
+//! Where subagent sessions run: a runtime of their own, on one thread of lower priority.
+//!
+//! However many runs stream at once, their tasks (their model streams, their journal writes,
+//! their events and those who follow them) then never queue ahead of the session the person talks to, whose tasks keep
+//! the process's main runtime, and when both want a core the kernel gives it to the person's
+//! session first. What crosses between the two is channels, which work across runtimes.
+
+use std::future::Future;
+use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
+use tokio::runtime::{Builder, Handle, Runtime};
+
+/// How much lower the runs' thread runs than the rest of tern, in nice steps.
+const NICER_BY: i32 = 5;
+
+/// The runtime, once started; taken out at the process's end.
+static RUNTIME: Mutex<Option<Runtime>> = Mutex::new(None);
+
+/// The runtime for subagent sessions, started the first time one is asked for; `None` when
+/// no thread could be started or the process is ending, and the caller's runtime serves
+/// instead.
+pub fn runtime() -> Option<Handle> {
+    static STARTED: OnceLock<()> = OnceLock::new();
+    STARTED.get_or_init(|| {
+        let built = Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("tern-runs")
+            .on_thread_start(lower_priority)
+            .enable_all()
+            .build();
+        match built {
+            Ok(runtime) => *lock() = Some(runtime),
+            Err(err) => tracing::warn!(%err, "no runtime of their own for subagent runs"),
+        }
+    });
+    lock().as_ref().map(|runtime| runtime.handle().clone())
+}
+
+/// Runs `task` on the runs' runtime (on the caller's when there is none): work for runs
+/// that wakes with each of their events.
+pub fn spawn(task: impl Future<Output = ()> + Send + 'static) {
+    match runtime() {
+        Some(runtime) => drop(runtime.spawn(task)),
+        None => drop(tokio::spawn(task)),
+    }
+}
+
+/// Stops the runtime at the process's end: its tasks are dropped, so what they hold (the
+/// store above all, whose drop makes its lazy commits durable) is let go, and blocking work
+/// still running is waited for up to `bound`.
+pub fn shutdown(bound: Duration) {
+    let taken = lock().take();
+    if let Some(runtime) = taken {
+        runtime.shutdown_timeout(bound);
+    }
+}
+
+fn lock() -> std::sync::MutexGuard<'static, Option<Runtime>> {
+    RUNTIME
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Lowers the calling thread's priority (on Linux a thread's nice value is its own).
+fn lower_priority() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: getpriority and setpriority only read and change the scheduling priority of
+    // the calling thread (`who` 0); no memory is passed.
+    unsafe {
+        let now = libc::getpriority(libc::PRIO_PROCESS, 0);
+        libc::setpriority(libc::PRIO_PROCESS, 0, now + NICER_BY);
+    }
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runs_work_on_a_thread_of_their_own_that_yields_to_the_rest() {
+        // SAFETY: reads the calling thread's own priority.
+        let priority = || unsafe { libc::getpriority(libc::PRIO_PROCESS, 0) };
+        let ours = priority();
+        let runtime = runtime().expect("the runs' runtime starts");
+        let asked = runtime.spawn(async move {
+            let name = std::thread::current().name().map(str::to_owned);
+            (name, priority())
+        });
+        let (name, theirs) = runtime.block_on(asked).expect("the task ran");
+        assert_eq!(name.as_deref(), Some("tern-runs"));
+        // Nice values stop at 19.
+        assert_eq!(theirs, (ours + NICER_BY).min(19));
+    }
+}
