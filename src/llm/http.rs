@@ -31,6 +31,7 @@ use super::error::{
 use crate::config::ProviderProfile;
 use crate::domain::ErrorCategory;
 use futures_util::StreamExt;
+use std::cell::Cell;
 use std::collections::VecDeque;
 use std::pin::Pin;
 use std::sync::OnceLock;
@@ -46,12 +47,24 @@ const MAX_ERROR_BODY: usize = 64 * 1024;
 /// How long a probe (`tern doctor`) waits for an answer; unlike a reply, it streams nothing.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(15);
 
-static TLS_CLIENT: OnceLock<Result<reqwest::Client, String>> = OnceLock::new();
-static PLAIN_CLIENT: OnceLock<Result<reqwest::Client, String>> = OnceLock::new();
-/// Clients that keep no connection idle, so each request gets a new one: for sending again a
-/// request whose kept-alive connection the server had closed.
-static FRESH_TLS_CLIENT: OnceLock<Result<reqwest::Client, String>> = OnceLock::new();
-static FRESH_PLAIN_CLIENT: OnceLock<Result<reqwest::Client, String>> = OnceLock::new();
+/// The process's HTTP clients, one per scheme (TLS or plain), pool (kept connections, or
+/// none: for sending again a request whose kept-alive connection the server had closed) and
+/// side (see [`keep_connections_apart`]).
+static CLIENTS: [OnceLock<Result<reqwest::Client, String>>; 8] = [const { OnceLock::new() }; 8];
+
+thread_local! {
+    /// Whether the calling thread's requests keep connections of their own.
+    static APART: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Marks the calling thread as one whose requests go over connections of their own: the
+/// subagent runs' runtime. A connection's task runs on the runtime that opened it, and every
+/// stream that shares it (HTTP/2 carries all of a host's) goes through that runtime's
+/// threads: the person's session must not wait on the runs' lower-priority thread, nor the
+/// runs crowd the person's.
+pub fn keep_connections_apart() {
+    APART.with(|apart| apart.set(true));
+}
 
 /// Whether a client keeps connections for reuse.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,15 +81,14 @@ pub(crate) fn client(url: &str) -> Result<&'static reqwest::Client, LlmError> {
 
 fn client_with(url: &str, pool: Pool) -> Result<&'static reqwest::Client, LlmError> {
     let plain = url.starts_with("http://");
-    // No certificates for plain HTTP: that client can never complete a TLS handshake, and
-    // never needs to.
-    let no_certs = |b: reqwest::ClientBuilder| b.tls_certs_only([]);
-    let client = match (plain, pool) {
-        (true, Pool::Keep) => PLAIN_CLIENT.get_or_init(|| build_client(no_certs, pool)),
-        (true, Pool::None) => FRESH_PLAIN_CLIENT.get_or_init(|| build_client(no_certs, pool)),
-        (false, Pool::Keep) => TLS_CLIENT.get_or_init(|| build_client(|b| b, pool)),
-        (false, Pool::None) => FRESH_TLS_CLIENT.get_or_init(|| build_client(|b| b, pool)),
-    };
+    let apart = APART.with(Cell::get);
+    let slot = usize::from(plain) * 4 + usize::from(pool == Pool::None) * 2 + usize::from(apart);
+    let client = CLIENTS[slot].get_or_init(|| match plain {
+        // No certificates for plain HTTP: that client can never complete a TLS handshake,
+        // and never needs to.
+        true => build_client(|b| b.tls_certs_only([]), pool),
+        false => build_client(|b| b, pool),
+    });
     match client {
         Ok(client) => Ok(client),
         Err(cause) => Err(LlmError::new(
@@ -517,6 +529,28 @@ fn base_url_hint(profile_name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_thread_kept_apart_has_connections_of_its_own() {
+        let shared = |url: &str| {
+            client(url)
+                .map(|c| c as *const reqwest::Client as usize)
+                .unwrap()
+        };
+        let ours = shared("http://127.0.0.1:1/v1");
+        assert_eq!(
+            ours,
+            shared("http://127.0.0.1:2/v1"),
+            "one client per side and scheme"
+        );
+        let theirs = std::thread::spawn(move || {
+            keep_connections_apart();
+            shared("http://127.0.0.1:1/v1")
+        })
+        .join()
+        .unwrap();
+        assert_ne!(ours, theirs);
+    }
 
     #[test]
     fn urls_join_whatever_the_base_looks_like() {

@@ -3,9 +3,13 @@
 //! However many runs stream at once, their tasks (their model streams, their journal writes,
 //! their events and those who follow them) then never queue ahead of the session the person talks to, whose tasks keep
 //! the process's main runtime, and when both want a core the kernel gives it to the person's
-//! session first. What crosses between the two is channels, which work across runtimes.
+//! session first. What crosses between the two is channels, which work across runtimes; the
+//! runs' model requests go over HTTP connections of their own (a connection's work is done
+//! on the runtime that opened it). The
+//! processes a run's tools and jobs start inherit its lower priority.
 
 use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 use tokio::runtime::{Builder, Handle, Runtime};
@@ -25,7 +29,10 @@ pub fn runtime() -> Option<Handle> {
         let built = Builder::new_multi_thread()
             .worker_threads(1)
             .thread_name("tern-runs")
-            .on_thread_start(lower_priority)
+            .on_thread_start(|| {
+                lower_priority();
+                crate::llm::keep_connections_apart();
+            })
             .enable_all()
             .build();
         match built {
@@ -45,10 +52,21 @@ pub fn spawn(task: impl Future<Output = ()> + Send + 'static) {
     }
 }
 
+/// Set once the process is ending: a run's session that stops then was stopped by that,
+/// not by anything of its own.
+static ENDING: AtomicBool = AtomicBool::new(false);
+
+/// Whether the process is ending (see [`shutdown`]).
+pub fn ending() -> bool {
+    ENDING.load(Ordering::Acquire)
+}
+
 /// Stops the runtime at the process's end: its tasks are dropped, so what they hold (the
 /// store above all, whose drop makes its lazy commits durable) is let go, and blocking work
-/// still running is waited for up to `bound`.
+/// still running is waited for up to `bound`. Those who watch a run's session from the main
+/// runtime, still running then, see it stop with [`ending`] set.
 pub fn shutdown(bound: Duration) {
+    ENDING.store(true, Ordering::Release);
     let taken = lock().take();
     if let Some(runtime) = taken {
         runtime.shutdown_timeout(bound);

@@ -414,6 +414,7 @@ impl App {
             Ok(theme) => {
                 self.theme = theme.for_depth(self.theme.depth);
                 self.transcript.view.theme_epoch += 1;
+                self.panes.theme_changed();
                 self.notice(format!("theme: {name}"));
             }
             Err(err) => self.notice(err.to_string()),

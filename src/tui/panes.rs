@@ -144,10 +144,13 @@ pub struct Panes {
     /// The results of the runs that ended, latest last, for the key that shows one.
     results: Vec<PathBuf>,
     /// Set for a frame that must be drawn at once (the first word of the answer the person
-    /// waits for): no pane is laid out in it, each shows what it showed a frame ago.
+    /// waits for): no pane drawn before in the same place is laid out in it, each shows what
+    /// it showed a frame ago.
     pub hold: bool,
     /// When a pane whose body changed is next laid out, if one waits for that.
     next_layout: Option<Instant>,
+    /// When the panes were last drawn beside the transcript.
+    last_side: Option<Instant>,
 }
 
 impl Panes {
@@ -286,10 +289,32 @@ impl Panes {
         }
     }
 
+    /// The theme changed: every pane is drawn anew in it.
+    pub fn theme_changed(&mut self) {
+        for pane in &mut self.list {
+            pane.transcript.view.theme_epoch += 1;
+            pane.drawn = None;
+        }
+    }
+
     /// How old a changed body's layout may be before it is laid out again; `None` in a frame
     /// that lays out none.
     fn relayout(&self) -> Option<Duration> {
         (!self.hold).then_some(RELAYOUT_EVERY)
+    }
+
+    /// When run `run`'s pane can next show what its run wrote: when its layout is due beside
+    /// the transcript, at once where it has none yet or fills the screen.
+    pub fn shows_news_at(&self, run: &RunId, now: Instant) -> Instant {
+        let Some((at, pane)) = self.list.iter().enumerate().find(|(_, p)| &p.run == run) else {
+            return now;
+        };
+        match &pane.drawn {
+            Some(drawn) if !(self.full && self.focus == Some(at)) => {
+                (drawn.at + RELAYOUT_EVERY).max(now)
+            }
+            _ => now,
+        }
     }
 
     /// When a frame should be drawn for a pane whose body changed but was not laid out again
@@ -315,19 +340,30 @@ impl Panes {
         };
         let count = self.list.len() as u16;
         let each = (inner.height / count).max(2);
-        // A third of the panes at most are laid out in one frame, so that the cost of
-        // streaming panes spreads over the frames between two layouts of each.
-        let mut budget = self.list.len().div_ceil(3);
+        // The panes' share of the time since the last frame, in layouts (a third of them at
+        // 60 frames a second), so that the cost of streaming panes spreads over the frames
+        // between two layouts of each; the longest unchanged go first, so however the frames
+        // come every pane gets its turn.
+        let since = self
+            .last_side
+            .map_or(RELAYOUT_EVERY, |last| now.saturating_duration_since(last));
+        self.last_side = Some(now);
+        let every = RELAYOUT_EVERY.as_micros();
+        let share = (self.list.len() as u128 * since.as_micros() + every / 2) / every;
+        let mut budget = usize::try_from(share).unwrap_or(usize::MAX).max(1);
         let relayout = self.relayout();
-        for (at, pane) in self.list.iter_mut().enumerate() {
+        let mut order: Vec<usize> = (0..self.list.len()).collect();
+        order.sort_by_key(|&at| self.list[at].drawn.as_ref().map(|drawn| drawn.at));
+        for at in order {
             let y = inner.y + at as u16 * each;
             if y >= inner.y + inner.height {
-                break;
+                continue;
             }
             let height = each.min(inner.y + inner.height - y);
             let slot = Rect { y, height, ..inner };
             let focused = self.focus == Some(at);
             let relayout = relayout.filter(|_| budget > 0);
+            let pane = &mut self.list[at];
             match draw_pane(pane, slot, buf, theme, now, focused, relayout) {
                 Body::LaidOut => budget = budget.saturating_sub(1),
                 Body::Kept { wants } => self.next_layout = earliest(self.next_layout, wants),
@@ -441,6 +477,9 @@ fn draw_pane(
 /// Puts `cells` (row by row) back over `area`.
 fn copy_cells(cells: &[ratatui::buffer::Cell], area: Rect, buf: &mut Buffer) {
     let width = usize::from(area.width);
+    if width == 0 {
+        return;
+    }
     for (row, y) in cells.chunks(width).zip(area.top()..area.bottom()) {
         for (cell, x) in row.iter().zip(area.left()..) {
             buf[(x, y)] = cell.clone();
@@ -561,18 +600,28 @@ mod tests {
             6,
             "each pane's first drawing"
         );
-        for n in 0..6 {
-            let delta = SessionEvent::TextDelta {
-                text: " second".into(),
-            };
-            panes.event(&run(n), &delta, start);
-        }
+        let say = |panes: &mut Panes, text: &str, at: Instant| {
+            for n in 0..6 {
+                let delta = SessionEvent::TextDelta { text: text.into() };
+                panes.event(&run(n), &delta, at);
+            }
+        };
+        // Frames as far apart as a layout's interval lay every pane out.
+        say(&mut panes, " second", start);
         let mut at = start + RELAYOUT_EVERY;
-        for shown in [2, 4, 6] {
-            assert_eq!(draw(&mut panes, "second", at), shown);
-            at += Duration::from_millis(17);
+        assert_eq!(draw(&mut panes, "second", at), 6);
+        assert_eq!(panes.shows_news_at(&run(0), at), at + RELAYOUT_EVERY);
+        // At 60 frames a second, a third of those due in each.
+        say(&mut panes, " third", at);
+        for shown in [0, 0, 2, 4, 6] {
+            at += Duration::from_micros(16_667);
+            assert_eq!(draw(&mut panes, "third", at), shown);
         }
         assert_eq!(panes.next_layout(), None);
+        // Frames slower than the interval lay out everything that changed.
+        say(&mut panes, " fourth", at);
+        at += 3 * RELAYOUT_EVERY;
+        assert_eq!(draw(&mut panes, "fourth", at), 6);
     }
 
     #[test]

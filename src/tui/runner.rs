@@ -210,9 +210,19 @@ pub async fn run(mut app: App, launch: Launch) -> std::io::Result<Exit> {
                     runner.link.feed = None;
                     runner.link.follow();
                 }
+                // A run's streamed words show when its pane is laid out next; until then
+                // they need no frame.
+                let now = Instant::now();
+                let at = match &result {
+                    AppEvent::RunEvent {
+                        run,
+                        event: SessionEvent::TextDelta { .. } | SessionEvent::ThinkingDelta { .. },
+                    } => app.panes.shows_news_at(run, now),
+                    _ => now,
+                };
                 app.app_event(result);
                 runner.follow_new_runs(&mut app);
-                runner.frames.request(Instant::now());
+                runner.frames.request_at(at);
             }
             _ = runner.picker_woke.notified(), if runner.picker.is_some() => {
                 if let Some((picker, _)) = runner.picker.as_mut()
@@ -431,7 +441,10 @@ impl Runner {
             let mark = if answer { " answer" } else { "" };
             self.log_line(format_args!("{took}{mark}"));
         }
-        if let Some(at) = app.panes.next_layout() {
+        // Panes wait for their layout only where they are drawn (not under the picker).
+        if self.picker.is_none()
+            && let Some(at) = app.panes.next_layout()
+        {
             self.frames.request_at(at);
         }
         if moving {

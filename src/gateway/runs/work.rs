@@ -276,6 +276,9 @@ impl Work {
                 }
                 Some(SessionEvent::ToolResult { .. }) => streamed.clear(),
                 Some(_) => {}
+                // The process is ending and its runtimes drop every task: this one, too, in a
+                // moment. Nothing is reported, as nothing would be had both stopped at once.
+                None if crate::session::background::ending() => std::future::pending().await,
                 None => {
                     let state = if manager.is_stopping() {
                         RunState::OwnerRestarted

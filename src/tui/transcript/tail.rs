@@ -4,20 +4,23 @@
 
 use ratatui::buffer::CellWidth;
 use std::borrow::Cow;
+use unicode_segmentation::UnicodeSegmentation;
 
 /// The fewest lines' worth of a streaming paragraph such a view lays out.
 const MIN_LINES: usize = 8;
 
 /// The end of `tail` (the paragraph being written) that fills at least `lines` lines at
 /// `width` (and at least [`MIN_LINES`]); the whole of it when short. It is measured in
-/// terminal cells, as it will be drawn, with half as much again for what wrapping at word
-/// edges leaves empty. The cut falls at the start of a line when one begins soon after it,
-/// else after a space, so nothing shown starts inside a word; a code block open at the cut
-/// keeps its opening line, so what follows is still code.
+/// terminal cells per grapheme, as it will be drawn, with half as much again for what
+/// wrapping at word edges leaves empty; a line's end counts as the one space markdown joins
+/// it into (where it ends a line instead, the text only fills more). The cut falls at the
+/// start of a line when one begins soon after it, else after a space, so nothing shown starts
+/// inside a word; a code block open at the cut keeps its opening line, so what follows is
+/// still code.
 pub fn live_tail(tail: &str, width: u16, lines: u16) -> Cow<'_, str> {
     let width = usize::from(width.max(4));
     let keep = usize::from(lines).max(MIN_LINES) * width;
-    let Some(from) = cells_back(tail, width, keep + keep / 2) else {
+    let Some(from) = cells_back(tail, keep + keep / 2) else {
         return Cow::Borrowed(tail);
     };
     let rest = &tail[from..];
@@ -41,27 +44,22 @@ pub fn live_tail(tail: &str, width: u16, lines: u16) -> Cow<'_, str> {
     }
 }
 
-/// The cells a character takes: a line's end fills the rest of the line, a tab up to four.
-fn cells_of(c: char) -> usize {
-    match c {
-        '\t' => 4,
-        c => usize::from(c.encode_utf8(&mut [0; 4]).cell_width()),
+/// The cells a grapheme takes: a line's end one (a space, when joined), a tab up to four.
+fn cells_of(grapheme: &str) -> usize {
+    match grapheme {
+        "\t" => 4,
+        "\n" | "\r\n" => 1,
+        other => usize::from(other.cell_width()),
     }
 }
 
-/// Where the end of `text` that takes `wanted` cells at `width` begins, reading back from its
-/// end; `None` when all of it takes fewer.
-fn cells_back(text: &str, width: usize, wanted: usize) -> Option<usize> {
-    // Whole lines below the one being read, and that line's cells so far.
-    let (mut below, mut line) = (0usize, 0usize);
-    for (at, c) in text.char_indices().rev() {
-        if c == '\n' {
-            below += line.div_ceil(width).max(1) * width;
-            line = 0;
-        } else {
-            line += cells_of(c);
-        }
-        if below + line >= wanted {
+/// Where the end of `text` that takes `wanted` cells begins, reading back from its end;
+/// `None` when all of it takes fewer.
+fn cells_back(text: &str, wanted: usize) -> Option<usize> {
+    let mut cells = 0;
+    for (at, grapheme) in text.grapheme_indices(true).rev() {
+        cells += cells_of(grapheme);
+        if cells >= wanted {
             return Some(at);
         }
     }
@@ -71,11 +69,11 @@ fn cells_back(text: &str, width: usize, wanted: usize) -> Option<usize> {
 /// Just after the first line end of `text` within its first `cells` cells.
 fn line_start_within(text: &str, cells: usize) -> Option<usize> {
     let mut taken = 0;
-    for (at, c) in text.char_indices() {
-        if c == '\n' {
-            return Some(at + 1);
+    for (at, grapheme) in text.grapheme_indices(true) {
+        if grapheme.ends_with('\n') {
+            return Some(at + grapheme.len());
         }
-        taken += cells_of(c);
+        taken += cells_of(grapheme);
         if taken > cells {
             return None;
         }
@@ -111,32 +109,38 @@ mod tests {
 
     #[test]
     fn the_tail_fills_the_lines_asked_for_and_little_more() {
-        use crate::tui::wrap::wrap;
-        use ratatui::text::Span;
+        use crate::tui::{Theme, render_markdown};
         let (width, lines) = (70, 12);
         let texts = [
             (0..5000).map(|n| format!("word{n} ")).collect::<String>(),
             (0..5000).map(|n| format!("単語{n}")).collect(),
             // Thai: marks that take no cell of their own.
             "สวัสดีครับ ".repeat(3000),
-            (0..3000).map(|n| format!("short line {n}\n")).collect(),
+            // A family emoji: three people joined into one glyph of two cells.
+            "👨\u{200d}👩\u{200d}👧 ".repeat(20_000),
+            // Short lines of one paragraph, which markdown joins into long ones.
+            (0..3000).map(|n| format!("a line of it {n}\n")).collect(),
+            // Code: every line its own.
+            format!(
+                "```\n{}",
+                (0..3000)
+                    .map(|n| format!("let x{n} = {n};\n"))
+                    .collect::<String>()
+            ),
             (0..300)
-                .map(|n| format!("{}{n}\n", "long ".repeat(40)))
+                .map(|n| format!("{}{n}\n\n", "long ".repeat(40)))
                 .collect(),
         ];
         for text in &texts {
             let shown = live_tail(text, width, lines);
-            let drawn = wrap(&[Span::raw(shown.as_ref())], width).len();
+            let drawn = render_markdown(&shown, width, &Theme::default()).len();
+            let start: String = shown.chars().take(20).collect();
+            assert!(drawn >= usize::from(lines), "{drawn} lines of {start:?}");
             assert!(
-                drawn >= usize::from(lines),
-                "{drawn} lines of {:?}",
-                &shown[..20]
+                drawn <= 6 * usize::from(lines),
+                "{drawn} lines of {start:?}"
             );
-            assert!(
-                drawn <= 3 * usize::from(lines),
-                "{drawn} lines of {:?}",
-                &shown[..20]
-            );
+            assert!(shown.len() < text.len() / 10, "{start:?}");
         }
     }
 
