@@ -347,10 +347,16 @@ impl Panes {
         let since = self
             .last_side
             .map_or(RELAYOUT_EVERY, |last| now.saturating_duration_since(last));
-        self.last_side = Some(now);
+        // Rounded up, less a hair so that a frame of exactly a third of the interval gets a
+        // third of the panes; a held frame's time goes to the next.
         let every = RELAYOUT_EVERY.as_micros();
-        let share = (self.list.len() as u128 * since.as_micros() + every / 2) / every;
-        let mut budget = usize::try_from(share).unwrap_or(usize::MAX).max(1);
+        let earned = self.list.len() as u128 * since.as_micros();
+        let mut budget = usize::try_from((earned + every - 1 - every / 100) / every)
+            .unwrap_or(usize::MAX)
+            .max(1);
+        if !self.hold {
+            self.last_side = Some(now);
+        }
         let relayout = self.relayout();
         let mut order: Vec<usize> = (0..self.list.len()).collect();
         order.sort_by_key(|&at| self.list[at].drawn.as_ref().map(|drawn| drawn.at));
@@ -362,10 +368,14 @@ impl Panes {
             let height = each.min(inner.y + inner.height - y);
             let slot = Rect { y, height, ..inner };
             let focused = self.focus == Some(at);
-            let relayout = relayout.filter(|_| budget > 0);
+            let layout = Layout {
+                every: relayout,
+                allowed: budget > 0,
+            };
             let pane = &mut self.list[at];
-            match draw_pane(pane, slot, buf, theme, now, focused, relayout) {
+            match draw_pane(pane, slot, buf, theme, now, focused, layout) {
                 Body::LaidOut => budget = budget.saturating_sub(1),
+                Body::Refused => self.next_layout = Some(now),
                 Body::Kept { wants } => self.next_layout = earliest(self.next_layout, wants),
             }
         }
@@ -380,7 +390,11 @@ impl Panes {
             buf.set_style(area, theme.base);
             // The pane the person watches full screen moves as often as frames are drawn.
             let relayout = (!self.hold).then_some(Duration::ZERO);
-            if let Body::Kept { wants } = draw_pane(pane, area, buf, theme, now, true, relayout) {
+            let layout = Layout {
+                every: relayout,
+                allowed: true,
+            };
+            if let Body::Kept { wants } = draw_pane(pane, area, buf, theme, now, true, layout) {
                 self.next_layout = wants;
             }
         }
@@ -414,14 +428,25 @@ fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
 /// What became of a pane's body in a frame.
 enum Body {
     LaidOut,
+    /// Drawn as it was, though due: the frame had no layout left for it.
+    Refused,
     /// Drawn as it was; `wants` a layout then, when it changed.
     Kept {
         wants: Option<Instant>,
     },
 }
 
-/// Draws a pane: its header fresh, its body laid out again only when it changed and its last
-/// layout is `relayout` old (never, when `None`), else as it was drawn.
+/// When a pane's changed body may be laid out again in a frame.
+#[derive(Debug, Clone, Copy)]
+struct Layout {
+    /// How old its last layout must be; `None`: not in this frame.
+    every: Option<Duration>,
+    /// Whether the frame has a layout left to give it.
+    allowed: bool,
+}
+
+/// Draws a pane: its header fresh, its body laid out again only when it changed and `layout`
+/// lets it, else as it was drawn.
 fn draw_pane(
     pane: &mut Pane,
     area: Rect,
@@ -429,7 +454,7 @@ fn draw_pane(
     theme: &Theme,
     now: Instant,
     focused: bool,
-    relayout: Option<Duration>,
+    layout: Layout,
 ) -> Body {
     buf.set_style(area, Style::default());
     buf.set_line(
@@ -449,8 +474,13 @@ fn draw_pane(
     // A running tool's clock moves without news.
     let changed = pane.changed || pane.transcript.cells.last().is_some_and(|c| c.is_live());
     if let Some(drawn) = pane.drawn.as_ref().filter(|drawn| drawn.area == body) {
-        let due = relayout.map(|every| drawn.at + every);
-        if !changed || due.is_none_or(|due| now < due) {
+        let due = layout.every.map(|every| drawn.at + every);
+        let ready = changed && due.is_some_and(|due| due <= now);
+        if ready && !layout.allowed {
+            copy_cells(&drawn.cells, body, buf);
+            return Body::Refused;
+        }
+        if !ready {
             copy_cells(&drawn.cells, body, buf);
             let wants = changed.then(|| due.unwrap_or(now).max(now));
             return Body::Kept { wants };

@@ -47,6 +47,12 @@ impl Work {
             .await
             .map(|handle| handle.keep_awake());
         let outcome = self.work(&manager, &runs).await;
+        // The process is ending and its runtimes drop every task, this one too in a moment:
+        // whatever the run saw end was ended by that, and nothing is reported, as nothing
+        // would be had both runtimes stopped at once.
+        if crate::session::background::ending() {
+            return std::future::pending().await;
+        }
         // Written before the end is told, so whoever hears of it finds the file.
         if let Err(err) = std::fs::write(&self.dirs.result_path, self.result_file(&outcome)) {
             tracing::warn!(run = %self.id, %err, "could not write a run's result");
@@ -276,9 +282,6 @@ impl Work {
                 }
                 Some(SessionEvent::ToolResult { .. }) => streamed.clear(),
                 Some(_) => {}
-                // The process is ending and its runtimes drop every task: this one, too, in a
-                // moment. Nothing is reported, as nothing would be had both stopped at once.
-                None if crate::session::background::ending() => std::future::pending().await,
                 None => {
                     let state = if manager.is_stopping() {
                         RunState::OwnerRestarted

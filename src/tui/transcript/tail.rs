@@ -44,11 +44,13 @@ pub fn live_tail(tail: &str, width: u16, lines: u16) -> Cow<'_, str> {
     }
 }
 
-/// The cells a grapheme takes: a line's end one (a space, when joined), a tab up to four.
+/// The cells a grapheme takes: a line's end one (a space, when joined), a tab up to four,
+/// another control character none (the wrapping drops them).
 fn cells_of(grapheme: &str) -> usize {
     match grapheme {
         "\t" => 4,
         "\n" | "\r\n" => 1,
+        other if other.chars().any(char::is_control) => 0,
         other => usize::from(other.cell_width()),
     }
 }
@@ -130,6 +132,8 @@ mod tests {
             (0..300)
                 .map(|n| format!("{}{n}\n\n", "long ".repeat(40)))
                 .collect(),
+            // Control characters a model may send, which the wrapping drops.
+            "\x1b[31mred\x1b[0m and \x0cfed word\r\n".repeat(3000),
         ];
         for text in &texts {
             let shown = live_tail(text, width, lines);
