@@ -19,7 +19,8 @@
   streaming 2,000 words a second each into their panes (15 messages each, medians); and
   tern's own share of it: from taking the message from the composer to that frame, less the
   time the mock took from reading the request to writing its answer (tmux and the mock share
-  the machine's two cores with tern, and slow down beside 8 streams themselves);
+  the machine's two cores with tern, and slow down beside 8 streams themselves; the mock,
+  standing for a provider's servers, runs 10 nice steps lower and on 2 threads);
 - a 10,000-message session opened with `tern -r ID`: first frame, RSS, and the time each
   frame takes while paging through the middle of it (from the frame log);
 - the picker (`tern -r`) over 100,000 sessions (the database `cargo bench --bench picker`
