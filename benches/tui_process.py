@@ -15,8 +15,8 @@
   second, and whether every word arrived (the main transcript exported, each run's
   `result.md`);
 - first token beside subagents: the time from sending a message to the first word of its
-  answer on screen, in a tern with nothing else to do and in one whose 8 subagents are
-  streaming 2,000 words a second each into their panes (15 messages each, medians); and
+  answer on screen, in a tern with nothing else to do and then, in the same tern, while 8
+  subagents stream 2,000 words a second each into their panes (15 messages each, medians); and
   tern's own share of it: from taking the message from the composer to that frame, less the
   time the mock took from reading the request to writing its answer (tmux and the mock share
   the machine's two cores with tern, and slow down beside 8 streams themselves; the mock,
@@ -345,14 +345,14 @@ def eight_subagents():
         shutil.rmtree(root, ignore_errors=True)
 
 
-def ping_times(tern, mock, pings):
-    """Sends PING 1 … PING n; for each, the seconds from its Enter to the frame that showed
+def ping_times(tern, mock, numbers):
+    """Sends PING n for each n of `numbers`; for each, the seconds from its Enter to the frame that showed
     its answer's first word (tern marks that frame in its frame log), read once PONG-n is on
     screen, so how fast tmux answers does not count; and tern's own share of that: from
     taking the message from the composer to that frame, less the time the mock took from
     reading the request to writing its answer."""
     times, own = [], []
-    for n in range(1, pings + 1):
+    for n in numbers:
         tern.keys("-l", f"PING {n}")
         start = time.time()
         tern.keys("Enter")
@@ -384,24 +384,25 @@ def ping_times(tern, mock, pings):
 
 
 def first_token():
+    """In one tern on one store, so the disk's moods weigh on both alike: messages alone,
+    then the same number while 8 runs stream."""
     pings = 15
     medians = {}
     own_medians = {}
-    for runs in (0, 8):
-        root = tempfile.mkdtemp(prefix="tern-bench-")
-        # Long enough (20 s) that the runs stream through every message sent beside them.
-        mock = Mock("", between_us=500, subagents=runs, pings=pings, words=40000,
-                    timings=os.path.join(root, "timings"), nice=10)
-        try:
-            tern = Tern(runs_home(root), project_dir(root), mock, size=(160, 48))
-            tern.wait_for("message tern")
+    root = tempfile.mkdtemp(prefix="tern-bench-")
+    # Long enough (20 s) that the runs stream through every message sent beside them.
+    mock = Mock("", between_us=500, subagents=8, pings=2 * pings, words=40000,
+                timings=os.path.join(root, "timings"), nice=10)
+    try:
+        tern = Tern(runs_home(root), project_dir(root), mock, size=(160, 48))
+        tern.wait_for("message tern")
+        for runs, numbers in ((0, range(1, pings + 1)), (8, range(pings + 1, 2 * pings + 1))):
             if runs:
                 tern.keys("-l", "SEND eight subagents")
                 tern.keys("Enter")
                 tern.wait_for("Sent them.", timeout=60)
                 tern.wait_for_streaming(500)
-            times, own = ping_times(tern, mock, pings)
-            tern.stop()
+            times, own = ping_times(tern, mock, numbers)
             medians[runs] = statistics.median(times)
             own_medians[runs] = statistics.median(own) if own else float("nan")
             print(f"first token with {runs} subagents streaming: median "
@@ -409,9 +410,10 @@ def first_token():
                   + ", ".join(f"{1000 * t:.0f}" for t in times) + " ms; tern's own share: "
                   f"median {1000 * own_medians[runs]:.1f} ms, each "
                   + ", ".join(f"{1000 * t:.1f}" for t in own) + " ms")
-        finally:
-            mock.stop()
-            shutil.rmtree(root, ignore_errors=True)
+        tern.stop()
+    finally:
+        mock.stop()
+        shutil.rmtree(root, ignore_errors=True)
     print(f"first token beside 8 streaming subagents / alone: {medians[8] / medians[0]:.2f}x "
           f"from the Enter sent to tmux to the frame written; "
           f"{own_medians[8] / own_medians[0]:.2f}x in tern's own share")
