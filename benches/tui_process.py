@@ -18,7 +18,7 @@
   answer on screen, in a tern with nothing else to do and then, in the same tern, while 8
   subagents stream 2,000 words a second each into their panes (15 messages each, medians); and
   tern's own share of it: from taking the message from the composer to that frame, less the
-  time the mock took from reading the request to writing its answer (tmux and the mock share
+  time the mock took from accepting the request's connection to writing its answer (tmux and the mock share
   the machine's two cores with tern, and slow down beside 8 streams themselves; the mock,
   standing for a provider's servers, runs 10 nice steps lower and on 2 threads);
 - a 10,000-message session opened with `tern -r ID`: first frame, RSS, and the time each
@@ -89,7 +89,7 @@ class Mock:
         self.url = self.proc.stdout.readline().strip()
 
     def answered(self):
-        """(µs when read, µs when answered) of each model request answered so far."""
+        """(µs when taken up, µs when answered) of each model request answered so far."""
         with open(self.timings) as f:
             return [(int(p[0]), int(p[1])) for p in (line.split() for line in f)
                     if len(p) == 3 and p[2] == "/v1/messages"]
@@ -350,7 +350,7 @@ def ping_times(tern, mock, numbers):
     its answer's first word (tern marks that frame in its frame log), read once PONG-n is on
     screen, so how fast tmux answers does not count; and tern's own share of that: from
     taking the message from the composer to that frame, less the time the mock took from
-    reading the request to writing its answer."""
+    accepting the request's connection to writing its answer."""
     times, own = [], []
     for n in numbers:
         tern.keys("-l", f"PING {n}")

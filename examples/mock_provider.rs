@@ -25,8 +25,9 @@ const USAGE: &str =
   --pings N        a request answering \"PING n\" (n up to N) gets PONG-n, for timing a
                    short answer; with --subagents, the message holding SEND gets the calls
                    and then \"Sent them.\"
-  --timings FILE   appends a line per request answered: when it was read and when its answer
-                   was written (microseconds since the Unix epoch), then its path";
+  --timings FILE   appends a line per request answered: when the mock took it up (its
+                   connection accepted, or it read, on a kept-alive one) and when its
+                   answer was written (microseconds since the Unix epoch), then its path";
 
 fn main() -> ExitCode {
     let mut port: u16 = 0;

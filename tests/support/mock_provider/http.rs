@@ -54,11 +54,15 @@ async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) {
         pos: 0,
     };
     let mut answered = 0;
+    let accepted = wall_us();
     loop {
         let mut read = None;
         let outgoing = match reader.request().await {
             Ok(Some(request)) => {
-                read = Some((wall_us(), request.target.clone()));
+                // A connection's first request counts from its accept, when the mock began
+                // to serve it; a later one from when it had been read.
+                let since = if answered == 0 { accepted } else { wall_us() };
+                read = Some((since, request.target.clone()));
                 let mode = shared.lock().keep_alive;
                 if answered > 0 && mode == KeepAlive::DropNextRequest {
                     // The whole request was read, so closing sends a clean FIN: the client

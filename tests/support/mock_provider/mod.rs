@@ -433,9 +433,10 @@ impl MockProvider {
         self.shared.lock().not_recording = true;
     }
 
-    /// Writes a line to `file` for every request answered: when it had been read and when its
-    /// answer (a stream's head, or all of it when unpaced) had been written, both in
-    /// microseconds since the Unix epoch, then its path. A benchmark takes the provider's
+    /// Writes a line to `file` for every request answered: when the mock took it up (the
+    /// first on a connection when the connection was accepted, a later one when it had been
+    /// read) and when its answer (a stream's head, or all of it when unpaced) had been
+    /// written, both in microseconds since the Unix epoch, then its path. A benchmark takes the provider's
     /// share of a latency out with them.
     pub fn log_timings(&self, file: std::fs::File) {
         self.shared.lock().timings = Some(file);
