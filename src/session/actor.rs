@@ -8,6 +8,8 @@
 //! [`joining`](super::joining). After the first completed turn a title call runs beside the
 //! idle session ([`titling`](super::titling)); the actor journals its answer.
 
+mod rest;
+
 use super::asking::ApprovalSlot;
 use super::background;
 use super::deps::SessionDeps;
@@ -29,7 +31,7 @@ use crate::tools::ApprovalMode;
 use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::AtomicUsize;
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
@@ -597,55 +599,6 @@ impl SessionActor {
         self.published_at = self.published_at.max(state.last_seq);
         self.publish(&SessionEvent::InputAccepted { seq, text });
         Ok(seq)
-    }
-
-    /// Whether the session may go to rest: idle, nothing running or waiting (a title call
-    /// included, which `sidecar_llm_timeout` bounds), not closing, and `idle_timeout` not
-    /// zero. Subscribers do not keep it up.
-    fn may_rest(&self) -> bool {
-        !self.deps.settings.idle_timeout.is_zero()
-            && self.awake.load(Ordering::Acquire) == 0
-            && self.accepting
-            && self.turn.is_none()
-            && !self.titles.running()
-            && self.queue.is_empty()
-            && self.state.is_some()
-            && matches!(self.phase, Phase::Ready | Phase::Passivating)
-    }
-
-    /// When the next step toward rest is due.
-    fn rest_at(&self) -> Instant {
-        let idle_until = self.active_at + self.deps.settings.idle_timeout;
-        match self.phase {
-            Phase::Passivating => idle_until + PASSIVATION_GRACE,
-            _ => idle_until,
-        }
-    }
-
-    /// After `idle_timeout`: phase Passivating for the grace; after the grace: the checkpoint
-    /// is journaled, a snapshot saved, and the actor stops. The next input starts it again from
-    /// the snapshot (see the session manager).
-    fn rest(&mut self) {
-        if self.phase == Phase::Ready {
-            if let Err(err) = self.set_phase(Phase::Passivating) {
-                tracing::error!(%err, "could not begin to rest");
-            }
-            return;
-        }
-        let Some(state) = self.state.as_mut() else {
-            return;
-        };
-        let idle_secs = self.deps.settings.idle_timeout.as_secs();
-        let every = self.deps.settings.snapshot_every;
-        let checkpoint = [JournalEvent::Passivated { idle_secs }];
-        match snapshot::commit(&self.deps.store, every, state, &checkpoint) {
-            Ok(_) => snapshot::snapshot(&self.deps.store, state),
-            Err(err) => tracing::warn!(%err, "could not journal the rest checkpoint"),
-        }
-        // Its background jobs do not outlive it.
-        self.deps.jobs.kill_session(&self.id);
-        tracing::info!(session = %self.id, "session put to rest after {idle_secs} s idle");
-        self.accepting = false;
     }
 
     fn finish_turn(&mut self, state: SessionState) {
