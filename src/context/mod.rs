@@ -7,6 +7,7 @@ pub mod git;
 mod identity;
 mod in_flight;
 mod instructions;
+pub mod repo_map;
 mod status_split;
 mod working;
 

@@ -1,0 +1,186 @@
+//! Reading a repository's tags: the files come from the walk that honours `.gitignore` (as
+//! `rg --files` lists them), in name order, and are parsed on every core at once; what cannot
+//! be read is counted by why.
+
+use super::lang::Lang;
+use super::tags::{self, FileTags};
+use crate::tools::path_text;
+use std::num::NonZeroUsize;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use tree_sitter::Parser;
+
+/// Files larger than this are left out: generated code, bundles and data, not code to map.
+pub const MAX_FILE_BYTES: u64 = 1 << 20;
+
+/// How much of a file is looked at to tell a binary one (a NUL byte in it).
+const BINARY_SNIFF_BYTES: usize = 8 << 10;
+
+/// A file in a language the map reads, found by the walk.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Candidate {
+    /// Relative to the root, as the tools show paths.
+    pub path: String,
+    pub absolute: PathBuf,
+    pub lang: Lang,
+    pub size: u64,
+    /// Modification time in nanoseconds since the epoch (0 when unknown).
+    pub mtime_ns: i64,
+}
+
+/// A file's tags, with what identifies the version they were read from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScannedFile {
+    pub candidate: Candidate,
+    pub tags: FileTags,
+}
+
+/// How many files were left out, by why.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Skipped {
+    pub too_large: usize,
+    pub binary: usize,
+    pub unparsable: usize,
+    /// Vanished or unreadable between the walk and the read.
+    pub unreadable: usize,
+}
+
+impl Skipped {
+    pub fn total(&self) -> usize {
+        self.too_large + self.binary + self.unparsable + self.unreadable
+    }
+
+    pub fn add(&mut self, other: Skipped) {
+        self.too_large += other.too_large;
+        self.binary += other.binary;
+        self.unparsable += other.unparsable;
+        self.unreadable += other.unreadable;
+    }
+}
+
+/// The files under `root` in the languages the map reads, in name order, those over
+/// [`MAX_FILE_BYTES`] already counted out.
+pub fn candidates(root: &Path) -> (Vec<Candidate>, Skipped) {
+    let mut skipped = Skipped::default();
+    let mut found = Vec::new();
+    let walk = ignore::WalkBuilder::new(root)
+        .sort_by_file_name(|a, b| a.cmp(b))
+        .build();
+    for entry in walk {
+        let Ok(entry) = entry else {
+            continue;
+        };
+        if !entry.file_type().is_some_and(|t| t.is_file()) {
+            continue;
+        }
+        let Some(lang) = Lang::of(entry.path()) else {
+            continue;
+        };
+        let Ok(meta) = entry.metadata() else {
+            skipped.unreadable += 1;
+            continue;
+        };
+        if meta.len() > MAX_FILE_BYTES {
+            skipped.too_large += 1;
+            continue;
+        }
+        let relative = entry.path().strip_prefix(root).unwrap_or(entry.path());
+        found.push(Candidate {
+            path: path_text::encode(relative).into_owned(),
+            absolute: entry.path().to_path_buf(),
+            lang,
+            size: meta.len(),
+            mtime_ns: mtime_ns(&meta),
+        });
+    }
+    (found, skipped)
+}
+
+fn mtime_ns(meta: &std::fs::Metadata) -> i64 {
+    use std::os::unix::fs::MetadataExt;
+    meta.mtime()
+        .saturating_mul(1_000_000_000)
+        .saturating_add(meta.mtime_nsec())
+}
+
+/// Parses `files` on `threads` threads; the results keep the files' order.
+pub fn parse_all(files: &[Candidate], threads: NonZeroUsize) -> (Vec<ScannedFile>, Skipped) {
+    let next = AtomicUsize::new(0);
+    let threads = threads.get().min(files.len().max(1));
+    let mut parts: Vec<(Vec<(usize, ScannedFile)>, Skipped)> = Vec::with_capacity(threads);
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| scope.spawn(|| parse_some(files, &next)))
+            .collect();
+        for worker in workers {
+            // A worker that panicked (a grammar bug) loses its files, not the map.
+            if let Ok(part) = worker.join() {
+                parts.push(part);
+            }
+        }
+    });
+    let mut skipped = Skipped::default();
+    let mut all = Vec::with_capacity(files.len());
+    for (part, part_skipped) in parts {
+        all.extend(part);
+        skipped.add(part_skipped);
+    }
+    all.sort_by_key(|(index, _)| *index);
+    (all.into_iter().map(|(_, file)| file).collect(), skipped)
+}
+
+/// Takes files from `next` until none are left.
+fn parse_some(files: &[Candidate], next: &AtomicUsize) -> (Vec<(usize, ScannedFile)>, Skipped) {
+    let mut parser = Parser::new();
+    let mut done = Vec::new();
+    let mut skipped = Skipped::default();
+    loop {
+        let index = next.fetch_add(1, Ordering::Relaxed);
+        let Some(candidate) = files.get(index) else {
+            return (done, skipped);
+        };
+        match read(candidate, &mut parser) {
+            Ok(tags) => done.push((
+                index,
+                ScannedFile {
+                    candidate: candidate.clone(),
+                    tags,
+                },
+            )),
+            Err(why) => why.count(&mut skipped),
+        }
+    }
+}
+
+/// Why one file was left out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Left {
+    TooLarge,
+    Binary,
+    Unparsable,
+    Unreadable,
+}
+
+impl Left {
+    fn count(self, skipped: &mut Skipped) {
+        match self {
+            Left::TooLarge => skipped.too_large += 1,
+            Left::Binary => skipped.binary += 1,
+            Left::Unparsable => skipped.unparsable += 1,
+            Left::Unreadable => skipped.unreadable += 1,
+        }
+    }
+}
+
+/// The tags of one file, read now.
+pub fn read(candidate: &Candidate, parser: &mut Parser) -> Result<FileTags, Left> {
+    let source = std::fs::read(&candidate.absolute).map_err(|_| Left::Unreadable)?;
+    if source.len() as u64 > MAX_FILE_BYTES {
+        return Err(Left::TooLarge);
+    }
+    if source[..source.len().min(BINARY_SNIFF_BYTES)].contains(&0) {
+        return Err(Left::Binary);
+    }
+    let grammar = candidate.lang.grammar().ok_or(Left::Unparsable)?;
+    tags::extract(grammar, parser, &source).map_err(|_| Left::Unparsable)
+}

@@ -1,0 +1,183 @@
+//! The tags of one file: what it defines (name, kind, line, the line's text as a signature)
+//! and which names it refers to, how often.
+
+use super::lang::{Grammar, Lang, TagKind};
+use std::collections::{BTreeMap, HashMap};
+use tree_sitter::{Node, Parser, QueryCursor, StreamingIterator};
+
+/// A signature line longer than this many characters is cut.
+const SIGNATURE_MAX_CHARS: usize = 160;
+
+/// One definition.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Definition {
+    pub name: String,
+    pub kind: TagKind,
+    /// The line the definition starts on, from 0.
+    pub line: u32,
+    /// That line's text, without its indentation's end or trailing blanks.
+    pub signature: String,
+}
+
+/// What one file defines and refers to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileTags {
+    pub lang: Lang,
+    /// In the order they appear.
+    pub definitions: Vec<Definition>,
+    /// Each name the file refers to (other than its own definitions' names where they are
+    /// defined), with how many times, sorted by name.
+    pub references: Vec<(String, u32)>,
+}
+
+/// Why a file gave no tags.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unreadable {
+    /// tree-sitter could make nothing of it: no tree, or a tree of errors with no definition.
+    Unparsable,
+}
+
+/// The tags of `source`, a file in `grammar`'s language. `parser` is the calling thread's,
+/// reused from file to file.
+pub fn extract(
+    grammar: &Grammar,
+    parser: &mut Parser,
+    source: &[u8],
+) -> Result<FileTags, Unreadable> {
+    parser
+        .set_language(&grammar.language)
+        .map_err(|_| Unreadable::Unparsable)?;
+    let tree = parser.parse(source, None).ok_or(Unreadable::Unparsable)?;
+    let root = tree.root_node();
+    let definitions = definitions(grammar, root, source);
+    if root.has_error() && definitions.is_empty() {
+        return Err(Unreadable::Unparsable);
+    }
+    let defined_at: std::collections::HashSet<usize> =
+        definitions.iter().map(|(id, _)| *id).collect();
+    let references = references(grammar, root, source, &defined_at);
+    Ok(FileTags {
+        lang: grammar.lang,
+        definitions: definitions.into_iter().map(|(_, d)| d).collect(),
+        references,
+    })
+}
+
+/// A definition a pattern matched, before the patterns that matched one name are weighed.
+struct Candidate {
+    pattern: usize,
+    start_byte: usize,
+    definition: Definition,
+}
+
+/// Every definition, with the id of its name's node, in the order they start. Where several
+/// patterns match one name, the first pattern in the query's text says what it is.
+fn definitions(grammar: &Grammar, root: Node<'_>, source: &[u8]) -> Vec<(usize, Definition)> {
+    let mut cursor = QueryCursor::new();
+    let mut matches = cursor.matches(&grammar.query, root, source);
+    let mut found: HashMap<usize, Candidate> = HashMap::new();
+    while let Some(m) = matches.next() {
+        let mut name = None;
+        let mut kind = None;
+        for capture in m.captures() {
+            if capture.index == grammar.name_capture {
+                name = Some(capture.node);
+            } else if let Some(Some(k)) = grammar.kinds.get(capture.index as usize) {
+                kind = Some((*k, capture.node));
+            }
+        }
+        let (Some(name), Some((kind, node))) = (name, kind) else {
+            continue;
+        };
+        let text = String::from_utf8_lossy(&source[name.byte_range()]).into_owned();
+        if text.is_empty() || (kind == TagKind::Constant && !reads_as_constant(grammar.lang, &text))
+        {
+            continue;
+        }
+        let row = node.start_position().row;
+        let candidate = Candidate {
+            pattern: m.pattern_index,
+            start_byte: node.start_byte(),
+            definition: Definition {
+                name: text,
+                kind,
+                line: u32::try_from(row).unwrap_or(u32::MAX),
+                signature: signature(source, row),
+            },
+        };
+        match found.get(&name.id()) {
+            Some(seen) if seen.pattern <= candidate.pattern => {}
+            _ => {
+                found.insert(name.id(), candidate);
+            }
+        }
+    }
+    let mut all: Vec<(usize, Candidate)> = found.into_iter().collect();
+    all.sort_by(|(_, a), (_, b)| {
+        (a.start_byte, &a.definition.name).cmp(&(b.start_byte, &b.definition.name))
+    });
+    all.into_iter().map(|(id, c)| (id, c.definition)).collect()
+}
+
+/// Whether a name an assignment defines reads as a constant: in languages whose syntax
+/// does not say so, only names without lower-case letters (`MAX_SIZE`) count.
+fn reads_as_constant(lang: Lang, name: &str) -> bool {
+    match lang {
+        Lang::Python
+        | Lang::Java
+        | Lang::Bash
+        | Lang::JavaScript
+        | Lang::TypeScript
+        | Lang::Tsx => {
+            !name.chars().any(char::is_lowercase) && name.chars().any(char::is_alphabetic)
+        }
+        _ => true,
+    }
+}
+
+/// The text of line `row` of `source`, trimmed and cut to [`SIGNATURE_MAX_CHARS`].
+fn signature(source: &[u8], row: usize) -> String {
+    let line = source.split(|b| *b == b'\n').nth(row).unwrap_or_default();
+    let text = String::from_utf8_lossy(line);
+    let text = text.trim_end();
+    match text.char_indices().nth(SIGNATURE_MAX_CHARS) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_owned(),
+    }
+}
+
+/// Every identifier-like leaf that is not a definition's name, counted by name. Names of one
+/// character are left out: they never tell which definition is meant.
+fn references(
+    grammar: &Grammar,
+    root: Node<'_>,
+    source: &[u8],
+    defined_at: &std::collections::HashSet<usize>,
+) -> Vec<(String, u32)> {
+    let mut counts: BTreeMap<&[u8], u32> = BTreeMap::new();
+    let mut cursor = root.walk();
+    'walk: loop {
+        let node = cursor.node();
+        if node.child_count() == 0 {
+            let range = node.byte_range();
+            if range.len() > 1 && grammar.is_reference(node) && !defined_at.contains(&node.id()) {
+                *counts.entry(&source[range]).or_default() += 1;
+            }
+        }
+        if cursor.goto_first_child() {
+            continue;
+        }
+        loop {
+            if cursor.goto_next_sibling() {
+                continue 'walk;
+            }
+            if !cursor.goto_parent() {
+                break 'walk;
+            }
+        }
+    }
+    counts
+        .into_iter()
+        .map(|(name, n)| (String::from_utf8_lossy(name).into_owned(), n))
+        .collect()
+}
