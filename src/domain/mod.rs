@@ -27,4 +27,4 @@ pub use message::{ContentBlock, Message, Role, ToolCall, ToolResult, text_of};
 pub use request::{ChatRequest, ToolSpec};
 pub use sender::{Audience, InputKind, Sender};
 pub use stop::{GuardCause, TurnStop, Watchdog};
-pub use usage::Usage;
+pub use usage::{BYTES_PER_TOKEN, Usage, estimate_tokens};

@@ -1,6 +1,16 @@
-//! Token usage as reported by a provider.
+//! Token usage as reported by a provider, and tern's own estimate of a text's tokens.
 
 use serde::{Deserialize, Serialize};
+
+/// The estimate's rate: providers' tokenizers average roughly four bytes of English or code
+/// per token.
+pub const BYTES_PER_TOKEN: u64 = 4;
+
+/// tern's estimate of the tokens `text` takes, one per four bytes begun: deterministic, and
+/// what every budget of the prompt is measured by.
+pub fn estimate_tokens(text: &str) -> u64 {
+    (text.len() as u64).div_ceil(BYTES_PER_TOKEN)
+}
 
 /// Tokens used by one model call. Providers report these piecemeal; `merge_max` folds a later
 /// report into an earlier one.

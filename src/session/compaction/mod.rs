@@ -32,9 +32,7 @@ use crate::domain::{ContentBlock, Message, Role};
 use crate::llm::ToolSpec;
 use crate::prompt::{NUDGE_OPENING, quote_lookalikes};
 
-/// The estimate's rate: providers' tokenizers average roughly four bytes of English or code
-/// per token.
-const BYTES_PER_TOKEN: u64 = 4;
+use crate::domain::BYTES_PER_TOKEN;
 /// The estimate's fixed costs for a message's role and framing, and for each block's.
 const MESSAGE_TOKENS: u64 = 4;
 const BLOCK_TOKENS: u64 = 3;

@@ -989,6 +989,7 @@ mod line_mode;
 mod outcomes;
 mod print_prompt;
 mod repair;
+mod repo_map;
 mod restart;
 mod secrets;
 mod served;

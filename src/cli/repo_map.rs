@@ -1,0 +1,73 @@
+//! `tern debug repo-map`: the repository map of a directory, as a session would get it, with
+//! what each stage took.
+
+use super::Outcome;
+use crate::context::repo_map::{self, Focus};
+use anyhow::Context;
+use std::path::PathBuf;
+
+/// The map's size when not given: the prompt layer's default.
+pub const DEFAULT_TOKENS: u64 = 1_024;
+
+/// Print the repository map of a directory (the current one by default): the files and
+/// definitions that matter most, within a token budget, and the time each stage took.
+#[derive(Debug, clap::Args)]
+pub struct RepoMapArgs {
+    /// The project's directory.
+    dir: Option<PathBuf>,
+    /// The map's budget in tokens (estimated as four bytes each).
+    #[arg(long, default_value_t = DEFAULT_TOKENS)]
+    tokens: u64,
+    /// What the map should centre on: a file (relative to the directory) or a name the
+    /// conversation mentions; may be given several times.
+    #[arg(long, value_name = "PATH|NAME")]
+    focus: Vec<String>,
+}
+
+pub async fn run(args: RepoMapArgs) -> anyhow::Result<Outcome> {
+    let dir = match args.dir {
+        Some(dir) => dir,
+        None => std::env::current_dir().context("could not read the current directory")?,
+    };
+    let root = dir.canonicalize().with_context(|| {
+        format!(
+            "{} is not a directory tern can read; give the project's directory",
+            dir.display()
+        )
+    })?;
+    if !root.is_dir() {
+        anyhow::bail!("{} is a file; give the project's directory", root.display());
+    }
+    let mut focus = Focus::default();
+    for item in args.focus {
+        if root.join(&item).is_file() {
+            focus.files.push(item);
+        } else {
+            focus.names.push(item);
+        }
+    }
+    let tokens = args.tokens;
+    let map = tokio::task::spawn_blocking(move || repo_map::build(&root, &focus, tokens))
+        .await
+        .context("the map's work stopped")?;
+    print!("{}", map.text);
+    let t = map.timings;
+    let ms = |d: std::time::Duration| d.as_secs_f64() * 1000.0;
+    eprintln!(
+        "{} files read, {} definitions; left out: {} over 1 MiB, {} binary, {} unreadable by \
+         tree-sitter, {} unreadable; about {} of {tokens} tokens; walk {:.1} ms, parse {:.1} ms, \
+         rank {:.1} ms, render {:.1} ms",
+        map.files,
+        map.definitions,
+        map.skipped.too_large,
+        map.skipped.binary,
+        map.skipped.unparsable,
+        map.skipped.unreadable,
+        crate::domain::estimate_tokens(&map.text),
+        ms(t.walk),
+        ms(t.parse),
+        ms(t.rank),
+        ms(t.render),
+    );
+    Ok(Outcome::Success)
+}

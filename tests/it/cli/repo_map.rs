@@ -1,0 +1,98 @@
+//! `tern debug repo-map` through the real binary, on a real git repository.
+
+use crate::support::TernHome;
+
+fn project() -> TernHome {
+    let home = TernHome::new();
+    home.write_file(".gitignore", "generated/\n");
+    home.write_file(
+        "src/store.rs",
+        "pub struct JournalStore;\n\nimpl JournalStore {\n    pub fn open_journal() -> Self { JournalStore }\n}\n",
+    );
+    for i in 0..4 {
+        home.write_file(
+            &format!("src/user{i}.rs"),
+            &format!("pub fn user_{i}() {{ JournalStore::open_journal(); }}\n"),
+        );
+    }
+    home.write_file(
+        "src/cache.py",
+        "class PageCache:\n    def warm_pages(self):\n        pass\n",
+    );
+    home.write_file(
+        "src/admin.py",
+        "def admin_tool():\n    PageCache().warm_pages()\n",
+    );
+    home.write_file("generated/out.rs", "pub struct Generated;\n");
+    home.write_file("logo.c", "int logo;\0\0binary");
+    home
+}
+
+fn map(home: &TernHome, args: &[&str]) -> (String, String) {
+    let output = home
+        .tern()
+        .args(["debug", "repo-map"])
+        .args(args)
+        .arg(home.project())
+        .output()
+        .expect("running tern");
+    assert!(output.status.success(), "{output:?}");
+    (
+        String::from_utf8(output.stdout).expect("utf-8"),
+        String::from_utf8(output.stderr).expect("utf-8"),
+    )
+}
+
+#[test]
+fn prints_the_ranked_map_within_its_budget_and_what_each_stage_took() {
+    let home = project();
+    let (text, report) = map(&home, &[]);
+    assert!(
+        text.starts_with(
+            "src/store.rs:\n1│pub struct JournalStore;\n⋮\n4│    pub fn open_journal()"
+        ),
+        "{text}"
+    );
+    assert!(
+        !text.contains("Generated"),
+        "ignored files stay out: {text}"
+    );
+    assert!(
+        report.starts_with("7 files read, 9 definitions; left out: 0 over 1 MiB, 1 binary"),
+        "{report}"
+    );
+    for stage in ["walk", "parse", "rank", "render"] {
+        assert!(report.contains(&format!("{stage} ")), "{report}");
+    }
+    // The same project gives the same bytes, process after process.
+    assert_eq!(map(&home, &[]).0, text);
+}
+
+#[test]
+fn focus_and_budget_shape_the_map() {
+    let home = project();
+    let (focused, _) = map(&home, &["--focus", "src/admin.py", "--tokens", "20"]);
+    assert!(focused.starts_with("src/cache.py:"), "{focused}");
+    assert!(focused.len() <= 80, "{} bytes in 20 tokens", focused.len());
+    let (named, _) = map(&home, &["--focus", "warm_pages", "--tokens", "30"]);
+    assert!(named.contains("def warm_pages"), "{named}");
+    let (none, report) = map(&home, &["--tokens", "0"]);
+    assert_eq!(none, "");
+    assert!(report.contains("about 0 of 0 tokens"), "{report}");
+}
+
+#[test]
+fn a_directory_that_is_not_there_is_named_with_the_fix() {
+    let home = TernHome::new();
+    let output = home
+        .tern()
+        .args(["debug", "repo-map", "/nonexistent/tern-project"])
+        .output()
+        .expect("running tern");
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("/nonexistent/tern-project is not a directory tern can read; give the project's directory"),
+        "{stderr}"
+    );
+}
