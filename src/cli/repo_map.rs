@@ -47,24 +47,34 @@ pub async fn run(args: RepoMapArgs) -> anyhow::Result<Outcome> {
         }
     }
     let tokens = args.tokens;
-    let map = tokio::task::spawn_blocking(move || repo_map::build(&root, &focus, tokens))
-        .await
-        .context("the map's work stopped")?;
+    // Without a home for the cache (no writable data directory), every file is read.
+    let cache_dir = crate::config::Paths::from_env(super::startup::environment())
+        .ok()
+        .map(|paths| paths.data_dir.join("repo-maps"));
+    let map = tokio::task::spawn_blocking(move || {
+        repo_map::build(&root, &focus, tokens, cache_dir.as_deref())
+    })
+    .await
+    .context("the map's work stopped")?;
     print!("{}", map.text);
     let t = map.timings;
     let ms = |d: std::time::Duration| d.as_secs_f64() * 1000.0;
     eprintln!(
-        "{} files read, {} definitions; left out: {} over 1 MiB, {} binary, {} unreadable by \
-         tree-sitter, {} unreadable; about {} of {tokens} tokens; walk {:.1} ms, parse {:.1} ms, \
-         rank {:.1} ms, render {:.1} ms",
+        "{} files mapped, {} definitions ({} files read now, {} from the cache); left out: {} \
+         over 1 MiB, {} binary, {} unreadable by tree-sitter, {} unreadable; about {} of \
+         {tokens} tokens; walk {:.1} ms, cache {:.1} ms, parse {:.1} ms, rank {:.1} ms, \
+         render {:.1} ms",
         map.files,
         map.definitions,
+        map.reuse.parsed,
+        map.reuse.reused,
         map.skipped.too_large,
         map.skipped.binary,
         map.skipped.unparsable,
         map.skipped.unreadable,
         crate::domain::estimate_tokens(&map.text),
         ms(t.walk),
+        ms(t.cache),
         ms(t.parse),
         ms(t.rank),
         ms(t.render),

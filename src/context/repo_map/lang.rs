@@ -44,7 +44,7 @@ pub enum TagKind {
 }
 
 impl TagKind {
-    const ALL: [TagKind; 7] = [
+    pub const ALL: [TagKind; 7] = [
         TagKind::Function,
         TagKind::Method,
         TagKind::Type,
@@ -115,7 +115,7 @@ impl Lang {
         }
     }
 
-    fn language(self) -> TsLanguage {
+    pub(super) fn language(self) -> TsLanguage {
         match self {
             Lang::Rust => tree_sitter_rust::LANGUAGE.into(),
             Lang::Python => tree_sitter_python::LANGUAGE.into(),

@@ -2,11 +2,11 @@
 //! that define the names it uses, ranked with PageRank personalised by what the conversation
 //! points at, then each file's rank shared among the definitions its referrers use.
 //!
-//! Everything here walks vectors and ordered maps in a fixed order, so the same files and
-//! focus give the same floating-point sums, hence the same ranking, in every process.
+//! Everything here walks vectors in a fixed order (the one hash map is only looked up), so
+//! the same files and focus give the same floating-point sums, hence the same ranking, in
+//! every process.
 
 use super::scan::ScannedFile;
-use std::collections::BTreeMap;
 
 /// PageRank's damping: the share of a file's rank that flows along its references.
 const DAMPING: f64 = 0.85;
@@ -47,56 +47,53 @@ pub struct RankedTag {
 
 /// Every definition in `files`, most important first; ties go by path, line and name.
 pub fn rank(files: &[ScannedFile], focus: &Focus) -> Vec<RankedTag> {
-    let definers = definers(files);
+    let names = Names::of(files);
     let mentioned: std::collections::BTreeSet<&str> =
         focus.names.iter().map(String::as_str).collect();
-    // For each referring file: (defining file, name, weight), in name then file order.
-    let flows: Vec<Vec<(usize, &str, f64)>> = files
+    // For each referring file: (defining file, slot of the name there, weight), in the
+    // order of its references, then of the definers.
+    let flows: Vec<Vec<(usize, usize, f64)>> = files
         .iter()
         .enumerate()
         .map(|(from, file)| {
             let mut out = Vec::new();
             for (name, count) in &file.tags.references {
-                let Some(defined_in) = definers.get(name.as_str()) else {
+                let Some(&id) = names.ids.get(name.as_str()) else {
                     continue;
                 };
+                let defined_in = &names.definers[id];
                 // A name defined in several files could mean any of them: they share it.
                 let weight = name_weight(name, defined_in.len(), mentioned.contains(name.as_str()))
                     * f64::from(*count).sqrt()
                     / defined_in.len() as f64;
-                for &to in defined_in {
+                for &(to, slot) in defined_in {
                     if to != from {
-                        out.push((to, name.as_str(), weight));
+                        out.push((to, slot, weight));
                     }
                 }
             }
             out
         })
         .collect();
-    let personal = personalisation(files, focus, &definers);
+    let personal = personalisation(files, focus, &names);
     let ranks = pagerank(&flows, &personal);
-    let mut scores: BTreeMap<(usize, &str), f64> = BTreeMap::new();
+    // What each (file, name) slot earned, summed in the flows' fixed order.
+    let mut earned = vec![0.0f64; names.slots];
     for (from, out) in flows.iter().enumerate() {
         let total: f64 = out.iter().map(|(_, _, w)| w).sum();
         if total <= 0.0 {
             continue;
         }
-        for &(to, name, weight) in out {
-            *scores.entry((to, name)).or_default() += ranks[from] * weight / total;
+        for &(_, slot, weight) in out {
+            earned[slot] += ranks[from] * weight / total;
         }
     }
     let mut ranked: Vec<RankedTag> = Vec::new();
-    for (file, scanned) in files.iter().enumerate() {
-        // A file that defines a name several times (`fmt` for each of its types) shares
-        // what the name earned among them.
-        let mut same_name: BTreeMap<&str, usize> = BTreeMap::new();
-        for def in &scanned.tags.definitions {
-            *same_name.entry(def.name.as_str()).or_default() += 1;
-        }
-        for (definition, def) in scanned.tags.definitions.iter().enumerate() {
-            let name = def.name.as_str();
-            let referred = scores.get(&(file, name)).copied().unwrap_or(0.0)
-                / same_name.get(name).copied().unwrap_or(1) as f64;
+    for (file, slots) in names.slot_of.iter().enumerate() {
+        for (definition, &slot) in slots.iter().enumerate() {
+            // A file that defines a name several times (`fmt` for each of its types)
+            // shares what the name earned among them.
+            let referred = earned[slot] / names.slot_defs[slot] as f64;
             ranked.push(RankedTag {
                 file,
                 definition,
@@ -117,18 +114,54 @@ pub fn rank(files: &[ScannedFile], focus: &Focus) -> Vec<RankedTag> {
     ranked
 }
 
-/// Each defined name, with the files that define it (in file order, once each).
-fn definers(files: &[ScannedFile]) -> BTreeMap<&str, Vec<usize>> {
-    let mut definers: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
-    for (index, file) in files.iter().enumerate() {
-        for def in &file.tags.definitions {
-            let list = definers.entry(def.name.as_str()).or_default();
-            if list.last() != Some(&index) {
-                list.push(index);
+/// The defined names, numbered, and where each is defined. A slot is one name in one file.
+struct Names<'a> {
+    /// Name → its number; only looked up, never walked, so its order cannot matter.
+    ids: std::collections::HashMap<&'a str, usize>,
+    /// By name number: the files defining it, in file order, with the name's slot there.
+    definers: Vec<Vec<(usize, usize)>>,
+    /// By file, then definition: its slot.
+    slot_of: Vec<Vec<usize>>,
+    /// By slot: how many definitions share it.
+    slot_defs: Vec<usize>,
+    slots: usize,
+}
+
+impl<'a> Names<'a> {
+    fn of(files: &'a [ScannedFile]) -> Self {
+        let mut names = Names {
+            ids: std::collections::HashMap::new(),
+            definers: Vec::new(),
+            slot_of: Vec::with_capacity(files.len()),
+            slot_defs: Vec::new(),
+            slots: 0,
+        };
+        for (index, file) in files.iter().enumerate() {
+            let mut slots = Vec::with_capacity(file.tags.definitions.len());
+            for def in &file.tags.definitions {
+                let next = names.definers.len();
+                let id = *names.ids.entry(def.name.as_str()).or_insert(next);
+                if id == next {
+                    names.definers.push(Vec::new());
+                }
+                let list = &mut names.definers[id];
+                let slot = match list.last() {
+                    Some(&(file, slot)) if file == index => slot,
+                    _ => {
+                        let slot = names.slots;
+                        names.slots += 1;
+                        names.slot_defs.push(0);
+                        list.push((index, slot));
+                        slot
+                    }
+                };
+                names.slot_defs[slot] += 1;
+                slots.push(slot);
             }
+            names.slot_of.push(slots);
         }
+        names
     }
-    definers
 }
 
 /// How much a reference by `name` weighs.
@@ -160,11 +193,7 @@ fn distinctive(name: &str) -> bool {
 
 /// Where a random walk restarts: the focused files and those defining a focused name when
 /// there are any, every file otherwise.
-fn personalisation(
-    files: &[ScannedFile],
-    focus: &Focus,
-    definers: &BTreeMap<&str, Vec<usize>>,
-) -> Vec<f64> {
+fn personalisation(files: &[ScannedFile], focus: &Focus, names: &Names<'_>) -> Vec<f64> {
     let focused: std::collections::BTreeSet<&str> =
         focus.files.iter().map(String::as_str).collect();
     let mut hits: Vec<bool> = files
@@ -172,8 +201,10 @@ fn personalisation(
         .map(|f| focused.contains(f.candidate.path.as_str()))
         .collect();
     for name in &focus.names {
-        for &file in definers.get(name.as_str()).into_iter().flatten() {
-            hits[file] = true;
+        if let Some(&id) = names.ids.get(name.as_str()) {
+            for &(file, _) in &names.definers[id] {
+                hits[file] = true;
+            }
         }
     }
     let count = hits.iter().filter(|hit| **hit).count();
@@ -188,22 +219,31 @@ fn personalisation(
 
 /// The PageRank of each file over the weighted edges `flows`, restarting at `personal`; a
 /// file that refers to nothing hands its rank back by `personal` too.
-fn pagerank(flows: &[Vec<(usize, &str, f64)>], personal: &[f64]) -> Vec<f64> {
+fn pagerank(flows: &[Vec<(usize, usize, f64)>], personal: &[f64]) -> Vec<f64> {
     let n = flows.len();
-    // Each file's edges merged by target, with their share of its outgoing weight.
+    // Each file's edges merged by target (in target order), as shares of its weight.
+    let mut scratch = vec![0.0f64; n];
     let edges: Vec<Vec<(usize, f64)>> = flows
         .iter()
         .map(|out| {
-            let mut merged: BTreeMap<usize, f64> = BTreeMap::new();
+            let mut targets: Vec<usize> = Vec::new();
             for &(to, _, weight) in out {
-                *merged.entry(to).or_default() += weight;
+                if scratch[to] == 0.0 {
+                    targets.push(to);
+                }
+                scratch[to] += weight;
             }
-            let total: f64 = merged.values().sum();
-            merged
-                .into_iter()
+            targets.sort_unstable();
+            let total: f64 = targets.iter().map(|&to| scratch[to]).sum();
+            let merged = targets
+                .iter()
                 .filter(|_| total > 0.0)
-                .map(|(to, weight)| (to, weight / total))
-                .collect()
+                .map(|&to| (to, scratch[to] / total))
+                .collect();
+            for &to in &targets {
+                scratch[to] = 0.0;
+            }
+            merged
         })
         .collect();
     let mut ranks = personal.to_vec();

@@ -2,7 +2,7 @@ use super::*;
 use proptest::prelude::*;
 
 /// A project of `files` in a temporary directory.
-fn project(files: &[(&str, String)]) -> tempfile::TempDir {
+pub(super) fn project(files: &[(&str, String)]) -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("a temp dir");
     for (path, content) in files {
         let path = dir.path().join(path);
@@ -103,7 +103,7 @@ fn the_conversation_s_focus_moves_the_ranking() {
 #[test]
 fn the_map_elides_between_the_lines_it_shows_and_numbers_them() {
     let dir = shop();
-    let map = build(dir.path(), &Focus::default(), 1_000);
+    let map = build(dir.path(), &Focus::default(), 1_000, None);
     assert!(map.text.starts_with("src/store.rs:\n1│pub struct JournalStore { pages: Vec<u8> }\n⋮\n4│    pub fn open_journal()"), "{}", map.text);
     assert_eq!(map.files, 14);
     assert_eq!(map.skipped, Skipped::default());
@@ -116,13 +116,13 @@ fn the_same_project_gives_the_same_bytes() {
         files: vec!["src/handler3.rs".to_owned()],
         names: vec!["parse_config".to_owned()],
     };
-    let first = build(dir.path(), &focus, 200).text;
+    let first = build(dir.path(), &focus, 200, None).text;
     for _ in 0..3 {
-        assert_eq!(build(dir.path(), &focus, 200).text, first);
+        assert_eq!(build(dir.path(), &focus, 200, None).text, first);
     }
     let files = scanned(&dir);
     let (found, _) = candidates(dir.path());
-    let (one_thread, _) = parse_all(&found, std::num::NonZeroUsize::MIN);
+    let one_thread = parse_all(&found, std::num::NonZeroUsize::MIN, None).files;
     assert_eq!(render(&one_thread, &rank(&one_thread, &focus), 200), first);
     assert_eq!(render(&files, &rank(&files, &focus), 200), first);
 }
@@ -130,8 +130,8 @@ fn the_same_project_gives_the_same_bytes() {
 #[test]
 fn a_budget_too_small_for_one_line_gives_no_map() {
     let dir = shop();
-    assert_eq!(build(dir.path(), &Focus::default(), 3).text, "");
-    assert_eq!(build(dir.path(), &Focus::default(), 0).text, "");
+    assert_eq!(build(dir.path(), &Focus::default(), 3, None).text, "");
+    assert_eq!(build(dir.path(), &Focus::default(), 0, None).text, "");
 }
 
 proptest! {

@@ -2,6 +2,7 @@
 //! `rg --files` lists them), in name order, and are parsed on every core at once; what cannot
 //! be read is counted by why.
 
+use super::cache::{self, Cache, Reuse};
 use super::lang::Lang;
 use super::tags::{self, FileTags};
 use crate::tools::path_text;
@@ -33,6 +34,8 @@ pub struct Candidate {
 pub struct ScannedFile {
     pub candidate: Candidate,
     pub tags: FileTags,
+    /// The hash of the content they were read from (see `cache::fnv64`).
+    pub hash: u64,
 }
 
 /// How many files were left out, by why.
@@ -103,14 +106,26 @@ fn mtime_ns(meta: &std::fs::Metadata) -> i64 {
         .saturating_add(meta.mtime_nsec())
 }
 
-/// Parses `files` on `threads` threads; the results keep the files' order.
-pub fn parse_all(files: &[Candidate], threads: NonZeroUsize) -> (Vec<ScannedFile>, Skipped) {
+/// What parsing a project's files found.
+#[derive(Debug, Default)]
+pub struct Parsed {
+    /// The files with tags, in the files' order.
+    pub files: Vec<ScannedFile>,
+    /// The files left out, with their content's hash and why (for the cache), in order.
+    pub left: Vec<(Candidate, u64, Left)>,
+    pub skipped: Skipped,
+    pub reuse: Reuse,
+}
+
+/// Parses `files` on `threads` threads, reusing what `cache` still holds; the results keep
+/// the files' order.
+pub fn parse_all(files: &[Candidate], threads: NonZeroUsize, cache: Option<&Cache>) -> Parsed {
     let next = AtomicUsize::new(0);
     let threads = threads.get().min(files.len().max(1));
-    let mut parts: Vec<(Vec<(usize, ScannedFile)>, Skipped)> = Vec::with_capacity(threads);
+    let mut parts: Vec<Part> = Vec::with_capacity(threads);
     std::thread::scope(|scope| {
         let workers: Vec<_> = (0..threads)
-            .map(|_| scope.spawn(|| parse_some(files, &next)))
+            .map(|_| scope.spawn(|| parse_some(files, &next, cache)))
             .collect();
         for worker in workers {
             // A worker that panicked (a grammar bug) loses its files, not the map.
@@ -119,35 +134,77 @@ pub fn parse_all(files: &[Candidate], threads: NonZeroUsize) -> (Vec<ScannedFile
             }
         }
     });
-    let mut skipped = Skipped::default();
-    let mut all = Vec::with_capacity(files.len());
-    for (part, part_skipped) in parts {
-        all.extend(part);
-        skipped.add(part_skipped);
+    let mut parsed = Parsed::default();
+    let mut done = Vec::with_capacity(files.len());
+    let mut left = Vec::new();
+    for part in parts {
+        done.extend(part.done);
+        left.extend(part.left);
+        parsed.skipped.add(part.skipped);
+        parsed.reuse.reused += part.reuse.reused;
+        parsed.reuse.parsed += part.reuse.parsed;
     }
-    all.sort_by_key(|(index, _)| *index);
-    (all.into_iter().map(|(_, file)| file).collect(), skipped)
+    done.sort_by_key(|(index, _)| *index);
+    left.sort_by_key(|(index, ..)| *index);
+    parsed.files = done.into_iter().map(|(_, file)| file).collect();
+    parsed.left = left
+        .into_iter()
+        .map(|(index, hash, why)| (files[index].clone(), hash, why))
+        .collect();
+    parsed
+}
+
+/// What one thread did.
+struct Part {
+    done: Vec<(usize, ScannedFile)>,
+    left: Vec<(usize, u64, Left)>,
+    skipped: Skipped,
+    reuse: Reuse,
 }
 
 /// Takes files from `next` until none are left.
-fn parse_some(files: &[Candidate], next: &AtomicUsize) -> (Vec<(usize, ScannedFile)>, Skipped) {
+fn parse_some(files: &[Candidate], next: &AtomicUsize, cache: Option<&Cache>) -> Part {
     let mut parser = Parser::new();
-    let mut done = Vec::new();
-    let mut skipped = Skipped::default();
+    let mut part = Part {
+        done: Vec::new(),
+        left: Vec::new(),
+        skipped: Skipped::default(),
+        reuse: Reuse::default(),
+    };
     loop {
         let index = next.fetch_add(1, Ordering::Relaxed);
         let Some(candidate) = files.get(index) else {
-            return (done, skipped);
+            return part;
         };
-        match read(candidate, &mut parser) {
-            Ok(tags) => done.push((
+        let read = match cache.and_then(|cache| cache::reuse(cache, candidate)) {
+            Some(found) => {
+                part.reuse.reused += 1;
+                found
+            }
+            None => match cache::read_fresh(candidate, &mut parser) {
+                Some(fresh) => {
+                    part.reuse.parsed += 1;
+                    fresh
+                }
+                None => {
+                    part.skipped.unreadable += 1;
+                    continue;
+                }
+            },
+        };
+        match read {
+            (Ok(tags), hash) => part.done.push((
                 index,
                 ScannedFile {
                     candidate: candidate.clone(),
                     tags,
+                    hash,
                 },
             )),
-            Err(why) => why.count(&mut skipped),
+            (Err(why), hash) => {
+                why.count(&mut part.skipped);
+                part.left.push((index, hash, why));
+            }
         }
     }
 }
@@ -162,7 +219,7 @@ pub enum Left {
 }
 
 impl Left {
-    fn count(self, skipped: &mut Skipped) {
+    pub(super) fn count(self, skipped: &mut Skipped) {
         match self {
             Left::TooLarge => skipped.too_large += 1,
             Left::Binary => skipped.binary += 1,
@@ -172,15 +229,14 @@ impl Left {
     }
 }
 
-/// The tags of one file, read now.
-pub fn read(candidate: &Candidate, parser: &mut Parser) -> Result<FileTags, Left> {
-    let source = std::fs::read(&candidate.absolute).map_err(|_| Left::Unreadable)?;
+/// The tags of `source`, a file in `lang`, unless it is too large, binary or unparsable.
+pub fn tags_of(lang: Lang, source: &[u8], parser: &mut Parser) -> Result<FileTags, Left> {
     if source.len() as u64 > MAX_FILE_BYTES {
         return Err(Left::TooLarge);
     }
     if source[..source.len().min(BINARY_SNIFF_BYTES)].contains(&0) {
         return Err(Left::Binary);
     }
-    let grammar = candidate.lang.grammar().ok_or(Left::Unparsable)?;
-    tags::extract(grammar, parser, &source).map_err(|_| Left::Unparsable)
+    let grammar = lang.grammar().ok_or(Left::Unparsable)?;
+    tags::extract(grammar, parser, source).map_err(|_| Left::Unparsable)
 }

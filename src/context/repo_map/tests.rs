@@ -386,8 +386,8 @@ fn a_scan_on_one_thread_or_many_gives_the_same_tags() {
         .collect();
     let repo = repository(&borrowed);
     let (found, _) = candidates(repo.path());
-    let one = parse_all(&found, std::num::NonZeroUsize::MIN);
-    let four = parse_all(&found, std::num::NonZeroUsize::new(4).unwrap());
-    assert_eq!(one, four);
-    assert_eq!(one.0.len(), 40);
+    let one = parse_all(&found, std::num::NonZeroUsize::MIN, None);
+    let four = parse_all(&found, std::num::NonZeroUsize::new(4).unwrap(), None);
+    assert_eq!(one.files, four.files);
+    assert_eq!(one.files.len(), 40);
 }

@@ -58,14 +58,27 @@ fn prints_the_ranked_map_within_its_budget_and_what_each_stage_took() {
         "ignored files stay out: {text}"
     );
     assert!(
-        report.starts_with("7 files read, 9 definitions; left out: 0 over 1 MiB, 1 binary"),
+        report.starts_with(
+            "7 files mapped, 9 definitions (8 files read now, 0 from the cache); \
+             left out: 0 over 1 MiB, 1 binary"
+        ),
         "{report}"
     );
-    for stage in ["walk", "parse", "rank", "render"] {
+    for stage in ["walk", "cache", "parse", "rank", "render"] {
         assert!(report.contains(&format!("{stage} ")), "{report}");
     }
-    // The same project gives the same bytes, process after process.
-    assert_eq!(map(&home, &[]).0, text);
+    // The same project gives the same bytes, process after process; the second reads
+    // every file's tags from the cache in the data directory.
+    let (again, report) = map(&home, &[]);
+    assert_eq!(again, text);
+    assert!(
+        report.starts_with("7 files mapped, 9 definitions (0 files read now, 8 from the cache)"),
+        "{report}"
+    );
+    let caches = std::fs::read_dir(home.home().join("data/repo-maps"))
+        .unwrap()
+        .count();
+    assert_eq!(caches, 1);
 }
 
 #[test]

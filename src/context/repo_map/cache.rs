@@ -1,0 +1,357 @@
+//! The tag cache: each project's files' tags as last read, so a map reparses only the files
+//! that changed.
+//!
+//! One file per project under `<data dir>/repo-maps/`, beside the session database rather
+//! than in it: it is derived data any tern process may read and rewrite while another owns
+//! the database, and losing it costs one cold scan. It is written whole to a temporary file
+//! and renamed over the old one, never synced; a file that is damaged, of another format, or
+//! written with other grammars or queries is ignored and replaced.
+//!
+//! A file's tags are reused when its size and modification time are those cached and that
+//! time is well before the cache was written; a file changed within the same clock tick as
+//! its last read would look unchanged, so one whose time is close to the write is compared
+//! by a hash of its content instead.
+
+use super::lang::{Lang, QUERIES_VERSION, TagKind};
+use super::scan::{Candidate, Left, ScannedFile};
+use super::tags::{Definition, FileTags};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+const MAGIC: &[u8; 8] = b"TERNTAGS";
+/// Bump when the layout below changes.
+const FORMAT: u32 = 1;
+/// A file modified less than this before the cache was written is checked by its content.
+const RACY_NS: i64 = 2_000_000_000;
+
+/// The cached tags of one file, with what identifies the version they were read from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cached {
+    pub size: u64,
+    pub mtime_ns: i64,
+    pub hash: u64,
+    /// Its tags, or why it was left out (a binary file stays binary until it changes).
+    pub tags: Result<FileTags, Left>,
+}
+
+/// A project's cache as loaded: path → cached tags.
+#[derive(Debug, Default)]
+pub struct Cache {
+    pub entries: BTreeMap<String, Cached>,
+    /// When it was written, in nanoseconds since the epoch.
+    written_ns: i64,
+}
+
+/// What a scan with the cache did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Reuse {
+    /// Files whose tags came from the cache.
+    pub reused: usize,
+    /// Files read and parsed now.
+    pub parsed: usize,
+}
+
+/// The cache file of the project at `root` under `dir`.
+pub fn file_for(dir: &Path, root: &Path) -> PathBuf {
+    let key = fnv64(root.as_os_str().as_encoded_bytes());
+    dir.join(format!("{key:016x}.tags"))
+}
+
+/// The grammars and queries the cached tags were read with: tags read with others are not
+/// reused.
+fn fingerprint() -> String {
+    let mut text = format!("queries {QUERIES_VERSION}");
+    for lang in Lang::ALL {
+        let language = lang.language();
+        text.push_str(&format!(
+            " {}:{}:{}:{}",
+            lang.name(),
+            language.abi_version(),
+            language.node_kind_count(),
+            language.field_count()
+        ));
+    }
+    text
+}
+
+/// Loads the cache of `root` from `file`; an empty one when there is none or it cannot be
+/// used.
+pub fn load(file: &Path, root: &Path) -> Cache {
+    let Ok(bytes) = std::fs::read(file) else {
+        return Cache::default();
+    };
+    decode(&bytes, root).unwrap_or_else(|| {
+        tracing::info!(file = %file.display(), "the repository map's tag cache is unusable; reading every file");
+        Cache::default()
+    })
+}
+
+/// Writes the tags of `files` and the files `left` out (with why) as the cache of `root` in
+/// `file`, replacing it whole.
+pub fn save(
+    file: &Path,
+    root: &Path,
+    files: &[ScannedFile],
+    left: &[(Candidate, u64, Left)],
+) -> std::io::Result<()> {
+    if let Some(dir) = file.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let bytes = encode(root, files, left, now_ns());
+    let temporary = file.with_extension(format!("tmp-{}", std::process::id()));
+    std::fs::write(&temporary, &bytes)?;
+    std::fs::rename(&temporary, file).inspect_err(|_| {
+        let _ = std::fs::remove_file(&temporary);
+    })
+}
+
+/// A file's tags (or why it has none) and its content's hash.
+pub type Read = (Result<FileTags, Left>, u64);
+
+/// The tags of `candidate` from the cache, when they are still its tags.
+pub fn reuse(cache: &Cache, candidate: &Candidate) -> Option<Read> {
+    let cached = cache.entries.get(&candidate.path)?;
+    if cached.size != candidate.size || cached.mtime_ns != candidate.mtime_ns {
+        return None;
+    }
+    if cached
+        .tags
+        .as_ref()
+        .is_ok_and(|tags| tags.lang != candidate.lang)
+    {
+        return None;
+    }
+    if candidate.mtime_ns < cache.written_ns.saturating_sub(RACY_NS) {
+        return Some((cached.tags.clone(), cached.hash));
+    }
+    // Changed too close to the cache's writing to trust the time: compare the content.
+    let content = std::fs::read(&candidate.absolute).ok()?;
+    (fnv64(&content) == cached.hash).then(|| (cached.tags.clone(), cached.hash))
+}
+
+/// Reads `candidate` now: its tags (or why it has none) and its content's hash; `None` when
+/// it cannot be read at all.
+pub fn read_fresh(candidate: &Candidate, parser: &mut tree_sitter::Parser) -> Option<Read> {
+    let source = std::fs::read(&candidate.absolute).ok()?;
+    let hash = fnv64(&source);
+    Some((super::scan::tags_of(candidate.lang, &source, parser), hash))
+}
+
+/// FNV-1a, 64 bits: stable across builds and platforms, unlike the standard hasher.
+pub fn fnv64(bytes: &[u8]) -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in bytes {
+        hash ^= u64::from(*byte);
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    hash
+}
+
+fn now_ns() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
+}
+
+fn encode(
+    root: &Path,
+    files: &[ScannedFile],
+    left: &[(Candidate, u64, Left)],
+    written_ns: i64,
+) -> Vec<u8> {
+    let mut out = Vec::new();
+    out.extend_from_slice(MAGIC);
+    put_u32(&mut out, FORMAT);
+    put_str(&mut out, &fingerprint());
+    put_bytes(&mut out, root.as_os_str().as_encoded_bytes());
+    put_u64(&mut out, written_ns as u64);
+    put_u32(&mut out, (files.len() + left.len()) as u32);
+    let head = |out: &mut Vec<u8>, c: &Candidate, hash: u64| {
+        put_str(out, &c.path);
+        put_u64(out, c.size);
+        put_u64(out, c.mtime_ns as u64);
+        put_u64(out, hash);
+    };
+    for file in files {
+        head(&mut out, &file.candidate, file.hash);
+        out.push(0);
+        out.push(lang_code(file.tags.lang));
+        put_u32(&mut out, file.tags.definitions.len() as u32);
+        for def in &file.tags.definitions {
+            put_str(&mut out, &def.name);
+            out.push(kind_code(def.kind));
+            put_u32(&mut out, def.line);
+            put_str(&mut out, &def.signature);
+        }
+        put_u32(&mut out, file.tags.references.len() as u32);
+        for (name, count) in &file.tags.references {
+            put_str(&mut out, name);
+            put_u32(&mut out, *count);
+        }
+    }
+    for (candidate, hash, why) in left {
+        head(&mut out, candidate, *hash);
+        out.push(left_code(*why));
+    }
+    let sum = fnv64(&out);
+    put_u64(&mut out, sum);
+    out
+}
+
+/// How an entry says why its file was left out; 0 means its tags follow.
+fn left_code(left: Left) -> u8 {
+    match left {
+        Left::TooLarge => 1,
+        Left::Binary => 2,
+        Left::Unparsable => 3,
+        Left::Unreadable => 4,
+    }
+}
+
+fn left_of(code: u8) -> Option<Left> {
+    Some(match code {
+        1 => Left::TooLarge,
+        2 => Left::Binary,
+        3 => Left::Unparsable,
+        4 => Left::Unreadable,
+        _ => return None,
+    })
+}
+
+fn decode(bytes: &[u8], root: &Path) -> Option<Cache> {
+    let (body, sum) = bytes.split_at_checked(bytes.len().checked_sub(8)?)?;
+    if fnv64(body) != u64::from_le_bytes(sum.try_into().ok()?) {
+        return None;
+    }
+    let mut r = Reader { bytes: body };
+    if r.take(8)? != MAGIC || r.u32()? != FORMAT || r.str()? != fingerprint() {
+        return None;
+    }
+    if r.take_len()? != root.as_os_str().as_encoded_bytes() {
+        return None;
+    }
+    let written_ns = r.u64()? as i64;
+    let count = r.u32()?;
+    let mut entries = BTreeMap::new();
+    for _ in 0..count {
+        let path = r.str()?.to_owned();
+        let size = r.u64()?;
+        let mtime_ns = r.u64()? as i64;
+        let hash = r.u64()?;
+        let code = r.u8()?;
+        if code != 0 {
+            let cached = Cached {
+                size,
+                mtime_ns,
+                hash,
+                tags: Err(left_of(code)?),
+            };
+            entries.insert(path, cached);
+            continue;
+        }
+        let lang = lang_of(r.u8()?)?;
+        let mut definitions = Vec::new();
+        for _ in 0..r.u32()? {
+            let name = r.str()?.to_owned();
+            let kind = kind_of(r.u8()?)?;
+            let line = r.u32()?;
+            let signature = r.str()?.to_owned();
+            definitions.push(Definition {
+                name,
+                kind,
+                line,
+                signature,
+            });
+        }
+        let mut references = Vec::new();
+        for _ in 0..r.u32()? {
+            let name = r.str()?.to_owned();
+            references.push((name, r.u32()?));
+        }
+        let tags = FileTags {
+            lang,
+            definitions,
+            references,
+        };
+        entries.insert(
+            path,
+            Cached {
+                size,
+                mtime_ns,
+                hash,
+                tags: Ok(tags),
+            },
+        );
+    }
+    r.bytes.is_empty().then_some(Cache {
+        entries,
+        written_ns,
+    })
+}
+
+fn lang_code(lang: Lang) -> u8 {
+    Lang::ALL.iter().position(|l| *l == lang).unwrap_or(0) as u8
+}
+
+fn lang_of(code: u8) -> Option<Lang> {
+    Lang::ALL.get(usize::from(code)).copied()
+}
+
+fn kind_code(kind: TagKind) -> u8 {
+    TagKind::ALL.iter().position(|k| *k == kind).unwrap_or(0) as u8
+}
+
+fn kind_of(code: u8) -> Option<TagKind> {
+    TagKind::ALL.get(usize::from(code)).copied()
+}
+
+fn put_u32(out: &mut Vec<u8>, n: u32) {
+    out.extend_from_slice(&n.to_le_bytes());
+}
+
+fn put_u64(out: &mut Vec<u8>, n: u64) {
+    out.extend_from_slice(&n.to_le_bytes());
+}
+
+fn put_bytes(out: &mut Vec<u8>, bytes: &[u8]) {
+    put_u32(out, bytes.len() as u32);
+    out.extend_from_slice(bytes);
+}
+
+fn put_str(out: &mut Vec<u8>, text: &str) {
+    put_bytes(out, text.as_bytes());
+}
+
+/// Reads the encoding back; `None` at the first thing out of place.
+struct Reader<'a> {
+    bytes: &'a [u8],
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        let (head, rest) = self.bytes.split_at_checked(n)?;
+        self.bytes = rest;
+        Some(head)
+    }
+
+    fn u8(&mut self) -> Option<u8> {
+        self.take(1).map(|b| b[0])
+    }
+
+    fn u32(&mut self) -> Option<u32> {
+        Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?))
+    }
+
+    fn u64(&mut self) -> Option<u64> {
+        Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
+    }
+
+    fn take_len(&mut self) -> Option<&'a [u8]> {
+        let n = self.u32()? as usize;
+        self.take(n)
+    }
+
+    fn str(&mut self) -> Option<&'a str> {
+        std::str::from_utf8(self.take_len()?).ok()
+    }
+}
