@@ -469,6 +469,7 @@ fn static_context(tools: &[IndexEntry], paths: &SessionPaths) -> String {
             memory: MEMORY_OFF,
             paths,
             size: PromptSize::Full,
+            repo_map: None,
         },
     )
 }

@@ -57,6 +57,12 @@ pub async fn run(args: RepoMapArgs) -> anyhow::Result<Outcome> {
     .await
     .context("the map's work stopped")?;
     print!("{}", map.text);
+    if map.skipped.beyond_limit {
+        eprintln!(
+            "the walk stopped after {} files; give a smaller directory for a map of all of it",
+            crate::context::repo_map::MAX_FILES
+        );
+    }
     let t = map.timings;
     let ms = |d: std::time::Duration| d.as_secs_f64() * 1000.0;
     eprintln!(

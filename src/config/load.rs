@@ -72,6 +72,15 @@ pub fn load_from_str(text: &str, path: &Path, env: &Environment) -> Result<Confi
         }
         session.subagents.max_concurrent = n as usize;
     }
+    if let Some(n) = raw.context.repo_map_tokens {
+        if !(0..=65_536).contains(&n) {
+            return Err(check.error(
+                &["context", "repo_map_tokens"],
+                format!("is {n}; it takes a number of tokens from 0 (no map) to 65536"),
+            ));
+        }
+        session.repo_map_tokens = n as u64;
+    }
     let retry = check.retry(raw.retry)?;
     let tools = check.tools(raw.tools)?;
     let file_profiles: Vec<String> = raw.providers.keys().cloned().collect();
@@ -223,6 +232,7 @@ impl Validator<'_> {
             maintenance: self.maintenance(raw.maintenance)?,
             reset: self.reset(raw.reset)?,
             subagents: SubagentSettings::default(),
+            repo_map_tokens: d.repo_map_tokens,
         })
     }
 

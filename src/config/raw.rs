@@ -28,6 +28,15 @@ pub(crate) struct RawConfig {
     pub tools: RawTools,
     #[serde(default)]
     pub subagents: RawSubagents,
+    #[serde(default)]
+    pub context: RawContext,
+}
+
+/// `[context]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawContext {
+    pub repo_map_tokens: Option<i64>,
 }
 
 /// `[subagents]`.

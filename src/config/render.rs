@@ -118,6 +118,12 @@ impl Config {
         writeln!(out, "\n[subagents]")?;
         writeln!(out, "max_concurrent = {}", s.subagents.max_concurrent)?;
 
+        writeln!(out, "\n[context]")?;
+        match s.repo_map_tokens {
+            0 => writeln!(out, "repo_map_tokens = 0 (no repository map)")?,
+            n => writeln!(out, "repo_map_tokens = {n}")?,
+        }
+
         let t = &self.tools;
         writeln!(out, "\n[tools]")?;
         let list = |names: &[String]| {

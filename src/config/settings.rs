@@ -201,6 +201,8 @@ pub struct SessionSettings {
     pub reset: ResetSettings,
     /// `[subagents]`.
     pub subagents: SubagentSettings,
+    /// `[context] repo_map_tokens`: the repository map's budget in tier B; 0 leaves it out.
+    pub repo_map_tokens: u64,
 }
 
 /// `[subagents]`: the background runs a session sends.
@@ -235,6 +237,7 @@ impl Default for SessionSettings {
             maintenance: MaintenanceSettings::default(),
             reset: ResetSettings::default(),
             subagents: SubagentSettings::default(),
+            repo_map_tokens: 1_024,
         }
     }
 }

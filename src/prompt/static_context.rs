@@ -36,6 +36,8 @@ pub struct StaticSources<'a> {
     pub memory: &'a str,
     pub paths: &'a SessionPaths,
     pub size: PromptSize,
+    /// The repository map, when the project has one to show.
+    pub repo_map: Option<&'a str>,
 }
 
 /// The memory line while no long-term memory exists.
@@ -63,6 +65,16 @@ pub fn static_context(audience: Audience, sources: StaticSources<'_>) -> String 
         push_index(&mut out, sources.skills);
     }
     out.push_str(&format!("\n[memory]\n{}\n", sources.memory));
+    if let Some(map) = sources.repo_map {
+        out.push_str(
+            "\n[repo-map]\nThe project's files and the definitions its other files use most, \
+             as `path:` then `line│text`; ⋮ marks lines left out.\n",
+        );
+        out.push_str(map);
+        if !map.ends_with('\n') {
+            out.push('\n');
+        }
+    }
     let paths = sources.paths;
     let lines = [
         (
@@ -116,6 +128,16 @@ fn compact(audience: Audience, sources: StaticSources<'_>) -> String {
         push_index(&mut out, sources.skills);
         out.push('\n');
     }
+    if audience != Audience::Public
+        && let Some(map) = sources.repo_map
+    {
+        out.push_str("[repo-map]\n");
+        out.push_str(map);
+        if !map.ends_with('\n') {
+            out.push('\n');
+        }
+        out.push('\n');
+    }
     out.push_str(&format!("[session]\nid: {}\n", sources.session_id));
     if audience == Audience::Public {
         return out;
@@ -167,6 +189,7 @@ mod tests {
                 memory: MEMORY_OFF,
                 paths: &paths(),
                 size: PromptSize::Full,
+                repo_map: None,
             },
         )
     }
@@ -223,6 +246,7 @@ mod tests {
                     memory: MEMORY_OFF,
                     paths: &paths(),
                     size: PromptSize::for_window(8192),
+                    repo_map: None,
                 },
             )
         };

@@ -12,6 +12,7 @@ use super::state::SessionState;
 use crate::agents::Definitions;
 use crate::context::{
     CurrentTime, DurableContext, GIT_BUDGET, IdentityFiles, WorkingContext, project_instructions,
+    repo_map,
 };
 use crate::domain::Audience;
 use crate::llm::{ChatRequest, ModelRoute, ToolSpec};
@@ -109,9 +110,11 @@ pub async fn prepare_turn(
         });
     }
     let tier_b = state.static_contexts.get(&audience);
+    // A map that was not ready for the last tier B is taken up once, between turns.
+    let map_pending = tier_b.is_some_and(|text| text.contains(repo_map::MAP_PENDING));
     if tier_b.is_none() {
         events.push(static_context_event(deps, dirs, temp_dir, state, audience));
-    } else if tier_a_changed {
+    } else if tier_a_changed || map_pending {
         // A new tier A already breaks the cached prefix at its start, so tier B after it may
         // change at no cost: that is how a change of prompt size reaches it. Journaled only
         // when it differs.
@@ -212,6 +215,7 @@ pub fn static_context_event(
         worktree_dir: dirs.worktree_dir.clone(),
         log_path: dirs.log_path.clone(),
     };
+    let map = repo_map_for(deps, state, audience);
     let text = prompt::static_context(
         audience,
         StaticSources {
@@ -221,9 +225,50 @@ pub fn static_context_event(
             memory: prompt::MEMORY_OFF,
             paths: &paths,
             size: prompt_size(deps),
+            repo_map: map.as_deref(),
         },
     );
     JournalEvent::StaticContextSet { audience, text }
+}
+
+/// The repository map for tier B: none for the Public audience, for subagents (their thin
+/// prompt) or with `repo_map_tokens = 0`; a 32nd of a small window at most. Centred on
+/// the session's recent files and the names in its last person's messages.
+fn repo_map_for(deps: &SessionDeps, state: &SessionState, audience: Audience) -> Option<String> {
+    if audience == Audience::Public || state.subagent.is_some() {
+        return None;
+    }
+    let tokens = match prompt_size(deps) {
+        PromptSize::Full => deps.settings.repo_map_tokens,
+        // A 32nd of a small window, so the fixed prompt stays under 30% of it.
+        PromptSize::Compact { window } => deps.settings.repo_map_tokens.min(window / 32),
+    };
+    if tokens == 0 {
+        return None;
+    }
+    let files = state
+        .recent_files
+        .iter()
+        .filter_map(|path| path.strip_prefix(&state.project_dir).ok())
+        .map(|path| crate::tools::path_text::encode(path).into_owned())
+        .collect();
+    let names = state
+        .messages
+        .iter()
+        .rev()
+        .filter(|message| message.role == crate::domain::Role::User)
+        .take(3)
+        .flat_map(|message| repo_map::names_in(&message.text()))
+        .collect();
+    let focus = repo_map::Focus { files, names };
+    let cache_dir = deps.data_dir.join("repo-maps");
+    repo_map::for_prompt(
+        &state.project_dir,
+        focus,
+        tokens,
+        &cache_dir,
+        repo_map::MAP_BUDGET,
+    )
 }
 
 /// The request for the next model call of a turn answered for `audience`.

@@ -103,6 +103,7 @@ fn assembled_in(audience: Audience, size: PromptSize) -> (ChatRequest, Option<us
             memory: MEMORY_OFF,
             paths: &paths,
             size,
+            repo_map: None,
         },
     );
     let at: jiff::Timestamp = "2026-11-29T21:47:30Z".parse().unwrap();

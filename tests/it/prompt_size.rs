@@ -126,6 +126,7 @@ fn fixed(window: u64, instructions: Option<&PromptFile>) -> Fixed {
             memory: MEMORY_OFF,
             paths: &paths,
             size,
+            repo_map: None,
         },
     );
     let at: jiff::Timestamp = "2026-11-29T21:47:30Z".parse().unwrap();

@@ -26,7 +26,9 @@ mod tests;
 pub use lang::{Lang, QUERIES_VERSION, TagKind};
 pub use rank::{Focus, RankedTag, rank};
 pub use render::render;
-pub use scan::{Candidate, MAX_FILE_BYTES, Parsed, ScannedFile, Skipped, candidates, parse_all};
+pub use scan::{
+    Candidate, MAX_FILE_BYTES, MAX_FILES, Parsed, ScannedFile, Skipped, candidates, parse_all,
+};
 pub use tags::{Definition, FileTags};
 
 use std::num::NonZeroUsize;
@@ -99,6 +101,114 @@ pub fn build(root: &Path, focus: &Focus, budget: u64, cache_dir: Option<&Path>) 
             render: rendered - ranked_at,
         },
     }
+}
+
+/// How long a session's prompt waits for its map: longer, and the map is left out this time
+/// (the work goes on, so the cache is warm for the next).
+pub const MAP_BUDGET: Duration = Duration::from_secs(2);
+
+/// What tier B says where the map would be when it was not ready in time.
+pub const MAP_PENDING: &str =
+    "not ready yet (the repository is being read); it comes with a later turn";
+
+/// The map for a session's prompt, within `budget` of waiting: `None` when the project has
+/// nothing to map, [`MAP_PENDING`] when the map was not ready in time. Waits on a thread of
+/// its own, so the caller's async worker is handed on meanwhile.
+pub fn for_prompt(
+    root: &Path,
+    focus: Focus,
+    tokens: u64,
+    cache_dir: &Path,
+    budget: Duration,
+) -> Option<String> {
+    // A map of this project still being made (one that overran its budget) is not made
+    // twice at once: on a project too large for the budget, threads would pile up.
+    let Some(ticket) = Building::begin(root) else {
+        return Some(MAP_PENDING.to_owned());
+    };
+    let (tx, rx) = std::sync::mpsc::channel();
+    let (root, cache_dir) = (root.to_path_buf(), cache_dir.to_path_buf());
+    let started = std::thread::Builder::new()
+        .name("tern-repo-map".into())
+        .spawn(move || {
+            let map = build(&root, &focus, tokens, Some(&cache_dir));
+            drop(ticket);
+            let _ = tx.send(map.text);
+        });
+    if let Err(err) = started {
+        tracing::warn!(%err, "no thread for the repository map");
+        return None;
+    }
+    let wait = || rx.recv_timeout(budget);
+    let waited = match tokio::runtime::Handle::try_current() {
+        Ok(handle) if handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(wait)
+        }
+        _ => wait(),
+    };
+    match waited {
+        Ok(text) if text.is_empty() => None,
+        Ok(text) => Some(text),
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => Some(MAP_PENDING.to_owned()),
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => None,
+    }
+}
+
+/// The projects whose map is being made, in this process.
+static BUILDING: std::sync::Mutex<std::collections::BTreeSet<std::path::PathBuf>> =
+    std::sync::Mutex::new(std::collections::BTreeSet::new());
+
+/// One map being made; dropping it (when the map is done) lets the next start.
+struct Building(std::path::PathBuf);
+
+impl Building {
+    fn begin(root: &Path) -> Option<Building> {
+        let mut building = BUILDING.lock().unwrap_or_else(|p| p.into_inner());
+        building
+            .insert(root.to_path_buf())
+            .then(|| Building(root.to_path_buf()))
+    }
+}
+
+impl Drop for Building {
+    fn drop(&mut self) {
+        BUILDING
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&self.0);
+    }
+}
+
+/// Names in `text` that read as code: a word of letters, digits and underscores, at least
+/// four long, with an underscore or a capital after its first letter (`parse_config`,
+/// `SessionManager`), or any such word in backticks.
+pub fn names_in(text: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut quoted = false;
+    let mut word = String::new();
+    let flush = |word: &mut String, quoted: bool, names: &mut Vec<String>| {
+        let code_like = word.contains('_') || word.chars().skip(1).any(char::is_uppercase);
+        let starts_well = word
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_alphabetic() || c == '_');
+        if word.len() >= 4 && starts_well && (code_like || quoted) && !names.contains(word) {
+            names.push(word.clone());
+        }
+        word.clear();
+    };
+    for c in text.chars() {
+        if c.is_alphanumeric() || c == '_' {
+            word.push(c);
+            continue;
+        }
+        flush(&mut word, quoted, &mut names);
+        if c == '`' {
+            quoted = !quoted;
+        }
+    }
+    flush(&mut word, quoted, &mut names);
+    names
 }
 
 /// Every file's tags under `root`, and what was left out, read now.

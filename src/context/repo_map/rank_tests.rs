@@ -153,3 +153,52 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn names_that_read_as_code_are_taken_from_a_message() {
+    let names = names_in(
+        "Why does parse_config fail in SessionManager? See `load` and `x`, not Hello or the.",
+    );
+    assert_eq!(names, ["parse_config", "SessionManager", "load"]);
+}
+
+#[test]
+fn a_map_not_ready_in_time_says_so_and_an_empty_project_has_none() {
+    let dir = shop();
+    let cache = tempfile::tempdir().unwrap();
+    let late = for_prompt(
+        dir.path(),
+        Focus::default(),
+        500,
+        cache.path(),
+        std::time::Duration::ZERO,
+    );
+    assert_eq!(late.as_deref(), Some(MAP_PENDING));
+    // While that map is still being made, no second one starts: the next ask is pending
+    // too, until the first is done.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let on_time = loop {
+        let map = for_prompt(
+            dir.path(),
+            Focus::default(),
+            500,
+            cache.path(),
+            std::time::Duration::from_secs(30),
+        )
+        .expect("a map");
+        if map != MAP_PENDING || std::time::Instant::now() > deadline {
+            break map;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    };
+    assert!(on_time.starts_with("src/store.rs:"), "{on_time}");
+    let empty = tempfile::tempdir().unwrap();
+    let none = for_prompt(
+        empty.path(),
+        Focus::default(),
+        500,
+        cache.path(),
+        std::time::Duration::from_secs(30),
+    );
+    assert_eq!(none, None);
+}

@@ -14,6 +14,10 @@ use tree_sitter::Parser;
 /// Files larger than this are left out: generated code, bundles and data, not code to map.
 pub const MAX_FILE_BYTES: u64 = 1 << 20;
 
+/// The walk stops after this many files in a language it reads: a directory this large (a
+/// home directory, a monorepo's root) is mapped by its first files in name order.
+pub const MAX_FILES: usize = 50_000;
+
 /// How much of a file is looked at to tell a binary one (a NUL byte in it).
 const BINARY_SNIFF_BYTES: usize = 8 << 10;
 
@@ -46,6 +50,8 @@ pub struct Skipped {
     pub unparsable: usize,
     /// Vanished or unreadable between the walk and the read.
     pub unreadable: usize,
+    /// The walk stopped at [`MAX_FILES`].
+    pub beyond_limit: bool,
 }
 
 impl Skipped {
@@ -58,6 +64,7 @@ impl Skipped {
         self.binary += other.binary;
         self.unparsable += other.unparsable;
         self.unreadable += other.unreadable;
+        self.beyond_limit |= other.beyond_limit;
     }
 }
 
@@ -79,6 +86,10 @@ pub fn candidates(root: &Path) -> (Vec<Candidate>, Skipped) {
         let Some(lang) = Lang::of(entry.path()) else {
             continue;
         };
+        if found.len() >= MAX_FILES {
+            skipped.beyond_limit = true;
+            break;
+        }
         let Ok(meta) = entry.metadata() else {
             skipped.unreadable += 1;
             continue;

@@ -362,6 +362,7 @@ fn a_scan_reads_every_language_skips_what_it_cannot_and_honours_gitignore() {
             binary: 1,
             unparsable: 1,
             unreadable: 0,
+            beyond_limit: false,
         }
     );
     let lib = &scanned[3];

@@ -1,6 +1,6 @@
 //! `tern debug repo-map` through the real binary, on a real git repository.
 
-use crate::support::TernHome;
+use crate::support::{Reply, TernHome};
 
 fn project() -> TernHome {
     let home = TernHome::new();
@@ -107,5 +107,88 @@ fn a_directory_that_is_not_there_is_named_with_the_fix() {
     assert!(
         stderr.contains("/nonexistent/tern-project is not a directory tern can read; give the project's directory"),
         "{stderr}"
+    );
+}
+
+/// A project whose store other files use, in a home whose provider is the mock.
+fn cli_project() -> super::Cli {
+    let cli = super::Cli::new();
+    cli.home.write_config(super::NO_TITLES);
+    cli.home.write_file(
+        "src/store.rs",
+        "pub struct JournalStore;\n\npub fn parse_config() -> usize { 0 }\n",
+    );
+    for i in 0..3 {
+        cli.home.write_file(
+            &format!("src/user{i}.rs"),
+            &format!("pub fn user_{i}() {{ let s: JournalStore = todo!(); }}\n"),
+        );
+    }
+    cli.home.write_file("a.txt", "AAA\n");
+    cli
+}
+
+/// The system blocks of a recorded Anthropic request, joined.
+fn system_of(request: &crate::support::RecordedRequest) -> String {
+    request.body["system"]
+        .as_array()
+        .expect("system blocks")
+        .iter()
+        .filter_map(|block| block["text"].as_str())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn tier_b_carries_the_map_and_keeps_it_byte_identical_through_a_tool_loop() {
+    let cli = cli_project();
+    cli.mock.push(Reply::tool_call(
+        "file_read",
+        serde_json::json!({"path": "a.txt"}),
+    ));
+    cli.mock.push(Reply::text("It says AAA."));
+    let output = cli.run(&["run", "read a.txt and fix parse_config"]);
+    assert!(output.status.success(), "{}", super::stderr(&output));
+    let requests = cli.mock.model_requests();
+    assert_eq!(requests.len(), 2);
+    let (first, second) = (system_of(&requests[0]), system_of(&requests[1]));
+    assert!(
+        first.contains("\n[repo-map]\n")
+            && first.contains("src/store.rs:\n1│pub struct JournalStore;"),
+        "{first}"
+    );
+    assert_eq!(
+        first, second,
+        "the cached prefix stays the same within the turn"
+    );
+}
+
+#[test]
+fn print_prompt_shows_the_map_and_zero_tokens_turn_it_off() {
+    let cli = cli_project();
+    let output = cli.run(&["run", "--print-prompt", "look at parse_config"]);
+    assert!(output.status.success(), "{}", super::stderr(&output));
+    let text = super::stdout(&output);
+    let map = text.find("[repo-map]\n").expect("a map in tier B");
+    let session = text.find("[session]\nid: ").expect("the session block");
+    assert!(map < session, "{text}");
+    assert!(
+        text.contains("3│pub fn parse_config() -> usize { 0 }"),
+        "{text}"
+    );
+    cli.home.write_config(&format!(
+        "{}[context]\nrepo_map_tokens = 0\n",
+        super::NO_TITLES
+    ));
+    let output = cli.run(&["run", "--print-prompt", "look at parse_config"]);
+    assert!(output.status.success(), "{}", super::stderr(&output));
+    assert!(!super::stdout(&output).contains("[repo-map]"));
+    cli.home.write_config("[context]\nrepo_map_tokens = -1\n");
+    let output = cli.run(&["run", "--print-prompt", "hi"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        super::stderr(&output).contains("it takes a number of tokens from 0 (no map) to 65536"),
+        "{}",
+        super::stderr(&output)
     );
 }
