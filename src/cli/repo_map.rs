@@ -40,10 +40,20 @@ pub async fn run(args: RepoMapArgs) -> anyhow::Result<Outcome> {
     }
     let mut focus = Focus::default();
     for item in args.focus {
-        if root.join(&item).is_file() {
-            focus.files.push(item);
-        } else {
-            focus.names.push(item);
+        // A file in any spelling (`./src/lib.rs`, an absolute path) as the walk names it.
+        let inside = root
+            .join(&item)
+            .canonicalize()
+            .ok()
+            .filter(|path| path.is_file())
+            .and_then(|path| {
+                path.strip_prefix(&root)
+                    .ok()
+                    .map(|relative| crate::tools::path_text::encode(relative).into_owned())
+            });
+        match inside {
+            Some(relative) => focus.files.push(relative),
+            None => focus.names.push(item),
         }
     }
     let tokens = args.tokens;

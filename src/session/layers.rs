@@ -256,7 +256,10 @@ fn repo_map_for(deps: &SessionDeps, state: &SessionState, audience: Audience) ->
         .messages
         .iter()
         .rev()
-        .filter(|message| message.role == crate::domain::Role::User)
+        // A person's messages, not the tool results that also come as the user's.
+        .filter(|message| {
+            message.role == crate::domain::Role::User && !message.text().trim().is_empty()
+        })
         .take(3)
         .flat_map(|message| repo_map::names_in(&message.text()))
         .collect();

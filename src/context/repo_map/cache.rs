@@ -49,6 +49,9 @@ pub struct Reuse {
     pub reused: usize,
     /// Files read and parsed now.
     pub parsed: usize,
+    /// Files whose tags were reused after comparing their content (their time was too
+    /// close to the cache's): the cache is written again, so next time their time decides.
+    pub verified: usize,
 }
 
 /// The cache file of the project at `root` under `dir`.
@@ -60,7 +63,12 @@ pub fn file_for(dir: &Path, root: &Path) -> PathBuf {
 /// The grammars and queries the cached tags were read with: tags read with others are not
 /// reused.
 fn fingerprint() -> String {
-    let mut text = format!("queries {QUERIES_VERSION}");
+    // The build's version too: how tags are read (reference kinds, signatures) may change
+    // without the queries'.
+    let mut text = format!(
+        "queries {QUERIES_VERSION} tern {}",
+        env!("CARGO_PKG_VERSION")
+    );
     for lang in Lang::ALL {
         let language = lang.language();
         text.push_str(&format!(
@@ -88,16 +96,19 @@ pub fn load(file: &Path, root: &Path) -> Cache {
 
 /// Writes the tags of `files` and the files `left` out (with why) as the cache of `root` in
 /// `file`, replacing it whole.
+/// `read_at_ns` is when the walk began: a file changed after it may have been read before
+/// the change.
 pub fn save(
     file: &Path,
     root: &Path,
     files: &[ScannedFile],
     left: &[(Candidate, u64, Left)],
+    read_at_ns: i64,
 ) -> std::io::Result<()> {
     if let Some(dir) = file.parent() {
         std::fs::create_dir_all(dir)?;
     }
-    let bytes = encode(root, files, left, now_ns());
+    let bytes = encode(root, files, left, read_at_ns);
     let temporary = file.with_extension(format!("tmp-{}", std::process::id()));
     std::fs::write(&temporary, &bytes)?;
     std::fs::rename(&temporary, file).inspect_err(|_| {
@@ -108,8 +119,9 @@ pub fn save(
 /// A file's tags (or why it has none) and its content's hash.
 pub type Read = (Result<FileTags, Left>, u64);
 
-/// The tags of `candidate` from the cache, when they are still its tags.
-pub fn reuse(cache: &Cache, candidate: &Candidate) -> Option<Read> {
+/// The tags of `candidate` from the cache, when they are still its tags, and whether that
+/// took comparing its content.
+pub fn reuse(cache: &Cache, candidate: &Candidate) -> Option<(Read, bool)> {
     let cached = cache.entries.get(&candidate.path)?;
     if cached.size != candidate.size || cached.mtime_ns != candidate.mtime_ns {
         return None;
@@ -122,11 +134,11 @@ pub fn reuse(cache: &Cache, candidate: &Candidate) -> Option<Read> {
         return None;
     }
     if candidate.mtime_ns < cache.written_ns.saturating_sub(RACY_NS) {
-        return Some((cached.tags.clone(), cached.hash));
+        return Some(((cached.tags.clone(), cached.hash), false));
     }
     // Changed too close to the cache's writing to trust the time: compare the content.
     let content = std::fs::read(&candidate.absolute).ok()?;
-    (fnv64(&content) == cached.hash).then(|| (cached.tags.clone(), cached.hash))
+    (fnv64(&content) == cached.hash).then(|| ((cached.tags.clone(), cached.hash), true))
 }
 
 /// Reads `candidate` now: its tags (or why it has none) and its content's hash; `None` when
@@ -147,7 +159,8 @@ pub fn fnv64(bytes: &[u8]) -> u64 {
     hash
 }
 
-fn now_ns() -> i64 {
+/// Now, in nanoseconds since the epoch.
+pub fn now_ns() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))

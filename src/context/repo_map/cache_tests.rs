@@ -5,6 +5,7 @@ use std::time::{Duration, SystemTime};
 const ALL_READ: cache::Reuse = cache::Reuse {
     reused: 0,
     parsed: 3,
+    verified: 0,
 };
 
 fn three() -> tempfile::TempDir {
@@ -50,7 +51,8 @@ fn a_second_map_reads_nothing_again_and_says_the_same() {
         second.reuse,
         cache::Reuse {
             reused: 3,
-            parsed: 0
+            parsed: 0,
+            verified: 0
         }
     );
     assert_eq!(second.text, first.text);
@@ -75,7 +77,8 @@ fn a_changed_file_is_read_again_and_a_deleted_one_leaves_the_map() {
         map.reuse,
         cache::Reuse {
             reused: 1,
-            parsed: 1
+            parsed: 1,
+            verified: 0
         }
     );
     assert!(
@@ -159,4 +162,25 @@ fn another_project_s_cache_is_not_taken_for_this_one() {
     let file = cache::file_for(cache.path(), one.path());
     assert!(cache::load(&file, two.path()).entries.is_empty());
     assert_eq!(cache::load(&file, one.path()).entries.len(), 3);
+}
+
+#[test]
+fn files_checked_by_content_are_trusted_by_time_after_the_cache_is_written_again() {
+    // Files written just now: too close to the cache's writing for their time to decide.
+    let dir = three();
+    let cache = tempfile::tempdir().unwrap();
+    build(dir.path(), &Focus::default(), 500, Some(cache.path()));
+    let file = cache::file_for(cache.path(), dir.path());
+    let first = std::fs::read(&file).unwrap();
+    let map = build(dir.path(), &Focus::default(), 500, Some(cache.path()));
+    assert_eq!(
+        map.reuse,
+        cache::Reuse {
+            reused: 3,
+            parsed: 0,
+            verified: 3
+        }
+    );
+    // Written again with a later time, so the next maps need not read them.
+    assert_ne!(std::fs::read(&file).unwrap(), first);
 }

@@ -82,7 +82,7 @@ impl Lang {
         Lang::Bash,
     ];
 
-    /// The language of `path`, by its extension (or its name, for shell scripts without one).
+    /// The language of `path`, by its extension.
     pub fn of(path: &Path) -> Option<Lang> {
         let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
         Some(match ext {

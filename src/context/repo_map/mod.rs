@@ -63,6 +63,7 @@ pub struct Timings {
 /// updating) the tag cache in `cache_dir` when one is given.
 pub fn build(root: &Path, focus: &Focus, budget: u64, cache_dir: Option<&Path>) -> RepoMap {
     let start = Instant::now();
+    let read_at_ns = cache::now_ns();
     let (files, mut skipped) = candidates(root);
     let walked = Instant::now();
     let cache_file = cache_dir.map(|dir| cache::file_for(dir, root));
@@ -80,9 +81,9 @@ pub fn build(root: &Path, focus: &Focus, budget: u64, cache_dir: Option<&Path>) 
     // Kept for the next map once this one is made, so writing it never delays this one.
     let changed = cached
         .as_ref()
-        .is_some_and(|c| reuse.parsed > 0 || c.entries.len() != reuse.reused);
+        .is_some_and(|c| reuse.parsed + reuse.verified > 0 || c.entries.len() != reuse.reused);
     if let (Some(file), true) = (&cache_file, changed)
-        && let Err(err) = cache::save(file, root, &scanned, &found.left)
+        && let Err(err) = cache::save(file, root, &scanned, &found.left, read_at_ns)
     {
         tracing::warn!(file = %file.display(), %err, "could not keep the repository map's tags");
     }

@@ -154,6 +154,7 @@ pub fn parse_all(files: &[Candidate], threads: NonZeroUsize, cache: Option<&Cach
         parsed.skipped.add(part.skipped);
         parsed.reuse.reused += part.reuse.reused;
         parsed.reuse.parsed += part.reuse.parsed;
+        parsed.reuse.verified += part.reuse.verified;
     }
     done.sort_by_key(|(index, _)| *index);
     left.sort_by_key(|(index, ..)| *index);
@@ -188,8 +189,9 @@ fn parse_some(files: &[Candidate], next: &AtomicUsize, cache: Option<&Cache>) ->
             return part;
         };
         let read = match cache.and_then(|cache| cache::reuse(cache, candidate)) {
-            Some(found) => {
+            Some((found, verified)) => {
                 part.reuse.reused += 1;
+                part.reuse.verified += usize::from(verified);
                 found
             }
             None => match cache::read_fresh(candidate, &mut parser) {

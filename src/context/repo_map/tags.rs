@@ -102,7 +102,7 @@ fn definitions(grammar: &Grammar, root: Node<'_>, source: &[u8]) -> Vec<(usize, 
                 name: text,
                 kind,
                 line: u32::try_from(row).unwrap_or(u32::MAX),
-                signature: signature(source, row),
+                signature: signature(source, node.start_byte()),
             },
         };
         match found.get(&name.id()) {
@@ -135,9 +135,20 @@ fn reads_as_constant(lang: Lang, name: &str) -> bool {
     }
 }
 
-/// The text of line `row` of `source`, trimmed and cut to [`SIGNATURE_MAX_CHARS`].
-fn signature(source: &[u8], row: usize) -> String {
-    let line = source.split(|b| *b == b'\n').nth(row).unwrap_or_default();
+/// The text of the line of `source` holding byte `at`, trimmed and cut to
+/// [`SIGNATURE_MAX_CHARS`]; found from `at` itself, so a file of many definitions costs
+/// each only its own line.
+fn signature(source: &[u8], at: usize) -> String {
+    let at = at.min(source.len());
+    let start = source[..at]
+        .iter()
+        .rposition(|b| *b == b'\n')
+        .map_or(0, |newline| newline + 1);
+    let end = source[at..]
+        .iter()
+        .position(|b| *b == b'\n')
+        .map_or(source.len(), |newline| at + newline);
+    let line = &source[start..end];
     let text = String::from_utf8_lossy(line);
     let text = text.trim_end();
     match text.char_indices().nth(SIGNATURE_MAX_CHARS) {

@@ -84,7 +84,7 @@ fn prints_the_ranked_map_within_its_budget_and_what_each_stage_took() {
 #[test]
 fn focus_and_budget_shape_the_map() {
     let home = project();
-    let (focused, _) = map(&home, &["--focus", "src/admin.py", "--tokens", "20"]);
+    let (focused, _) = map(&home, &["--focus", "./src/admin.py", "--tokens", "20"]);
     assert!(focused.starts_with("src/cache.py:"), "{focused}");
     assert!(focused.len() <= 80, "{} bytes in 20 tokens", focused.len());
     let (named, _) = map(&home, &["--focus", "warm_pages", "--tokens", "30"]);
