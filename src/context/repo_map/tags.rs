@@ -168,15 +168,14 @@ fn references(
     let mut counts: BTreeMap<&[u8], u32> = BTreeMap::new();
     let mut cursor = root.walk();
     'walk: loop {
-        let node = cursor.node();
-        if node.child_count() == 0 {
-            let range = node.byte_range();
-            if range.len() > 1 && grammar.is_reference(node) && !defined_at.contains(&node.id()) {
-                *counts.entry(&source[range]).or_default() += 1;
-            }
-        }
         if cursor.goto_first_child() {
             continue;
+        }
+        // A leaf.
+        let node = cursor.node();
+        let range = node.byte_range();
+        if range.len() > 1 && grammar.is_reference(node) && !defined_at.contains(&node.id()) {
+            *counts.entry(&source[range]).or_default() += 1;
         }
         loop {
             if cursor.goto_next_sibling() {
