@@ -6,9 +6,6 @@ use crate::context::repo_map::{self, Focus};
 use anyhow::Context;
 use std::path::PathBuf;
 
-/// The map's size when not given: the prompt layer's default.
-pub const DEFAULT_TOKENS: u64 = 1_024;
-
 /// Print the repository map of a directory (the current one by default): the files and
 /// definitions that matter most, within a token budget, and the time each stage took.
 #[derive(Debug, clap::Args)]
@@ -16,7 +13,8 @@ pub struct RepoMapArgs {
     /// The project's directory.
     dir: Option<PathBuf>,
     /// The map's budget in tokens (estimated as four bytes each).
-    #[arg(long, default_value_t = DEFAULT_TOKENS)]
+    /// The default is the prompt's (`[context] repo_map_tokens`).
+    #[arg(long, default_value_t = crate::config::SessionSettings::default().repo_map_tokens)]
     tokens: u64,
     /// What the map should centre on: a file (relative to the directory) or a name the
     /// conversation mentions; may be given several times.
@@ -60,7 +58,7 @@ pub async fn run(args: RepoMapArgs) -> anyhow::Result<Outcome> {
     // Without a home for the cache (no writable data directory), every file is read.
     let cache_dir = crate::config::Paths::from_env(super::startup::environment())
         .ok()
-        .map(|paths| paths.data_dir.join("repo-maps"));
+        .map(|paths| repo_map::cache::dir_in(&paths.data_dir));
     let map = tokio::task::spawn_blocking(move || {
         repo_map::build(&root, &focus, tokens, cache_dir.as_deref())
     })

@@ -70,10 +70,7 @@ pub fn static_context(audience: Audience, sources: StaticSources<'_>) -> String 
             "\n[repo-map]\nThe project's files and the definitions its other files use most, \
              as `path:` then `line│text`; ⋮ marks lines left out.\n",
         );
-        out.push_str(map);
-        if !map.ends_with('\n') {
-            out.push('\n');
-        }
+        push_lines(&mut out, map);
     }
     let paths = sources.paths;
     let lines = [
@@ -132,10 +129,7 @@ fn compact(audience: Audience, sources: StaticSources<'_>) -> String {
         && let Some(map) = sources.repo_map
     {
         out.push_str("[repo-map]\n");
-        out.push_str(map);
-        if !map.ends_with('\n') {
-            out.push('\n');
-        }
+        push_lines(&mut out, map);
         out.push('\n');
     }
     out.push_str(&format!("[session]\nid: {}\n", sources.session_id));
@@ -155,6 +149,14 @@ fn compact(audience: Audience, sources: StaticSources<'_>) -> String {
 fn push_index(out: &mut String, entries: &[IndexEntry]) {
     for entry in entries {
         out.push_str(&format!("- {}: {}\n", entry.name, entry.summary));
+    }
+}
+
+/// `text` on lines of its own: ended by a newline.
+fn push_lines(out: &mut String, text: &str) {
+    out.push_str(text);
+    if !text.ends_with('\n') {
+        out.push('\n');
     }
 }
 

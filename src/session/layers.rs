@@ -264,7 +264,7 @@ fn repo_map_for(deps: &SessionDeps, state: &SessionState, audience: Audience) ->
         .flat_map(|message| repo_map::names_in(&message.text()))
         .collect();
     let focus = repo_map::Focus { files, names };
-    let cache_dir = deps.data_dir.join("repo-maps");
+    let cache_dir = repo_map::cache::dir_in(&deps.data_dir);
     repo_map::for_prompt(
         &state.project_dir,
         focus,

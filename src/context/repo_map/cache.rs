@@ -54,6 +54,19 @@ pub struct Reuse {
     pub verified: usize,
 }
 
+impl Reuse {
+    pub fn add(&mut self, other: Reuse) {
+        self.reused += other.reused;
+        self.parsed += other.parsed;
+        self.verified += other.verified;
+    }
+}
+
+/// Where the caches live under tern's data directory.
+pub fn dir_in(data_dir: &Path) -> PathBuf {
+    data_dir.join("repo-maps")
+}
+
 /// The cache file of the project at `root` under `dir`.
 pub fn file_for(dir: &Path, root: &Path) -> PathBuf {
     let key = fnv64(root.as_os_str().as_encoded_bytes());
@@ -217,7 +230,6 @@ fn left_code(left: Left) -> u8 {
         Left::TooLarge => 1,
         Left::Binary => 2,
         Left::Unparsable => 3,
-        Left::Unreadable => 4,
     }
 }
 
@@ -226,7 +238,6 @@ fn left_of(code: u8) -> Option<Left> {
         1 => Left::TooLarge,
         2 => Left::Binary,
         3 => Left::Unparsable,
-        4 => Left::Unreadable,
         _ => return None,
     })
 }
@@ -303,7 +314,7 @@ fn decode(bytes: &[u8], root: &Path) -> Option<Cache> {
 }
 
 fn lang_code(lang: Lang) -> u8 {
-    Lang::ALL.iter().position(|l| *l == lang).unwrap_or(0) as u8
+    lang as u8
 }
 
 fn lang_of(code: u8) -> Option<Lang> {
@@ -311,7 +322,7 @@ fn lang_of(code: u8) -> Option<Lang> {
 }
 
 fn kind_code(kind: TagKind) -> u8 {
-    TagKind::ALL.iter().position(|k| *k == kind).unwrap_or(0) as u8
+    kind as u8
 }
 
 fn kind_of(code: u8) -> Option<TagKind> {

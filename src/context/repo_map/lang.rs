@@ -174,8 +174,7 @@ impl Lang {
     /// files are then skipped.
     pub fn grammar(self) -> Option<&'static Grammar> {
         static GRAMMARS: [OnceLock<Option<Grammar>>; 10] = [const { OnceLock::new() }; 10];
-        let index = Lang::ALL.iter().position(|l| *l == self).unwrap_or(0);
-        GRAMMARS[index]
+        GRAMMARS[self as usize]
             .get_or_init(|| match Grammar::compile(self) {
                 Ok(grammar) => Some(grammar),
                 Err(err) => {

@@ -69,8 +69,7 @@ pub fn build(root: &Path, focus: &Focus, budget: u64, cache_dir: Option<&Path>) 
     let cache_file = cache_dir.map(|dir| cache::file_for(dir, root));
     let cached = cache_file.as_deref().map(|file| cache::load(file, root));
     let loaded = Instant::now();
-    let threads = std::thread::available_parallelism().unwrap_or(NonZeroUsize::MIN);
-    let found = parse_all(&files, threads, cached.as_ref());
+    let found = parse_all(&files, all_cores(), cached.as_ref());
     skipped.add(found.skipped);
     let (scanned, reuse) = (found.files, found.reuse);
     let parsed = Instant::now();
@@ -212,11 +211,14 @@ pub fn names_in(text: &str) -> Vec<String> {
     names
 }
 
+fn all_cores() -> NonZeroUsize {
+    std::thread::available_parallelism().unwrap_or(NonZeroUsize::MIN)
+}
+
 /// Every file's tags under `root`, and what was left out, read now.
 pub fn scan(root: &Path) -> (Vec<ScannedFile>, Skipped) {
     let (files, mut skipped) = candidates(root);
-    let threads = std::thread::available_parallelism().unwrap_or(NonZeroUsize::MIN);
-    let found = parse_all(&files, threads, None);
+    let found = parse_all(&files, all_cores(), None);
     skipped.add(found.skipped);
     (found.files, skipped)
 }

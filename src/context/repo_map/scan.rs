@@ -152,9 +152,7 @@ pub fn parse_all(files: &[Candidate], threads: NonZeroUsize, cache: Option<&Cach
         done.extend(part.done);
         left.extend(part.left);
         parsed.skipped.add(part.skipped);
-        parsed.reuse.reused += part.reuse.reused;
-        parsed.reuse.parsed += part.reuse.parsed;
-        parsed.reuse.verified += part.reuse.verified;
+        parsed.reuse.add(part.reuse);
     }
     done.sort_by_key(|(index, _)| *index);
     left.sort_by_key(|(index, ..)| *index);
@@ -228,7 +226,6 @@ pub enum Left {
     TooLarge,
     Binary,
     Unparsable,
-    Unreadable,
 }
 
 impl Left {
@@ -237,7 +234,6 @@ impl Left {
             Left::TooLarge => skipped.too_large += 1,
             Left::Binary => skipped.binary += 1,
             Left::Unparsable => skipped.unparsable += 1,
-            Left::Unreadable => skipped.unreadable += 1,
         }
     }
 }

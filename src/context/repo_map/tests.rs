@@ -22,6 +22,17 @@ fn refers(tags: &FileTags, name: &str) -> u32 {
 }
 
 #[test]
+fn the_language_and_kind_lists_follow_their_declarations() {
+    // The cache and the grammar table index them by discriminant.
+    for (index, lang) in Lang::ALL.into_iter().enumerate() {
+        assert_eq!(lang as usize, index);
+    }
+    for (index, kind) in TagKind::ALL.into_iter().enumerate() {
+        assert_eq!(kind as usize, index);
+    }
+}
+
+#[test]
 fn every_language_query_compiles() {
     for lang in Lang::ALL {
         assert!(lang.grammar().is_some(), "{}", lang.name());
