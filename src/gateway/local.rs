@@ -220,6 +220,7 @@ impl Local {
             spool: None,
             agents: None,
             jobs: None,
+            repo_maps: None,
         };
         let input = serde_json::json!({ "command": command });
         let output = tool.execute(input, &ctx, CancellationToken::new()).await;
@@ -463,6 +464,13 @@ impl Local {
             Call::Files { root } => Reply::Files {
                 files: self.files(root).await,
             },
+            Call::RepoMap {
+                id,
+                project_dir,
+                focus,
+            } => Reply::Map(Box::new(
+                self.repo_map(id.as_ref(), &project_dir, focus).await?,
+            )),
             catalog => {
                 let store = self.deps.store.clone();
                 blocking(move || read_catalog(store.as_ref(), catalog)).await??

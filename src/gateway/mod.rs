@@ -2,6 +2,7 @@
 //! key, and are routed to the session that key talks to. It also owns what concerns every
 //! session at once: resets, drain and restart, lifecycle events and maintenance.
 
+mod asked;
 pub mod catalog;
 mod drain;
 pub mod events;
@@ -9,6 +10,7 @@ pub mod feed;
 mod local;
 pub mod maintenance;
 mod manager;
+pub mod map;
 pub mod remote;
 pub mod reset;
 mod runs;
@@ -23,6 +25,7 @@ pub use local::SHELL_TIMEOUT;
 pub use manager::{
     Clock, Delivered, GatewayError, ModelShown, Models, SendUserMessage, SessionManager,
 };
+pub use map::MapShown;
 pub use reset::ResetReason;
 pub use runs::{RunNews, Runs, follow_run, has_ended};
 pub use serve::socket_path;

@@ -12,20 +12,21 @@
 //! Every session is named by its id except where a key picks it (an input to a key, a reset);
 //! an approval names the session and the call.
 
-use super::catalog::{Catalog, JournalRecord, ListFilter, PageCursor, RecentPage, SearchSink};
+use super::asked::Asked;
+use super::catalog::Catalog;
 use super::drain::{DrainedSession, WarmedUp};
 use super::events::LifecycleEvent;
 use super::feed::Feed;
 use super::local::Local;
 use super::maintenance::Cleanup;
 use super::manager::{Delivered, GatewayError, ModelShown, SessionManager};
+use super::map::MapShown;
 use super::remote::{self, Connection, Notify, Remote, Route, Takeover, Unreached};
 use super::wire::{Call, Reply};
 use crate::domain::{Answer, SessionId};
 use crate::session::{OutputFilter, SUBSCRIBER_BACKLOG, SessionError, UserInput};
-use crate::store::{Overrides, SearchEntry, SessionMeta};
+use crate::store::{Overrides, SessionMeta};
 use crate::tools::ApprovalMode;
-use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -497,6 +498,25 @@ impl SessionService {
         }
     }
 
+    /// The repository map of session `id`'s project (or of `project_dir` without one), made
+    /// now, centred where the session's map is and on `focus` (`/map`).
+    pub async fn repo_map(
+        &self,
+        id: Option<&SessionId>,
+        project_dir: &Path,
+        focus: Vec<String>,
+    ) -> Result<MapShown, ServiceError> {
+        let call = Call::RepoMap {
+            id: id.cloned(),
+            project_dir: project_dir.to_path_buf(),
+            focus,
+        };
+        match self.ask(call).await? {
+            Reply::Map(map) => Ok(*map),
+            other => Err(unexpected(&other)),
+        }
+    }
+
     /// Lifecycle events of every session from now on. A client follows them from whoever
     /// owns the store, through changes of owner (events while it changes are missed).
     pub fn lifecycle(&self) -> broadcast::Receiver<LifecycleEvent> {
@@ -611,124 +631,6 @@ fn meta_of(reply: Reply) -> Result<SessionMeta, ServiceError> {
     match reply {
         Reply::Meta(meta) => Ok(*meta),
         other => Err(unexpected(&other)),
-    }
-}
-
-/// A client's catalog: each read asked of the owner from the picker's thread.
-struct Asked {
-    service: SessionService,
-    runtime: tokio::runtime::Handle,
-}
-
-impl Asked {
-    /// Asks the owner and waits: on a thread of the front end's own, or on an async worker
-    /// (the picker's first page, the rows it shows), which then hands its other tasks on.
-    fn ask(&self, call: Call) -> Result<Reply, String> {
-        use tokio::runtime::{Handle, RuntimeFlavor};
-        let asked = || {
-            self.runtime
-                .block_on(self.service.ask(call))
-                .map_err(|err| err.message)
-        };
-        match Handle::try_current() {
-            Err(_) => asked(),
-            Ok(handle) if handle.runtime_flavor() == RuntimeFlavor::MultiThread => {
-                tokio::task::block_in_place(asked)
-            }
-            Ok(_) => Err("stored sessions cannot be read from this thread".to_owned()),
-        }
-    }
-}
-
-impl Catalog for Asked {
-    fn stored_sessions(&self) -> u64 {
-        match self.ask(Call::StoredSessions) {
-            Ok(Reply::Count { count }) => count,
-            _ => 0,
-        }
-    }
-
-    fn recent_page(
-        &self,
-        filter: &ListFilter,
-        after: Option<&PageCursor>,
-        limit: usize,
-        max_scanned: usize,
-    ) -> Result<RecentPage, String> {
-        let call = Call::RecentPage {
-            filter: filter.clone(),
-            after: after.cloned(),
-            limit,
-            max_scanned,
-        };
-        match self.ask(call)? {
-            Reply::Page(page) => Ok(page),
-            other => Err(unexpected(&other).message),
-        }
-    }
-
-    fn scan_search(&self, sink: &mut dyn SearchSink) -> Result<bool, String> {
-        let scan = match self.ask(Call::ScanSearch)? {
-            Reply::Search(scan) => scan,
-            other => return Err(unexpected(&other).message),
-        };
-        sink.begin(scan.entries.len() as u64);
-        for entry in &scan.entries {
-            let entry = SearchEntry {
-                id: &entry.id,
-                title: &entry.title,
-                first_input: &entry.first_input,
-                project_dir: &entry.project_dir,
-                archived: entry.archived,
-            };
-            if sink.entry(entry) == ControlFlow::Break(()) {
-                return Ok(false);
-            }
-        }
-        for (at_ms, id) in &scan.activity {
-            if sink.activity(*at_ms, id) == ControlFlow::Break(()) {
-                return Ok(false);
-            }
-        }
-        Ok(true)
-    }
-
-    fn recent(&self, limit: usize, archived: bool) -> Result<Vec<SessionMeta>, String> {
-        match self.ask(Call::Recent { limit, archived })? {
-            Reply::Sessions { sessions } => Ok(sessions),
-            other => Err(unexpected(&other).message),
-        }
-    }
-
-    fn resolve(&self, prefix: &str) -> Result<SessionMeta, String> {
-        let call = Call::Resolve {
-            prefix: prefix.to_owned(),
-        };
-        match self.ask(call)? {
-            Reply::Meta(meta) => Ok(*meta),
-            other => Err(unexpected(&other).message),
-        }
-    }
-
-    fn journal(&self, id: &SessionId) -> Result<Vec<JournalRecord>, String> {
-        match self.ask(Call::Journal { id: id.clone() })? {
-            Reply::Records { records } => Ok(records),
-            other => Err(unexpected(&other).message),
-        }
-    }
-
-    fn meta(&self, id: &SessionId) -> Result<Option<SessionMeta>, String> {
-        match self.ask(Call::Lookup { id: id.clone() })? {
-            Reply::MaybeMeta { meta } => Ok(meta.map(|meta| *meta)),
-            other => Err(unexpected(&other).message),
-        }
-    }
-
-    fn tail(&self, id: &SessionId, n: usize) -> Result<Vec<JournalRecord>, String> {
-        match self.ask(Call::Tail { id: id.clone(), n })? {
-            Reply::Records { records } => Ok(records),
-            other => Err(unexpected(&other).message),
-        }
     }
 }
 

@@ -149,6 +149,11 @@ pub enum Call {
     Files {
         root: PathBuf,
     },
+    RepoMap {
+        id: Option<SessionId>,
+        project_dir: PathBuf,
+        focus: Vec<String>,
+    },
     StoredSessions,
     RecentPage {
         filter: ListFilter,
@@ -227,6 +232,7 @@ impl Call {
                 | Call::Latest { .. }
                 | Call::GitBranch { .. }
                 | Call::Files { .. }
+                | Call::RepoMap { .. }
                 | Call::StoredSessions
                 | Call::RecentPage { .. }
                 | Call::ScanSearch
@@ -268,6 +274,7 @@ pub enum Reply {
     Files {
         files: Vec<String>,
     },
+    Map(Box<super::map::MapShown>),
     Count {
         count: u64,
     },

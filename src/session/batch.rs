@@ -411,6 +411,7 @@ mod tests {
             spool: None,
             agents: None,
             jobs: None,
+            repo_maps: None,
         }
     }
 

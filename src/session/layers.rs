@@ -35,28 +35,34 @@ pub fn prompt_size(deps: &SessionDeps) -> PromptSize {
 
 /// The tools `audience` may call, in this session's prompt size.
 pub fn tool_specs(deps: &SessionDeps, audience: Audience) -> Vec<ToolSpec> {
-    prompt::tool_specs(&offered(deps), audience, prompt_size(deps))
+    tool_specs_for(deps, audience, prompt_size(deps))
+}
+
+/// The tools `audience` may call, described for a prompt of `size`: a turn whose server
+/// shows a window smaller than configured sends the small window's.
+pub fn tool_specs_for(deps: &SessionDeps, audience: Audience, size: PromptSize) -> Vec<ToolSpec> {
+    prompt::tool_specs(&offered(deps, size), audience, size)
 }
 
 /// Whether the session may send subagents: the session service runs them here, and the
 /// window is not so small that their tools and list would crowd it. A subagent's own tools
 /// never include them.
-fn sends_subagents(deps: &SessionDeps) -> bool {
+fn sends_subagents(deps: &SessionDeps, size: PromptSize) -> bool {
     deps.agents
         .get()
         .is_some_and(|runs| runs.strong_count() > 0)
-        && !prompt_size(deps).is_compact()
+        && !size.is_compact()
 }
 
 /// The tools the session offers: its own, less the subagent tools where it may not send any,
 /// and less the job tools in a small window (whose fixed prompt must stay small; a job can
 /// still be started, and read from its log).
-fn offered(deps: &SessionDeps) -> Cow<'_, ToolRegistry> {
+fn offered(deps: &SessionDeps, size: PromptSize) -> Cow<'_, ToolRegistry> {
     let mut left_out: Vec<&str> = Vec::new();
-    if !sends_subagents(deps) {
+    if !sends_subagents(deps, size) {
         left_out.extend(PARENT_ONLY);
     }
-    if prompt_size(deps).is_compact() {
+    if size.is_compact() {
         left_out.extend(NOT_IN_SMALL_WINDOW);
     }
     if left_out.iter().all(|name| deps.tools.get(name).is_none()) {
@@ -183,7 +189,7 @@ fn available_subagents(
     let may_send = state.subagent.is_none()
         && audience >= Audience::Team
         && deps.tools.get("spawn_agent").is_some()
-        && sends_subagents(deps);
+        && sends_subagents(deps, prompt_size(deps));
     if !may_send || !notes.subagents.is_empty() {
         return None;
     }
@@ -207,7 +213,7 @@ pub fn static_context_event(
     state: &SessionState,
     audience: Audience,
 ) -> JournalEvent {
-    let tools = prompt::tool_index(&offered(deps), audience);
+    let tools = prompt::tool_index(&offered(deps, prompt_size(deps)), audience);
     let paths = prompt::SessionPaths {
         session_dir: dirs.session_dir.clone(),
         temp_dir: temp_dir.to_path_buf(),
@@ -246,6 +252,20 @@ fn repo_map_for(deps: &SessionDeps, state: &SessionState, audience: Audience) ->
     if tokens == 0 {
         return None;
     }
+    let focus = map_focus(state);
+    let cache_dir = repo_map::cache::dir_in(&deps.data_dir);
+    repo_map::for_prompt(
+        &state.project_dir,
+        focus,
+        tokens,
+        &cache_dir,
+        repo_map::MAP_BUDGET,
+    )
+}
+
+/// What a session's map centres on: its recent files (those in the project) and the code
+/// names in its person's last three messages.
+pub fn map_focus(state: &SessionState) -> repo_map::Focus {
     let files = state
         .recent_files
         .iter()
@@ -263,15 +283,7 @@ fn repo_map_for(deps: &SessionDeps, state: &SessionState, audience: Audience) ->
         .take(3)
         .flat_map(|message| repo_map::names_in(&message.text()))
         .collect();
-    let focus = repo_map::Focus { files, names };
-    let cache_dir = repo_map::cache::dir_in(&deps.data_dir);
-    repo_map::for_prompt(
-        &state.project_dir,
-        focus,
-        tokens,
-        &cache_dir,
-        repo_map::MAP_BUDGET,
-    )
+    repo_map::Focus { files, names }
 }
 
 /// The request for the next model call of a turn answered for `audience`.

@@ -39,7 +39,7 @@ pub use events::{
 };
 pub use handle::{ChildStart, DrainedTurn, KeepAwake, SessionHandle};
 pub use input::{SessionError, UserInput};
-pub use layers::preview;
+pub use layers::{map_focus, preview};
 pub use phase::{IllegalTransition, Phase};
 pub use redact::Redactor;
 pub use state::SessionState;

@@ -23,7 +23,7 @@ use crate::domain::{
     Audience, ContentBlock, ErrorCategory, Message, Role, ToolCall, ToolResult, TurnStop, Usage,
 };
 use crate::llm::{LlmError, StreamEvent, StreamObserver, ToolSpec};
-use crate::prompt::TurnNotes;
+use crate::prompt::{PromptSize, TurnNotes};
 use crate::store::JournalEvent;
 use crate::tools::ToolContext;
 use crate::tools::agents::AgentContext;
@@ -215,7 +215,7 @@ impl Turn<'_> {
         // wait, begun at start): the first call, the prompt's size and the compaction check
         // need them.
         self.deps.client.primary.ready().await;
-        let tools = layers::tool_specs(self.deps, self.audience);
+        let mut tools = layers::tool_specs(self.deps, self.audience);
         let temp_dir = self.dirs.prepare_temp_dir();
         let time = CurrentTime::now();
         let setup = layers::prepare_turn(
@@ -257,6 +257,7 @@ impl Turn<'_> {
                 session: state.id.clone(),
                 log_dir: self.dirs.log_dir.join(super::JOB_LOGS),
             }),
+            repo_maps: Some(crate::context::repo_map::cache::dir_in(&self.deps.data_dir)),
         };
         let max_rounds = self.deps.settings.max_rounds;
         let mut guard = LoopGuard::new(max_rounds);
@@ -296,7 +297,15 @@ impl Turn<'_> {
                     tracing::warn!(%err, "the provider says the context is full; compacting");
                     match err.window_filled_at {
                         // The request fitted; the reply filled the window the server has.
-                        Some(filled) => fit.filled_at(filled),
+                        Some(filled) => {
+                            fit.filled_at(filled);
+                            // A window too small for the full tool descriptions gets the
+                            // small window's tools from here on, so the retry has room.
+                            let size = PromptSize::for_window(fit.window);
+                            if size.is_compact() && !layers::prompt_size(self.deps).is_compact() {
+                                tools = layers::tool_specs_for(self.deps, self.audience, size);
+                            }
+                        }
                         None => fit.overflowed(sent),
                     }
                     if !self.compact(state, &tools, &fit, &mut turn_start).await? {

@@ -45,6 +45,30 @@ impl<'a> Args<'a> {
         }
     }
 
+    /// That the call gives no argument but `names`: a tool whose arguments are all optional
+    /// would otherwise take a misnamed one (`query` for `name`) for a call without it.
+    pub fn known(&self, names: &[&str]) -> Result<(), ArgError> {
+        let unknown: Vec<&str> = self
+            .map
+            .keys()
+            .map(String::as_str)
+            .filter(|key| !names.contains(key))
+            .collect();
+        if unknown.is_empty() {
+            return Ok(());
+        }
+        Err(ArgError(format!(
+            "{}: no argument is called {}; the arguments are {}",
+            self.tool,
+            unknown
+                .iter()
+                .map(|key| format!("`{key}`"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            names.join(", ")
+        )))
+    }
+
     /// A required string.
     pub fn string(&self, name: &str) -> Result<&'a str, ArgError> {
         match self.map.get(name) {

@@ -32,8 +32,10 @@ pub mod preview;
 pub mod printable;
 pub mod registry;
 mod regular_file;
+pub mod repo_map;
 pub mod set_working_directory;
 pub mod shell_execute;
+pub mod symbols;
 mod walk;
 
 pub use walk::list_files;
@@ -85,6 +87,9 @@ pub struct ToolContext {
     pub agents: Option<agents::AgentContext>,
     /// The session's background jobs; `None` where there are none (a `!` line).
     pub jobs: Option<jobs::JobContext>,
+    /// Where the repository map keeps the tags it read, so the next map reads only changed
+    /// files; `None`: each map reads the project anew.
+    pub repo_maps: Option<PathBuf>,
 }
 
 /// What a tool call changed, for the session to record (recent files, working directory).

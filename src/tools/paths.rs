@@ -329,7 +329,7 @@ fn stem(name: &str) -> &str {
 }
 
 /// Levenshtein distance over chars; names are short, so the quadratic table is fine.
-fn edit_distance(a: &str, b: &str) -> usize {
+pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
     let a: Vec<char> = a.chars().collect();
     let b: Vec<char> = b.chars().collect();
     let mut previous: Vec<usize> = (0..=b.len()).collect();
@@ -411,6 +411,7 @@ mod tests {
             spool: None,
             agents: None,
             jobs: None,
+            repo_maps: None,
         };
         let check = |input: Value, arg: PathArg, access: Access, expected: ApprovalNeed| {
             let need = need_for_input(&ctx, "t", &input, arg, access);

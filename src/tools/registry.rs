@@ -11,16 +11,23 @@ use super::file_write::FileWrite;
 use super::glob::Glob;
 use super::grep::Grep;
 use super::jobs::JobTool;
+use super::repo_map::RepoMap;
 use super::set_working_directory::SetWorkingDirectory;
 use super::shell_execute::{ShellExecute, ShellLimits};
+use super::symbols::Symbols;
 use crate::domain::Audience;
 use std::sync::Arc;
 
 /// The tools a session whose window is small (the compact prompt) is not offered, so its
-/// fixed prompt stays small: sending subagents, and reading or stopping jobs (a job can still
-/// be started, and its log read).
-pub const NOT_IN_SMALL_WINDOW: [&str; 4] =
-    ["check_agent_run", "job_kill", "job_output", "spawn_agent"];
+/// fixed prompt stays small: sending subagents, reading or stopping jobs (a job can still
+/// be started, and its log read), and maps on demand (tier B holds one sized to the window).
+pub const NOT_IN_SMALL_WINDOW: [&str; 5] = [
+    "check_agent_run",
+    "job_kill",
+    "job_output",
+    "repo_map",
+    "spawn_agent",
+];
 
 /// Tools by name.
 #[derive(Clone, Default)]
@@ -49,6 +56,8 @@ impl ToolRegistry {
         registry.register(Arc::new(ShellExecute::new(shell)));
         registry.register(Arc::new(Grep));
         registry.register(Arc::new(Glob));
+        registry.register(Arc::new(RepoMap));
+        registry.register(Arc::new(Symbols));
         registry.register(Arc::new(SetWorkingDirectory));
         registry.register(Arc::new(SpawnAgent));
         registry.register(Arc::new(CheckAgentRun));

@@ -56,6 +56,8 @@ pub enum Action {
     ShowResult(PathBuf),
     /// Show the session's background jobs and what they printed.
     ShowJobs,
+    /// Show the repository map, centred also on these paths and names.
+    ShowMap(Vec<String>),
     Quit,
 }
 
@@ -388,6 +390,9 @@ impl App {
                 self.notice(self.status_text());
                 Vec::new()
             }
+            "map" => vec![Action::ShowMap(
+                arg.split_whitespace().map(str::to_owned).collect(),
+            )],
             "help" => {
                 self.notice(help_text());
                 Vec::new()

@@ -24,6 +24,7 @@ pub mod highlight;
 mod input;
 mod jobs;
 mod link;
+mod map;
 pub mod markdown;
 pub mod panes;
 pub mod picker;

@@ -55,6 +55,11 @@ pub const COMMANDS: &[SlashCommand] = &[
         help: "session, model, tokens, context and paths",
     },
     SlashCommand {
+        name: "map",
+        args: "[focus]",
+        help: "the repository map, centred on this chat and on any paths or names given",
+    },
+    SlashCommand {
         name: "theme",
         args: "[name]",
         help: "list the themes, or switch to one",

@@ -514,6 +514,13 @@ impl Runner {
                     }
                     None => app.notice("no session yet, so no background jobs"),
                 },
+                Action::ShowMap(focus) => super::map::show(
+                    self.link.service.clone(),
+                    app.session.clone(),
+                    self.link.project_dir.clone(),
+                    focus,
+                    self.link.tx.clone(),
+                ),
                 Action::Quit => {
                     // Work another terminal may watch goes on: a client leaves it to its
                     // owner, an owner with clients hands it over.

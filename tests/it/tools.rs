@@ -15,6 +15,7 @@ use tern::tools::{
 use tokio_util::sync::CancellationToken;
 
 mod boundary;
+mod code;
 mod files;
 mod names;
 mod search;
@@ -50,6 +51,7 @@ impl Project {
             spool: None,
             agents: None,
             jobs: None,
+            repo_maps: None,
         };
         Self {
             _root: root,
@@ -245,9 +247,11 @@ fn registry_lists_builtins_in_order_and_filters_by_audience() {
         "grep",
         "job_kill",
         "job_output",
+        "repo_map",
         "set_working_directory",
         "shell_execute",
         "spawn_agent",
+        "symbols",
     ];
     assert_eq!(registry.names(), names);
     assert!(
@@ -269,7 +273,17 @@ fn registry_lists_builtins_in_order_and_filters_by_audience() {
         .copied()
         .filter(|&n| registry.get(n).is_some_and(|t| t.is_read_only()))
         .collect();
-    assert_eq!(read_only, ["file_read", "glob", "grep", "job_output"]);
+    assert_eq!(
+        read_only,
+        [
+            "file_read",
+            "glob",
+            "grep",
+            "job_output",
+            "repo_map",
+            "symbols"
+        ]
+    );
 }
 
 #[test]

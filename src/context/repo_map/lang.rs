@@ -68,6 +68,9 @@ impl TagKind {
     }
 }
 
+/// The languages the map reads, as a person names them.
+pub const LANGUAGES: &str = "Rust, Python, JavaScript, TypeScript, Go, Java, C, C++ and Bash";
+
 impl Lang {
     pub const ALL: [Lang; 10] = [
         Lang::Rust,

@@ -14,6 +14,7 @@ mod lang;
 mod rank;
 mod render;
 mod scan;
+pub mod symbols;
 mod tags;
 
 #[cfg(test)]
@@ -23,11 +24,12 @@ mod rank_tests;
 #[cfg(test)]
 mod tests;
 
-pub use lang::{Lang, QUERIES_VERSION, TagKind};
+pub use lang::{LANGUAGES, Lang, QUERIES_VERSION, TagKind};
 pub use rank::{Focus, RankedTag, rank};
 pub use render::render;
 pub use scan::{
-    Candidate, MAX_FILE_BYTES, MAX_FILES, Parsed, ScannedFile, Skipped, candidates, parse_all,
+    Candidate, Left, MAX_FILE_BYTES, MAX_FILES, Parsed, ScannedFile, Skipped, candidates,
+    parse_all, tags_of,
 };
 pub use tags::{Definition, FileTags};
 
@@ -62,44 +64,97 @@ pub struct Timings {
 /// The map of the project at `root` for `focus`, within `budget` tokens, reusing (and then
 /// updating) the tag cache in `cache_dir` when one is given.
 pub fn build(root: &Path, focus: &Focus, budget: u64, cache_dir: Option<&Path>) -> RepoMap {
+    let project = Project::read(root, cache_dir);
     let start = Instant::now();
-    let read_at_ns = cache::now_ns();
-    let (files, mut skipped) = candidates(root);
-    let walked = Instant::now();
-    let cache_file = cache_dir.map(|dir| cache::file_for(dir, root));
-    let cached = cache_file.as_deref().map(|file| cache::load(file, root));
-    let loaded = Instant::now();
-    let found = parse_all(&files, all_cores(), cached.as_ref());
-    skipped.add(found.skipped);
-    let (scanned, reuse) = (found.files, found.reuse);
-    let parsed = Instant::now();
-    let ranked = rank(&scanned, focus);
+    let ranked = rank(&project.files, focus);
     let ranked_at = Instant::now();
-    let text = render(&scanned, &ranked, budget);
+    let text = render(&project.files, &ranked, budget);
     let rendered = Instant::now();
     // Kept for the next map once this one is made, so writing it never delays this one.
-    let changed = cached
-        .as_ref()
-        .is_some_and(|c| reuse.parsed + reuse.verified > 0 || c.entries.len() != reuse.reused);
-    if let (Some(file), true) = (&cache_file, changed)
-        && let Err(err) = cache::save(file, root, &scanned, &found.left, read_at_ns)
-    {
-        tracing::warn!(file = %file.display(), %err, "could not keep the repository map's tags");
-    }
-    let saved = Instant::now();
+    project.keep(root);
+    let mut timings = project.timings;
+    timings.rank = ranked_at - start;
+    timings.render = rendered - ranked_at;
+    timings.cache += rendered.elapsed();
     RepoMap {
         text,
-        files: scanned.len(),
+        files: project.files.len(),
         definitions: ranked.len(),
-        skipped,
-        reuse,
-        timings: Timings {
-            walk: walked - start,
-            cache: (loaded - walked) + (saved - rendered),
-            parse: parsed - loaded,
-            rank: ranked_at - parsed,
-            render: rendered - ranked_at,
-        },
+        skipped: project.skipped,
+        reuse: project.reuse,
+        timings,
+    }
+}
+
+/// Every file's tags under a project, read now or reused from the tag cache.
+#[derive(Debug)]
+pub struct Project {
+    /// The files with tags, in path order.
+    pub files: Vec<ScannedFile>,
+    pub skipped: Skipped,
+    pub reuse: cache::Reuse,
+    /// The walk, the cache's load and the parse.
+    pub timings: Timings,
+    /// What [`Project::keep`] writes back, when anything changed since the cache was made.
+    unsaved: Option<Unsaved>,
+}
+
+/// Tags not yet in the cache: its file, the files left out, and when the walk began.
+#[derive(Debug)]
+struct Unsaved {
+    file: std::path::PathBuf,
+    left: Vec<(Candidate, u64, Left)>,
+    read_at_ns: i64,
+}
+
+impl Project {
+    /// The tags of the project at `root`, reusing those the cache in `cache_dir` holds of
+    /// files that did not change.
+    pub fn read(root: &Path, cache_dir: Option<&Path>) -> Project {
+        let start = Instant::now();
+        let read_at_ns = cache::now_ns();
+        let (files, mut skipped) = candidates(root);
+        let walked = Instant::now();
+        let cache_file = cache_dir.map(|dir| cache::file_for(dir, root));
+        let cached = cache_file.as_deref().map(|file| cache::load(file, root));
+        let loaded = Instant::now();
+        let found = parse_all(&files, all_cores(), cached.as_ref());
+        skipped.add(found.skipped);
+        let parsed = Instant::now();
+        let changed = cached.as_ref().is_some_and(|c| {
+            found.reuse.parsed + found.reuse.verified > 0 || c.entries.len() != found.reuse.reused
+        });
+        Project {
+            files: found.files,
+            skipped,
+            reuse: found.reuse,
+            timings: Timings {
+                walk: walked - start,
+                cache: loaded - walked,
+                parse: parsed - loaded,
+                ..Timings::default()
+            },
+            unsaved: cache_file.filter(|_| changed).map(|file| Unsaved {
+                file,
+                left: found.left,
+                read_at_ns,
+            }),
+        }
+    }
+
+    /// Writes the tags back to the cache when they changed, for the next reader.
+    pub fn keep(&self, root: &Path) {
+        let Some(unsaved) = &self.unsaved else {
+            return;
+        };
+        let Unsaved {
+            file,
+            left,
+            read_at_ns,
+        } = unsaved;
+        if let Err(err) = cache::save(file, root, &self.files, left, *read_at_ns) {
+            tracing::warn!(file = %file.display(), %err, "could not keep the repository map's tags");
+        }
     }
 }
 

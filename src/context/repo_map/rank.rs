@@ -29,8 +29,8 @@ const COMMON_DEFINERS: usize = 5;
 /// matter show their other definitions before unimportant files do.
 const UNREFERENCED: f64 = 1e-3;
 
-/// What the conversation points at: files (recent, mentioned with `@`) and names (in its
-/// last messages).
+/// What the conversation points at: files (recent, mentioned with `@`; a folder stands for
+/// the files under it), as paths relative to the project, and names (in its last messages).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Focus {
     pub files: Vec<String>,
@@ -94,10 +94,18 @@ pub fn rank(files: &[ScannedFile], focus: &Focus) -> Vec<RankedTag> {
             // A file that defines a name several times (`fmt` for each of its types)
             // shares what the name earned among them.
             let referred = earned[slot] / names.slot_defs[slot] as f64;
+            // A name the conversation mentions is shown where it is defined, referred to
+            // or not.
+            let name = files[file].tags.definitions[definition].name.as_str();
+            let own = if mentioned.contains(name) {
+                1.0
+            } else {
+                UNREFERENCED
+            };
             ranked.push(RankedTag {
                 file,
                 definition,
-                score: referred + UNREFERENCED * ranks[file],
+                score: referred + own * ranks[file],
             });
         }
     }
@@ -194,11 +202,15 @@ fn distinctive(name: &str) -> bool {
 /// Where a random walk restarts: the focused files and those defining a focused name when
 /// there are any, every file otherwise.
 fn personalisation(files: &[ScannedFile], focus: &Focus, names: &Names<'_>) -> Vec<f64> {
-    let focused: std::collections::BTreeSet<&str> =
-        focus.files.iter().map(String::as_str).collect();
+    // A focused folder focuses every file under it.
+    let under = |path: &str, focused: &str| {
+        let focused = focused.trim_end_matches('/');
+        path.strip_prefix(focused)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+    };
     let mut hits: Vec<bool> = files
         .iter()
-        .map(|f| focused.contains(f.candidate.path.as_str()))
+        .map(|f| focus.files.iter().any(|p| under(&f.candidate.path, p)))
         .collect();
     for name in &focus.names {
         if let Some(&id) = names.ids.get(name.as_str()) {

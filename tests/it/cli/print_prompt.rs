@@ -13,7 +13,7 @@ fn print_prompt_shows_every_layer_and_sends_nothing() {
     let order = [
         "first turn of a new session (not saved)",
         "Nothing was sent or saved.",
-        "━━ tools: 11 ",
+        "━━ tools: 13 ",
         "━━ tier A · system prompt · cache breakpoint ━━\nYou are tern",
         "# Project instructions (from CLAUDE.md)\n\nUse tabs.",
         "━━ tier B · static context · cache breakpoint ━━\n[tools]\n",
@@ -94,7 +94,7 @@ fn print_prompt_as_json_is_the_providers_request_body() {
             .iter()
             .all(|b| b["cache_control"]["type"] == "ephemeral")
     );
-    assert_eq!(body["tools"].as_array().unwrap().len(), 11);
+    assert_eq!(body["tools"].as_array().unwrap().len(), 13);
     let last = body["messages"].as_array().unwrap().last().unwrap().clone();
     assert_eq!(last["content"][1]["text"], "hello");
     let same = cli.run(&["run", "--print-prompt", "--output-format", "json", "hello"]);

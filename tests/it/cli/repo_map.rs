@@ -192,3 +192,101 @@ fn print_prompt_shows_the_map_and_zero_tokens_turn_it_off() {
         super::stderr(&output)
     );
 }
+
+/// The text of each tool result a recorded Anthropic request carries.
+fn results_of(request: &crate::support::RecordedRequest) -> Vec<String> {
+    let mut texts = Vec::new();
+    for message in request.body["messages"].as_array().into_iter().flatten() {
+        for block in message["content"].as_array().into_iter().flatten() {
+            if block["type"] == "tool_result" {
+                match &block["content"] {
+                    serde_json::Value::String(text) => texts.push(text.clone()),
+                    serde_json::Value::Array(parts) => texts.push(
+                        parts
+                            .iter()
+                            .filter_map(|part| part["text"].as_str())
+                            .collect(),
+                    ),
+                    _ => {}
+                }
+            }
+        }
+    }
+    texts
+}
+
+#[test]
+fn the_model_looks_names_up_and_asks_for_a_focused_map_in_a_session() {
+    let cli = cli_project();
+    cli.mock.push(Reply::tool_call(
+        "symbols",
+        serde_json::json!({"name": "JournalStore"}),
+    ));
+    cli.mock.push(Reply::tool_call(
+        "repo_map",
+        serde_json::json!({"focus": ["src/user2.rs"], "tokens": 200}),
+    ));
+    cli.mock.push(Reply::text("Found it."));
+    let output = cli.run(&["run", "where is JournalStore used?"]);
+    assert!(output.status.success(), "{}", super::stderr(&output));
+    let requests = cli.mock.model_requests();
+    assert_eq!(requests.len(), 3);
+    let results = results_of(&requests[2]);
+    assert_eq!(results.len(), 2, "{results:?}");
+    assert!(
+        results[0].starts_with(
+            "`JournalStore` is defined at:\nsrc/store.rs:1: type pub struct JournalStore;\n\
+             Referred to in 3 files, most often first:\n\
+             src/user0.rs:1: pub fn user_0() { let s: JournalStore = todo!(); }\n"
+        ),
+        "{}",
+        results[0]
+    );
+    // Centred on user2.rs: what it uses first, then the file itself, then the others.
+    assert!(
+        results[1].starts_with(
+            "src/store.rs:\n1│pub struct JournalStore;\n⋮\n3│pub fn parse_config() -> usize { 0 }\n\
+             src/user2.rs:\n"
+        ),
+        "{}",
+        results[1]
+    );
+    // The tags read for the first call were kept for the second and the next session.
+    let maps = std::fs::read_dir(cli.home.home().join("data/repo-maps"))
+        .expect("the tag cache's folder")
+        .count();
+    assert_eq!(maps, 1);
+}
+
+#[test]
+fn map_in_the_interface_centres_on_the_conversation_in_either_terminal() {
+    let cli = cli_project();
+    let first = super::tmux::Tmux::start(&cli, &[]);
+    first.wait_for("message tern");
+    // Before anything is said, the whole project, evenly.
+    first.type_text("/map ");
+    first.keys(&["Enter"]);
+    let screen = first.wait_for("centred on: nothing yet");
+    assert!(screen.contains("1│pub struct JournalStore;"), "{screen}");
+
+    cli.mock.push(Reply::text("Looked."));
+    first.type_text("what does user_2 do?");
+    first.keys(&["Enter"]);
+    first.wait_for("Looked.");
+    // A second terminal, a client of the first, asks through it; what it names is added to
+    // the conversation's own focus.
+    let listed = cli.run(&["sessions", "list", "--json"]);
+    let sessions: Vec<serde_json::Value> =
+        serde_json::from_str(&super::stdout(&listed)).expect("the sessions as JSON");
+    let id = sessions[0]["id"].as_str().expect("a session id").to_owned();
+    let second = super::tmux::Tmux::start(&cli, &["-r", &id]);
+    second.wait_for("Looked.");
+    second.type_text("/map src/user1.rs");
+    second.keys(&["Enter"]);
+    let screen = second.wait_for("centred on: src/user1.rs, user_2");
+    assert!(screen.contains("src/user2.rs:"), "{screen}");
+    assert!(
+        !screen.contains("tern exited"),
+        "the client runs on: {screen}"
+    );
+}

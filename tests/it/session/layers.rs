@@ -220,7 +220,7 @@ async fn public_inputs_get_the_thin_stack_and_no_host_tools() {
     let personal = &requests[1].body;
     assert_eq!(
         personal["tools"].as_array().unwrap().len(),
-        9,
+        11,
         "the subagent tools only where runs are served"
     );
     let system = system_blocks(personal);

@@ -308,9 +308,27 @@ async fn a_server_window_smaller_than_configured_is_named_and_compacted_for() {
     assert!(message.contains("set context_window"), "{message}");
     // The compaction worked to the window the server showed: the call made again is well
     // inside it.
-    let last = world.mock.model_requests().pop().unwrap();
+    let requests = world.mock.model_requests();
+    let last = requests.last().unwrap();
     let tokens = last.raw_body.len() as u64 / 4;
     assert!(tokens < 4096 * 3 / 4, "~{tokens} tokens");
+    // The calls before it offered the full tools; the one made again, the small window's.
+    let tool_names = |body: &serde_json::Value| -> Vec<String> {
+        body["tools"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|tool| tool["function"]["name"].as_str().map(str::to_owned))
+            .collect()
+    };
+    let first = tool_names(&requests[0].body);
+    assert!(first.iter().any(|name| name == "job_kill"), "{first:?}");
+    let retried = tool_names(&last.body);
+    assert!(!retried.is_empty(), "{:?}", last.body["tools"]);
+    assert!(
+        !retried.iter().any(|name| name == "job_kill"),
+        "{retried:?}"
+    );
 }
 
 #[tokio::test]

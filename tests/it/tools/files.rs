@@ -313,10 +313,16 @@ async fn no_tool_panics_on_garbage_arguments() {
         json!({}),
         json!({"path": 5, "command": [], "pattern": {}, "content": 1, "old_string": null}),
     ];
-    for name in ToolRegistry::builtin().names() {
+    let registry = ToolRegistry::builtin();
+    for name in registry.names() {
+        // `{}` is a whole call for a tool that requires no argument.
+        let requires = registry.get(name).unwrap().input_schema()["required"]
+            .as_array()
+            .is_some_and(|required| !required.is_empty());
         for input in &garbage {
             let out = p.call(name, input.clone()).await;
-            assert!(out.is_error, "{name} {input}: {}", out.content);
+            let valid = !requires && *input == json!({});
+            assert!(out.is_error || valid, "{name} {input}: {}", out.content);
             assert!(out.effects.is_empty(), "{name} {input}");
             // Deciding the approval must not panic either.
             let _ = p.need(name, input.clone());
@@ -469,6 +475,7 @@ async fn child_writes_under_a_file_size_limit() {
         spool: None,
         agents: None,
         jobs: None,
+        repo_maps: None,
     };
     let big = "x".repeat(1 << 20);
     let write = json!({"path": "big.txt", "content": big});

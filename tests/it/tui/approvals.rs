@@ -47,6 +47,7 @@ impl Place {
             spool: None,
             agents: None,
             jobs: None,
+            repo_maps: None,
         };
         Self {
             _temp: temp,

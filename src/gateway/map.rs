@@ -1,0 +1,80 @@
+//! The repository map a front end shows (`/map`): made now, centred where the session's own
+//! map is (its recent files and the code names in its last messages) and on whatever else
+//! the person names, within the session's map budget; read on a blocking thread.
+
+use super::local::{Local, blocking};
+use super::service::ServiceError;
+use crate::context::repo_map::{self, Focus};
+
+/// The languages a map reads, for a front end to name.
+pub use crate::context::repo_map::LANGUAGES;
+use crate::domain::SessionId;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// A map made for a person to read, with what went into it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MapShown {
+    pub project_dir: PathBuf,
+    /// The map; empty when the project has nothing to map.
+    pub text: String,
+    /// Its budget, and whether the session's prompt carries a map at all
+    /// (`[context] repo_map_tokens` is not 0).
+    pub tokens: u64,
+    pub in_prompt: bool,
+    /// What it is centred on: paths in the project, then names.
+    pub centre: Vec<String>,
+    pub files: usize,
+    pub definitions: usize,
+    pub left_out: usize,
+    pub took_ms: u64,
+}
+
+impl Local {
+    /// The map of session `id`'s project (or, without a session, of `project_dir`), centred
+    /// on the session's focus and on `extra` (paths from the project, or names).
+    pub async fn repo_map(
+        &self,
+        id: Option<&SessionId>,
+        project_dir: &Path,
+        extra: Vec<String>,
+    ) -> Result<MapShown, ServiceError> {
+        let (root, mut focus) = match id {
+            Some(id) => match self.manager.live_handle(id).await {
+                Some(handle) => {
+                    let state = handle.state().await?;
+                    let focus = crate::session::map_focus(&state);
+                    (state.project_dir, focus)
+                }
+                None => (self.meta(id).await?.project_dir, Focus::default()),
+            },
+            None => (project_dir.to_path_buf(), Focus::default()),
+        };
+        let asked = crate::tools::repo_map::focus_of(&root, &root, &extra);
+        focus.files.extend(asked.files);
+        focus.names.extend(asked.names);
+        let configured = self.deps.settings.repo_map_tokens;
+        let tokens = match configured {
+            0 => crate::config::SessionSettings::default().repo_map_tokens,
+            n => n,
+        };
+        let cache_dir = repo_map::cache::dir_in(&self.deps.data_dir);
+        let started = std::time::Instant::now();
+        let (map, root, focus) = blocking(move || {
+            let map = repo_map::build(&root, &focus, tokens, Some(&cache_dir));
+            (map, root, focus)
+        })
+        .await?;
+        Ok(MapShown {
+            project_dir: root,
+            text: map.text,
+            tokens,
+            in_prompt: configured > 0,
+            centre: focus.files.into_iter().chain(focus.names).collect(),
+            files: map.files,
+            definitions: map.definitions,
+            left_out: map.skipped.total(),
+            took_ms: started.elapsed().as_millis() as u64,
+        })
+    }
+}
