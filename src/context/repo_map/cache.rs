@@ -17,10 +17,11 @@ use super::scan::{Candidate, Left, ScannedFile};
 use super::tags::{Definition, FileTags};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 const MAGIC: &[u8; 8] = b"TERNTAGS";
 /// Bump when the layout below changes.
-const FORMAT: u32 = 1;
+const FORMAT: u32 = 2;
 /// A file modified less than this before the cache was written is checked by its content.
 const RACY_NS: i64 = 2_000_000_000;
 
@@ -132,26 +133,42 @@ pub fn save(
 /// A file's tags (or why it has none) and its content's hash.
 pub type Read = (Result<FileTags, Left>, u64);
 
-/// The tags of `candidate` from the cache, when they are still its tags, and whether that
-/// took comparing its content.
-pub fn reuse(cache: &Cache, candidate: &Candidate) -> Option<(Read, bool)> {
-    let cached = cache.entries.get(&candidate.path)?;
+/// What the cache holds for one file.
+pub enum Found {
+    /// Its tags, still its own: its size and time match, well before the cache was written.
+    Current(Read),
+    /// Tags whose file changed too close to the cache's writing to trust its time: its
+    /// content decides ([`verify`]).
+    Doubtful(Cached),
+    Nothing,
+}
+
+/// Takes what `cache` holds for `candidate` out of it.
+pub fn take(cache: &mut Cache, candidate: &Candidate) -> Found {
+    let Some(cached) = cache.entries.remove(&candidate.path) else {
+        return Found::Nothing;
+    };
     if cached.size != candidate.size || cached.mtime_ns != candidate.mtime_ns {
-        return None;
+        return Found::Nothing;
     }
     if cached
         .tags
         .as_ref()
         .is_ok_and(|tags| tags.lang != candidate.lang)
     {
-        return None;
+        return Found::Nothing;
     }
     if candidate.mtime_ns < cache.written_ns.saturating_sub(RACY_NS) {
-        return Some(((cached.tags.clone(), cached.hash), false));
+        return Found::Current((cached.tags, cached.hash));
     }
-    // Changed too close to the cache's writing to trust the time: compare the content.
+    Found::Doubtful(cached)
+}
+
+/// The doubtful `cached` tags of `candidate`, when its content is still what they were
+/// read from.
+pub fn verify(cached: Cached, candidate: &Candidate) -> Option<Read> {
     let content = std::fs::read(&candidate.absolute).ok()?;
-    (fnv64(&content) == cached.hash).then(|| ((cached.tags.clone(), cached.hash), true))
+    (fnv64(&content) == cached.hash).then_some((cached.tags, cached.hash))
 }
 
 /// Reads `candidate` now: its tags (or why it has none) and its content's hash; `None` when
@@ -170,6 +187,25 @@ pub fn fnv64(bytes: &[u8]) -> u64 {
         hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
     }
     hash
+}
+
+/// The cache file's checksum: FNV-1a's step taken a little-endian word at a time, so a
+/// file of megabytes costs a fraction of a millisecond. Each step is a bijection of the
+/// running hash, so any one word changed changes the sum.
+pub fn checksum(bytes: &[u8]) -> u64 {
+    const PRIME: u64 = 0x0000_0100_0000_01b3;
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut words = bytes.chunks_exact(8);
+    for chunk in &mut words {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        hash = (hash ^ u64::from_le_bytes(word)).wrapping_mul(PRIME);
+        hash ^= hash >> 32;
+    }
+    for byte in words.remainder() {
+        hash = (hash ^ u64::from(*byte)).wrapping_mul(PRIME);
+    }
+    hash ^ bytes.len() as u64
 }
 
 /// Now, in nanoseconds since the epoch.
@@ -191,6 +227,21 @@ fn encode(
     put_str(&mut out, &fingerprint());
     put_bytes(&mut out, root.as_os_str().as_encoded_bytes());
     put_u64(&mut out, written_ns as u64);
+    // Every name referred to, once; the files' references point into this table.
+    let mut table: std::collections::HashMap<&str, u32> = std::collections::HashMap::new();
+    let mut names: Vec<&str> = Vec::new();
+    for file in files {
+        for (name, _) in &file.tags.references {
+            table.entry(name).or_insert_with(|| {
+                names.push(name);
+                (names.len() - 1) as u32
+            });
+        }
+    }
+    put_u32(&mut out, names.len() as u32);
+    for name in &names {
+        put_str(&mut out, name);
+    }
     put_u32(&mut out, (files.len() + left.len()) as u32);
     let head = |out: &mut Vec<u8>, c: &Candidate, hash: u64| {
         put_str(out, &c.path);
@@ -211,7 +262,7 @@ fn encode(
         }
         put_u32(&mut out, file.tags.references.len() as u32);
         for (name, count) in &file.tags.references {
-            put_str(&mut out, name);
+            put_u32(&mut out, table.get(&**name).copied().unwrap_or(0));
             put_u32(&mut out, *count);
         }
     }
@@ -219,7 +270,7 @@ fn encode(
         head(&mut out, candidate, *hash);
         out.push(left_code(*why));
     }
-    let sum = fnv64(&out);
+    let sum = checksum(&out);
     put_u64(&mut out, sum);
     out
 }
@@ -244,7 +295,7 @@ fn left_of(code: u8) -> Option<Left> {
 
 fn decode(bytes: &[u8], root: &Path) -> Option<Cache> {
     let (body, sum) = bytes.split_at_checked(bytes.len().checked_sub(8)?)?;
-    if fnv64(body) != u64::from_le_bytes(sum.try_into().ok()?) {
+    if checksum(body) != u64::from_le_bytes(sum.try_into().ok()?) {
         return None;
     }
     let mut r = Reader { bytes: body };
@@ -255,6 +306,9 @@ fn decode(bytes: &[u8], root: &Path) -> Option<Cache> {
         return None;
     }
     let written_ns = r.u64()? as i64;
+    let names = (0..r.u32()?)
+        .map(|_| r.str().map(Arc::<str>::from))
+        .collect::<Option<Vec<_>>>()?;
     let count = r.u32()?;
     let mut entries = BTreeMap::new();
     for _ in 0..count {
@@ -289,7 +343,7 @@ fn decode(bytes: &[u8], root: &Path) -> Option<Cache> {
         }
         let mut references = Vec::new();
         for _ in 0..r.u32()? {
-            let name = r.str()?.to_owned();
+            let name = names.get(r.u32()? as usize)?.clone();
             references.push((name, r.u32()?));
         }
         let tags = FileTags {

@@ -148,7 +148,7 @@ fn rewrite_queries_version(bytes: &[u8]) -> Vec<u8> {
         .expect("the fingerprint");
     let mut out = body.to_vec();
     out[at..at + next.len()].copy_from_slice(next.as_bytes());
-    let sum = cache::fnv64(&out);
+    let sum = cache::checksum(&out);
     out.extend_from_slice(&sum.to_le_bytes());
     out
 }
@@ -183,4 +183,19 @@ fn files_checked_by_content_are_trusted_by_time_after_the_cache_is_written_again
     );
     // Written again with a later time, so the next maps need not read them.
     assert_ne!(std::fs::read(&file).unwrap(), first);
+}
+
+#[test]
+fn the_checksum_changes_with_any_byte_and_with_the_length() {
+    let bytes: Vec<u8> = (0..100u8).collect();
+    let sum = cache::checksum(&bytes);
+    for at in [0, 7, 8, 63, 99] {
+        for bit in [0x01, 0x80] {
+            let mut changed = bytes.clone();
+            changed[at] ^= bit;
+            assert_ne!(cache::checksum(&changed), sum, "byte {at}, bit {bit:#x}");
+        }
+    }
+    assert_ne!(cache::checksum(&bytes[..99]), sum);
+    assert_ne!(cache::checksum(&[0u8; 8]), cache::checksum(&[0u8; 16]));
 }

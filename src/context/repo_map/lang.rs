@@ -200,6 +200,9 @@ pub struct Grammar {
     pub kinds: Vec<Option<TagKind>>,
     /// Node kind ids of identifier-like leaves (indexed by kind id).
     reference_ids: Vec<bool>,
+    /// Node kind ids a pattern of the query starts at (indexed by kind id): the query runs
+    /// only at such nodes, never over a whole tree.
+    pattern_roots: Vec<bool>,
     /// Bash's `word` is a reference only as a command's name.
     command_name: Option<u16>,
 }
@@ -207,7 +210,8 @@ pub struct Grammar {
 impl Grammar {
     fn compile(lang: Lang) -> Result<Grammar, tree_sitter::QueryError> {
         let language = lang.language();
-        let query = Query::new(&language, &lang.definitions())?;
+        let definitions = lang.definitions();
+        let query = Query::new(&language, &definitions)?;
         let names = query.capture_names();
         let name_capture = names.iter().position(|n| *n == "name").unwrap_or(0) as u32;
         let kinds = names
@@ -221,6 +225,21 @@ impl Grammar {
                 reference_ids[usize::from(id)] = true;
             }
         }
+        let roots: Vec<&str> = definitions
+            .lines()
+            .filter_map(|line| line.trim().strip_prefix('('))
+            .filter_map(|rest| rest.split([' ', ')']).next())
+            .collect();
+        // By name, so every id a kind has (aliases give some several) counts.
+        let pattern_roots = (0..language.node_kind_count())
+            .map(|id| {
+                let id = id as u16;
+                language.node_kind_is_named(id)
+                    && language
+                        .node_kind_for_id(id)
+                        .is_some_and(|kind| roots.contains(&kind))
+            })
+            .collect();
         let command_name = (lang == Lang::Bash)
             .then(|| language.id_for_node_kind("command_name", true))
             .filter(|id| *id != 0);
@@ -231,8 +250,17 @@ impl Grammar {
             name_capture,
             kinds,
             reference_ids,
+            pattern_roots,
             command_name,
         })
+    }
+
+    /// Whether a pattern of the query may start at `node`.
+    pub fn starts_pattern(&self, node: Node<'_>) -> bool {
+        self.pattern_roots
+            .get(usize::from(node.kind_id()))
+            .copied()
+            .unwrap_or(false)
     }
 
     /// Whether `node`, a leaf, names something that may be defined elsewhere.

@@ -118,11 +118,12 @@ impl Project {
         let cache_file = cache_dir.map(|dir| cache::file_for(dir, root));
         let cached = cache_file.as_deref().map(|file| cache::load(file, root));
         let loaded = Instant::now();
-        let found = parse_all(&files, all_cores(), cached.as_ref());
+        let entries = cached.as_ref().map(|cache| cache.entries.len());
+        let found = parse_all(&files, all_cores(), cached);
         skipped.add(found.skipped);
         let parsed = Instant::now();
-        let changed = cached.as_ref().is_some_and(|c| {
-            found.reuse.parsed + found.reuse.verified > 0 || c.entries.len() != found.reuse.reused
+        let changed = entries.is_some_and(|entries| {
+            found.reuse.parsed + found.reuse.verified > 0 || entries != found.reuse.reused
         });
         Project {
             files: found.files,
@@ -268,12 +269,4 @@ pub fn names_in(text: &str) -> Vec<String> {
 
 fn all_cores() -> NonZeroUsize {
     std::thread::available_parallelism().unwrap_or(NonZeroUsize::MIN)
-}
-
-/// Every file's tags under `root`, and what was left out, read now.
-pub fn scan(root: &Path) -> (Vec<ScannedFile>, Skipped) {
-    let (files, mut skipped) = candidates(root);
-    let found = parse_all(&files, all_cores(), None);
-    skipped.add(found.skipped);
-    (found.files, skipped)
 }

@@ -50,42 +50,21 @@ pub fn rank(files: &[ScannedFile], focus: &Focus) -> Vec<RankedTag> {
     let names = Names::of(files);
     let mentioned: std::collections::BTreeSet<&str> =
         focus.names.iter().map(String::as_str).collect();
-    // For each referring file: (defining file, slot of the name there, weight), in the
-    // order of its references, then of the definers.
-    let flows: Vec<Vec<(usize, usize, f64)>> = files
-        .iter()
-        .enumerate()
-        .map(|(from, file)| {
-            let mut out = Vec::new();
-            for (name, count) in &file.tags.references {
-                let Some(&id) = names.ids.get(name.as_str()) else {
-                    continue;
-                };
-                let defined_in = &names.definers[id];
-                // A name defined in several files could mean any of them: they share it.
-                let weight = name_weight(name, defined_in.len(), mentioned.contains(name.as_str()))
-                    * f64::from(*count).sqrt()
-                    / defined_in.len() as f64;
-                for &(to, slot) in defined_in {
-                    if to != from {
-                        out.push((to, slot, weight));
-                    }
-                }
-            }
-            out
-        })
-        .collect();
+    let graph = Graph::of(files, &names, &mentioned);
     let personal = personalisation(files, focus, &names);
-    let ranks = pagerank(&flows, &personal);
-    // What each (file, name) slot earned, summed in the flows' fixed order.
-    let mut earned = vec![0.0f64; names.slots];
-    for (from, out) in flows.iter().enumerate() {
-        let total: f64 = out.iter().map(|(_, _, w)| w).sum();
-        if total <= 0.0 {
-            continue;
-        }
-        for &(_, slot, weight) in out {
-            earned[slot] += ranks[from] * weight / total;
+    let ranks = pagerank(&graph, &names, &personal);
+    // What each (file, name) slot earned: what flowed to its name, less its file's own part.
+    let out = graph.out(&ranks);
+    let flowed = graph.flowed(&out);
+    let mut earned: Vec<f64> = names.slot_name.iter().map(|&name| flowed[name]).collect();
+    for reference in &graph.selfs {
+        let slot = names.definers[reference.name]
+            .iter()
+            .find(|(file, _)| *file == reference.file)
+            .map(|(_, slot)| *slot);
+        if let Some(slot) = slot {
+            let own = out[reference.file] * reference.weight;
+            earned[slot] = (earned[slot] - own).max(0.0);
         }
     }
     let mut ranked: Vec<RankedTag> = Vec::new();
@@ -124,24 +103,29 @@ pub fn rank(files: &[ScannedFile], focus: &Focus) -> Vec<RankedTag> {
 
 /// The defined names, numbered, and where each is defined. A slot is one name in one file.
 struct Names<'a> {
-    /// Name → its number; only looked up, never walked, so its order cannot matter.
-    ids: std::collections::HashMap<&'a str, usize>,
+    /// Name → its number; only looked up, never walked, so its order cannot matter (and a
+    /// hash that is fast on short keys does).
+    ids: rustc_hash::FxHashMap<&'a str, usize>,
     /// By name number: the files defining it, in file order, with the name's slot there.
     definers: Vec<Vec<(usize, usize)>>,
     /// By file, then definition: its slot.
     slot_of: Vec<Vec<usize>>,
-    /// By slot: how many definitions share it.
+    /// By slot: how many definitions share it, the file and the name's number.
     slot_defs: Vec<usize>,
+    slot_file: Vec<usize>,
+    slot_name: Vec<usize>,
     slots: usize,
 }
 
 impl<'a> Names<'a> {
     fn of(files: &'a [ScannedFile]) -> Self {
         let mut names = Names {
-            ids: std::collections::HashMap::new(),
+            ids: rustc_hash::FxHashMap::default(),
             definers: Vec::new(),
             slot_of: Vec::with_capacity(files.len()),
             slot_defs: Vec::new(),
+            slot_file: Vec::new(),
+            slot_name: Vec::new(),
             slots: 0,
         };
         for (index, file) in files.iter().enumerate() {
@@ -159,6 +143,8 @@ impl<'a> Names<'a> {
                         let slot = names.slots;
                         names.slots += 1;
                         names.slot_defs.push(0);
+                        names.slot_file.push(index);
+                        names.slot_name.push(id);
                         list.push((index, slot));
                         slot
                     }
@@ -229,49 +215,29 @@ fn personalisation(files: &[ScannedFile], focus: &Focus, names: &Names<'_>) -> V
         .collect()
 }
 
-/// The PageRank of each file over the weighted edges `flows`, restarting at `personal`; a
-/// file that refers to nothing hands its rank back by `personal` too.
-fn pagerank(flows: &[Vec<(usize, usize, f64)>], personal: &[f64]) -> Vec<f64> {
-    let n = flows.len();
-    // Each file's edges merged by target (in target order), as shares of its weight.
-    let mut scratch = vec![0.0f64; n];
-    let edges: Vec<Vec<(usize, f64)>> = flows
-        .iter()
-        .map(|out| {
-            let mut targets: Vec<usize> = Vec::new();
-            for &(to, _, weight) in out {
-                if scratch[to] == 0.0 {
-                    targets.push(to);
-                }
-                scratch[to] += weight;
-            }
-            targets.sort_unstable();
-            let total: f64 = targets.iter().map(|&to| scratch[to]).sum();
-            let merged = targets
-                .iter()
-                .filter(|_| total > 0.0)
-                .map(|&to| (to, scratch[to] / total))
-                .collect();
-            for &to in &targets {
-                scratch[to] = 0.0;
-            }
-            merged
-        })
-        .collect();
+/// The PageRank of each file over the references of `graph`, restarting at `personal`; a
+/// file that refers to nothing defined elsewhere hands its rank back by `personal` too.
+fn pagerank(graph: &Graph, names: &Names<'_>, personal: &[f64]) -> Vec<f64> {
+    let n = personal.len();
     let mut ranks = personal.to_vec();
     for _ in 0..MAX_ROUNDS {
         let dangling: f64 = (0..n)
-            .filter(|i| edges[*i].is_empty())
-            .map(|i| ranks[i])
+            .filter(|&file| graph.total[file] <= 0.0)
+            .map(|file| ranks[file])
             .sum();
         let mut next: Vec<f64> = personal
             .iter()
             .map(|p| (1.0 - DAMPING) * p + DAMPING * dangling * p)
             .collect();
-        for (from, out) in edges.iter().enumerate() {
-            for &(to, share) in out {
-                next[to] += DAMPING * ranks[from] * share;
-            }
+        // What reaches a name goes to each file defining it, except back to the referrer.
+        let out = graph.out(&ranks);
+        let flowed = graph.flowed(&out);
+        for (&file, &name) in names.slot_file.iter().zip(&names.slot_name) {
+            next[file] += DAMPING * flowed[name];
+        }
+        for reference in &graph.selfs {
+            let own = DAMPING * out[reference.file] * reference.weight;
+            next[reference.file] = (next[reference.file] - own).max(0.0);
         }
         let moved: f64 = next.iter().zip(&ranks).map(|(a, b)| (a - b).abs()).sum();
         ranks = next;
@@ -280,4 +246,89 @@ fn pagerank(flows: &[Vec<(usize, usize, f64)>], personal: &[f64]) -> Vec<f64> {
         }
     }
     ranks
+}
+
+/// One file's references to one defined name: how much of the file's rank goes each of the
+/// name's other definers' way, before the file's total is divided out.
+#[derive(Debug, Clone, Copy)]
+struct Reference {
+    file: usize,
+    name: usize,
+    weight: f64,
+}
+
+/// The files' references to defined names, and each file's total weight out, so a round
+/// costs one step per reference and one per definition rather than one per pair of files.
+struct Graph {
+    /// In the order of the files, then of their references.
+    references: Vec<Reference>,
+    /// The references of a file to a name it defines too (no rank goes back to itself).
+    selfs: Vec<Reference>,
+    /// Per file: the weight of all it hands on, each definer counted.
+    total: Vec<f64>,
+    names: usize,
+}
+
+impl Graph {
+    fn of(
+        files: &[ScannedFile],
+        names: &Names<'_>,
+        mentioned: &std::collections::BTreeSet<&str>,
+    ) -> Graph {
+        let mut graph = Graph {
+            references: Vec::new(),
+            selfs: Vec::new(),
+            total: vec![0.0; files.len()],
+            names: names.definers.len(),
+        };
+        for (file, tags) in files.iter().map(|f| &f.tags).enumerate() {
+            for (name, count) in &tags.references {
+                let name: &str = name;
+                let Some(&id) = names.ids.get(name) else {
+                    continue;
+                };
+                let defined_in = &names.definers[id];
+                // A name defined in several files could mean any of them: they share it.
+                let weight = name_weight(name, defined_in.len(), mentioned.contains(name))
+                    * f64::from(*count).sqrt()
+                    / defined_in.len() as f64;
+                let defines_it = defined_in.iter().any(|(definer, _)| *definer == file);
+                let others = defined_in.len() - usize::from(defines_it);
+                // A name only this file defines hands nothing on.
+                if others == 0 {
+                    continue;
+                }
+                graph.total[file] += weight * others as f64;
+                let reference = Reference {
+                    file,
+                    name: id,
+                    weight,
+                };
+                if defines_it {
+                    graph.selfs.push(reference);
+                }
+                graph.references.push(reference);
+            }
+        }
+        graph
+    }
+
+    /// Per file: its rank over its total weight out, which a reference's weight turns into
+    /// what it hands each definer of its name.
+    fn out(&self, ranks: &[f64]) -> Vec<f64> {
+        ranks
+            .iter()
+            .zip(&self.total)
+            .map(|(rank, total)| if *total > 0.0 { rank / total } else { 0.0 })
+            .collect()
+    }
+
+    /// Per name: what reaches each of its definers from all the files referring to it.
+    fn flowed(&self, out: &[f64]) -> Vec<f64> {
+        let mut flowed = vec![0.0f64; self.names];
+        for reference in &self.references {
+            flowed[reference.name] += out[reference.file] * reference.weight;
+        }
+        flowed
+    }
 }

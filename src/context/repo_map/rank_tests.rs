@@ -1,3 +1,4 @@
+use super::tests::scan;
 use super::*;
 use proptest::prelude::*;
 

@@ -9,6 +9,9 @@ use crate::domain::estimate_tokens;
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
+/// The count of definitions the search tries first.
+const FIRST_PROBE: usize = 32;
+
 /// The map of the `ranked` definitions of `files` that fits in `budget` tokens (by
 /// [`estimate_tokens`]); empty when not even one does.
 pub fn render(files: &[ScannedFile], ranked: &[RankedTag], budget: u64) -> String {
@@ -18,9 +21,24 @@ pub fn render(files: &[ScannedFile], ranked: &[RankedTag], budget: u64) -> Strin
     };
     // The most definitions whose map fits: adding one never makes the text shorter by more
     // than an elision mark, so the search lands on the largest count or next to it, and
-    // only a measured text is ever returned.
+    // only a measured text is ever returned. Counts double from a few until one does not
+    // fit, so a map of thousands of definitions never renders them all to find its size.
     let (mut low, mut high) = (0usize, ranked.len());
     let mut best = String::new();
+    let mut probe = FIRST_PROBE.min(high);
+    while probe > low {
+        match fits(probe) {
+            Some(text) => {
+                best = text;
+                low = probe;
+                probe = (probe * 2).min(high);
+            }
+            None => {
+                high = probe - 1;
+                break;
+            }
+        }
+    }
     while low < high {
         let mid = low + (high - low).div_ceil(2);
         match fits(mid) {

@@ -2,7 +2,7 @@
 //! `rg --files` lists them), in name order, and are parsed on every core at once; what cannot
 //! be read is counted by why.
 
-use super::cache::{self, Cache, Reuse};
+use super::cache::{self, Cache, Cached, Found, Reuse};
 use super::lang::Lang;
 use super::tags::{self, FileTags};
 use crate::tools::path_text;
@@ -128,15 +128,37 @@ pub struct Parsed {
     pub reuse: Reuse,
 }
 
-/// Parses `files` on `threads` threads, reusing what `cache` still holds; the results keep
-/// the files' order.
-pub fn parse_all(files: &[Candidate], threads: NonZeroUsize, cache: Option<&Cache>) -> Parsed {
+/// Parses `files` on `threads` threads, reusing what `cache` still holds (taken out of it,
+/// not copied); the results keep the files' order.
+pub fn parse_all(files: &[Candidate], threads: NonZeroUsize, cache: Option<Cache>) -> Parsed {
+    let mut parsed = Parsed::default();
+    let mut ready: Vec<(usize, cache::Read)> = Vec::new();
+    // The files to read now, each with the doubtful tags its content may confirm.
+    let mut work: Vec<(usize, Option<Cached>)> = Vec::new();
+    match cache {
+        Some(mut cache) => {
+            for (index, candidate) in files.iter().enumerate() {
+                match cache::take(&mut cache, candidate) {
+                    Found::Current(read) => ready.push((index, read)),
+                    Found::Doubtful(cached) => work.push((index, Some(cached))),
+                    Found::Nothing => work.push((index, None)),
+                }
+            }
+        }
+        None => work.extend((0..files.len()).map(|index| (index, None))),
+    }
+    parsed.reuse.reused = ready.len();
+    let slots: Vec<std::sync::Mutex<Option<Cached>>> = work
+        .iter_mut()
+        .map(|(_, cached)| std::sync::Mutex::new(cached.take()))
+        .collect();
+    let order: Vec<usize> = work.iter().map(|(index, _)| *index).collect();
     let next = AtomicUsize::new(0);
-    let threads = threads.get().min(files.len().max(1));
+    let threads = threads.get().min(order.len().max(1));
     let mut parts: Vec<Part> = Vec::with_capacity(threads);
     std::thread::scope(|scope| {
         let workers: Vec<_> = (0..threads)
-            .map(|_| scope.spawn(|| parse_some(files, &next, cache)))
+            .map(|_| scope.spawn(|| parse_some(files, &order, &slots, &next)))
             .collect();
         for worker in workers {
             // A worker that panicked (a grammar bug) loses its files, not the map.
@@ -145,77 +167,72 @@ pub fn parse_all(files: &[Candidate], threads: NonZeroUsize, cache: Option<&Cach
             }
         }
     });
-    let mut parsed = Parsed::default();
     let mut done = Vec::with_capacity(files.len());
     let mut left = Vec::new();
     for part in parts {
-        done.extend(part.done);
-        left.extend(part.left);
+        ready.extend(part.done);
         parsed.skipped.add(part.skipped);
         parsed.reuse.add(part.reuse);
     }
-    done.sort_by_key(|(index, _)| *index);
-    left.sort_by_key(|(index, ..)| *index);
-    parsed.files = done.into_iter().map(|(_, file)| file).collect();
-    parsed.left = left
-        .into_iter()
-        .map(|(index, hash, why)| (files[index].clone(), hash, why))
-        .collect();
+    ready.sort_by_key(|(index, _)| *index);
+    for (index, (tags, hash)) in ready {
+        match tags {
+            Ok(tags) => done.push(ScannedFile {
+                candidate: files[index].clone(),
+                tags,
+                hash,
+            }),
+            Err(why) => {
+                why.count(&mut parsed.skipped);
+                left.push((files[index].clone(), hash, why));
+            }
+        }
+    }
+    parsed.files = done;
+    parsed.left = left;
     parsed
 }
 
 /// What one thread did.
 struct Part {
-    done: Vec<(usize, ScannedFile)>,
-    left: Vec<(usize, u64, Left)>,
+    done: Vec<(usize, cache::Read)>,
     skipped: Skipped,
     reuse: Reuse,
 }
 
-/// Takes files from `next` until none are left.
-fn parse_some(files: &[Candidate], next: &AtomicUsize, cache: Option<&Cache>) -> Part {
+/// Takes files from `order` (by `next`) until none are left: confirms the doubtful tags in
+/// `slots` by the file's content, or reads the file now.
+fn parse_some(
+    files: &[Candidate],
+    order: &[usize],
+    slots: &[std::sync::Mutex<Option<Cached>>],
+    next: &AtomicUsize,
+) -> Part {
     let mut parser = Parser::new();
     let mut part = Part {
         done: Vec::new(),
-        left: Vec::new(),
         skipped: Skipped::default(),
         reuse: Reuse::default(),
     };
     loop {
-        let index = next.fetch_add(1, Ordering::Relaxed);
-        let Some(candidate) = files.get(index) else {
+        let at = next.fetch_add(1, Ordering::Relaxed);
+        let (Some(&index), Some(slot)) = (order.get(at), slots.get(at)) else {
             return part;
         };
-        let read = match cache.and_then(|cache| cache::reuse(cache, candidate)) {
-            Some((found, verified)) => {
-                part.reuse.reused += 1;
-                part.reuse.verified += usize::from(verified);
-                found
+        let candidate = &files[index];
+        let doubtful = slot.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(read) = doubtful.and_then(|cached| cache::verify(cached, candidate)) {
+            part.reuse.reused += 1;
+            part.reuse.verified += 1;
+            part.done.push((index, read));
+            continue;
+        }
+        match cache::read_fresh(candidate, &mut parser) {
+            Some(fresh) => {
+                part.reuse.parsed += 1;
+                part.done.push((index, fresh));
             }
-            None => match cache::read_fresh(candidate, &mut parser) {
-                Some(fresh) => {
-                    part.reuse.parsed += 1;
-                    fresh
-                }
-                None => {
-                    part.skipped.unreadable += 1;
-                    continue;
-                }
-            },
-        };
-        match read {
-            (Ok(tags), hash) => part.done.push((
-                index,
-                ScannedFile {
-                    candidate: candidate.clone(),
-                    tags,
-                    hash,
-                },
-            )),
-            (Err(why), hash) => {
-                why.count(&mut part.skipped);
-                part.left.push((index, hash, why));
-            }
+            None => part.skipped.unreadable += 1,
         }
     }
 }

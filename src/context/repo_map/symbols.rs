@@ -27,7 +27,7 @@ pub fn find<'a>(files: &'a [ScannedFile], name: &str) -> Found<'a> {
                 .map(|def| (file, def)),
         );
         let references = &file.tags.references;
-        if let Ok(at) = references.binary_search_by(|(n, _)| n.as_str().cmp(name)) {
+        if let Ok(at) = references.binary_search_by(|(n, _)| (**n).cmp(name)) {
             found.referrers.push((file, references[at].1));
         }
     }

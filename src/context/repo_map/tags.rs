@@ -26,9 +26,13 @@ pub struct FileTags {
     /// In the order they appear.
     pub definitions: Vec<Definition>,
     /// Each name the file refers to (other than its own definitions' names where they are
-    /// defined), with how many times, sorted by name.
-    pub references: Vec<(String, u32)>,
+    /// defined), with how many times, sorted by name. Shared: a project's files name the
+    /// same things, and the cache gives each name one allocation for all of them.
+    pub references: References,
 }
+
+/// Names referred to, each with how many times, sorted by name.
+pub type References = Vec<(std::sync::Arc<str>, u32)>;
 
 /// Why a file gave no tags.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,16 +53,13 @@ pub fn extract(
         .map_err(|_| Unreadable::Unparsable)?;
     let tree = parser.parse(source, None).ok_or(Unreadable::Unparsable)?;
     let root = tree.root_node();
-    let definitions = definitions(grammar, root, source);
+    let (definitions, references) = walk(grammar, root, source);
     if root.has_error() && definitions.is_empty() {
         return Err(Unreadable::Unparsable);
     }
-    let defined_at: std::collections::HashSet<usize> =
-        definitions.iter().map(|(id, _)| *id).collect();
-    let references = references(grammar, root, source, &defined_at);
     Ok(FileTags {
         lang: grammar.lang,
-        definitions: definitions.into_iter().map(|(_, d)| d).collect(),
+        definitions,
         references,
     })
 }
@@ -70,12 +71,59 @@ struct Candidate {
     definition: Definition,
 }
 
-/// Every definition, with the id of its name's node, in the order they start. Where several
-/// patterns match one name, the first pattern in the query's text says what it is.
-fn definitions(grammar: &Grammar, root: Node<'_>, source: &[u8]) -> Vec<(usize, Definition)> {
-    let mut cursor = QueryCursor::new();
-    let mut matches = cursor.matches(&grammar.query, root, source);
+/// One walk over the tree: the definitions (the query run at each node a pattern may start
+/// at, and nowhere else), in the order they start, and every identifier-like leaf that is
+/// not a definition's name, counted by name. Where several patterns match one name, the
+/// first pattern in the query's text says what it is. Names of one character are left out
+/// of the references: they never tell which definition is meant.
+fn walk(grammar: &Grammar, root: Node<'_>, source: &[u8]) -> (Vec<Definition>, References) {
+    let mut query_cursor = QueryCursor::new();
+    // Patterns start at the node they run at; the cursor goes no deeper than they reach.
+    query_cursor.set_max_start_depth(Some(0));
     let mut found: HashMap<usize, Candidate> = HashMap::new();
+    let mut counts: BTreeMap<&[u8], u32> = BTreeMap::new();
+    let mut cursor = root.walk();
+    'walk: loop {
+        let node = cursor.node();
+        if grammar.starts_pattern(node) {
+            matches_at(grammar, &mut query_cursor, node, source, &mut found);
+        }
+        if cursor.goto_first_child() {
+            continue;
+        }
+        // A leaf: a definition's name was met (at its pattern's start) before it.
+        let range = node.byte_range();
+        if range.len() > 1 && grammar.is_reference(node) && !found.contains_key(&node.id()) {
+            *counts.entry(&source[range]).or_default() += 1;
+        }
+        loop {
+            if cursor.goto_next_sibling() {
+                continue 'walk;
+            }
+            if !cursor.goto_parent() {
+                break 'walk;
+            }
+        }
+    }
+    let mut all: Vec<Candidate> = found.into_values().collect();
+    all.sort_by(|a, b| (a.start_byte, &a.definition.name).cmp(&(b.start_byte, &b.definition.name)));
+    let definitions = all.into_iter().map(|c| c.definition).collect();
+    let references = counts
+        .into_iter()
+        .map(|(name, n)| (std::sync::Arc::from(String::from_utf8_lossy(name)), n))
+        .collect();
+    (definitions, references)
+}
+
+/// The definitions the patterns starting at `node` match, into `found` by their name's node.
+fn matches_at(
+    grammar: &Grammar,
+    cursor: &mut QueryCursor,
+    node: Node<'_>,
+    source: &[u8],
+    found: &mut HashMap<usize, Candidate>,
+) {
+    let mut matches = cursor.matches(&grammar.query, node, source);
     while let Some(m) = matches.next() {
         let mut name = None;
         let mut kind = None;
@@ -112,11 +160,6 @@ fn definitions(grammar: &Grammar, root: Node<'_>, source: &[u8]) -> Vec<(usize, 
             }
         }
     }
-    let mut all: Vec<(usize, Candidate)> = found.into_iter().collect();
-    all.sort_by(|(_, a), (_, b)| {
-        (a.start_byte, &a.definition.name).cmp(&(b.start_byte, &b.definition.name))
-    });
-    all.into_iter().map(|(id, c)| (id, c.definition)).collect()
 }
 
 /// Whether a name an assignment defines reads as a constant: in languages whose syntax
@@ -155,39 +198,4 @@ fn signature(source: &[u8], at: usize) -> String {
         Some((cut, _)) => format!("{}…", &text[..cut]),
         None => text.to_owned(),
     }
-}
-
-/// Every identifier-like leaf that is not a definition's name, counted by name. Names of one
-/// character are left out: they never tell which definition is meant.
-fn references(
-    grammar: &Grammar,
-    root: Node<'_>,
-    source: &[u8],
-    defined_at: &std::collections::HashSet<usize>,
-) -> Vec<(String, u32)> {
-    let mut counts: BTreeMap<&[u8], u32> = BTreeMap::new();
-    let mut cursor = root.walk();
-    'walk: loop {
-        if cursor.goto_first_child() {
-            continue;
-        }
-        // A leaf.
-        let node = cursor.node();
-        let range = node.byte_range();
-        if range.len() > 1 && grammar.is_reference(node) && !defined_at.contains(&node.id()) {
-            *counts.entry(&source[range]).or_default() += 1;
-        }
-        loop {
-            if cursor.goto_next_sibling() {
-                continue 'walk;
-            }
-            if !cursor.goto_parent() {
-                break 'walk;
-            }
-        }
-    }
-    counts
-        .into_iter()
-        .map(|(name, n)| (String::from_utf8_lossy(name).into_owned(), n))
-        .collect()
 }

@@ -2,6 +2,12 @@ use super::*;
 use std::process::Command;
 use tree_sitter::Parser;
 
+/// Every file's tags under `root`, and what was left out, read now without a cache.
+pub(super) fn scan(root: &Path) -> (Vec<ScannedFile>, Skipped) {
+    let project = Project::read(root, None);
+    (project.files, project.skipped)
+}
+
 fn tags_of(lang: Lang, source: &str) -> FileTags {
     let grammar = lang.grammar().expect("the query compiles");
     tags::extract(grammar, &mut Parser::new(), source.as_bytes()).expect("tags")
@@ -17,7 +23,7 @@ fn defs(tags: &FileTags) -> Vec<(&str, TagKind)> {
 fn refers(tags: &FileTags, name: &str) -> u32 {
     tags.references
         .iter()
-        .find(|(n, _)| n == name)
+        .find(|(n, _)| &**n == name)
         .map_or(0, |(_, count)| *count)
 }
 
@@ -378,7 +384,7 @@ fn a_scan_reads_every_language_skips_what_it_cannot_and_honours_gitignore() {
     );
     let lib = &scanned[3];
     assert_eq!(lib.tags.definitions[0].name, "lib_entry");
-    assert_eq!(lib.tags.references, [("helper".to_owned(), 1)]);
+    assert_eq!(lib.tags.references, [("helper".into(), 1)]);
 }
 
 #[test]
