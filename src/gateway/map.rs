@@ -30,6 +30,24 @@ pub struct MapShown {
     pub took_ms: u64,
 }
 
+/// What a map centred on `focus` is said to be centred on: the paths and names, then the
+/// plain words not among them, a dozen entries at most.
+fn centre(focus: Focus) -> Vec<String> {
+    const SHOWN: usize = 12;
+    let mut centre: Vec<String> = focus.files;
+    for item in focus.names.into_iter().chain(focus.words) {
+        if !centre.iter().any(|seen| seen.eq_ignore_ascii_case(&item)) {
+            centre.push(item);
+        }
+    }
+    if centre.len() > SHOWN {
+        let more = centre.len() - SHOWN;
+        centre.truncate(SHOWN);
+        centre.push(format!("… {more} more"));
+    }
+    centre
+}
+
 impl Local {
     /// The map of session `id`'s project (or, without a session, of `project_dir`), centred
     /// on the session's focus and on `extra` (paths from the project, or names).
@@ -70,7 +88,7 @@ impl Local {
             text: map.text,
             tokens,
             in_prompt: configured > 0,
-            centre: focus.files.into_iter().chain(focus.names).collect(),
+            centre: centre(focus),
             files: map.files,
             definitions: map.definitions,
             left_out: map.skipped.total(),

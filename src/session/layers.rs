@@ -272,7 +272,7 @@ pub fn map_focus(state: &SessionState) -> repo_map::Focus {
         .filter_map(|path| path.strip_prefix(&state.project_dir).ok())
         .map(|path| crate::tools::path_text::encode(path).into_owned())
         .collect();
-    let names = state
+    let said: Vec<String> = state
         .messages
         .iter()
         .rev()
@@ -281,9 +281,19 @@ pub fn map_focus(state: &SessionState) -> repo_map::Focus {
             message.role == crate::domain::Role::User && !message.text().trim().is_empty()
         })
         .take(3)
-        .flat_map(|message| repo_map::names_in(&message.text()))
+        .map(|message| message.text())
         .collect();
-    repo_map::Focus { files, names }
+    repo_map::Focus {
+        files,
+        names: said
+            .iter()
+            .flat_map(|text| repo_map::names_in(text))
+            .collect(),
+        words: said
+            .iter()
+            .flat_map(|text| repo_map::words_in(text))
+            .collect(),
+    }
 }
 
 /// The request for the next model call of a turn answered for `audience`.

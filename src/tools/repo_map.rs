@@ -132,7 +132,13 @@ pub fn focus_of(root: &Path, cwd: &Path, items: &[String]) -> Focus {
     for item in items {
         match project_path(root, cwd, item) {
             Some(path) => focus.files.push(path),
-            None => focus.names.push(item.clone()),
+            None => {
+                // A plain word may name a folder or file (`scheduler`) as well as a definition.
+                if item.chars().all(char::is_alphabetic) {
+                    focus.words.push(item.to_lowercase());
+                }
+                focus.names.push(item.clone());
+            }
         }
     }
     focus

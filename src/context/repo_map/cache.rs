@@ -18,12 +18,20 @@ use super::tags::{Definition, FileTags};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::{Duration, SystemTime};
 
 const MAGIC: &[u8; 8] = b"TERNTAGS";
 /// Bump when the layout below changes.
 const FORMAT: u32 = 2;
 /// A file modified less than this before the cache was written is checked by its content.
 const RACY_NS: i64 = 2_000_000_000;
+/// A project's cache nobody read for this long is removed when another is written.
+const KEEP_UNREAD: Duration = Duration::from_secs(30 * 24 * 3600);
+/// A cache read this long after it was last written or read has its time set to now, so
+/// one in use is never taken for unread.
+const MARK_READ_AFTER: Duration = Duration::from_secs(24 * 3600);
+/// A temporary file a write left (its process died) is removed after this.
+const STALE_TEMPORARY: Duration = Duration::from_secs(3600);
 
 /// The cached tags of one file, with what identifies the version they were read from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -102,10 +110,52 @@ pub fn load(file: &Path, root: &Path) -> Cache {
     let Ok(bytes) = std::fs::read(file) else {
         return Cache::default();
     };
-    decode(&bytes, root).unwrap_or_else(|| {
-        tracing::info!(file = %file.display(), "the repository map's tag cache is unusable; reading every file");
-        Cache::default()
-    })
+    match decode(&bytes, root) {
+        Some(cache) => {
+            mark_read(file);
+            cache
+        }
+        None => {
+            tracing::info!(file = %file.display(), "the repository map's tag cache is unusable; reading every file");
+            Cache::default()
+        }
+    }
+}
+
+/// Sets the time of `file`, a cache just read, to now when it was last set long ago.
+fn mark_read(file: &Path) {
+    let old = std::fs::metadata(file)
+        .and_then(|meta| meta.modified())
+        .is_ok_and(|at| at.elapsed().is_ok_and(|age| age > MARK_READ_AFTER));
+    if old && let Ok(opened) = std::fs::File::options().write(true).open(file) {
+        let _ = opened.set_modified(SystemTime::now());
+    }
+}
+
+/// Removes from `dir` the caches nobody read for [`KEEP_UNREAD`] and the temporary files
+/// of writes that never finished; returns how many went.
+pub fn prune(dir: &Path) -> usize {
+    let mut removed = 0;
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        let keep_for = if name.ends_with(".tags") {
+            KEEP_UNREAD
+        } else if name.contains(".tmp-") {
+            STALE_TEMPORARY
+        } else {
+            continue;
+        };
+        let age = entry
+            .metadata()
+            .and_then(|meta| meta.modified())
+            .ok()
+            .and_then(|at| at.elapsed().ok());
+        if age.is_some_and(|age| age > keep_for) && std::fs::remove_file(entry.path()).is_ok() {
+            removed += 1;
+        }
+    }
+    removed
 }
 
 /// Writes the tags of `files` and the files `left` out (with why) as the cache of `root` in
@@ -127,7 +177,11 @@ pub fn save(
     std::fs::write(&temporary, &bytes)?;
     std::fs::rename(&temporary, file).inspect_err(|_| {
         let _ = std::fs::remove_file(&temporary);
-    })
+    })?;
+    if let Some(dir) = file.parent() {
+        prune(dir);
+    }
+    Ok(())
 }
 
 /// A file's tags (or why it has none) and its content's hash.

@@ -199,3 +199,40 @@ fn the_checksum_changes_with_any_byte_and_with_the_length() {
     assert_ne!(cache::checksum(&bytes[..99]), sum);
     assert_ne!(cache::checksum(&[0u8; 8]), cache::checksum(&[0u8; 16]));
 }
+
+#[test]
+fn caches_unread_for_a_month_and_abandoned_temporary_files_are_removed() {
+    let dir = three();
+    let cache = tempfile::tempdir().unwrap();
+    let set_age = |path: &std::path::Path, days: u64| {
+        let at = std::time::SystemTime::now() - std::time::Duration::from_secs(days * 24 * 3600);
+        std::fs::write(path, b"x").unwrap();
+        let file = std::fs::File::options().write(true).open(path).unwrap();
+        file.set_modified(at).unwrap();
+    };
+    let unread = cache.path().join("00000000000000aa.tags");
+    let recent = cache.path().join("00000000000000bb.tags");
+    let abandoned = cache.path().join("00000000000000cc.tmp-1");
+    let other = cache.path().join("notes.txt");
+    set_age(&unread, 40);
+    set_age(&recent, 3);
+    set_age(&abandoned, 1);
+    set_age(&other, 400);
+    // Writing a project's cache prunes the folder.
+    build(dir.path(), &Focus::default(), 500, Some(cache.path()));
+    assert!(!unread.exists() && !abandoned.exists());
+    assert!(recent.exists() && other.exists());
+    // A cache read after long is marked as read, so it is kept.
+    let file = cache::file_for(cache.path(), dir.path());
+    let days_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(29 * 24 * 3600);
+    let opened = std::fs::File::options().write(true).open(&file).unwrap();
+    opened.set_modified(days_ago).unwrap();
+    assert_eq!(cache::load(&file, dir.path()).entries.len(), 3);
+    let age = std::fs::metadata(&file)
+        .unwrap()
+        .modified()
+        .unwrap()
+        .elapsed()
+        .unwrap();
+    assert!(age.as_secs() < 3600, "{age:?}");
+}

@@ -235,6 +235,31 @@ impl Drop for Building {
     }
 }
 
+/// The plain words of `text` that may name a part of the project (`scheduler`, `parser`):
+/// words of letters only, at least four long, in lower case, without the commonest words of
+/// English requests; each once, in order.
+pub fn words_in(text: &str) -> Vec<String> {
+    const COMMON: &[&str] = &[
+        "about", "after", "again", "also", "because", "before", "being", "could", "does", "doesn",
+        "done", "each", "even", "from", "have", "here", "into", "just", "like", "look", "make",
+        "more", "most", "much", "need", "only", "other", "please", "really", "same", "should",
+        "some", "than", "that", "their", "them", "then", "there", "these", "they", "this", "those",
+        "through", "very", "want", "were", "what", "when", "where", "which", "while", "with",
+        "without", "would", "your",
+    ];
+    let mut words: Vec<String> = Vec::new();
+    for word in text.split(|c: char| !c.is_alphanumeric() && c != '_') {
+        if word.chars().count() < 4 || !word.chars().all(char::is_alphabetic) {
+            continue;
+        }
+        let lower = word.to_lowercase();
+        if !COMMON.contains(&lower.as_str()) && !words.contains(&lower) {
+            words.push(lower);
+        }
+    }
+    words
+}
+
 /// Names in `text` that read as code: a word of letters, digits and underscores, at least
 /// four long, with an underscore or a capital after its first letter (`parse_config`,
 /// `SessionManager`), or any such word in backticks.

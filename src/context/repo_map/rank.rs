@@ -25,16 +25,22 @@ const PRIVATE: f64 = 0.1;
 /// A name defined in more than [`COMMON_DEFINERS`] files (`new`, `run`) weighs this much.
 const COMMON: f64 = 0.1;
 const COMMON_DEFINERS: usize = 5;
+/// The definitions of a file the conversation's words name share this much of its file's
+/// rank, so the file's own outline shows beside what it uses without crowding it out.
+const FOCUSED: f64 = 1.0;
 /// A definition nobody refers to still gets this share of its file's rank, so the files that
 /// matter show their other definitions before unimportant files do.
 const UNREFERENCED: f64 = 1e-3;
 
 /// What the conversation points at: files (recent, mentioned with `@`; a folder stands for
-/// the files under it), as paths relative to the project, and names (in its last messages).
+/// the files under it), as paths relative to the project, names (in its last messages,
+/// written as code), and plain words of those messages (lower case), which focus the files
+/// and folders named so (`scheduler` → `src/scheduler/`, `scheduler.rs`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Focus {
     pub files: Vec<String>,
     pub names: Vec<String>,
+    pub words: Vec<String>,
 }
 
 /// One definition's place in the ranking: `files[file].tags.definitions[definition]`.
@@ -51,7 +57,7 @@ pub fn rank(files: &[ScannedFile], focus: &Focus) -> Vec<RankedTag> {
     let mentioned: std::collections::BTreeSet<&str> =
         focus.names.iter().map(String::as_str).collect();
     let graph = Graph::of(files, &names, &mentioned);
-    let personal = personalisation(files, focus, &names);
+    let (personal, focused) = personalisation(files, focus, &mentioned, &names);
     let ranks = pagerank(&graph, &names, &personal);
     // What each (file, name) slot earned: what flowed to its name, less its file's own part.
     let out = graph.out(&ranks);
@@ -78,6 +84,8 @@ pub fn rank(files: &[ScannedFile], focus: &Focus) -> Vec<RankedTag> {
             let name = files[file].tags.definitions[definition].name.as_str();
             let own = if mentioned.contains(name) {
                 1.0
+            } else if focused[file] {
+                FOCUSED / slots.len() as f64
             } else {
                 UNREFERENCED
             };
@@ -186,33 +194,63 @@ fn distinctive(name: &str) -> bool {
 }
 
 /// Where a random walk restarts: the focused files and those defining a focused name when
-/// there are any, every file otherwise.
-fn personalisation(files: &[ScannedFile], focus: &Focus, names: &Names<'_>) -> Vec<f64> {
+/// there are any, every file otherwise; a file the conversation points at in several ways
+/// (`runtime/blocking/pool.rs` for "the blocking pool") weighs that many times more. Also
+/// which files the conversation's plain words name: the model may not have seen them, so
+/// their own outline is shown too.
+fn personalisation(
+    files: &[ScannedFile],
+    focus: &Focus,
+    mentioned: &std::collections::BTreeSet<&str>,
+    names: &Names<'_>,
+) -> (Vec<f64>, Vec<bool>) {
     // A focused folder focuses every file under it.
     let under = |path: &str, focused: &str| {
         let focused = focused.trim_end_matches('/');
         path.strip_prefix(focused)
             .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
     };
-    let mut hits: Vec<bool> = files
+    // The plain words of the conversation that name a folder or the stem of the file.
+    let named = |path: &str| {
+        focus
+            .words
+            .iter()
+            .filter(|word| {
+                path.split('/').any(|part| {
+                    let stem = part.split('.').next().unwrap_or(part);
+                    stem.eq_ignore_ascii_case(word)
+                })
+            })
+            .count()
+    };
+    let words: Vec<usize> = files.iter().map(|f| named(&f.candidate.path)).collect();
+    let mut hits: Vec<usize> = files
         .iter()
-        .map(|f| focus.files.iter().any(|p| under(&f.candidate.path, p)))
+        .zip(&words)
+        .map(|(f, words)| {
+            usize::from(focus.files.iter().any(|p| under(&f.candidate.path, p))) + words
+        })
         .collect();
-    for name in &focus.names {
-        if let Some(&id) = names.ids.get(name.as_str()) {
+    for name in mentioned {
+        if let Some(&id) = names.ids.get(name) {
             for &(file, _) in &names.definers[id] {
-                hits[file] = true;
+                hits[file] += 1;
             }
         }
     }
-    let count = hits.iter().filter(|hit| **hit).count();
+    // A word naming every file (`src`) singles none out.
+    let singles_out = words.contains(&0);
+    let named: Vec<bool> = words
+        .iter()
+        .map(|count| singles_out && *count > 0)
+        .collect();
+    let count: usize = hits.iter().sum();
     if count == 0 {
         let even = 1.0 / files.len().max(1) as f64;
-        return vec![even; files.len()];
+        return (vec![even; files.len()], named);
     }
-    hits.iter()
-        .map(|hit| if *hit { 1.0 / count as f64 } else { 0.0 })
-        .collect()
+    let personal = hits.iter().map(|hit| *hit as f64 / count as f64).collect();
+    (personal, named)
 }
 
 /// The PageRank of each file over the references of `graph`, restarting at `personal`; a

@@ -82,6 +82,7 @@ fn the_conversation_s_focus_moves_the_ranking() {
     let by_file = Focus {
         files: vec!["src/admin.rs".to_owned()],
         names: Vec::new(),
+        words: Vec::new(),
     };
     let ranked = rank(&files, &by_file);
     let top = top_names(&files, &ranked, 2);
@@ -89,16 +90,47 @@ fn the_conversation_s_focus_moves_the_ranking() {
         top.contains(&"PageCache".to_owned()) && top.contains(&"warm_cache".to_owned()),
         "{top:?}"
     );
+
     // A name in the last messages lifts what refers to it.
     let by_name = Focus {
         files: Vec::new(),
         names: vec!["warm_cache".to_owned()],
+        words: Vec::new(),
     };
     let ranked = rank(&files, &by_name);
     let all = top_names(&files, &ranked, ranked.len());
     let plain = top_names(&files, &rank(&files, &Focus::default()), ranked.len());
     let at = |list: &[String]| list.iter().position(|n| n == "warm_cache").unwrap();
     assert!(at(&all) < at(&plain), "{all:?} against {plain:?}");
+}
+
+#[test]
+fn a_plain_word_focuses_the_files_and_folders_it_names() {
+    let dir = shop();
+    let files = scanned(&dir);
+    let by_word = Focus {
+        words: vec!["admin".to_owned()],
+        ..Focus::default()
+    };
+    let by_file = Focus {
+        files: vec!["src/admin.rs".to_owned()],
+        ..Focus::default()
+    };
+    let plain = rank(&files, &Focus::default());
+    let ranked = rank(&files, &by_word);
+    assert_ne!(ranked, plain);
+    // Centred as on the path, and its own outline shown too: the model may not have seen
+    // the file a word names.
+    let top = top_names(&files, &ranked, 3);
+    assert_eq!(top, ["admin_tool", "PageCache", "warm_cache"]);
+    let by_path = top_names(&files, &rank(&files, &by_file), 3);
+    assert_eq!(by_path[..2], ["PageCache", "warm_cache"]);
+    // A folder's name focuses every file under it.
+    let by_folder = Focus {
+        words: vec!["src".to_owned()],
+        ..Focus::default()
+    };
+    assert_eq!(rank(&files, &by_folder), plain, "every file is under src/");
 }
 
 #[test]
@@ -116,6 +148,7 @@ fn the_same_project_gives_the_same_bytes() {
     let focus = Focus {
         files: vec!["src/handler3.rs".to_owned()],
         names: vec!["parse_config".to_owned()],
+        words: Vec::new(),
     };
     let first = build(dir.path(), &focus, 200, None).text;
     for _ in 0..3 {
@@ -153,6 +186,13 @@ proptest! {
             prop_assert!(used as f64 >= budget as f64 * 0.85 - 20.0, "{used} of {budget}");
         }
     }
+}
+
+#[test]
+fn plain_words_are_taken_from_a_message_in_lower_case_without_the_commonest() {
+    let words =
+        words_in("Please make the Scheduler faster: it should not block the parser, x2 too.");
+    assert_eq!(words, ["scheduler", "faster", "block", "parser"]);
 }
 
 #[test]
