@@ -57,20 +57,29 @@ impl Local {
         project_dir: &Path,
         extra: Vec<String>,
     ) -> Result<MapShown, ServiceError> {
-        let (root, mut focus) = match id {
+        // Paths the person gives are read from the session's working directory.
+        let (root, cwd, mut focus) = match id {
             Some(id) => match self.manager.live_handle(id).await {
                 Some(handle) => {
                     let state = handle.state().await?;
                     let focus = crate::session::map_focus(&state);
-                    (state.project_dir, focus)
+                    (state.project_dir, state.cwd, focus)
                 }
-                None => (self.meta(id).await?.project_dir, Focus::default()),
+                None => {
+                    let meta = self.meta(id).await?;
+                    (meta.project_dir.clone(), meta.project_dir, Focus::default())
+                }
             },
-            None => (project_dir.to_path_buf(), Focus::default()),
+            None => (
+                project_dir.to_path_buf(),
+                project_dir.to_path_buf(),
+                Focus::default(),
+            ),
         };
-        let asked = crate::tools::repo_map::focus_of(&root, &root, &extra);
+        let asked = crate::tools::repo_map::focus_of(&root, &cwd, &extra);
         focus.files.extend(asked.files);
         focus.names.extend(asked.names);
+        focus.words.extend(asked.words);
         let configured = self.deps.settings.repo_map_tokens;
         let tokens = match configured {
             0 => crate::config::SessionSettings::default().repo_map_tokens,

@@ -140,47 +140,62 @@ fn answer(request: &Request, place: &Place, cancel: &CancellationToken) -> ToolO
     if let Some(path) = within
         && !path.is_dir()
     {
-        return match one_file(path, &place.root) {
+        return match one_file(path, &place.root, request.name.is_some()) {
             Ok(file) => match &request.name {
                 Some(name) => look_up(name, std::slice::from_ref(&file), place, within),
-                None => outlines(std::slice::from_ref(&file), place),
+                None => outlines(std::slice::from_ref(&file), place, path),
             },
             Err(err) => ToolOutput::error(format!("symbols: {err}")),
         };
     }
     let folder = within.unwrap_or(&place.root);
-    let files = tags_under(folder, place);
+    let (files, cut) = tags_under(folder, place);
     if cancel.is_cancelled() {
         return ToolOutput::error("Cancelled before the tool finished.");
     }
-    match &request.name {
+    let mut output = match &request.name {
         Some(name) => look_up(name, &files, place, within),
-        None => outlines(&files, place),
+        None => outlines(&files, place, folder),
+    };
+    if cut {
+        output.content.push_str(&format!(
+            "\n(only the first {} files of the project were read; give `path` to look \
+             further in)",
+            group_digits(repo_map::MAX_FILES as u64)
+        ));
     }
+    output
 }
 
 /// The tags of the files under `folder`: from the project's (and its cache) when the folder
 /// is in the project, read now otherwise.
-fn tags_under(folder: &Path, place: &Place) -> Vec<ScannedFile> {
-    let root = paths::normalize(&place.root);
-    if folder.starts_with(&root) {
-        let project = Project::read(&root, place.cache.as_deref());
-        project.keep(&root);
+/// Also whether the walk stopped at its limit of files.
+fn tags_under(folder: &Path, place: &Place) -> (Vec<ScannedFile>, bool) {
+    if folder.starts_with(paths::normalize(&place.root)) {
+        // Read as the map reads it, so both share one cache.
+        let project = Project::read(&place.root, place.cache.as_deref());
+        project.keep(&place.root);
+        let cut = project.skipped.beyond_limit;
         let mut files = project.files;
-        files.retain(|file| file.candidate.absolute.starts_with(folder));
-        files
+        files.retain(|file| paths::normalize(&file.candidate.absolute).starts_with(folder));
+        (files, cut)
     } else {
-        Project::read(folder, None).files
+        let project = Project::read(folder, None);
+        (project.files, project.skipped.beyond_limit)
     }
 }
 
 /// The tags of one file, read now.
-fn one_file(path: &Path, root: &Path) -> Result<ScannedFile, String> {
+fn one_file(path: &Path, root: &Path, looking_up: bool) -> Result<ScannedFile, String> {
     let shown = path.display();
     let Some(lang) = Lang::of(path) else {
+        let instead = if looking_up {
+            "search it with grep"
+        } else {
+            "read it with file_read"
+        };
         return Err(format!(
-            "{shown} is not in a language the outline reads ({LANGUAGES}); read it with \
-             file_read instead"
+            "{shown} is not in a language the outline reads ({LANGUAGES}); {instead} instead"
         ));
     };
     let source = std::fs::read(path).map_err(|err| format!("cannot read {shown}: {err}"))?;
@@ -259,8 +274,8 @@ fn look_up(name: &str, files: &[ScannedFile], place: &Place, within: Option<&Pat
         out.line("No file refers to it.");
     } else {
         out.line(&format!(
-            "Referred to in {} files, most often first:",
-            found.referrers.len()
+            "Referred to in {}, most often first:",
+            counted(found.referrers.len(), "file", "files")
         ));
     }
     for (file, count) in found.referrers.iter().take(MAX_REFERRERS) {
@@ -308,10 +323,12 @@ fn referring_lines(out: &mut Capped, file: &ScannedFile, count: u32, name: &str,
 }
 
 /// The outline of each of `files`.
-fn outlines(files: &[ScannedFile], place: &Place) -> ToolOutput {
+fn outlines(files: &[ScannedFile], place: &Place, folder: &Path) -> ToolOutput {
     if files.is_empty() {
         return ToolOutput::nothing_found(format!(
-            "No source file there in a language the outline reads ({LANGUAGES})."
+            "No source file under {} that the outline reads: none is in {LANGUAGES}, or \
+             .gitignore leaves them out (glob lists what is there).",
+            paths::display(&place.cwd, folder)
         ));
     }
     let mut out = Capped::default();
@@ -319,14 +336,24 @@ fn outlines(files: &[ScannedFile], place: &Place) -> ToolOutput {
         let shown = paths::display(&place.cwd, &file.candidate.absolute);
         let count = file.tags.definitions.len();
         out.line(&format!(
-            "{shown} ({}, {count} definitions):",
-            file.tags.lang.name()
+            "{shown} ({}, {}):",
+            file.tags.lang.name(),
+            counted(count, "definition", "definitions")
         ));
         for line in symbols::outline(&file.tags.definitions).lines() {
             out.line(line);
         }
     }
     ToolOutput::ok(out.finish())
+}
+
+/// `n` and the noun for it: "1 file", "3 files".
+fn counted(n: usize, one: &str, many: &str) -> String {
+    format!(
+        "{} {}",
+        group_digits(n as u64),
+        if n == 1 { one } else { many }
+    )
 }
 
 /// Text that stops growing at [`MAX_OUTPUT_BYTES`], saying so.

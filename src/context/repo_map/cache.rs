@@ -173,7 +173,10 @@ pub fn save(
         std::fs::create_dir_all(dir)?;
     }
     let bytes = encode(root, files, left, read_at_ns);
-    let temporary = file.with_extension(format!("tmp-{}", std::process::id()));
+    // Unique to this write: maps of one project may be written at once in one process.
+    static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let write = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let temporary = file.with_extension(format!("tmp-{}-{write}", std::process::id()));
     std::fs::write(&temporary, &bytes)?;
     std::fs::rename(&temporary, file).inspect_err(|_| {
         let _ = std::fs::remove_file(&temporary);

@@ -236,3 +236,31 @@ fn caches_unread_for_a_month_and_abandoned_temporary_files_are_removed() {
         .unwrap();
     assert!(age.as_secs() < 3600, "{age:?}");
 }
+
+#[test]
+fn a_cache_whose_checksum_holds_but_whose_names_do_not_is_not_used() {
+    let dir = three();
+    let cache = tempfile::tempdir().unwrap();
+    build(dir.path(), &Focus::default(), 500, Some(cache.path()));
+    let file = cache::file_for(cache.path(), dir.path());
+    let good = std::fs::read(&file).unwrap();
+    assert_eq!(cache::load(&file, dir.path()).entries.len(), 3);
+    // The table of names said to be empty, the checksum made good again: every reference
+    // then points past the table, and the decoding itself must refuse the file. The
+    // table's length follows the project's path and the written time (8 bytes).
+    let mut damaged = good[..good.len() - 8].to_vec();
+    let root = dir.path().as_os_str().as_encoded_bytes();
+    let table = damaged
+        .windows(root.len())
+        .position(|w| w == root)
+        .expect("the root in the header")
+        + root.len()
+        + 8;
+    damaged[table..table + 4].copy_from_slice(&0u32.to_le_bytes());
+    let sum = cache::checksum(&damaged);
+    damaged.extend_from_slice(&sum.to_le_bytes());
+    std::fs::write(&file, &damaged).unwrap();
+    assert!(cache::load(&file, dir.path()).entries.is_empty());
+    let map = build(dir.path(), &Focus::default(), 500, Some(cache.path()));
+    assert_eq!(map.reuse, ALL_READ);
+}

@@ -203,6 +203,8 @@ pub struct Grammar {
     /// Node kind ids a pattern of the query starts at (indexed by kind id): the query runs
     /// only at such nodes, never over a whole tree.
     pattern_roots: Vec<bool>,
+    /// Whether every pattern starts at a node kind (one that does not would never run).
+    pub rooted: bool,
     /// Bash's `word` is a reference only as a command's name.
     command_name: Option<u16>,
 }
@@ -225,11 +227,22 @@ impl Grammar {
                 reference_ids[usize::from(id)] = true;
             }
         }
-        let roots: Vec<&str> = definitions
-            .lines()
-            .filter_map(|line| line.trim().strip_prefix('('))
-            .filter_map(|rest| rest.split([' ', ')']).next())
+        // Each pattern's outermost node kind, read where the query says the pattern starts.
+        let roots: Vec<Option<&str>> = (0..query.pattern_count())
+            .map(|pattern| {
+                let text = definitions.get(query.start_byte_for_pattern(pattern)..)?;
+                let kind = text.strip_prefix('(')?.split([' ', ')', '\n']).next()?;
+                (language.id_for_node_kind(kind, true) != 0).then_some(kind)
+            })
             .collect();
+        let rooted = roots.iter().all(Option::is_some);
+        if !rooted {
+            tracing::error!(
+                language = lang.name(),
+                "a repository map pattern has no node kind at its root; it never runs"
+            );
+        }
+        let roots: Vec<&str> = roots.into_iter().flatten().collect();
         // By name, so every id a kind has (aliases give some several) counts.
         let pattern_roots = (0..language.node_kind_count())
             .map(|id| {
@@ -251,6 +264,7 @@ impl Grammar {
             kinds,
             reference_ids,
             pattern_roots,
+            rooted,
             command_name,
         })
     }

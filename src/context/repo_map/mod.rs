@@ -70,7 +70,7 @@ pub fn build(root: &Path, focus: &Focus, budget: u64, cache_dir: Option<&Path>) 
     let ranked_at = Instant::now();
     let text = render(&project.files, &ranked, budget);
     let rendered = Instant::now();
-    // Kept for the next map once this one is made, so writing it never delays this one.
+    // Kept for the next map once this one is made, so writing it never delays its making.
     project.keep(root);
     let mut timings = project.timings;
     timings.rank = ranked_at - start;

@@ -63,15 +63,9 @@ pub fn rank(files: &[ScannedFile], focus: &Focus) -> Vec<RankedTag> {
     let out = graph.out(&ranks);
     let flowed = graph.flowed(&out);
     let mut earned: Vec<f64> = names.slot_name.iter().map(|&name| flowed[name]).collect();
-    for reference in &graph.selfs {
-        let slot = names.definers[reference.name]
-            .iter()
-            .find(|(file, _)| *file == reference.file)
-            .map(|(_, slot)| *slot);
-        if let Some(slot) = slot {
-            let own = out[reference.file] * reference.weight;
-            earned[slot] = (earned[slot] - own).max(0.0);
-        }
+    for (reference, slot) in &graph.selfs {
+        let own = out[reference.file] * reference.weight;
+        earned[*slot] = (earned[*slot] - own).max(0.0);
     }
     let mut ranked: Vec<RankedTag> = Vec::new();
     for (file, slots) in names.slot_of.iter().enumerate() {
@@ -210,20 +204,27 @@ fn personalisation(
         path.strip_prefix(focused)
             .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
     };
-    // The plain words of the conversation that name a folder or the stem of the file.
-    let named = |path: &str| {
-        focus
-            .words
-            .iter()
-            .filter(|word| {
-                path.split('/').any(|part| {
-                    let stem = part.split('.').next().unwrap_or(part);
-                    stem.eq_ignore_ascii_case(word)
-                })
-            })
-            .count()
+    // Per file, how many plain words of the conversation name one of its folders or its
+    // stem; a word naming most of the project (`src`) singles nothing out and is passed over.
+    let names_part = |path: &str, word: &str| {
+        path.split('/').any(|part| {
+            let stem = part.split('.').next().unwrap_or(part);
+            stem.eq_ignore_ascii_case(word)
+        })
     };
-    let words: Vec<usize> = files.iter().map(|f| named(&f.candidate.path)).collect();
+    let mut words = vec![0usize; files.len()];
+    for word in &focus.words {
+        let named: Vec<bool> = files
+            .iter()
+            .map(|f| names_part(&f.candidate.path, word))
+            .collect();
+        if named.iter().filter(|n| **n).count() * 2 > files.len() {
+            continue;
+        }
+        for (count, named) in words.iter_mut().zip(named) {
+            *count += usize::from(named);
+        }
+    }
     let mut hits: Vec<usize> = files
         .iter()
         .zip(&words)
@@ -238,12 +239,7 @@ fn personalisation(
             }
         }
     }
-    // A word naming every file (`src`) singles none out.
-    let singles_out = words.contains(&0);
-    let named: Vec<bool> = words
-        .iter()
-        .map(|count| singles_out && *count > 0)
-        .collect();
+    let named: Vec<bool> = words.iter().map(|count| *count > 0).collect();
     let count: usize = hits.iter().sum();
     if count == 0 {
         let even = 1.0 / files.len().max(1) as f64;
@@ -273,7 +269,7 @@ fn pagerank(graph: &Graph, names: &Names<'_>, personal: &[f64]) -> Vec<f64> {
         for (&file, &name) in names.slot_file.iter().zip(&names.slot_name) {
             next[file] += DAMPING * flowed[name];
         }
-        for reference in &graph.selfs {
+        for (reference, _) in &graph.selfs {
             let own = DAMPING * out[reference.file] * reference.weight;
             next[reference.file] = (next[reference.file] - own).max(0.0);
         }
@@ -300,8 +296,9 @@ struct Reference {
 struct Graph {
     /// In the order of the files, then of their references.
     references: Vec<Reference>,
-    /// The references of a file to a name it defines too (no rank goes back to itself).
-    selfs: Vec<Reference>,
+    /// The references of a file to a name it defines too (no rank goes back to itself), with
+    /// the file's slot for the name.
+    selfs: Vec<(Reference, usize)>,
     /// Per file: the weight of all it hands on, each definer counted.
     total: Vec<f64>,
     names: usize,
@@ -330,8 +327,11 @@ impl Graph {
                 let weight = name_weight(name, defined_in.len(), mentioned.contains(name))
                     * f64::from(*count).sqrt()
                     / defined_in.len() as f64;
-                let defines_it = defined_in.iter().any(|(definer, _)| *definer == file);
-                let others = defined_in.len() - usize::from(defines_it);
+                let own_slot = defined_in
+                    .iter()
+                    .find(|(definer, _)| *definer == file)
+                    .map(|(_, slot)| *slot);
+                let others = defined_in.len() - usize::from(own_slot.is_some());
                 // A name only this file defines hands nothing on.
                 if others == 0 {
                     continue;
@@ -342,8 +342,8 @@ impl Graph {
                     name: id,
                     weight,
                 };
-                if defines_it {
-                    graph.selfs.push(reference);
+                if let Some(slot) = own_slot {
+                    graph.selfs.push((reference, slot));
                 }
                 graph.references.push(reference);
             }

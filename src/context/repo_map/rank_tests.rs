@@ -131,6 +131,13 @@ fn a_plain_word_focuses_the_files_and_folders_it_names() {
         ..Focus::default()
     };
     assert_eq!(rank(&files, &by_folder), plain, "every file is under src/");
+    // Beside a word that singles files out, one naming most of the project counts for
+    // nothing.
+    let both = Focus {
+        words: vec!["src".to_owned(), "admin".to_owned()],
+        ..Focus::default()
+    };
+    assert_eq!(rank(&files, &both), ranked);
 }
 
 #[test]

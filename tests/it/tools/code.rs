@@ -38,7 +38,7 @@ async fn symbols_finds_the_definitions_of_a_name_and_the_lines_that_use_it() {
         "`parse_config` is defined in 2 places:\n\
          src/config.rs:5: function pub fn parse_config(text: &str) -> Config {\n\
          tools/helper.py:1: function def parse_config(path):\n\
-         Referred to in 1 files, most often first:\n\
+         Referred to in 1 file, most often first:\n\
          src/main.rs:2: use config::parse_config;\n\
          src/main.rs:5: let config = parse_config(\"x\");\n",
     );
@@ -83,7 +83,7 @@ async fn symbols_narrowed_to_a_path_looks_only_there() {
     check(
         &out,
         "`parse_config` is not defined in main.rs.\n\
-         Referred to in 1 files, most often first:\n\
+         Referred to in 1 file, most often first:\n\
          main.rs:2: use config::parse_config;\n\
          main.rs:5: let config = parse_config(\"x\");\n",
     );
@@ -103,14 +103,14 @@ async fn symbols_outlines_a_file_and_a_folder() {
     let files: Vec<&str> = out
         .content
         .lines()
-        .filter(|line| line.ends_with("definitions):"))
+        .filter(|line| line.contains(" definition"))
         .collect();
     assert_eq!(
         files,
         [
             "src/config.rs (rust, 2 definitions):",
             "src/main.rs (rust, 2 definitions):",
-            "src/server.rs (rust, 1 definitions):",
+            "src/server.rs (rust, 1 definition):",
         ],
         "{}",
         out.content
@@ -191,6 +191,13 @@ async fn repo_map_centres_on_its_focus_and_keeps_to_its_tokens() {
         "{}",
         out.content
     );
+    // A plain word naming a folder focuses the files under it.
+    let out = p.call("repo_map", json!({"focus": ["tools"]})).await;
+    assert!(
+        out.content.starts_with("tools/helper.py:\n"),
+        "{}",
+        out.content
+    );
     // The map (less the closing count) keeps to the tokens asked for.
     let out = p.call("repo_map", json!({"tokens": 64})).await;
     let map = &out.content[..out.content.rfind('(').unwrap()];
@@ -213,4 +220,38 @@ async fn repo_map_of_a_project_without_code_says_so() {
     let out = p.call("repo_map", json!({})).await;
     assert!(out.empty && !out.is_error, "{out:?}");
     assert!(out.content.starts_with("Nothing to map"), "{}", out.content);
+}
+
+#[tokio::test]
+async fn the_tools_keep_the_tags_they_read_and_read_a_changed_file_again() {
+    let mut p = fixture();
+    let cache = tempfile::tempdir().unwrap();
+    p.ctx.repo_maps = Some(cache.path().to_path_buf());
+    let out = p.call("symbols", json!({"name": "serve"})).await;
+    assert!(
+        out.content
+            .starts_with("`serve` is defined at:\nsrc/server.rs:3:"),
+        "{}",
+        out.content
+    );
+    assert_eq!(std::fs::read_dir(cache.path()).unwrap().count(), 1);
+    // Renamed (a different size): the cached tags of the file are not taken.
+    p.write(
+        "src/server.rs",
+        "use crate::config::Config;\n\npub fn serve_all(config: &Config) -> usize {\n    config.name.len()\n}\n",
+    );
+    let out = p.call("symbols", json!({"name": "serve"})).await;
+    assert!(out.empty, "{}", out.content);
+    assert!(
+        out.content.contains("serve_all (src/server.rs:3)"),
+        "{}",
+        out.content
+    );
+    let out = p.call("repo_map", json!({"focus": ["serve_all"]})).await;
+    assert!(
+        out.content
+            .starts_with("src/server.rs:\n3│pub fn serve_all"),
+        "{}",
+        out.content
+    );
 }
