@@ -40,7 +40,8 @@ impl Tool for Symbols {
     fn description(&self) -> &'static str {
         "Find where an identifier (`name`) is defined (path:line, kind, signature) and the \
          lines that use it, or outline a file or folder (`path` alone). Searches the whole \
-         project unless `path` narrows it. Quicker and more precise than grep for definitions."
+         project unless `path` narrows it; `Type::method` works too. Quicker and more precise \
+         than grep for definitions."
     }
 
     fn input_schema(&self) -> Value {
@@ -225,9 +226,55 @@ fn one_file(path: &Path, root: &Path, looking_up: bool) -> Result<ScannedFile, S
     })
 }
 
-/// Where `name` is defined within `files`, and the lines that refer to it.
+/// `name` split at its last path or member separator (`Config::new`, `store.open`,
+/// `self->next`): what qualifies it, and the name itself.
+fn qualified(name: &str) -> Option<(&str, &str)> {
+    ["::", ".", "->"]
+        .iter()
+        .filter_map(|separator| {
+            let at = name.rfind(separator)?;
+            Some((&name[..at], &name[at + separator.len()..]))
+        })
+        .filter(|(_, last)| !last.is_empty())
+        .max_by_key(|(qualifier, _)| qualifier.len())
+}
+
+/// Where `name` is defined within `files`, and the lines that refer to it. A qualified
+/// name (`Config::new`) is looked up by its last part, the definitions in files that
+/// define its qualifier's last part (`Config`) first.
 fn look_up(name: &str, files: &[ScannedFile], place: &Place, within: Option<&Path>) -> ToolOutput {
-    let found = symbols::find(files, name);
+    let Some((qualifier, last)) = qualified(name) else {
+        return look_up_plain(name, files, place, within, None);
+    };
+    let owner = qualified(qualifier).map_or(qualifier, |(_, owner)| owner);
+    // `self.x`, `this.x`: the qualifier says nothing of where `x` is defined.
+    let owner =
+        Some(owner).filter(|owner| !["self", "Self", "this", "super", "crate"].contains(owner));
+    let mut output = look_up_plain(last, files, place, within, owner);
+    let first = owner.map_or_else(String::new, |owner| {
+        format!(", definitions beside `{owner}` first")
+    });
+    output.content = format!(
+        "`{name}` is looked up as `{last}`{first}.\n{}",
+        output.content
+    );
+    output
+}
+
+fn look_up_plain(
+    name: &str,
+    files: &[ScannedFile],
+    place: &Place,
+    within: Option<&Path>,
+    owner: Option<&str>,
+) -> ToolOutput {
+    let mut found = symbols::find(files, name);
+    if let Some(owner) = owner {
+        // Stable: path order stays within each group.
+        found
+            .definitions
+            .sort_by_key(|(file, _)| !file.tags.definitions.iter().any(|def| def.name == owner));
+    }
     let shown = |file: &ScannedFile| paths::display(&place.cwd, &file.candidate.absolute);
     let scope = within.map_or_else(
         || "the project".to_owned(),

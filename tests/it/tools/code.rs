@@ -60,6 +60,30 @@ async fn symbols_finds_the_definitions_of_a_name_and_the_lines_that_use_it() {
 }
 
 #[tokio::test]
+async fn a_qualified_name_is_looked_up_by_its_last_part() {
+    let p = fixture();
+    let out = p
+        .call("symbols", json!({"name": "Config::parse_config"}))
+        .await;
+    assert!(
+        out.content.starts_with(
+            "`Config::parse_config` is looked up as `parse_config`, definitions beside \
+             `Config` first.\n`parse_config` is defined in 2 places:\n\
+             src/config.rs:5: function pub fn parse_config(text: &str) -> Config {\n"
+        ),
+        "{}",
+        out.content
+    );
+    let out = p.call("symbols", json!({"name": "self.name"})).await;
+    assert!(
+        out.content
+            .starts_with("`self.name` is looked up as `name`.\n"),
+        "{}",
+        out.content
+    );
+}
+
+#[tokio::test]
 async fn symbols_narrowed_to_a_path_looks_only_there() {
     let p = fixture();
     let out = p
