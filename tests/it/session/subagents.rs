@@ -477,6 +477,14 @@ async fn a_run_drained_with_its_owner_ends_owner_restarted_at_the_next_start_and
     let first = manager(&world);
     let (parent, _) = parent_turns(&first, &world, "cli:parent-6", "list them", 1).await;
     let run = run_ids(&world, &parent).remove(0);
+    // Drained while the child's model call is on its way (its reply waits 500 ms), however
+    // slowly the machine got the child going.
+    wait_until("the child never asked its model", &|| {
+        world.mock.model_requests().iter().any(|request| {
+            request.raw_body.contains("MARKER-DRAIN") && !request.raw_body.contains("list them")
+        })
+    })
+    .await;
     first.drain(Duration::from_secs(30)).await.expect("drained");
     let child = child_meta(&world, &run);
     let calls_before = tool_results(&world, &child.id).len();
