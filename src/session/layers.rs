@@ -254,13 +254,16 @@ fn repo_map_for(deps: &SessionDeps, state: &SessionState, audience: Audience) ->
     }
     let focus = map_focus(state);
     let cache_dir = repo_map::cache::dir_in(&deps.data_dir);
-    repo_map::for_prompt(
-        &state.project_dir,
-        focus,
-        tokens,
-        &cache_dir,
-        repo_map::MAP_BUDGET,
-    )
+    // Waiting up to the budget: the async worker's other tasks move on meanwhile.
+    super::snapshot::off_async_threads(|| {
+        repo_map::for_prompt(
+            &state.project_dir,
+            focus,
+            tokens,
+            &cache_dir,
+            repo_map::MAP_BUDGET,
+        )
+    })
 }
 
 /// What a session's map centres on: its recent files (those in the project) and the code

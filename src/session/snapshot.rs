@@ -141,10 +141,10 @@ fn applied(
     Ok(records)
 }
 
-/// Runs `write`, which waits for the disk, so that the async worker it is called on hands
-/// its other tasks to another thread meanwhile (on a multi-threaded runtime; elsewhere it
-/// simply runs).
-fn off_async_threads<T>(write: impl FnOnce() -> T) -> T {
+/// Runs `write`, which waits (for the disk, for a thread), so that the async worker it is
+/// called on hands its other tasks to another thread meanwhile (on a multi-threaded
+/// runtime; elsewhere it simply runs).
+pub(super) fn off_async_threads<T>(write: impl FnOnce() -> T) -> T {
     use tokio::runtime::{Handle, RuntimeFlavor};
     match Handle::try_current() {
         Ok(handle) if handle.runtime_flavor() == RuntimeFlavor::MultiThread => {

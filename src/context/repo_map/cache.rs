@@ -191,7 +191,7 @@ pub fn save(
 pub type Read = (Result<FileTags, Left>, u64);
 
 /// What the cache holds for one file.
-pub enum Found {
+pub enum Held {
     /// Its tags, still its own: its size and time match, well before the cache was written.
     Current(Read),
     /// Tags whose file changed too close to the cache's writing to trust its time: its
@@ -201,24 +201,24 @@ pub enum Found {
 }
 
 /// Takes what `cache` holds for `candidate` out of it.
-pub fn take(cache: &mut Cache, candidate: &Candidate) -> Found {
+pub fn take(cache: &mut Cache, candidate: &Candidate) -> Held {
     let Some(cached) = cache.entries.remove(&candidate.path) else {
-        return Found::Nothing;
+        return Held::Nothing;
     };
     if cached.size != candidate.size || cached.mtime_ns != candidate.mtime_ns {
-        return Found::Nothing;
+        return Held::Nothing;
     }
     if cached
         .tags
         .as_ref()
         .is_ok_and(|tags| tags.lang != candidate.lang)
     {
-        return Found::Nothing;
+        return Held::Nothing;
     }
     if candidate.mtime_ns < cache.written_ns.saturating_sub(RACY_NS) {
-        return Found::Current((cached.tags, cached.hash));
+        return Held::Current((cached.tags, cached.hash));
     }
-    Found::Doubtful(cached)
+    Held::Doubtful(cached)
 }
 
 /// The doubtful `cached` tags of `candidate`, when its content is still what they were

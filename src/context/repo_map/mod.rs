@@ -168,8 +168,9 @@ pub const MAP_PENDING: &str =
     "not ready yet (the repository is being read); it comes with a later turn";
 
 /// The map for a session's prompt, within `budget` of waiting: `None` when the project has
-/// nothing to map, [`MAP_PENDING`] when the map was not ready in time. Waits on a thread of
-/// its own, so the caller's async worker is handed on meanwhile.
+/// nothing to map, [`MAP_PENDING`] when the map was not ready in time. The map is made on a
+/// thread of its own; this blocks the caller up to `budget` (a caller on an async worker
+/// hands that worker's other tasks on meanwhile).
 pub fn for_prompt(
     root: &Path,
     focus: Focus,
@@ -195,14 +196,7 @@ pub fn for_prompt(
         tracing::warn!(%err, "no thread for the repository map");
         return None;
     }
-    let wait = || rx.recv_timeout(budget);
-    let waited = match tokio::runtime::Handle::try_current() {
-        Ok(handle) if handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
-            tokio::task::block_in_place(wait)
-        }
-        _ => wait(),
-    };
-    match waited {
+    match rx.recv_timeout(budget) {
         Ok(text) if text.is_empty() => None,
         Ok(text) => Some(text),
         Err(std::sync::mpsc::RecvTimeoutError::Timeout) => Some(MAP_PENDING.to_owned()),

@@ -116,7 +116,6 @@ struct Names<'a> {
     slot_defs: Vec<usize>,
     slot_file: Vec<usize>,
     slot_name: Vec<usize>,
-    slots: usize,
 }
 
 impl<'a> Names<'a> {
@@ -128,7 +127,6 @@ impl<'a> Names<'a> {
             slot_defs: Vec::new(),
             slot_file: Vec::new(),
             slot_name: Vec::new(),
-            slots: 0,
         };
         for (index, file) in files.iter().enumerate() {
             let mut slots = Vec::with_capacity(file.tags.definitions.len());
@@ -142,8 +140,7 @@ impl<'a> Names<'a> {
                 let slot = match list.last() {
                     Some(&(file, slot)) if file == index => slot,
                     _ => {
-                        let slot = names.slots;
-                        names.slots += 1;
+                        let slot = names.slot_defs.len();
                         names.slot_defs.push(0);
                         names.slot_file.push(index);
                         names.slot_name.push(id);

@@ -2,12 +2,13 @@
 //! `rg --files` lists them), in name order, and are parsed on every core at once; what cannot
 //! be read is counted by why.
 
-use super::cache::{self, Cache, Cached, Found, Reuse};
+use super::cache::{self, Cache, Cached, Held, Reuse};
 use super::lang::Lang;
 use super::tags::{self, FileTags};
 use crate::tools::path_text;
 use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use tree_sitter::Parser;
 
@@ -133,32 +134,28 @@ pub struct Parsed {
 pub fn parse_all(files: &[Candidate], threads: NonZeroUsize, cache: Option<Cache>) -> Parsed {
     let mut parsed = Parsed::default();
     let mut ready: Vec<(usize, cache::Read)> = Vec::new();
-    // The files to read now, each with the doubtful tags its content may confirm.
-    let mut work: Vec<(usize, Option<Cached>)> = Vec::new();
+    // The files to read now, each with the doubtful tags its content may confirm (taken by
+    // the one thread that reads the file).
+    let mut work: Vec<(usize, Mutex<Option<Cached>>)> = Vec::new();
     match cache {
         Some(mut cache) => {
             for (index, candidate) in files.iter().enumerate() {
                 match cache::take(&mut cache, candidate) {
-                    Found::Current(read) => ready.push((index, read)),
-                    Found::Doubtful(cached) => work.push((index, Some(cached))),
-                    Found::Nothing => work.push((index, None)),
+                    Held::Current(read) => ready.push((index, read)),
+                    Held::Doubtful(cached) => work.push((index, Mutex::new(Some(cached)))),
+                    Held::Nothing => work.push((index, Mutex::new(None))),
                 }
             }
         }
-        None => work.extend((0..files.len()).map(|index| (index, None))),
+        None => work.extend((0..files.len()).map(|index| (index, Mutex::new(None)))),
     }
     parsed.reuse.reused = ready.len();
-    let slots: Vec<std::sync::Mutex<Option<Cached>>> = work
-        .iter_mut()
-        .map(|(_, cached)| std::sync::Mutex::new(cached.take()))
-        .collect();
-    let order: Vec<usize> = work.iter().map(|(index, _)| *index).collect();
     let next = AtomicUsize::new(0);
-    let threads = threads.get().min(order.len().max(1));
+    let threads = threads.get().min(work.len().max(1));
     let mut parts: Vec<Part> = Vec::with_capacity(threads);
     std::thread::scope(|scope| {
         let workers: Vec<_> = (0..threads)
-            .map(|_| scope.spawn(|| parse_some(files, &order, &slots, &next)))
+            .map(|_| scope.spawn(|| parse_some(files, &work, &next)))
             .collect();
         for worker in workers {
             // A worker that panicked (a grammar bug) loses its files, not the map.
@@ -200,12 +197,11 @@ struct Part {
     reuse: Reuse,
 }
 
-/// Takes files from `order` (by `next`) until none are left: confirms the doubtful tags in
-/// `slots` by the file's content, or reads the file now.
+/// Takes files from `work` (by `next`) until none are left: confirms a file's doubtful tags
+/// by its content, or reads it now.
 fn parse_some(
     files: &[Candidate],
-    order: &[usize],
-    slots: &[std::sync::Mutex<Option<Cached>>],
+    work: &[(usize, Mutex<Option<Cached>>)],
     next: &AtomicUsize,
 ) -> Part {
     let mut parser = Parser::new();
@@ -216,9 +212,10 @@ fn parse_some(
     };
     loop {
         let at = next.fetch_add(1, Ordering::Relaxed);
-        let (Some(&index), Some(slot)) = (order.get(at), slots.get(at)) else {
+        let Some((index, slot)) = work.get(at) else {
             return part;
         };
+        let index = *index;
         let candidate = &files[index];
         let doubtful = slot.lock().unwrap_or_else(|p| p.into_inner()).take();
         if let Some(read) = doubtful.and_then(|cached| cache::verify(cached, candidate)) {

@@ -193,28 +193,6 @@ fn print_prompt_shows_the_map_and_zero_tokens_turn_it_off() {
     );
 }
 
-/// The text of each tool result a recorded Anthropic request carries.
-fn results_of(request: &crate::support::RecordedRequest) -> Vec<String> {
-    let mut texts = Vec::new();
-    for message in request.body["messages"].as_array().into_iter().flatten() {
-        for block in message["content"].as_array().into_iter().flatten() {
-            if block["type"] == "tool_result" {
-                match &block["content"] {
-                    serde_json::Value::String(text) => texts.push(text.clone()),
-                    serde_json::Value::Array(parts) => texts.push(
-                        parts
-                            .iter()
-                            .filter_map(|part| part["text"].as_str())
-                            .collect(),
-                    ),
-                    _ => {}
-                }
-            }
-        }
-    }
-    texts
-}
-
 #[test]
 fn the_model_looks_names_up_and_asks_for_a_focused_map_in_a_session() {
     let cli = cli_project();
@@ -231,7 +209,7 @@ fn the_model_looks_names_up_and_asks_for_a_focused_map_in_a_session() {
     assert!(output.status.success(), "{}", super::stderr(&output));
     let requests = cli.mock.model_requests();
     assert_eq!(requests.len(), 3);
-    let results = results_of(&requests[2]);
+    let results = crate::session::tool_result_texts(&requests[2].body);
     assert_eq!(results.len(), 2, "{results:?}");
     assert!(
         results[0].starts_with(

@@ -264,7 +264,7 @@ fn journal(world: &World, id: &SessionId) -> Vec<JournalEvent> {
 }
 
 /// The text of every tool result the request carries, in order (Anthropic shape).
-fn tool_result_texts(request: &Value) -> Vec<String> {
+pub(crate) fn tool_result_texts(request: &Value) -> Vec<String> {
     let mut out = Vec::new();
     for message in request["messages"].as_array().into_iter().flatten() {
         for block in message["content"].as_array().into_iter().flatten() {
