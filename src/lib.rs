@@ -4,6 +4,7 @@
 //! codemap and the invariants that keep the layers apart.
 
 pub mod agents;
+pub mod channels;
 pub mod cli;
 pub mod config;
 pub mod context;

@@ -42,7 +42,13 @@ pub async fn run(launch: LaunchArgs) -> anyhow::Result<Outcome> {
     let args = launch.model.clone();
     let loaded = Arc::new(setup::load()?);
     let client = setup::model_client(&loaded, &args, setup::KeyCheck::Required)?;
-    let build = door::build(loaded.clone(), client.clone(), APPROVAL, args.overrides());
+    let build = door::build(
+        loaded.clone(),
+        client.clone(),
+        APPROVAL,
+        args.overrides(),
+        true,
+    );
     let said = Arc::new(|text: String| eprintln!("tern: {text}"));
     let door = door::open(&loaded.paths, build, said).await?;
     let service = door.service;

@@ -4,7 +4,7 @@
 //! others connect to the socket as soon as the owner serves it.
 
 use super::setup::{self, Loaded};
-use crate::config::Paths;
+use crate::config::{ChannelSettings, Paths};
 use crate::gateway::catalog::Catalog;
 use crate::gateway::remote::{Notify, Takeover};
 use crate::gateway::{Models, Reached, SessionManager, SessionService, WarmedUp, socket_path};
@@ -25,6 +25,9 @@ pub struct Sessions {
     pub deps: Arc<SessionDeps>,
     /// Builds the clients of sessions that asked for a model of their own.
     pub models: Option<Models>,
+    /// The chat channels to run while this process owns the store (none for a short
+    /// command), where their sessions work unless a channel says, and tern's data folder.
+    pub channels: Option<(ChannelSettings, PathBuf, PathBuf)>,
 }
 
 /// Builds this process's sessions' dependencies over the store it opened.
@@ -32,17 +35,25 @@ pub type BuildDeps = Arc<dyn Fn(Arc<Store>) -> anyhow::Result<Sessions> + Send +
 
 /// The sessions' dependencies, once this process owns the store: `client` for the sessions
 /// that ask for no model of their own (and the `overrides` that name it), a client built
-/// when opened for the others, and `approval` unless an input says otherwise.
+/// when opened for the others, and `approval` unless an input says otherwise. A long-lived
+/// front end (`with_channels`) runs the configured chat channels while it owns the store.
 pub fn build(
     loaded: Arc<Loaded>,
     client: ModelClient,
     approval: ApprovalMode,
     overrides: Overrides,
+    with_channels: bool,
 ) -> BuildDeps {
     Arc::new(move |store| {
+        let channels = (with_channels && loaded.config.channels.any()).then(|| {
+            let here = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+            let data = loaded.paths.data_dir.clone();
+            (loaded.config.channels.clone(), here, data)
+        });
         Ok(Sessions {
             deps: setup::session_deps(&loaded, store, client.clone(), approval, overrides.clone()),
             models: Some(setup::models(loaded.clone())),
+            channels,
         })
     })
 }
@@ -119,6 +130,9 @@ async fn own(db_file: &Path, socket: &Path, build: &BuildDeps) -> Result<Owned, 
     let warmed = service.warm_up().await.map_err(anyhow::Error::from);
     if let Err(err) = service.serve(socket) {
         tracing::warn!(%err, socket = %socket.display(), "could not serve the sessions; other tern processes cannot reach them");
+    }
+    if let Some((channels, here, data)) = &sessions.channels {
+        service.start_channels(channels, here.clone(), data);
     }
     Ok((service, warmed))
 }

@@ -155,13 +155,27 @@ pub fn start_again(model: &ModelArgs) -> std::io::Error {
     exec_tern(None, model)
 }
 
+/// Replaces this process with `tern serve` started again (its config changed).
+pub fn serve_again(model: &ModelArgs) -> std::io::Error {
+    exec_command(Some("serve"), None, model)
+}
+
 fn exec_tern(session: Option<&SessionId>, model: &ModelArgs) -> std::io::Error {
+    exec_command(None, session, model)
+}
+
+fn exec_command(
+    subcommand: Option<&str>,
+    session: Option<&SessionId>,
+    model: &ModelArgs,
+) -> std::io::Error {
     use std::os::unix::process::CommandExt;
     let exe = match std::env::current_exe() {
         Ok(exe) => exe,
         Err(err) => return err,
     };
     let mut command = std::process::Command::new(exe);
+    command.args(subcommand);
     if let Some(session) = session {
         command.arg("--restarted-from").arg(session.as_str());
     }

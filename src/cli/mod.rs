@@ -2,6 +2,7 @@
 //! subcommand turns its arguments into library calls and renders the outcome. Errors from
 //! the library arrive as typed errors and leave here as one message with a cause and a fix.
 
+mod channels;
 mod chat;
 mod cleanup;
 mod doctor;
@@ -14,6 +15,7 @@ mod render;
 mod repair;
 mod repo_map;
 mod run;
+mod serve;
 mod sessions;
 mod setup;
 mod startup;
@@ -57,6 +59,12 @@ enum Command {
     Sessions(sessions::SessionsCommand),
     /// Show resolved paths and configuration, and check that each provider answers.
     Doctor(doctor::DoctorArgs),
+    /// Own the sessions with no interface: serve them to other tern processes and run the
+    /// configured chat channels (Slack, Discord, Mattermost, webhooks).
+    Serve(serve::ServeArgs),
+    /// The chat channels of the running tern.
+    #[command(subcommand)]
+    Channels(channels::ChannelsCommand),
     /// Look inside tern: the prompt the model would see next.
     #[command(subcommand)]
     Debug(DebugCommand),
@@ -168,6 +176,8 @@ pub fn main() -> ExitCode {
             Some(Command::Run(args)) => run::run(args).await,
             Some(Command::Sessions(command)) => sessions::run(command).await,
             Some(Command::Doctor(args)) => doctor::run(args).await,
+            Some(Command::Serve(args)) => serve::run(args).await,
+            Some(Command::Channels(command)) => channels::run(command).await,
             Some(Command::Debug(DebugCommand::Prompt(args))) => prompt::run(args).await,
             Some(Command::Debug(DebugCommand::RepoMap(args))) => repo_map::run(args).await,
             None => interactive(cli).await,

@@ -125,6 +125,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<Outcome> {
         client.clone(),
         approval,
         args.model.overrides(),
+        false,
     );
     let said = Arc::new(|text: String| eprintln!("tern: {text}"));
     let service = door::open(&loaded.paths, build, said).await?.service;

@@ -126,12 +126,17 @@ fn table(sessions: &[SessionMeta], now: jiff::Timestamp) -> String {
         } else {
             &meta.title
         };
+        // A chat channel's session says which channel it belongs to.
+        let title = match meta.key.chat_channel() {
+            Some(channel) => format!("{channel} · {title}"),
+            None => title.to_owned(),
+        };
         out.push_str(&format!(
             "{:<10} {:<10} {:>6}  {} {}\n",
             id,
             ago(meta.updated_at_ms, now),
             meta.input_count,
-            pad(&fit(title, TITLE_CELLS), TITLE_CELLS),
+            pad(&fit(&title, TITLE_CELLS), TITLE_CELLS),
             meta.project_dir.display()
         ));
     }

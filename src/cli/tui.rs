@@ -58,6 +58,7 @@ pub async fn run(args: LaunchArgs) -> anyhow::Result<Outcome> {
             client.clone(),
             ApprovalMode::Ask,
             args.model.overrides(),
+            true,
         ),
         notify,
     )

@@ -86,6 +86,7 @@ pub fn load_from_str(text: &str, path: &Path, env: &Environment) -> Result<Confi
     let file_profiles: Vec<String> = raw.providers.keys().cloned().collect();
     let providers = check.providers(raw.providers, env)?;
     let models = check.models(raw.models, &providers, &file_profiles, env)?;
+    let channels = check.channels(raw.channels, env)?;
     Ok(Config {
         source: Some(path.to_path_buf()),
         config_file: path.to_path_buf(),
@@ -101,6 +102,7 @@ pub fn load_from_str(text: &str, path: &Path, env: &Environment) -> Result<Confi
                 .unwrap_or_else(|| UiSettings::default().theme),
         },
         tools,
+        channels,
     })
 }
 
@@ -466,7 +468,11 @@ impl Validator<'_> {
     }
 
     /// A byte size given as a whole number or as text like `2GB`; zero is refused.
-    fn size(&self, key: &[&str], value: Option<Value>) -> Result<Option<u64>, ConfigError> {
+    pub(super) fn size(
+        &self,
+        key: &[&str],
+        value: Option<Value>,
+    ) -> Result<Option<u64>, ConfigError> {
         let bytes = match value {
             None => return Ok(None),
             Some(Value::Integer(n)) => u64::try_from(n)

@@ -7,6 +7,7 @@
 //! left to the caller. Loading is a pure function of the file text and an [`Environment`]
 //! snapshot, so tests never touch the process environment.
 
+mod channels;
 mod env;
 mod error;
 mod load;
@@ -21,6 +22,10 @@ mod settings;
 mod tools;
 mod units;
 
+pub use channels::{
+    ChannelSettings, ChatAccess, DiscordSettings, EndpointSettings, MattermostSettings,
+    SlackSettings, Token, WebhookSettings,
+};
 pub use env::Environment;
 pub use error::ConfigError;
 pub use load::{load, load_from_str};

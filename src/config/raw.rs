@@ -30,6 +30,54 @@ pub(crate) struct RawConfig {
     pub subagents: RawSubagents,
     #[serde(default)]
     pub context: RawContext,
+    #[serde(default)]
+    pub channels: RawChannels,
+}
+
+/// `[channels]`: one table per chat platform, each optional.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawChannels {
+    pub slack: Option<RawChat>,
+    pub discord: Option<RawChat>,
+    pub mattermost: Option<RawChat>,
+    pub webhook: Option<RawWebhook>,
+}
+
+/// `[channels.slack]`, `[channels.discord]`, `[channels.mattermost]`: the keys they share;
+/// which of them a platform takes is checked in validation.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawChat {
+    pub api_url: Option<String>,
+    pub url: Option<String>,
+    pub app_token_env: Option<String>,
+    pub bot_token_env: Option<String>,
+    pub token_env: Option<String>,
+    pub allow_users: Option<Vec<String>>,
+    pub allow_channels: Option<Vec<String>>,
+    pub project_dir: Option<String>,
+    pub edit_interval: Option<Value>,
+}
+
+/// `[channels.webhook]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawWebhook {
+    pub listen: Option<String>,
+    pub max_body: Option<Value>,
+    #[serde(default)]
+    pub endpoints: BTreeMap<String, RawEndpoint>,
+}
+
+/// `[channels.webhook.endpoints.NAME]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawEndpoint {
+    pub secret_env: Option<String>,
+    pub reply_url: Option<String>,
+    pub project_dir: Option<String>,
+    pub audience: Option<String>,
 }
 
 /// `[context]`.

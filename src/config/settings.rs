@@ -1,5 +1,6 @@
 //! The resolved configuration as plain data, with every default in one place.
 
+use super::channels::ChannelSettings;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -24,6 +25,8 @@ pub struct Config {
     pub ui: UiSettings,
     /// `[tools]`: what commands run with and for how long.
     pub tools: ToolSettings,
+    /// `[channels]`: the chat platforms and webhooks the owner of the store listens to.
+    pub channels: ChannelSettings,
 }
 
 impl Config {
@@ -33,6 +36,7 @@ impl Config {
             .providers
             .values()
             .filter_map(|profile| profile.api_key_env.clone())
+            .chain(self.channels.credential_vars())
             .collect();
         names.sort();
         names.dedup();

@@ -101,7 +101,7 @@ impl Validator<'_> {
 
 /// Whether `name` is an environment variable name as `[tools]` takes them: letters, digits
 /// and `_`, not starting with a digit; with `glob`, `*` may stand anywhere too.
-fn is_variable_name(name: &str, glob: bool) -> bool {
+pub(super) fn is_variable_name(name: &str, glob: bool) -> bool {
     let ok = |c: char| c.is_ascii_alphanumeric() || c == '_' || (glob && c == '*');
     !name.is_empty() && !name.starts_with(|c: char| c.is_ascii_digit()) && name.chars().all(ok)
 }

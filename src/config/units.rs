@@ -14,7 +14,7 @@ pub(crate) const DURATION_FORMS: &str =
 pub(crate) const SIZE_FORMS: &str = "a whole number of bytes or a size like \"512MB\", \"2GB\", \
      \"1.5GB\" or \"1GiB\" (KB/MB/GB/TB are powers of 1000, KiB/MiB/GiB/TiB powers of 1024)";
 
-/// Parses `30d`, `12h`, `90m`, `45s`, `2w` or a sequence such as `1h30m`.
+/// Parses `30d`, `12h`, `90m`, `45s`, `500ms`, `2w` or a sequence such as `1h30m`.
 pub(crate) fn parse_duration(text: &str) -> Option<Duration> {
     let text = text.trim();
     if text.is_empty() {
@@ -33,18 +33,19 @@ pub(crate) fn parse_duration(text: &str) -> Option<Duration> {
             - rest
                 .trim_start_matches(|c: char| c.is_ascii_alphabetic())
                 .len();
-        let seconds = match &rest[..unit_len] {
-            "s" => 1,
-            "m" => 60,
-            "h" => 3600,
-            "d" => 86_400,
-            "w" => 7 * 86_400,
+        let millis = match &rest[..unit_len] {
+            "ms" => 1,
+            "s" => 1000,
+            "m" => 60_000,
+            "h" => 3_600_000,
+            "d" => 86_400_000,
+            "w" => 7 * 86_400_000,
             _ => return None,
         };
         rest = &rest[unit_len..];
-        total = total.checked_add(number.checked_mul(seconds)?)?;
+        total = total.checked_add(number.checked_mul(millis)?)?;
     }
-    Some(Duration::from_secs(total))
+    Some(Duration::from_millis(total))
 }
 
 /// Parses a byte size: `512MB`, `2GB`, `1.6GB`, `1GiB`, `4096` or `4096B`.
@@ -132,6 +133,7 @@ mod tests {
         assert_eq!(secs("45s"), Some(45));
         assert_eq!(secs("1h30m"), Some(5400));
         assert_eq!(secs("2w"), Some(14 * 86_400));
+        assert_eq!(parse_duration("1s500ms"), Some(Duration::from_millis(1500)));
         for bad in [
             "",
             "30",

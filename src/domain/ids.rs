@@ -105,6 +105,13 @@ impl SessionKey {
         self.0.split_once(':').map_or("", |(channel, _)| channel)
     }
 
+    /// The chat platform or webhook the key's session talks to, if any (`slack`, `discord`,
+    /// `mattermost`, `webhook`).
+    pub fn chat_channel(&self) -> Option<&str> {
+        let channel = self.channel();
+        matches!(channel, "slack" | "discord" | "mattermost" | "webhook").then_some(channel)
+    }
+
     pub fn as_str(&self) -> &str {
         &self.0
     }

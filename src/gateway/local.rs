@@ -10,6 +10,7 @@ use super::manager::{Delivered, SendUserMessage, SessionManager};
 use super::serve::{CHECK_COPY_PREFIX, Serving, make_run_dir, run_dir};
 use super::service::{Preview, ServiceError, ShellRun};
 use super::wire::{Call, Reply, ScannedEntry, SearchScan};
+use crate::channels::{ChannelStatus, Channels};
 use crate::context::CurrentTime;
 use crate::domain::{Answer, SessionId, SessionKey};
 use crate::session::{
@@ -43,6 +44,8 @@ pub(super) struct Local {
     /// Set when this owner hands its sessions over: a feed that ends then is dropped, so
     /// its client follows the session again at the next owner.
     pub leaving: AtomicBool,
+    /// The chat channels this owner runs, once started.
+    pub channels: Mutex<Option<Arc<Channels>>>,
 }
 
 impl Local {
@@ -53,7 +56,30 @@ impl Local {
             deps,
             serving: Mutex::new(None),
             leaving: AtomicBool::new(false),
+            channels: Mutex::new(None),
         }
+    }
+
+    /// The channels this owner runs, stopped: the next owner starts its own.
+    pub async fn stop_channels(&self) {
+        let channels = self
+            .channels
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(channels) = channels {
+            channels.stop().await;
+        }
+    }
+
+    /// Each running channel's status.
+    pub fn channel_status(&self) -> Vec<ChannelStatus> {
+        self.channels
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_ref()
+            .map(|channels| channels.status())
+            .unwrap_or_default()
     }
 
     /// How many clients are connected to this owner now.
@@ -70,6 +96,7 @@ impl Local {
     /// closed, so a client takes the store over and warms up what was drained.
     pub async fn hand_over(&self, bound: Duration) -> Result<Vec<DrainedSession>, ServiceError> {
         self.leaving.store(true, Ordering::SeqCst);
+        self.stop_channels().await;
         let drained = self.manager.hand_over(bound).await;
         self.serving
             .lock()
@@ -413,6 +440,9 @@ impl Local {
             }
             Call::Cleanup { enforce } => Reply::Cleanup(Box::new(self.clean_up(enforce).await?)),
             Call::Oversized { refused } => return Err(ServiceError::new(refused)),
+            Call::Channels => Reply::Channels {
+                channels: self.channel_status(),
+            },
             Call::CopyStore => {
                 let (path, bytes) = self.copy_store().await?;
                 Reply::Copied { path, bytes }

@@ -23,12 +23,14 @@ use super::manager::{Delivered, GatewayError, ModelShown, SessionManager};
 use super::map::MapShown;
 use super::remote::{self, Connection, Notify, Remote, Route, Takeover, Unreached};
 use super::wire::{Call, Reply};
+use crate::channels::{ChannelStatus, Channels};
+use crate::config::ChannelSettings;
 use crate::domain::{Answer, SessionId};
 use crate::session::{OutputFilter, SUBSCRIBER_BACKLOG, SessionError, UserInput};
 use crate::store::{Overrides, SessionMeta};
 use crate::tools::ApprovalMode;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 use tokio::sync::{broadcast, mpsc};
 
@@ -560,6 +562,7 @@ impl SessionService {
                 None => return,
             },
         };
+        local.stop_channels().await;
         if local.clients() == 0 {
             local.manager.close_all().await;
             return;
@@ -572,10 +575,48 @@ impl SessionService {
     /// Stops every session of this owner for a restart (see [`SessionManager::drain`]), or
     /// hands them over when clients are connected; a client has none.
     pub async fn drain(&self, bound: Duration) -> Result<Vec<DrainedSession>, ServiceError> {
+        if let Via::Here(local) = self.via().await? {
+            local.stop_channels().await;
+        }
         match self.via().await? {
             Via::Here(local) if local.clients() > 0 => local.hand_over(bound).await,
             Via::Here(local) => Ok(local.manager.drain(bound).await?),
             Via::Owner(_) => Ok(Vec::new()),
+        }
+    }
+
+    /// Starts the chat channels `settings` configures in this process, which owns the store
+    /// (a client's owner runs its own); their sessions work in `default_dir` unless a channel
+    /// names its own, and where their replies stand is kept in `data_dir`. Channels already
+    /// running are left as they are.
+    pub fn start_channels(
+        &self,
+        settings: &ChannelSettings,
+        default_dir: PathBuf,
+        data_dir: &Path,
+    ) {
+        let Backend::Local(local) = &self.backend else {
+            return;
+        };
+        let mut running = local
+            .channels
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if running.is_none() && settings.any() {
+            *running = Some(Arc::new(Channels::start(
+                self,
+                settings,
+                default_dir,
+                data_dir,
+            )));
+        }
+    }
+
+    /// The status of each channel the owner of the store runs (none when it runs none).
+    pub async fn channels(&self) -> Result<Vec<ChannelStatus>, ServiceError> {
+        match self.ask(Call::Channels).await? {
+            Reply::Channels { channels } => Ok(channels),
+            other => Err(unexpected(&other)),
         }
     }
 

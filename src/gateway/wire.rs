@@ -215,6 +215,8 @@ pub enum Call {
     },
     /// A copy of the database as of a durable commit made now, for `tern doctor` to check.
     CopyStore,
+    /// The status of each chat channel the owner runs.
+    Channels,
     /// Sent in place of a request too large for a frame: answered with `refused`.
     Oversized {
         refused: String,
@@ -244,6 +246,7 @@ impl Call {
                 | Call::PendingRuns { .. }
                 | Call::Jobs { .. }
                 | Call::LiveRuns { .. }
+                | Call::Channels
         )
     }
 }
@@ -298,6 +301,9 @@ pub enum Reply {
     },
     /// The feed is open; its items follow under this request's id.
     Streaming,
+    Channels {
+        channels: Vec<crate::channels::ChannelStatus>,
+    },
     Model(ModelShown),
     Cleanup(Box<Cleanup>),
     Preview(Box<Preview>),

@@ -98,6 +98,8 @@ pub enum AppEvent {
         new: SessionId,
     },
     Branch(Option<String>),
+    /// The chat channels the owner runs, as the status line shows them (empty: none).
+    Channels(String),
     Exported(Result<PathBuf, String>),
     /// Something the person should read, shown as a notice.
     Notice(String),
@@ -691,6 +693,7 @@ impl App {
                 self.status.title.clear();
             }
             AppEvent::Branch(branch) => self.status.branch = branch,
+            AppEvent::Channels(channels) => self.status.channels = channels,
             AppEvent::Exported(Ok(path)) => {
                 self.notice(format!("transcript written to {}", path.display()))
             }

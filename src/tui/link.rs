@@ -9,12 +9,14 @@
 
 use super::app::AppEvent;
 use super::popup::FileIndex;
+use crate::channels::{ChannelState, ChannelStatus};
 use crate::domain::{Answer, SessionId, SessionKey};
 use crate::gateway::catalog::{JournalRecord, Overrides, SessionMeta};
 use crate::gateway::remote::OWNER_LEFT;
 use crate::gateway::{Feed, FeedItem, SessionService};
 use crate::session::{OutputFilter, UserInput};
 use std::path::PathBuf;
+use std::time::Duration;
 use tokio::sync::mpsc;
 
 /// Items a feed may leave unread before the session drops it: far more than a frame's worth
@@ -357,6 +359,32 @@ impl Link {
         });
     }
 
+    /// Follows the chat channels of the tern that owns the sessions, for the status line:
+    /// asked now and every few seconds, told to the app when what it shows changes.
+    pub fn watch_channels(&self) {
+        let (service, tx) = (self.service.clone(), self.tx.clone());
+        tokio::spawn(async move {
+            let mut shown = String::new();
+            let mut every = tokio::time::interval(CHANNELS_EVERY);
+            loop {
+                every.tick().await;
+                let line = match service.channels().await {
+                    Ok(channels) => channels_line(&channels),
+                    Err(_) => String::new(),
+                };
+                if line != shown {
+                    shown = line.clone();
+                    if tx.send(AppEvent::Channels(line)).is_err() {
+                        return;
+                    }
+                }
+                if tx.is_closed() {
+                    return;
+                }
+            }
+        });
+    }
+
     /// The project's files for completion, gathered in the background.
     pub fn files(&self) -> FileIndex {
         let index = FileIndex::pending();
@@ -370,6 +398,25 @@ impl Link {
         });
         index
     }
+}
+
+/// How often the status line's channels are asked for.
+const CHANNELS_EVERY: Duration = Duration::from_secs(5);
+
+/// `slack ✓ webhook ✗`: each channel, and whether it is connected.
+fn channels_line(channels: &[ChannelStatus]) -> String {
+    channels
+        .iter()
+        .map(|status| {
+            let mark = match status.state {
+                ChannelState::Connected => "✓",
+                ChannelState::Starting | ChannelState::Reconnecting => "…",
+                ChannelState::Stopped => "✗",
+            };
+            format!("{} {mark}", status.name)
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// Following a key's session, as a task runs it.

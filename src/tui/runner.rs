@@ -118,6 +118,7 @@ pub async fn run(mut app: App, launch: Launch) -> std::io::Result<Exit> {
         runner.link.open(id);
     }
     runner.link.read_branch();
+    runner.link.watch_channels();
     if launch.pick {
         runner.open_picker(true);
     }

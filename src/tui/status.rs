@@ -34,6 +34,8 @@ pub struct Status {
     pub flash: Option<(String, Instant)>,
     /// How many background jobs of the session run.
     pub jobs: usize,
+    /// The chat channels running, like `slack ✓ webhook ✗` (empty when none runs).
+    pub channels: String,
 }
 
 impl Status {
@@ -67,6 +69,15 @@ impl Status {
             };
             parts.push(sep());
             parts.push(Span::styled(format!("{jobs} (ctrl+b)"), theme.accent));
+        }
+        if !self.channels.is_empty() {
+            let style = if self.channels.contains('✗') {
+                theme.warning
+            } else {
+                theme.accent
+            };
+            parts.push(sep());
+            parts.push(Span::styled(self.channels.clone(), style));
         }
         parts.push(sep());
         parts.push(Span::styled(
@@ -151,6 +162,29 @@ mod tests {
 
     fn text(line: &Line<'_>) -> String {
         line.spans.iter().map(|s| s.content.as_ref()).collect()
+    }
+
+    #[test]
+    fn running_channels_show_on_the_line_and_a_stopped_one_stands_out() {
+        let theme = Theme::default();
+        let mut status = Status {
+            model: "m".into(),
+            provider: "p".into(),
+            ..Status::default()
+        };
+        let now = Instant::now();
+        assert!(!text(&status.line(200, now, &theme)).contains('✓'));
+        status.channels = "slack ✓ webhook ✓".into();
+        let line = status.line(200, now, &theme);
+        assert!(text(&line).contains("slack ✓ webhook ✓"), "{}", text(&line));
+        status.channels = "slack ✗".into();
+        let line = status.line(200, now, &theme);
+        let span = line
+            .spans
+            .iter()
+            .find(|s| s.content.contains("slack"))
+            .unwrap();
+        assert_eq!(span.style, theme.warning);
     }
 
     #[test]

@@ -4,6 +4,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod channels;
 mod cli;
 mod config;
 mod conformance;

@@ -435,9 +435,19 @@ fn row_line<'a>(
         ));
         return Line::from(spans);
     };
+    // A chat channel's session says which channel it belongs to.
+    let tag = meta
+        .key
+        .chat_channel()
+        .map(|channel| format!("{channel} · "))
+        .unwrap_or_default();
+    let title_width = columns.title.saturating_sub(tag.chars().count());
+    if !tag.is_empty() {
+        spans.push(Span::styled(fit(&tag, columns.title), dim));
+    }
     if meta.title.trim().is_empty() {
         spans.push(Span::styled(
-            pad(&fit("(no messages yet)", columns.title), columns.title),
+            pad(&fit("(no messages yet)", title_width), title_width),
             dim,
         ));
     } else {
@@ -447,7 +457,7 @@ fn row_line<'a>(
         let accent = theme.accent.patch(base);
         spans.extend(fitted_marked(
             &meta.title,
-            columns.title,
+            title_width,
             &marks,
             base,
             accent,

@@ -1,0 +1,128 @@
+//! How fast a channel may call its platform: a token bucket per budget the platform counts
+//! (Slack's `chat.update` per workspace, Discord's global limit), paused whole when the
+//! platform answers 429 with the time to wait.
+
+use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// A shared budget of calls.
+#[derive(Debug)]
+pub struct Pace {
+    bucket: Mutex<Bucket>,
+}
+
+#[derive(Debug)]
+struct Bucket {
+    tokens: f64,
+    capacity: f64,
+    per_sec: f64,
+    last: Instant,
+    paused_until: Option<Instant>,
+}
+
+impl Bucket {
+    fn refill(&mut self, now: Instant) {
+        let gained = now.saturating_duration_since(self.last).as_secs_f64() * self.per_sec;
+        self.tokens = (self.tokens + gained).min(self.capacity);
+        self.last = now;
+    }
+
+    /// How long until a token is free (`None`: one is free now, and taken).
+    fn take_or_wait(&mut self, now: Instant) -> Option<Duration> {
+        if let Some(until) = self.paused_until {
+            if now < until {
+                return Some(until - now);
+            }
+            self.paused_until = None;
+        }
+        self.refill(now);
+        if self.tokens >= 1.0 {
+            self.tokens -= 1.0;
+            None
+        } else {
+            Some(Duration::from_secs_f64((1.0 - self.tokens) / self.per_sec))
+        }
+    }
+}
+
+impl Pace {
+    /// `capacity` calls at once, `per_minute` calls a minute after that.
+    pub fn new(capacity: u32, per_minute: u32) -> Self {
+        Self {
+            bucket: Mutex::new(Bucket {
+                tokens: f64::from(capacity),
+                capacity: f64::from(capacity.max(1)),
+                per_sec: f64::from(per_minute.max(1)) / 60.0,
+                last: Instant::now(),
+                paused_until: None,
+            }),
+        }
+    }
+
+    fn with<T>(&self, f: impl FnOnce(&mut Bucket) -> T) -> T {
+        f(&mut self.bucket.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// Takes a call from the budget if one is free now: for edits that can be merged into
+    /// a later one.
+    pub fn try_take(&self) -> bool {
+        self.with(|bucket| bucket.take_or_wait(Instant::now()).is_none())
+    }
+
+    /// Waits until a call is free and takes it: for what must be delivered.
+    pub async fn take(&self) {
+        while let Some(wait) = self.with(|bucket| bucket.take_or_wait(Instant::now())) {
+            tokio::time::sleep(wait).await;
+        }
+    }
+
+    /// The platform said to wait `for_`: no call until then.
+    pub fn pause(&self, for_: Duration) {
+        let until = Instant::now() + for_;
+        self.with(|bucket| {
+            bucket.paused_until = Some(bucket.paused_until.map_or(until, |at| at.max(until)));
+        });
+    }
+}
+
+/// A `Retry-After` header's wait, in seconds (fractions allowed), at most an hour.
+pub fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
+    let text = headers.get("retry-after")?.to_str().ok()?;
+    let secs: f64 = text.trim().parse().ok()?;
+    (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs.min(3600.0)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bucket_gives_its_capacity_then_its_rate() {
+        let pace = Pace::new(2, 60);
+        assert!(pace.try_take());
+        assert!(pace.try_take());
+        assert!(!pace.try_take());
+        let now = Instant::now();
+        let wait = pace.with(|b| b.take_or_wait(now)).unwrap();
+        assert!(wait <= Duration::from_secs(1), "{wait:?}");
+    }
+
+    #[test]
+    fn a_pause_holds_every_call() {
+        let pace = Pace::new(10, 600);
+        pace.pause(Duration::from_secs(5));
+        assert!(!pace.try_take());
+        let wait = pace.with(|b| b.take_or_wait(Instant::now())).unwrap();
+        assert!(wait > Duration::from_secs(4), "{wait:?}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn take_waits_for_the_next_token() {
+        let pace = Pace::new(1, 60);
+        pace.take().await;
+        let start = tokio::time::Instant::now();
+        pace.take().await;
+        assert!(start.elapsed() >= Duration::from_millis(900));
+    }
+}
