@@ -5,7 +5,7 @@
 //! 429, an outage) is tried again after the wait it names, so nothing of a reply is lost; the
 //! text stands in the journal whatever happens to delivery.
 
-use super::pace::Pace;
+use super::pace::Paces;
 use super::pending::Pending;
 use super::status::Status;
 use crate::domain::{Answer, ApprovalMode, Audience, InputKind, Sender, SessionId};
@@ -162,7 +162,7 @@ pub(super) struct Inner<P: Poster> {
     pub poster: P,
     pub status: Status,
     /// The platform's budget for edits that can wait (streaming).
-    pub pace: Arc<Pace>,
+    pub paces: Paces,
     pub edit_interval: Duration,
     /// Each thread with a follower, by key: where its inputs go.
     pub threads: Mutex<HashMap<String, mpsc::UnboundedSender<Queued<P::Place>>>>,
@@ -184,7 +184,7 @@ impl<P: Poster> Conversations<P> {
         service: SessionService,
         poster: P,
         status: Status,
-        pace: Arc<Pace>,
+        paces: Paces,
         edit_interval: Duration,
         stop: CancellationToken,
         pending: Arc<Pending>,
@@ -195,7 +195,7 @@ impl<P: Poster> Conversations<P> {
                 service,
                 poster,
                 status,
-                pace,
+                paces,
                 edit_interval,
                 threads: Mutex::new(HashMap::new()),
                 stop,

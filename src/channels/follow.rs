@@ -4,6 +4,7 @@
 //! finished reply split to the platform's length and tried until it lands.
 
 use super::deliver::{Ask, Conversations, PostError, Poster, Queued};
+use super::pace::{Pace, Paces};
 use super::split::split;
 use crate::domain::call_text::summarize_input;
 use crate::domain::{Answer, SessionId, TurnStop};
@@ -402,11 +403,12 @@ impl<P: Poster> Follower<P> {
             return;
         };
         let body = reply.body();
+        let pace = budget(&self.conv.inner.paces, reply.posted.is_none());
         if !edits
             || body.trim().is_empty()
             || body == reply.shown
             || reply.last_edit.is_some_and(|at| at.elapsed() < interval)
-            || !self.conv.inner.pace.try_take()
+            || !pace.try_take()
         {
             return;
         }
@@ -432,7 +434,7 @@ impl<P: Poster> Follower<P> {
                 self.conv.inner.status.posted();
             }
             // Merged into a later edit; the finish waits as long as it must.
-            Err(PostError::Later(wait)) => self.conv.inner.pace.pause(wait),
+            Err(PostError::Later(wait)) => pace.pause(wait),
             Err(PostError::Failed(err)) => self.conv.inner.status.error(err),
         }
     }
@@ -462,11 +464,11 @@ impl<P: Poster> Follower<P> {
             let landed = match posted.take() {
                 Some(message) => {
                     let edit = || poster.edit(&place, &message, &piece);
-                    self.until_landed(edit).await.is_some()
+                    self.until_landed(false, edit).await.is_some()
                 }
                 None => {
                     let post = || poster.post(&place, &piece);
-                    self.until_landed(post).await.is_some()
+                    self.until_landed(true, post).await.is_some()
                 }
             };
             if !landed {
@@ -481,17 +483,18 @@ impl<P: Poster> Follower<P> {
     }
 
     /// Runs `call` until the platform takes it, waiting out each "not now"; `None` when it
-    /// was refused for good or the channel stops.
-    async fn until_landed<T, F, Fut>(&self, call: F) -> Option<T>
+    /// was refused for good or the channel stops. `post` says which budget it counts in.
+    async fn until_landed<T, F, Fut>(&self, post: bool, call: F) -> Option<T>
     where
         F: Fn() -> Fut,
         Fut: Future<Output = Result<T, PostError>>,
     {
         let inner = &self.conv.inner;
+        let pace = budget(&inner.paces, post);
         let mut backoff = Duration::from_millis(500);
         loop {
             tokio::select! {
-                () = inner.pace.take() => {}
+                () = pace.take() => {}
                 () = inner.stop.cancelled() => return None,
             }
             match call().await {
@@ -504,7 +507,7 @@ impl<P: Poster> Follower<P> {
                     return None;
                 }
                 Err(PostError::Later(wait)) => {
-                    inner.pace.pause(wait);
+                    pace.pause(wait);
                     let wait = wait.max(backoff);
                     backoff = (backoff * 2).min(MAX_BACKOFF);
                     tokio::select! {
@@ -532,7 +535,7 @@ impl<P: Poster> Follower<P> {
         };
         let poster = &self.conv.inner.poster;
         let call = || poster.ask(&place, &ask);
-        if let Some(posted) = self.until_landed(call).await {
+        if let Some(posted) = self.until_landed(true, call).await {
             self.asks.insert(call_id, posted);
         }
     }
@@ -551,8 +554,13 @@ impl<P: Poster> Follower<P> {
         };
         let poster = &self.conv.inner.poster;
         let call = || poster.settle(&place, &posted, &text);
-        self.until_landed(call).await;
+        self.until_landed(false, call).await;
     }
+}
+
+/// The budget a new message (`post`) or an edit is counted in.
+fn budget(paces: &Paces, post: bool) -> &Pace {
+    if post { &paces.posts } else { &paces.edits }
 }
 
 /// The next item of `feed`; never, without one.

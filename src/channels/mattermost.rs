@@ -15,7 +15,7 @@ use self::lanes::Lanes;
 use self::rest::{MeError, Place, Rest, lock};
 use super::Start;
 use super::deliver::{Conversations, Inbound};
-use super::pace::Pace;
+use super::pace::{Pace, Paces};
 use super::recent::Recent;
 use super::status::{ChannelState, Status};
 use crate::config::MattermostSettings;
@@ -87,7 +87,7 @@ pub async fn run(settings: MattermostSettings, start: Start) {
         service,
         rest,
         status.clone(),
-        Arc::new(Pace::new(PACE_BURST, PACE_PER_MINUTE)),
+        Paces::one(Pace::new(PACE_BURST, PACE_PER_MINUTE)),
         settings.access.edit_interval,
         stop.clone(),
         pending,

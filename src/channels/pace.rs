@@ -2,7 +2,7 @@
 //! (Slack's `chat.update` per workspace, Discord's global limit), paused whole when the
 //! platform answers 429 with the time to wait.
 
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 use tokio::time::Instant;
 
@@ -83,6 +83,25 @@ impl Pace {
         self.with(|bucket| {
             bucket.paused_until = Some(bucket.paused_until.map_or(until, |at| at.max(until)));
         });
+    }
+}
+
+/// A channel's budgets: one for new messages, one for edits (Slack counts `chat.update`
+/// apart from `chat.postMessage`; most platforms count them together).
+#[derive(Debug, Clone)]
+pub struct Paces {
+    pub posts: Arc<Pace>,
+    pub edits: Arc<Pace>,
+}
+
+impl Paces {
+    /// One budget for every call.
+    pub fn one(pace: Pace) -> Self {
+        let pace = Arc::new(pace);
+        Self {
+            posts: pace.clone(),
+            edits: pace,
+        }
     }
 }
 

@@ -7,7 +7,7 @@
 
 use super::Start;
 use super::deliver::{Ask, Conversations, Inbound, PostError, Poster, key_parts};
-use super::pace::{Pace, retry_after};
+use super::pace::{Pace, Paces, retry_after};
 use super::signature::{Refused, Secret};
 use super::status::{ChannelState, Status};
 use crate::config::{EndpointSettings, WebhookSettings};
@@ -232,7 +232,7 @@ pub async fn run(settings: WebhookSettings, start: Start) {
         service,
         replies,
         status.clone(),
-        Arc::new(Pace::new(20, 600)),
+        Paces::one(Pace::new(20, 600)),
         Duration::from_secs(1),
         stop.clone(),
         pending,

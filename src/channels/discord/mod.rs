@@ -13,7 +13,7 @@ mod rest;
 
 use super::Start;
 use super::deliver::{Conversations, Inbound, PostError};
-use super::pace::Pace;
+use super::pace::{Pace, Paces};
 use super::recent::Recent;
 use super::status::{ChannelState, Status};
 use crate::config::{ChatAccess, DiscordSettings};
@@ -66,7 +66,10 @@ pub async fn run(settings: DiscordSettings, start: Start) {
         service,
         rest,
         status.clone(),
-        pace,
+        Paces {
+            posts: pace.clone(),
+            edits: pace,
+        },
         settings.access.edit_interval,
         stop.clone(),
         pending,

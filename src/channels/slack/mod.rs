@@ -9,7 +9,7 @@ pub mod events;
 
 use super::Start;
 use super::deliver::{Conversations, Inbound};
-use super::pace::Pace;
+use super::pace::{Pace, Paces};
 use super::recent::Recent;
 use super::status::{ChannelState, Status};
 use crate::config::SlackSettings;
@@ -57,8 +57,12 @@ pub async fn run(settings: SlackSettings, start: Start) {
         service,
         api.clone(),
         status.clone(),
-        // `chat.update` is counted per workspace, about 50 a minute.
-        Arc::new(Pace::new(20, 50)),
+        // `chat.update` is counted per workspace, about 50 a minute; new messages apart,
+        // several hundred a minute (and about one a second per channel).
+        Paces {
+            posts: Arc::new(Pace::new(10, 300)),
+            edits: Arc::new(Pace::new(20, 50)),
+        },
         settings.access.edit_interval,
         stop.clone(),
         pending,
