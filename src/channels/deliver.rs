@@ -161,7 +161,7 @@ pub(super) struct Inner<P: Poster> {
     pub service: SessionService,
     pub poster: P,
     pub status: Status,
-    /// The platform's budget for edits that can wait (streaming).
+    /// The platform's budgets for new messages and for edits.
     pub paces: Paces,
     pub edit_interval: Duration,
     /// Each thread with a follower, by key: where its inputs go.

@@ -7,13 +7,13 @@ use super::deliver::{Ask, Conversations, PostError, Poster, Queued};
 use super::pace::{Pace, Paces};
 use super::split::split;
 use crate::domain::call_text::summarize_input;
-use crate::domain::{Answer, SessionId, TurnStop};
-use crate::gateway::{Feed, FeedItem};
+use crate::domain::{Answer, Sender, SessionId, TurnStop};
+use crate::gateway::{Delivered, Feed, FeedItem, ServiceError};
 use crate::session::{OutputFilter, SessionEvent, UserInput};
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::future::Future;
 use std::time::Duration;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
 /// How long a follower waits for more after a turn ends before it lets the thread go.
@@ -99,6 +99,21 @@ pub(super) struct Follower<P: Poster> {
     /// The journal read back ended the open reply's turn at a stop, with nothing after it
     /// yet: the next tern may take the turn up, or not.
     drained: bool,
+    /// Inputs waiting to be sent, in the order they came.
+    waiting: VecDeque<Queued<P::Place>>,
+    /// The input on its way to the session. An input that waits for its own turn is
+    /// acknowledged only when that turn starts, so sending goes on beside the delivery of
+    /// the turn under way, never in its way (its approval question included).
+    sending: Option<Sending>,
+}
+
+/// An input on its way: its acknowledgement, and how sending it went (with the session's
+/// feed when it was the thread's first).
+type Sending = tokio::task::JoinHandle<Sent>;
+
+struct Sent {
+    ack: oneshot::Sender<Result<Delivered, ServiceError>>,
+    result: Result<(Delivered, Option<Feed>), ServiceError>,
 }
 
 impl<P: Poster> Follower<P> {
@@ -118,6 +133,8 @@ impl<P: Poster> Follower<P> {
             asks: HashMap::new(),
             quiet_since: Instant::now(),
             drained: false,
+            waiting: VecDeque::new(),
+            sending: None,
         }
     }
 
@@ -153,14 +170,25 @@ impl<P: Poster> Follower<P> {
                 biased;
                 () = stop.cancelled() => break,
                 queued = self.inbox.recv() => match queued {
-                    Some(queued) => self.send(queued).await,
+                    Some(queued) => {
+                        self.waiting.push_back(queued);
+                        self.send_next();
+                    }
                     None => break,
                 },
+                sent = next_sent(&mut self.sending) => {
+                    if let Some(sent) = sent {
+                        self.sent(sent).await;
+                    }
+                    self.send_next();
+                }
                 item = next_item(&mut self.feed) => self.on_item(item).await,
                 _ = tick.tick() => {
                     self.tick().await;
                     if self.reply.is_none()
                         && self.asks.is_empty()
+                        && self.sending.is_none()
+                        && self.waiting.is_empty()
                         && self.quiet_since.elapsed() >= LINGER
                         && self.leave()
                     {
@@ -183,8 +211,14 @@ impl<P: Poster> Follower<P> {
         true
     }
 
-    async fn send(&mut self, queued: Queued<P::Place>) {
-        let Queued { inbound, ack } = queued;
+    /// Starts sending the next waiting input, unless one is on its way.
+    fn send_next(&mut self) {
+        if self.sending.is_some() {
+            return;
+        }
+        let Some(Queued { inbound, ack }) = self.waiting.pop_front() else {
+            return;
+        };
         self.place = Some(inbound.place.clone());
         self.quiet_since = Instant::now();
         let input = UserInput {
@@ -195,30 +229,55 @@ impl<P: Poster> Follower<P> {
             approval: Some(inbound.approval),
             touched: Vec::new(),
         };
-        let service = &self.conv.inner.service;
-        let sent = match self.feed {
-            Some(_) => service.send(&self.key, &inbound.project_dir, input).await,
-            None => service
-                .send_followed(&self.key, &inbound.project_dir, input, OutputFilter::ALL)
-                .await
-                .map(|(delivered, feed)| {
-                    self.feed = Some(feed);
-                    self.session = Some(delivered.session.clone());
-                    delivered
-                }),
+        let service = self.conv.inner.service.clone();
+        let key = self.key.clone();
+        let dir = inbound.project_dir;
+        // The first input brings the feed, attached before it is sent.
+        let first = self.feed.is_none();
+        self.sending = Some(tokio::spawn(async move {
+            let result = if first {
+                service
+                    .send_followed(&key, &dir, input, OutputFilter::ALL)
+                    .await
+                    .map(|(delivered, feed)| (delivered, Some(feed)))
+            } else {
+                service
+                    .send(&key, &dir, input)
+                    .await
+                    .map(|delivered| (delivered, None))
+            };
+            Sent { ack, result }
+        }));
+    }
+
+    /// An input reached its session (or failed to): its sender is told.
+    async fn sent(&mut self, sent: Sent) {
+        let Sent { ack, result } = sent;
+        let delivered = match result {
+            Ok((delivered, Some(feed))) => {
+                self.feed = Some(feed);
+                self.session = Some(delivered.session.clone());
+                delivered
+            }
+            Ok((delivered, None)) => delivered,
+            Err(err) => {
+                let _ = ack.send(Err(err));
+                return;
+            }
         };
-        if let Ok(delivered) = &sent
-            && self.session.as_ref() != Some(&delivered.session)
-        {
+        if self.session.as_ref() != Some(&delivered.session) {
             // A reset gave the key a new session: follow that one from the input on.
             let from = delivered.seq.saturating_sub(1);
             self.session = Some(delivered.session.clone());
-            self.feed = service
+            self.feed = self
+                .conv
+                .inner
+                .service
                 .subscribe(&delivered.session, Some(from), OutputFilter::ALL, BACKLOG)
                 .await
                 .ok();
         }
-        let _ = ack.send(sent);
+        let _ = ack.send(Ok(delivered));
     }
 
     async fn on_item(&mut self, item: Option<FeedItem>) {
@@ -270,7 +329,9 @@ impl<P: Poster> Follower<P> {
 
     async fn on_event(&mut self, event: SessionEvent) {
         match event {
-            SessionEvent::InputAccepted { seq, .. } => self.begin(seq),
+            SessionEvent::InputAccepted { seq, sender, .. } => self.begin(seq, &sender),
+            // What belongs to a turn this thread does not show (the terminal's) is passed by.
+            _ if self.reply.is_none() => {}
             SessionEvent::TextDelta { text } => self.reply().text.push_str(&text),
             SessionEvent::Retry {
                 discarded_chars, ..
@@ -282,8 +343,7 @@ impl<P: Poster> Follower<P> {
                 self.reply().discard(discarded_chars);
             }
             SessionEvent::ToolCall { name, input, .. } => {
-                let line = format!("▸ `{name}` {}", summarize_input(&input));
-                self.reply().tools.push(line);
+                self.reply().tools.push(tool_line(&name, &input));
             }
             SessionEvent::ApprovalRequested {
                 call_id,
@@ -316,11 +376,18 @@ impl<P: Poster> Follower<P> {
         }
     }
 
-    /// A reply begins with the input at `seq`: kept as pending until it is delivered.
-    fn begin(&mut self, seq: u64) {
-        if self.reply.is_none()
-            && let Some(session) = &self.session
-        {
+    /// The input at `seq` from `sender` was journaled: a turn it starts is shown in the
+    /// thread (and kept as pending until delivered), unless it came from a terminal, whose
+    /// person sees the turn there: what they do in a chat session stays out of the chat.
+    fn begin(&mut self, seq: u64, sender: &str) {
+        if self.reply.is_some() {
+            // It joins the turn under way.
+            return;
+        }
+        if sender == Sender::local_user().id {
+            return;
+        }
+        if let Some(session) = &self.session {
             self.conv
                 .inner
                 .pending
@@ -343,17 +410,19 @@ impl<P: Poster> Follower<P> {
         );
         self.drained = drained_end;
         match event {
-            J::InputAccepted { .. } => self.begin(seq),
+            J::InputAccepted { sender, .. } => self.begin(seq, &sender.id),
+            _ if self.reply.is_none() => {}
             J::AssistantMessage { content, .. } => {
                 let reply = self.reply();
                 for block in content {
                     match block {
                         crate::domain::ContentBlock::Text { text } => reply.text = text,
-                        crate::domain::ContentBlock::ToolUse(call) => reply.tools.push(format!(
-                            "▸ `{}` {}",
-                            call.name,
-                            summarize_input(&call.input)
-                        )),
+                        crate::domain::ContentBlock::ToolUse(call) => {
+                            let line = tool_line(&call.name, &call.input);
+                            if !reply.tools.contains(&line) {
+                                reply.tools.push(line);
+                            }
+                        }
                         _ => {}
                     }
                 }
@@ -408,7 +477,7 @@ impl<P: Poster> Follower<P> {
             || body.trim().is_empty()
             || body == reply.shown
             || reply.last_edit.is_some_and(|at| at.elapsed() < interval)
-            || !pace.try_take()
+            || !pace.try_take_spare()
         {
             return;
         }
@@ -558,9 +627,27 @@ impl<P: Poster> Follower<P> {
     }
 }
 
+/// A tool call as one line of a reply.
+fn tool_line(name: &str, input: &serde_json::Value) -> String {
+    format!("▸ `{name}` {}", summarize_input(input))
+}
+
 /// The budget a new message (`post`) or an edit is counted in.
 fn budget(paces: &Paces, post: bool) -> &Pace {
     if post { &paces.posts } else { &paces.edits }
+}
+
+/// The input on its way, once it is sent (`None`: its task was lost, and its sender told
+/// so by the dropped acknowledgement); never, without one.
+async fn next_sent(sending: &mut Option<Sending>) -> Option<Sent> {
+    match sending {
+        Some(task) => {
+            let sent = task.await.ok();
+            *sending = None;
+            sent
+        }
+        None => std::future::pending().await,
+    }
 }
 
 /// The next item of `feed`; never, without one.

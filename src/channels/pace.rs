@@ -70,6 +70,19 @@ impl Pace {
         self.with(|bucket| bucket.take_or_wait(Instant::now()).is_none())
     }
 
+    /// Takes a call only while more than half the budget is left: for edits that show
+    /// progress, so those that must be delivered (a reply's last) never wait behind them.
+    pub fn try_take_spare(&self) -> bool {
+        self.with(|bucket| {
+            let now = Instant::now();
+            if bucket.paused_until.is_some_and(|until| now < until) {
+                return false;
+            }
+            bucket.refill(now);
+            bucket.tokens >= 1.0 + bucket.capacity / 2.0 && bucket.take_or_wait(now).is_none()
+        })
+    }
+
     /// Waits until a call is free and takes it: for what must be delivered.
     pub async fn take(&self) {
         while let Some(wait) = self.with(|bucket| bucket.take_or_wait(Instant::now())) {
@@ -105,11 +118,20 @@ impl Paces {
     }
 }
 
+/// The longest wait a platform's answer is taken at.
+pub const LONGEST_WAIT: Duration = Duration::from_secs(3600);
+
+/// A wait a platform named in seconds (fractions allowed), at most an hour; `None` for what
+/// is not a wait (negative, not a number).
+pub fn wait_of(secs: f64) -> Option<Duration> {
+    (secs.is_finite() && secs >= 0.0)
+        .then(|| Duration::from_secs_f64(secs.min(LONGEST_WAIT.as_secs_f64())))
+}
+
 /// A `Retry-After` header's wait, in seconds (fractions allowed), at most an hour.
 pub fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
     let text = headers.get("retry-after")?.to_str().ok()?;
-    let secs: f64 = text.trim().parse().ok()?;
-    (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs.min(3600.0)))
+    wait_of(text.trim().parse().ok()?)
 }
 
 #[cfg(test)]
@@ -125,6 +147,16 @@ mod tests {
         let now = Instant::now();
         let wait = pace.with(|b| b.take_or_wait(now)).unwrap();
         assert!(wait <= Duration::from_secs(1), "{wait:?}");
+    }
+
+    #[test]
+    fn progress_leaves_half_the_budget_to_what_must_be_delivered() {
+        let pace = Pace::new(4, 60);
+        assert!(pace.try_take_spare());
+        assert!(pace.try_take_spare());
+        assert!(!pace.try_take_spare(), "two of four left for the finals");
+        assert!(pace.try_take());
+        assert!(pace.try_take());
     }
 
     #[test]

@@ -54,7 +54,10 @@ impl Seen {
             if now.duration_since(*at) < REMEMBER && self.order.len() < REMEMBER_MAX {
                 break;
             }
-            self.ids.remove(old);
+            // Only if it was not forgotten and seen again since.
+            if self.ids.get(old) == Some(at) {
+                self.ids.remove(old);
+            }
             self.order.pop_front();
         }
         if self.ids.contains_key(id) {
@@ -63,6 +66,11 @@ impl Seen {
         self.ids.insert(id.to_owned(), now);
         self.order.push_back((now, id.to_owned()));
         true
+    }
+
+    /// Forgets `id`: its delivery was not taken, so the sender's retry must be.
+    fn forget(&mut self, id: &str) {
+        self.ids.remove(id);
     }
 }
 
@@ -137,6 +145,8 @@ impl Poster for Replies {
         let response = match sent {
             Ok(response) => response,
             Err(err) => {
+                // A reply URL may hold a secret of its own: not logged.
+                let err = err.without_url();
                 tracing::debug!(%err, "a webhook reply did not reach its URL; trying again");
                 return Err(PostError::Later(Duration::from_secs(2)));
             }
@@ -388,18 +398,24 @@ impl Server {
             return refuse(StatusCode::UNAUTHORIZED, refused_text(&refused));
         }
         let id = id.unwrap_or_default();
-        let first = endpoint
-            .seen
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .first(&id, Instant::now());
-        if !first {
+        let seen = || endpoint.seen.lock().unwrap_or_else(PoisonError::into_inner);
+        if !seen().first(&id, Instant::now()) {
             return answer(
                 StatusCode::OK,
                 serde_json::json!({ "ok": true, "duplicate": true }),
             );
         }
-        let delivery: Delivery = match serde_json::from_slice(&body) {
+        let response = self.take(&endpoint, &body).await;
+        // A delivery not taken may come again, under the same id.
+        if !response.status().is_success() {
+            seen().forget(&id);
+        }
+        response
+    }
+
+    /// A delivery whose signature holds: its input sent to its thread's session.
+    async fn take(&self, endpoint: &Arc<Endpoint>, body: &[u8]) -> Response<Full<Bytes>> {
+        let delivery: Delivery = match serde_json::from_slice(body) {
             Ok(delivery) => delivery,
             Err(err) => {
                 return refuse(

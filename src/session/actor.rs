@@ -595,9 +595,10 @@ impl SessionActor {
 
     /// Journals an input durably, then applies and announces it; see [`journal_input`].
     fn accept(&mut self, state: &mut SessionState, input: UserInput) -> Result<u64, SessionError> {
+        let sender = input.sender.id.clone();
         let (seq, text) = journal_input(&self.deps, &self.dirs, state, input)?;
         self.published_at = self.published_at.max(state.last_seq);
-        self.publish(&SessionEvent::InputAccepted { seq, text });
+        self.publish(&SessionEvent::InputAccepted { seq, text, sender });
         Ok(seq)
     }
 

@@ -30,10 +30,13 @@ const GROUP_ROOM: usize = 64;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum SessionEvent {
-    /// An input was durably journaled; `seq` is its journal position.
+    /// An input was durably journaled; `seq` is its journal position, `sender` its sender's
+    /// id (`local` for the terminal's person).
     InputAccepted {
         seq: u64,
         text: String,
+        #[serde(default)]
+        sender: String,
     },
     PhaseChanged {
         phase: Phase,

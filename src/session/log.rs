@@ -64,7 +64,7 @@ impl SessionLog {
 /// One log line for an event.
 fn describe(event: &SessionEvent, redactor: &Redactor) -> Option<String> {
     Some(match event {
-        SessionEvent::InputAccepted { seq, text } => {
+        SessionEvent::InputAccepted { seq, text, .. } => {
             format!("input #{seq} accepted ({} bytes)", text.len())
         }
         SessionEvent::ToolCall { id, name, input } => {

@@ -461,9 +461,10 @@ impl Turn<'_> {
         let any = !joined.is_empty();
         let mut joined = joined.into_iter();
         while let Some((input, reply)) = joined.next() {
+            let sender = input.sender.id.clone();
             match journal_input(self.deps, self.dirs, state, input) {
                 Ok((seq, text)) => {
-                    self.emit(SessionEvent::InputAccepted { seq, text });
+                    self.emit(SessionEvent::InputAccepted { seq, text, sender });
                     let _ = reply.send(Ok(seq));
                 }
                 Err(err) => {

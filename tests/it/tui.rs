@@ -105,6 +105,7 @@ fn started(app: &mut App, message: &str, at: Instant) {
             SessionEvent::InputAccepted {
                 seq: 1,
                 text: message.into(),
+                sender: "local".into(),
             },
             SessionEvent::PhaseChanged {
                 phase: Phase::Processing,

@@ -415,10 +415,12 @@ impl<'a> Gateway<'a> {
                 resumable: frame.d.as_bool().unwrap_or(false),
             }),
             10 => {
+                // Discord says about 41 s; anything past ten minutes is not a heartbeat.
                 let interval = frame.d["heartbeat_interval"]
                     .as_u64()
                     .filter(|ms| *ms > 0)
-                    .unwrap_or(41_250);
+                    .unwrap_or(41_250)
+                    .min(600_000);
                 *heart = Some(Heart::new(
                     Duration::from_millis(interval),
                     Instant::now(),

@@ -87,7 +87,9 @@ impl Rest {
         let response = match request.send().await {
             Ok(response) => response,
             Err(err) => {
-                tracing::debug!(%err, %path, "Discord could not be reached; trying again");
+                // The path of an interaction's callback holds its token: not logged.
+                let err = err.without_url();
+                tracing::debug!(%err, %method, "Discord could not be reached; trying again");
                 return Err(PostError::Later(OUTAGE_WAIT));
             }
         };
@@ -299,8 +301,7 @@ fn classify(status: u16, body: &Value, header_wait: Option<Duration>) -> Outcome
         429 => {
             let named = body["retry_after"]
                 .as_f64()
-                .filter(|secs| secs.is_finite() && *secs >= 0.0)
-                .map(Duration::from_secs_f64);
+                .and_then(crate::channels::pace::wait_of);
             let wait = named
                 .or(header_wait)
                 .unwrap_or(Duration::from_secs(1))

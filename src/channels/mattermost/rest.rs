@@ -248,7 +248,7 @@ fn rate_limit_wait(headers: &HeaderMap) -> Option<Duration> {
             let now = jiff::Timestamp::now().as_millisecond() as f64 / 1000.0;
             secs = (secs - now).max(0.0);
         }
-        return Some(Duration::from_secs_f64(secs).min(WAIT_MOST));
+        return crate::channels::pace::wait_of(secs).map(|wait| wait.min(WAIT_MOST));
     }
     crate::channels::pace::retry_after(headers)
 }

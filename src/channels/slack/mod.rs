@@ -29,6 +29,8 @@ use tokio_util::sync::CancellationToken;
 const PING_EVERY: Duration = Duration::from_secs(10);
 /// A socket that said nothing for this long is taken for dead.
 const DEAD_AFTER: Duration = Duration::from_secs(30);
+/// A connection that lasted this long was a working one: the next waits no longer.
+const STEADY: Duration = Duration::from_secs(10);
 /// Longest wait between connection attempts.
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
@@ -115,7 +117,9 @@ async fn pause(stop: &CancellationToken, wait: Duration) -> bool {
 
 /// How a connection ended.
 enum Ended {
-    /// Connect again with a fresh URL.
+    /// Slack asked for a new connection: made at once.
+    Asked,
+    /// The connection failed: connect again with a fresh URL.
     Again,
     /// Slack switched Socket Mode off, or tern stops: no more connections.
     Done,
@@ -159,14 +163,24 @@ impl Slack {
             };
             match tokio_tungstenite::connect_async(url.as_str()).await {
                 Ok((socket, _)) => {
-                    backoff = Duration::from_secs(1);
-                    if let Ended::Done = self.connection(socket).await {
+                    let began = Instant::now();
+                    let ended = self.connection(socket).await;
+                    if let Ended::Done = ended {
                         return;
                     }
                     self.status.set(
                         ChannelState::Reconnecting,
                         "connecting again with a fresh URL",
                     );
+                    // A connection that ends at once is not tried again at once.
+                    if matches!(ended, Ended::Again) && began.elapsed() < STEADY {
+                        if !pause(&self.stop, backoff).await {
+                            break;
+                        }
+                        backoff = (backoff * 2).min(MAX_BACKOFF);
+                    } else {
+                        backoff = Duration::from_secs(1);
+                    }
                 }
                 Err(err) => {
                     self.status
@@ -232,7 +246,7 @@ impl Slack {
                     );
                     return Ended::Done;
                 }
-                Some(Frame::Disconnect { .. }) => return Ended::Again,
+                Some(Frame::Disconnect { .. }) => return Ended::Asked,
                 Some(Frame::Envelope { id, kind, payload }) => {
                     // Acknowledged before anything is done, well within Slack's 3 s.
                     let ack = serde_json::json!({ "envelope_id": id }).to_string();

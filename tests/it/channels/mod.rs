@@ -2,7 +2,7 @@
 //! the mock provider.
 
 mod discord;
-mod fake;
+mod fakes;
 mod mattermost;
 mod slack;
 mod webhook;

@@ -2,7 +2,7 @@
 //! acknowledged with its session, the reply POSTed back signed, and the session shared with
 //! the other tern commands.
 
-use super::fake::{Fake, HttpResponse, post};
+use super::fakes::server::{Fake, HttpResponse, post};
 use super::{Served, free_port, text};
 use crate::support::Reply;
 use std::sync::Arc;
@@ -294,4 +294,84 @@ fn a_reply_cut_off_by_a_stop_is_delivered_by_the_next_tern() {
         1,
         "the model was asked once"
     );
+}
+
+#[test]
+fn a_second_tern_serve_waits_beside_the_first_and_takes_the_channels_over_when_it_stops() {
+    let (mut first, fake, addr) = serve_with_reply_url(200);
+    // The second one becomes a client of the first, and says so.
+    let mut second = first.home.tern_process();
+    second
+        .arg("serve")
+        .current_dir(first.home.project())
+        .env("CI_SECRET", SECRET)
+        .env("ANTHROPIC_API_KEY", "test-key")
+        .env("ANTHROPIC_BASE_URL", first.mock.base_url())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped());
+    let mut second = second.spawn().expect("a second tern serve");
+    let stderr = second.stderr.take().unwrap();
+    let said = Arc::new(std::sync::Mutex::new(String::new()));
+    let gathered = said.clone();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            gathered.lock().unwrap().push_str(&(line + "\n"));
+        }
+    });
+    let wait_said = |needle: &str| {
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        while !said.lock().unwrap().contains(needle) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{}",
+                said.lock().unwrap()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    wait_said("another tern process owns the sessions");
+
+    assert!(first.stop().success(), "{}", first.stderr());
+    // The second took the store over and listens in its place.
+    first.mock.push(Reply::text("Answered by the second."));
+    let body = br#"{"text": "still there?", "thread": "t9"}"#;
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let (status, _) = post(
+            addr,
+            "/webhook/ci",
+            &signed(&format!("msg_{}", now_ms()), now(), body, SECRET),
+            body,
+        );
+        if status == 202 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the second never listened: {}",
+            said.lock().unwrap()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    fake.wait_for(Duration::from_secs(20), "the reply", |requests| {
+        requests
+            .iter()
+            .any(|r| r.json()["text"] == "Answered by the second.")
+    });
+    // SAFETY: signalling a child process this test started.
+    unsafe {
+        libc::kill(second.id() as i32, libc::SIGTERM);
+    }
+    assert!(second.wait().unwrap().success(), "{}", said.lock().unwrap());
+}
+
+fn now_ms() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos()
 }

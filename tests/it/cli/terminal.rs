@@ -240,3 +240,37 @@ fn a_resumed_session_shows_the_context_and_tool_times_it_showed_live() {
     again.keys(&["C-d"]);
     again.wait_for("[tern exited 0]");
 }
+
+#[test]
+fn the_interface_runs_the_configured_channels_and_shows_them_on_its_status_line() {
+    let cli = Cli::new();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .unwrap();
+    cli.home.write_config(&format!(
+        "[channels.webhook]\nlisten = \"127.0.0.1:{port}\"\n\
+         [channels.webhook.endpoints.ci]\nsecret_env = \"CI_SECRET\"\n"
+    ));
+    let secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw".to_owned();
+    let env = [
+        ("ANTHROPIC_API_KEY", "test-key".to_owned()),
+        ("ANTHROPIC_BASE_URL", cli.mock.base_url()),
+        ("CI_SECRET", secret.clone()),
+    ];
+    let tui = Tmux::start_env(&cli, &[], &env);
+    tui.wait_for("webhook ✓");
+    // Another process asks the interface, which owns the sessions and runs the channel.
+    let output = cli
+        .tern(&["channels", "status"])
+        .env("CI_SECRET", &secret)
+        .output()
+        .unwrap();
+    let said = stdout(&output);
+    assert!(
+        said.contains("webhook: connected (listening on http://127.0.0.1:"),
+        "{said}"
+    );
+    tui.keys(&["C-d"]);
+    tui.wait_for("[tern exited 0]");
+}
