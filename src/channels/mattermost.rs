@@ -223,7 +223,7 @@ impl Adapter {
             () = stop.cancelled() => return Ended::Stopped,
             opened = tokio::time::timeout(
                 HANDSHAKE_WITHIN,
-                tokio_tungstenite::connect_async(url.as_str()),
+                tokio_tungstenite::connect_async_with_config(url.as_str(), None, true),
             ) => opened,
         };
         let mut socket = match opened {

@@ -303,7 +303,7 @@ impl<'a> Gateway<'a> {
         let address = format!("{}/?v=10&encoding=json", url.trim_end_matches('/'));
         let opened = tokio::select! {
             () = self.stop.cancelled() => return Ended::Stopped,
-            opened = tokio::time::timeout(OPEN_WITHIN, tokio_tungstenite::connect_async(&address)) => opened,
+            opened = tokio::time::timeout(OPEN_WITHIN, tokio_tungstenite::connect_async_with_config(&address, None, true)) => opened,
         };
         let socket = match opened {
             Ok(Ok((socket, _))) => socket,

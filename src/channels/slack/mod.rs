@@ -161,7 +161,8 @@ impl Slack {
                     continue;
                 }
             };
-            match tokio_tungstenite::connect_async(url.as_str()).await {
+            // Frames are small and answered at once: no waiting to gather them (Nagle).
+            match tokio_tungstenite::connect_async_with_config(url.as_str(), None, true).await {
                 Ok((socket, _)) => {
                     let began = Instant::now();
                     let ended = self.connection(socket).await;

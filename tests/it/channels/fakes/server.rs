@@ -91,6 +91,7 @@ impl Fake {
                 let Ok((stream, _)) = listener.accept().await else {
                     continue;
                 };
+                let _ = stream.set_nodelay(true);
                 let (http, ws, recorded) = (http.clone(), ws.clone(), recorded.clone());
                 tokio::spawn(async move {
                     let _ = serve(stream, http, ws, recorded).await;
