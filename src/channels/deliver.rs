@@ -114,6 +114,9 @@ pub trait Poster: Send + Sync + 'static {
     /// a stop cut off is delivered by the next tern. `None` when the key does not say.
     fn place_of(&self, key: &str) -> Option<Self::Place>;
 
+    /// The thread at `place` talks to `session` now; for a platform whose replies name it.
+    fn bind(&self, _place: &Self::Place, _session: &SessionId) {}
+
     /// Shows that tern is working; best effort.
     fn typing(&self, _place: &Self::Place) -> impl Future<Output = ()> + Send {
         async {}

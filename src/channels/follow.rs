@@ -145,6 +145,7 @@ impl<P: Poster> Follower<P> {
     /// Delivers the reply of `session` read again from after `from`, then goes on as
     /// [`Follower::run`].
     pub(super) async fn resume(mut self, place: P::Place, session: SessionId, from: u64) {
+        self.conv.inner.poster.bind(&place, &session);
         self.place = Some(place);
         self.feed = self
             .conv
@@ -265,6 +266,9 @@ impl<P: Poster> Follower<P> {
                 return;
             }
         };
+        if let Some(place) = &self.place {
+            self.conv.inner.poster.bind(place, &delivered.session);
+        }
         if self.session.as_ref() != Some(&delivered.session) {
             // A reset gave the key a new session: follow that one from the input on.
             let from = delivered.seq.saturating_sub(1);

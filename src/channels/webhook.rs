@@ -181,6 +181,10 @@ impl Poster for Replies {
     async fn settle(&self, _: &Place, _: &(), _: &str) -> Result<(), PostError> {
         Ok(())
     }
+
+    fn bind(&self, place: &Place, session: &SessionId) {
+        let _ = place.session.set(session.clone());
+    }
 }
 
 /// Shared by every connection of the server.
@@ -437,11 +441,12 @@ impl Server {
         let place = Place {
             endpoint: endpoint.clone(),
             thread: delivery.thread.clone(),
+            // Set by the thread's follower once the session is known.
             session: Arc::new(OnceLock::new()),
         };
         let inbound = Inbound {
             key,
-            place: place.clone(),
+            place,
             sender: Sender {
                 id: format!("webhook:{}", endpoint.name),
                 name: endpoint.name.clone(),
@@ -456,17 +461,14 @@ impl Server {
             approval: ApprovalMode::Never,
         };
         match self.conversations.deliver(inbound).await {
-            Ok(delivered) => {
-                let _ = place.session.set(delivered.session.clone());
-                answer(
-                    StatusCode::ACCEPTED,
-                    serde_json::json!({
-                        "ok": true,
-                        "session": delivered.session.to_string(),
-                        "seq": delivered.seq,
-                    }),
-                )
-            }
+            Ok(delivered) => answer(
+                StatusCode::ACCEPTED,
+                serde_json::json!({
+                    "ok": true,
+                    "session": delivered.session.to_string(),
+                    "seq": delivered.seq,
+                }),
+            ),
             Err(err) => {
                 self.status
                     .error(format!("endpoint `{}`: {err}", endpoint.name));

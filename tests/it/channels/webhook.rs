@@ -270,6 +270,17 @@ fn a_reply_cut_off_by_a_stop_is_delivered_by_the_next_tern() {
             .iter()
             .any(|r| r.json()["text"] == "Kept for the next tern.")
     });
+    // The reply resumed by the next tern names its session as the first would have.
+    let resumed = fake
+        .to("/reply")
+        .into_iter()
+        .map(|r| r.json())
+        .find(|b| b["text"] == "Kept for the next tern.")
+        .unwrap();
+    assert!(
+        resumed["session"].as_str().is_some_and(|id| id.len() == 36),
+        "{resumed}"
+    );
     // Delivered once: once the tern has seen it land, a third start has nothing left to send.
     let pending = served
         .home
