@@ -35,6 +35,8 @@ struct Session<'a> {
     messages: u64,
     model: &'a str,
     archived: bool,
+    /// The session's key; a terminal's own (`cli:<id>`) when empty.
+    key: &'a str,
 }
 
 impl Default for Session<'_> {
@@ -48,6 +50,7 @@ impl Default for Session<'_> {
             messages: 0,
             model: "",
             archived: false,
+            key: "",
         }
     }
 }
@@ -76,7 +79,10 @@ impl Fixture {
             archived_at_ms: session.archived.then_some(at),
             ..SessionMeta::new(
                 id.clone(),
-                SessionKey::cli(&id),
+                match session.key {
+                    "" => SessionKey::cli(&id),
+                    key => SessionKey::parse(key).expect("a session key"),
+                },
                 session.project.into(),
                 at - HOUR,
             )
@@ -310,6 +316,31 @@ fn a_search_with_matches_only_elsewhere_says_so() {
     assert_eq!(
         picker.handle_key(key(KeyCode::Enter)),
         PickerOutcome::Resume(SessionId::from_string("s-parser"))
+    );
+}
+
+#[test]
+fn a_chat_channels_session_is_listed_with_its_channel() {
+    let fixture = Fixture::new();
+    fixture.add(Session {
+        id: "s-slack",
+        title: "Why is CI red",
+        key: "slack:T1/C1/1700000000.0001",
+        messages: 4,
+        ..Session::default()
+    });
+    fixture.add(Session {
+        id: "s-local",
+        title: "Typed here",
+        ago_ms: MINUTE,
+        ..Session::default()
+    });
+    let mut picker = fixture.settled("/work/tern");
+    let shown = screen(&mut picker, 100, 12);
+    assert!(shown.contains("slack · Why is CI red"), "{shown}");
+    assert!(
+        shown.contains("Typed here") && !shown.contains("· Typed here"),
+        "{shown}"
     );
 }
 

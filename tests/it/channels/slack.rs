@@ -72,6 +72,9 @@ fn a_mention_is_acknowledged_answered_in_its_thread_and_streamed_by_updates() {
         status.contains("slack: connected (workspace T1 as @tern)"),
         "{status}"
     );
+    // What the person did at the terminal stays out of the chat thread.
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(!slack.shown("Continued in the terminal."));
     assert!(served.stop().success(), "{}", served.stderr());
 }
 
