@@ -5,6 +5,13 @@
 //! thread. Approval questions are answered by a 👍 or 👎 reaction from an allowed user; chat
 //! text never approves anything. A lost or silent socket is opened again with a capped
 //! backoff; a refused token stops the channel with what to fix.
+//!
+//! Nothing is missed across a reconnect: tern keeps the `connection_id` of the server's
+//! `hello` and the `seq` of the last event heard, and opens the next socket with
+//! `?connection_id=…&sequence_number=<next seq>` and its token in the `Authorization`
+//! header (the server resumes only a connection authenticated by its upgrade). The server
+//! then replays the events sent since, or, when it cannot, starts a fresh connection with a
+//! new `hello`; posts heard twice are taken once.
 
 mod event;
 mod lanes;
@@ -29,6 +36,8 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::http::{HeaderValue, StatusCode, header};
 use tokio_util::sync::CancellationToken;
 
 /// How long a connection may take to open and to authenticate.
@@ -103,6 +112,7 @@ pub async fn run(settings: MattermostSettings, start: Start) {
         seen: Recent::new(REMEMBERED),
         threads: Recent::new(REMEMBERED),
         names: HashMap::new(),
+        stream: Stream::default(),
     };
     let mut backoff = BACKOFF_FIRST;
     loop {
@@ -142,15 +152,58 @@ fn jitter(wait: Duration) -> Duration {
     wait.mul_f64(0.8 + fastrand::f64() * 0.4)
 }
 
-/// The WebSocket address of a server: `http` becomes `ws`, `https` becomes `wss`.
-fn socket_url(base: &str) -> String {
+/// The WebSocket address of a server: `http` becomes `ws`, `https` becomes `wss`; with the
+/// query that resumes `stream` when there is one to resume.
+fn socket_url(base: &str, stream: &Stream) -> String {
     let base = base.trim_end_matches('/');
     let base = match base.split_once("://") {
         Some(("https", rest)) => format!("wss://{rest}"),
         Some(("http", rest)) => format!("ws://{rest}"),
         _ => base.to_owned(),
     };
-    format!("{base}/api/v4/websocket")
+    match stream.query() {
+        Some(query) => format!("{base}/api/v4/websocket?{query}"),
+        None => format!("{base}/api/v4/websocket"),
+    }
+}
+
+/// Longest connection id taken from a `hello` (the server's ids are 26 characters).
+const CONNECTION_ID_MOST: usize = 64;
+
+/// Where the server's event stream stood when tern last heard it: what the next socket asks
+/// the server to replay.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+struct Stream {
+    /// The server's id for tern's connection, from its `hello`; `None` before the first
+    /// `hello`, or when the id cannot be sent back as it came.
+    connection_id: Option<String>,
+    /// The `seq` of the next event: one past the last heard.
+    next_seq: u64,
+}
+
+impl Stream {
+    /// A `hello` starts a stream: `seq` is the hello's own (0 on a fresh connection).
+    fn hello(&mut self, connection_id: &str, seq: Option<u64>) {
+        let sendable = !connection_id.is_empty()
+            && connection_id.len() <= CONNECTION_ID_MOST
+            && connection_id.bytes().all(|b| b.is_ascii_alphanumeric());
+        self.connection_id = sendable.then(|| connection_id.to_owned());
+        self.next_seq = seq.map_or(0, |seq| seq.saturating_add(1));
+    }
+
+    /// An event heard with `seq`.
+    fn heard(&mut self, seq: u64) {
+        self.next_seq = seq.saturating_add(1);
+    }
+
+    /// `connection_id=…&sequence_number=…` when there is a connection to resume.
+    fn query(&self) -> Option<String> {
+        let id = self.connection_id.as_deref()?;
+        Some(format!(
+            "connection_id={id}&sequence_number={}",
+            self.next_seq
+        ))
+    }
 }
 
 /// How a connection ended.
@@ -172,18 +225,16 @@ impl Ended {
     }
 }
 
-/// Where a connection's opening stands: the challenge answered, `hello` heard (in either
-/// order).
+/// Where a connection's opening stands.
 #[derive(Debug, Default)]
 struct Handshake {
-    authenticated: bool,
-    hello: bool,
-}
-
-impl Handshake {
-    fn up(&self) -> bool {
-        self.authenticated && self.hello
-    }
+    /// The answer to the `authentication_challenge` came. A server that took the token from
+    /// the upgrade's header never answers it.
+    answered: bool,
+    /// Events are taken: `hello` heard, or a stream resumed.
+    up: bool,
+    /// Anything heard from the server on this socket (a frame or a pong).
+    heard: bool,
 }
 
 /// The channel across its connections.
@@ -202,6 +253,8 @@ struct Adapter {
     threads: Recent,
     /// People's names by user id, from their posts, for the answers they give.
     names: HashMap<String, String>,
+    /// The server's event stream, resumed by the next socket.
+    stream: Stream,
 }
 
 impl Adapter {
@@ -218,20 +271,49 @@ impl Adapter {
                 },
             }
         };
-        let url = socket_url(&self.settings.url);
+        let resuming = self.stream.connection_id.is_some();
+        let url = socket_url(&self.settings.url, &self.stream);
+        // Named without its query: the server's connection id is no business of the status.
+        let shown = url.split('?').next().unwrap_or_default().to_owned();
+        let mut request = match url.as_str().into_client_request() {
+            Ok(request) => request,
+            Err(err) => {
+                return Ended::Refused(format!("{shown} is not a WebSocket address: {err}"));
+            }
+        };
+        // The token on the upgrade as well: the server resumes only a connection it
+        // authenticated there, and ignores the challenge then.
+        if let Ok(value) = HeaderValue::from_str(&format!("Bearer {}", self.token)) {
+            request.headers_mut().insert(header::AUTHORIZATION, value);
+        }
         let opened = tokio::select! {
             () = stop.cancelled() => return Ended::Stopped,
             opened = tokio::time::timeout(
                 HANDSHAKE_WITHIN,
-                tokio_tungstenite::connect_async_with_config(url.as_str(), None, true),
+                tokio_tungstenite::connect_async_with_config(request, None, true),
             ) => opened,
         };
         let mut socket = match opened {
             Ok(Ok((socket, _))) => socket,
-            Ok(Err(err)) => return Ended::lost(format!("could not open {url}: {err}"), false),
+            Ok(Err(tokio_tungstenite::tungstenite::Error::Http(response)))
+                if response.status() == StatusCode::UNAUTHORIZED =>
+            {
+                return Ended::Refused(self.refused(" (401 on its upgrade)"));
+            }
+            Ok(Err(err)) => {
+                if matches!(err, tokio_tungstenite::tungstenite::Error::Http(_)) {
+                    // The server answered, but not with a socket: perhaps it would not take
+                    // the id back. The next socket starts afresh rather than ask again.
+                    self.stream = Stream::default();
+                }
+                return Ended::lost(format!("could not open {shown}: {err}"), false);
+            }
             Err(_) => {
                 return Ended::lost(
-                    format!("{url} did not open within {} s", HANDSHAKE_WITHIN.as_secs()),
+                    format!(
+                        "{shown} did not open within {} s",
+                        HANDSHAKE_WITHIN.as_secs()
+                    ),
                     false,
                 );
             }
@@ -244,17 +326,39 @@ impl Adapter {
         if let Err(err) = socket.send(Message::text(challenge.to_string())).await {
             return Ended::lost(format!("the socket closed at once: {err}"), false);
         }
+        // A resumed stream may have nothing to replay: a ping's answer shows the server kept
+        // the socket.
+        if resuming && let Err(err) = socket.send(Message::Ping(Default::default())).await {
+            return Ended::lost(format!("the socket closed at once: {err}"), false);
+        }
         let (outbox, mut actions) = mpsc::unbounded_channel::<Value>();
         let mut seq: u64 = 1;
-        let mut shake = Handshake::default();
+        // A resumed stream takes events at once: the server sends no new `hello` when it
+        // can replay what was missed.
+        let mut shake = Handshake {
+            up: resuming,
+            ..Handshake::default()
+        };
+        let mut announced = false;
         let handshake = tokio::time::sleep(HANDSHAKE_WITHIN);
         tokio::pin!(handshake);
         let mut ping = tokio::time::interval_at(Instant::now() + PING_EVERY, PING_EVERY);
         let mut unanswered = false;
         let ended = loop {
-            let up = shake.up();
+            if shake.up && !announced {
+                announced = true;
+                *lock(&self.shared.socket) = Some(outbox.clone());
+                self.status.set(
+                    ChannelState::Connected,
+                    format!("as @{} on {}", me.username, self.settings.url),
+                );
+            }
+            let up = shake.up;
+            // Up counts once the server said something: a server that drops each socket
+            // at once still backs off.
+            let was_up = up && shake.heard;
             let broke = |err: tokio_tungstenite::tungstenite::Error| {
-                Ended::lost(format!("the socket broke: {err}"), up)
+                Ended::lost(format!("the socket broke: {err}"), was_up)
             };
             tokio::select! {
                 biased;
@@ -271,7 +375,7 @@ impl Adapter {
                     if unanswered {
                         let secs = PING_EVERY.as_secs();
                         let reason = format!("no answer to a ping in {secs} s");
-                        break Ended::lost(reason, up);
+                        break Ended::lost(reason, was_up);
                     }
                     unanswered = true;
                     if let Err(err) = socket.send(Message::Ping(Default::default())).await {
@@ -289,61 +393,79 @@ impl Adapter {
                     let text = match frame {
                         Some(Ok(Message::Text(text))) => text,
                         Some(Ok(Message::Close(_))) | None => {
-                            break Ended::lost("the server closed the socket", up);
+                            break Ended::lost("the server closed the socket", was_up);
                         }
                         Some(Ok(_)) => {
                             self.status.heard();
+                            shake.heard = true;
                             unanswered = false;
                             continue;
                         }
                         Some(Err(err)) => break broke(err),
                     };
                     self.status.heard();
+                    shake.heard = true;
                     unanswered = false;
                     if let Err(ended) = self.on_text(text.as_str(), &me, &mut shake) {
                         break ended;
-                    }
-                    if shake.up() && !up {
-                        *lock(&self.shared.socket) = Some(outbox.clone());
-                        self.status.set(
-                            ChannelState::Connected,
-                            format!("as @{} on {}", me.username, self.settings.url),
-                        );
                     }
                 }
             }
         };
         *lock(&self.shared.socket) = None;
+        if resuming && !shake.heard && matches!(ended, Ended::Lost { .. }) {
+            // Closed before a word: perhaps the server would not take the id back. The next
+            // socket starts afresh rather than ask again.
+            self.stream = Stream::default();
+        }
         ended
+    }
+
+    /// What to say when the server refuses the token on its WebSocket; `said` is what it
+    /// answered.
+    fn refused(&self, said: &str) -> String {
+        let var = &self.settings.token.var;
+        format!(
+            "the server at {} refused the token in {var} on its WebSocket{said}; put a valid \
+             bot or personal access token in {var} and start tern again",
+            self.settings.url,
+        )
     }
 
     /// One text frame; `Err` when it ends the connection (the token refused).
     fn on_text(&mut self, text: &str, me: &Me, shake: &mut Handshake) -> Result<(), Ended> {
-        match event::frame(text) {
+        let (frame, seq) = event::frame(text);
+        match frame {
             Frame::Reply {
                 seq_reply: 1,
                 ok,
                 error,
-            } if !shake.authenticated => {
+            } if !shake.answered => {
                 if !ok {
-                    let var = &self.settings.token.var;
                     let said = if error.is_empty() {
                         String::new()
                     } else {
                         format!(" ({error})")
                     };
-                    return Err(Ended::Refused(format!(
-                        "the server at {} refused the token in {var} on its WebSocket{said}; put \
-                         a valid bot or personal access token in {var} and start tern again",
-                        self.settings.url,
-                    )));
+                    return Err(Ended::Refused(self.refused(&said)));
                 }
-                shake.authenticated = true;
+                shake.answered = true;
             }
-            Frame::Hello => shake.hello = true,
-            Frame::Posted(post) if shake.authenticated => self.on_post(post, me),
-            Frame::Reaction(reaction) if shake.authenticated => self.on_reaction(reaction, me),
-            _ => {}
+            Frame::Hello { connection_id } => {
+                // A fresh stream (the first socket, or a server that could not replay).
+                self.stream.hello(&connection_id, seq);
+                shake.up = true;
+            }
+            frame => {
+                if let Some(seq) = seq {
+                    self.stream.heard(seq);
+                }
+                match frame {
+                    Frame::Posted(post) if shake.up => self.on_post(post, me),
+                    Frame::Reaction(reaction) if shake.up => self.on_reaction(reaction, me),
+                    _ => {}
+                }
+            }
         }
         Ok(())
     }
@@ -455,18 +577,51 @@ mod tests {
 
     #[test]
     fn the_socket_is_on_the_servers_address() {
+        let fresh = Stream::default();
         assert_eq!(
-            socket_url("https://chat.example.com"),
+            socket_url("https://chat.example.com", &fresh),
             "wss://chat.example.com/api/v4/websocket"
         );
         assert_eq!(
-            socket_url("http://127.0.0.1:8065/"),
+            socket_url("http://127.0.0.1:8065/", &fresh),
             "ws://127.0.0.1:8065/api/v4/websocket"
         );
         assert_eq!(
-            socket_url("https://example.com/mattermost"),
+            socket_url("https://example.com/mattermost", &fresh),
             "wss://example.com/mattermost/api/v4/websocket"
         );
+    }
+
+    #[test]
+    fn a_new_socket_asks_for_the_events_after_the_last_one_heard() {
+        let mut stream = Stream::default();
+        assert_eq!(stream.query(), None);
+        stream.hello("abcdefghijklmnopqrstuvwxyz", Some(0));
+        assert_eq!(
+            stream.query().as_deref(),
+            Some("connection_id=abcdefghijklmnopqrstuvwxyz&sequence_number=1")
+        );
+        stream.heard(1);
+        stream.heard(7);
+        assert_eq!(
+            socket_url("https://chat.example.com", &stream),
+            "wss://chat.example.com/api/v4/websocket?\
+             connection_id=abcdefghijklmnopqrstuvwxyz&sequence_number=8"
+        );
+        // A fresh hello starts over, under its own id.
+        stream.hello("n3w1d", Some(0));
+        assert_eq!(
+            stream.query().as_deref(),
+            Some("connection_id=n3w1d&sequence_number=1")
+        );
+        // An id that could not be sent back as it came is not kept.
+        for odd in ["", "a&b", "a b", &"x".repeat(65)] {
+            stream.hello(odd, Some(0));
+            assert_eq!(stream.query(), None, "{odd:?}");
+        }
+        stream.hello("abc", Some(u64::MAX));
+        stream.heard(u64::MAX);
+        assert_eq!(stream.next_seq, u64::MAX);
     }
 
     #[test]

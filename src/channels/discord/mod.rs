@@ -7,6 +7,7 @@
 //! `gateway.rs` keeps the connection, `rest.rs` speaks the REST API and posts for
 //! [`Conversations`], `inbound.rs` decides which messages are inputs.
 
+mod capped;
 mod gateway;
 mod inbound;
 mod rest;
@@ -18,11 +19,12 @@ use super::recent::Recent;
 use super::status::{ChannelState, Status};
 use crate::config::{ChatAccess, DiscordSettings};
 use crate::domain::{Answer, ApprovalMode, InputKind, Sender};
+use capped::Capped;
 use gateway::Gateway;
 use inbound::{Message, Room, SEEN_MAX, Verdict};
 use rest::{Choice, Rest};
 use serde_json::{Value, json};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
@@ -37,6 +39,9 @@ const TRIES: u32 = 3;
 const LONGEST_TRY_WAIT: Duration = Duration::from_secs(10);
 /// Channels remembered as threads or not at most; forgotten all at once past it.
 const ROOMS_MAX: usize = 50_000;
+/// Threads remembered as tern's at most; the one made tern's longest ago is forgotten past
+/// it (a message there then needs a mention again).
+const TALKING_MAX: usize = 10_000;
 /// How long a click waits for its answer to land before it is acknowledged without one.
 const ANSWER_WITHIN: Duration = Duration::from_secs(2);
 /// What a click from someone not listed is told.
@@ -81,13 +86,7 @@ pub async fn run(settings: DiscordSettings, start: Start) {
         project_dir,
         status: status.clone(),
         stop: stop.clone(),
-        state: Mutex::new(State {
-            me: None,
-            rooms: HashMap::new(),
-            talking: HashSet::new(),
-            seen: Recent::new(SEEN_MAX),
-            workers: HashMap::new(),
-        }),
+        state: Mutex::new(State::new()),
     });
     let mut gateway = Gateway::new(
         conversations.poster(),
@@ -106,12 +105,44 @@ struct State {
     me: Option<String>,
     /// Server channels known: a thread's parent, or `None` for a channel that is not one.
     rooms: HashMap<String, Option<String>>,
-    /// Threads tern talks in: started by it, or delivered from.
-    talking: HashSet<String>,
+    /// Threads tern talks in: started by it, or delivered from; bounded, and taken out when
+    /// Discord deletes the thread.
+    talking: Capped<()>,
     /// Message ids taken (a resume may replay them).
     seen: Recent,
     /// One worker per channel, taking its messages in order.
     workers: HashMap<String, mpsc::UnboundedSender<Message>>,
+}
+
+impl State {
+    fn new() -> Self {
+        Self {
+            me: None,
+            rooms: HashMap::new(),
+            talking: Capped::new(TALKING_MAX),
+            seen: Recent::new(SEEN_MAX),
+            workers: HashMap::new(),
+        }
+    }
+
+    /// A thread created or changed (`d` its channel object): remembered, and tern's when
+    /// the bot owns it.
+    fn on_thread(&mut self, d: &Value) {
+        let Some(id) = d["id"].as_str() else {
+            return;
+        };
+        remember(self, id, rest::thread_parent_of(d));
+        let ours = self.me.as_deref().is_some_and(|me| d["owner_id"] == me);
+        if ours {
+            self.talking.insert(id, ());
+        }
+    }
+
+    /// A thread deleted: forgotten.
+    fn on_thread_deleted(&mut self, id: &str) {
+        self.rooms.remove(id);
+        self.talking.remove(id);
+    }
 }
 
 /// The channel's inbound side.
@@ -148,22 +179,10 @@ impl Adapter {
                     }
                 }
             }
-            "THREAD_CREATE" | "THREAD_UPDATE" => {
-                let Some(id) = d["id"].as_str() else {
-                    return;
-                };
-                let mut state = self.state();
-                remember(&mut state, id, rest::thread_parent_of(d));
-                let ours = state.me.as_deref().is_some_and(|me| d["owner_id"] == me);
-                if ours {
-                    state.talking.insert(id.to_owned());
-                }
-            }
+            "THREAD_CREATE" | "THREAD_UPDATE" => self.state().on_thread(d),
             "THREAD_DELETE" => {
                 if let Some(id) = d["id"].as_str() {
-                    let mut state = self.state();
-                    state.rooms.remove(id);
-                    state.talking.remove(id);
+                    self.state().on_thread_deleted(id);
                 }
             }
             "MESSAGE_CREATE" => {
@@ -273,7 +292,7 @@ impl Adapter {
             }
         }
         if message.guild_id.is_some() {
-            self.state().talking.insert(delivery.place.clone());
+            self.state().talking.insert(&delivery.place, ());
         }
         let inbound = Inbound {
             key: delivery.key,
@@ -461,6 +480,26 @@ mod tests {
         assert_eq!(click.name, "bob");
         assert_eq!(click.custom_id, None);
         assert_eq!(Click::parse(&json!(null)).user, None);
+    }
+
+    #[test]
+    fn threads_tern_talks_in_are_bounded_and_a_deleted_one_is_forgotten() {
+        let mut state = State::new();
+        state.me = Some("bot".into());
+        let thread = |id: usize| json!({"id": id.to_string(), "type": 11, "parent_id": "c1", "owner_id": "bot"});
+        for id in 0..=TALKING_MAX {
+            state.on_thread(&thread(id));
+        }
+        assert_eq!(state.talking.len(), TALKING_MAX);
+        assert!(!state.talking.contains("0"), "the oldest is forgotten");
+        assert!(state.talking.contains(&TALKING_MAX.to_string()));
+        state.on_thread_deleted("5");
+        assert!(!state.talking.contains("5") && !state.rooms.contains_key("5"));
+        assert_eq!(state.talking.len(), TALKING_MAX - 1);
+        // Someone else's thread is known but not tern's.
+        state.on_thread(&json!({"id": "x", "type": 11, "parent_id": "c1", "owner_id": "u1"}));
+        assert!(state.rooms.contains_key("x") && !state.talking.contains("x"));
+        state.on_thread(&json!({"type": 11}));
     }
 
     #[test]

@@ -7,8 +7,8 @@
 use super::super::deliver::{Ask, PostError, Poster, key_parts};
 use super::super::pace::Pace;
 use super::super::split;
+use super::capped::Capped;
 use serde_json::{Value, json};
-use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -23,6 +23,12 @@ const OUTAGE_WAIT: Duration = Duration::from_secs(3);
 /// Longest wait a 429 is taken at its word for.
 const LONGEST_WAIT: Duration = Duration::from_secs(3600);
 const USER_AGENT: &str = "DiscordBot (https://github.com/tern, 0.1)";
+/// Short button ids remembered at most; past it the oldest question's buttons stop naming
+/// their call (a click on them is told it is not one of tern's questions).
+const SHORT_MAX: usize = 4096;
+/// Clicked questions remembered at most until their settle; past it the oldest is settled
+/// by an edit again, which shows the same answer.
+const CLICKED_MAX: usize = 1024;
 
 /// What a button click does.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,10 +48,12 @@ pub struct Rest {
     token_var: String,
     /// The adapter's budget, paused when Discord names a global limit.
     pace: Arc<Pace>,
-    /// Buttons whose token is too long for a `custom_id`: short id → token.
-    short: Mutex<HashMap<String, String>>,
-    /// Questions already updated by the click that answered them: their settle is done.
-    clicked: Mutex<HashSet<String>>,
+    /// Buttons whose token is too long for a `custom_id`: short id → token, the latest
+    /// [`SHORT_MAX`].
+    short: Mutex<Capped<String>>,
+    /// Questions already updated by the click that answered them: their settle is done. The
+    /// latest [`CLICKED_MAX`].
+    clicked: Mutex<Capped<()>>,
 }
 
 impl Rest {
@@ -62,8 +70,8 @@ impl Rest {
             auth: format!("Bot {token}"),
             token_var: token_var.to_owned(),
             pace,
-            short: Mutex::new(HashMap::new()),
-            clicked: Mutex::new(HashSet::new()),
+            short: Mutex::new(Capped::new(SHORT_MAX)),
+            clicked: Mutex::new(Capped::new(CLICKED_MAX)),
         }
     }
 
@@ -170,7 +178,7 @@ impl Rest {
     pub fn clicked(&self, message: &str, done: bool) {
         let mut clicked = self.clicked.lock().unwrap_or_else(PoisonError::into_inner);
         if done {
-            clicked.insert(message.to_owned());
+            clicked.insert(message, ());
         } else {
             clicked.remove(message);
         }
@@ -185,7 +193,7 @@ impl Rest {
         self.short
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .insert(short.clone(), token.to_owned());
+            .insert(&short, token.to_owned());
         short
     }
 
@@ -262,7 +270,8 @@ impl Poster for Rest {
             .clicked
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .remove(posted);
+            .remove(posted)
+            .is_some();
         if done {
             // The click's answer already showed who decided and took the buttons away.
             return Ok(());
@@ -457,6 +466,33 @@ mod tests {
         );
         assert_eq!(rest.resolve("approve:"), None);
         assert_eq!(rest.resolve("other:x"), None);
+    }
+
+    #[test]
+    fn short_ids_and_clicked_questions_are_bounded() {
+        let rest = rest();
+        let long = |i: usize| format!("0198c1f4-7a3e-7c4e-9b1d-3f2a1b0c9d8e {i:0>90}");
+        let first = rest.button_id(&long(0));
+        let ids: Vec<String> = (1..=SHORT_MAX).map(|i| rest.button_id(&long(i))).collect();
+        assert_eq!(rest.short.lock().unwrap().len(), SHORT_MAX);
+        // The oldest question's short id is forgotten: its value is taken as it stands,
+        // which names no call.
+        assert_eq!(
+            rest.resolve(&format!("approve:{first}")),
+            Some((Choice::Approve, first.clone()))
+        );
+        assert_eq!(
+            rest.resolve(&format!("deny:{}", ids[SHORT_MAX - 1])),
+            Some((Choice::Deny, long(SHORT_MAX)))
+        );
+        for i in 0..CLICKED_MAX + 10 {
+            rest.clicked(&format!("m{i}"), true);
+        }
+        rest.clicked("m20", false);
+        let clicked = rest.clicked.lock().unwrap();
+        assert_eq!(clicked.len(), CLICKED_MAX - 1);
+        assert!(!clicked.contains("m0") && !clicked.contains("m20"));
+        assert!(clicked.contains(&format!("m{}", CLICKED_MAX + 9)));
     }
 
     #[test]

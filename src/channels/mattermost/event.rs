@@ -23,8 +23,8 @@ pub enum Frame {
         ok: bool,
         error: String,
     },
-    /// The server took the connection.
-    Hello,
+    /// The server took the connection, under this id (empty when it names none).
+    Hello { connection_id: String },
     /// A new post somewhere the bot can see.
     Posted(Posted),
     /// Somebody reacted to a post.
@@ -62,10 +62,11 @@ pub struct Reaction {
     pub emoji_name: String,
 }
 
-/// Reads one text frame; anything malformed is [`Frame::Other`].
-pub fn frame(text: &str) -> Frame {
-    let Ok(value) = serde_json::from_str::<Value>(text) else {
-        return Frame::Other;
+/// Reads one text frame, and for an event of the server's stream its `seq`; anything
+/// malformed is [`Frame::Other`].
+pub fn frame(raw: &str) -> (Frame, Option<u64>) {
+    let Ok(value) = serde_json::from_str::<Value>(raw) else {
+        return (Frame::Other, None);
     };
     if let Some(seq_reply) = value.get("seq_reply").and_then(Value::as_u64) {
         let ok = value.get("status").and_then(Value::as_str) == Some("OK");
@@ -81,19 +82,25 @@ pub fn frame(text: &str) -> Frame {
                 other => other.to_string(),
             })
             .unwrap_or_default();
-        return Frame::Reply {
+        let reply = Frame::Reply {
             seq_reply,
             ok,
             error,
         };
+        return (reply, None);
     }
     let data = value.get("data").unwrap_or(&Value::Null);
-    match value.get("event").and_then(Value::as_str) {
-        Some("hello") => Frame::Hello,
+    let event = value.get("event").and_then(Value::as_str);
+    let seq = event.and(value.get("seq").and_then(Value::as_u64));
+    let frame = match event {
+        Some("hello") => Frame::Hello {
+            connection_id: text(data, "connection_id"),
+        },
         Some("posted") => posted(data).map_or(Frame::Other, Frame::Posted),
         Some("reaction_added") => reaction(data).map_or(Frame::Other, Frame::Reaction),
         _ => Frame::Other,
-    }
+    };
+    (frame, seq)
 }
 
 /// A field that may be sent as a JSON string holding JSON (the server's habit) or as the
@@ -348,6 +355,10 @@ mod tests {
         .to_string()
     }
 
+    fn frame_of(text: &str) -> Frame {
+        frame(text).0
+    }
+
     fn post(user: &str, channel: &str, root: &str, message: &str) -> Value {
         json!({
             "id": "p1", "create_at": 1_700_000_000_000_i64, "user_id": user,
@@ -357,7 +368,7 @@ mod tests {
     }
 
     fn read(frame_text: &str) -> Posted {
-        match frame(frame_text) {
+        match frame(frame_text).0 {
             Frame::Posted(posted) => posted,
             other => panic!("not a post: {other:?}"),
         }
@@ -385,27 +396,29 @@ mod tests {
 
     #[test]
     fn frames_tern_does_not_act_on_or_cannot_read_are_other() {
-        assert_eq!(frame("not json"), Frame::Other);
+        assert_eq!(frame_of("not json"), Frame::Other);
         assert_eq!(
-            frame(r#"{"event":"posted","data":{"post":"{oops"}}"#),
+            frame_of(r#"{"event":"posted","data":{"post":"{oops"}}"#),
             Frame::Other
         );
-        assert_eq!(frame(r#"{"event":"posted","data":{}}"#), Frame::Other);
+        assert_eq!(frame_of(r#"{"event":"posted","data":{}}"#), Frame::Other);
         let edited = json!({"event": "post_edited", "data": {"post": post("u1", "c1", "", "x").to_string()}});
-        assert_eq!(frame(&edited.to_string()), Frame::Other);
+        assert_eq!(frame_of(&edited.to_string()), Frame::Other);
         assert_eq!(
-            frame(r#"{"event":"hello","data":{"server_version":"10.0"},"seq":0}"#),
-            Frame::Hello
+            frame_of(r#"{"event":"hello","data":{"server_version":"10.0"},"seq":0}"#),
+            Frame::Hello {
+                connection_id: String::new()
+            }
         );
         assert_eq!(
-            frame(r#"{"status":"OK","seq_reply":1}"#),
+            frame_of(r#"{"status":"OK","seq_reply":1}"#),
             Frame::Reply {
                 seq_reply: 1,
                 ok: true,
                 error: String::new()
             }
         );
-        let failed = frame(
+        let failed = frame_of(
             r#"{"status":"FAIL","seq_reply":1,"error":{"id":"api.web_socket_router.not_authenticated.app_error","message":"bad token"}}"#,
         );
         assert_eq!(
@@ -419,12 +432,37 @@ mod tests {
     }
 
     #[test]
+    fn events_carry_their_place_in_the_stream_and_replies_none() {
+        let hello = r#"{"event":"hello","data":{"connection_id":"abc123","server_version":"10.5"},"seq":0}"#;
+        assert_eq!(
+            frame(hello),
+            (
+                Frame::Hello {
+                    connection_id: "abc123".into()
+                },
+                Some(0)
+            )
+        );
+        let posted = posted_frame(post("u1", "c1", "", "@tern hi"), "O", &["bot1"]);
+        assert_eq!(frame(&posted).1, Some(3));
+        // An event tern does not act on still counts in the stream.
+        assert_eq!(
+            frame(r#"{"event":"typing","data":{},"seq":7}"#),
+            (Frame::Other, Some(7))
+        );
+        assert_eq!(frame(r#"{"status":"OK","seq_reply":1,"seq":4}"#).1, None);
+        assert_eq!(frame(r#"{"seq":5}"#).1, None);
+        assert_eq!(frame(r#"{"event":"typing","seq":-1}"#).1, None);
+        assert_eq!(frame("[1,2]"), (Frame::Other, None));
+    }
+
+    #[test]
     fn a_reaction_is_read_from_its_string() {
         let reaction =
             json!({"user_id": "u1", "post_id": "q1", "emoji_name": "+1", "create_at": 1});
         let text = json!({"event": "reaction_added", "data": {"reaction": reaction.to_string()}});
         assert_eq!(
-            frame(&text.to_string()),
+            frame_of(&text.to_string()),
             Frame::Reaction(Reaction {
                 user_id: "u1".into(),
                 post_id: "q1".into(),

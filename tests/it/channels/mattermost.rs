@@ -162,6 +162,79 @@ fn a_dropped_socket_is_opened_again_and_replayed_posts_count_once() {
 }
 
 #[test]
+fn a_post_made_while_the_socket_was_down_is_replayed_and_reaches_the_model_once() {
+    let chat = Chat::start();
+    let mut served = chat.serve();
+    served.mock.push(Reply::text("First answer."));
+    chat.post(&Post::mention("p1", "u1", "@tern first"));
+    chat.wait_shown("c1", "First answer.");
+    let first = chat.connection_id();
+
+    // The socket drops; a post is made before tern is back (seq 2, after the hello and p1).
+    chat.push(Push::Drop);
+    served.mock.push(Reply::text("Missed answer."));
+    chat.post(&Post::mention(
+        "p2",
+        "u1",
+        "@tern written while you were away",
+    ));
+    chat.wait_logins(2);
+    let (_, body) = chat.wait_shown("c1", "Missed answer.");
+    assert_eq!(body["root_id"], "p2");
+    let queries = chat.queries();
+    assert_eq!(queries[0], "", "the first socket resumes nothing");
+    assert_eq!(
+        queries[1],
+        format!("connection_id={first}&sequence_number=2"),
+        "{queries:?}"
+    );
+    assert_eq!(chat.connection_id(), first, "the same connection, resumed");
+
+    // A server that cannot replay starts a fresh connection: its hello is taken, the posts
+    // seen already count once, and the next socket resumes the new connection.
+    chat.state.forget.store(true, Ordering::SeqCst);
+    chat.push(Push::Drop);
+    chat.wait_logins(3);
+    chat.state.forget.store(false, Ordering::SeqCst);
+    let second = chat.connection_id();
+    assert_ne!(second, first);
+    served.mock.push(Reply::text("Third answer."));
+    chat.post(&Post::mention(
+        "p2",
+        "u1",
+        "@tern written while you were away",
+    ));
+    chat.post(&Post::mention("p3", "u1", "@tern third"));
+    chat.wait_shown("c1", "Third answer.");
+    chat.push(Push::Drop);
+    chat.wait_logins(4);
+    let queries = chat.queries();
+    assert_eq!(
+        queries[3],
+        format!("connection_id={second}&sequence_number=3"),
+        "{queries:?}"
+    );
+
+    let requests = served.mock.model_requests();
+    assert_eq!(requests.len(), 3, "{}", chat.dump());
+    let away = |i: usize| {
+        requests[i]
+            .texts()
+            .iter()
+            .any(|t| t.contains("written while you were away"))
+    };
+    assert!(away(1), "the missed post reached the model");
+    assert!(!away(2), "the post seen again started nothing");
+    let answers = chat
+        .posts()
+        .iter()
+        .filter(|(id, _)| chat.shown(id) == "Missed answer.")
+        .count();
+    assert_eq!(answers, 1, "{}", chat.dump());
+    assert!(served.stop().success(), "{}", served.stderr());
+}
+
+#[test]
 fn a_refused_token_stops_the_channel_with_what_to_fix() {
     let chat = Chat::start();
     let served = Served::start(&chat.config(), &[("MATTERMOST_TOKEN", "wrong")]);

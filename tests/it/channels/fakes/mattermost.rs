@@ -2,6 +2,12 @@
 //! takes the authentication challenge, says `hello`, pushes `posted` and `reaction_added`
 //! events (the post a JSON string, as the real server sends it) and records what the client
 //! sends.
+//!
+//! Like the real server it numbers the events of a connection (`seq`, the `hello` at 0) and
+//! keeps them: a socket opened with `?connection_id=<id>&sequence_number=<n>` for the
+//! connection it has resumes it, replaying the events from `n` on without a new `hello`;
+//! any other socket (or any socket once `forget` is set) starts a fresh connection with a
+//! new id and a `hello`. Events made while no socket is open wait for the next.
 
 use super::server::{Fake, HttpRequest, HttpResponse};
 use futures_util::{FutureExt, SinkExt, StreamExt};
@@ -22,11 +28,27 @@ pub enum Push {
     Drop,
 }
 
+/// The events of the fake's connection, kept across its sockets.
+#[derive(Default)]
+pub struct Stream {
+    pub connection_id: String,
+    /// Every event of the connection; its index is its `seq`.
+    pub sent: Vec<String>,
+}
+
 /// What the fake server saw and is told to do.
 #[derive(Default)]
 pub struct State {
     /// The open socket, once authenticated.
     pub socket: Mutex<Option<mpsc::UnboundedSender<Push>>>,
+    /// The connection its sockets resume; taken before `socket` when both are.
+    pub stream: Mutex<Stream>,
+    /// Connections started so far (each fresh `hello`).
+    pub connections: AtomicUsize,
+    /// Whether a socket asking to resume starts afresh anyway (a restarted server).
+    pub forget: AtomicBool,
+    /// The query string each socket was opened with (empty for none), in order.
+    pub queries: Mutex<Vec<String>>,
     /// Every action a client sent over a socket.
     pub actions: Mutex<Vec<Value>>,
     /// Sockets authenticated so far.
@@ -98,8 +120,8 @@ impl Chat {
         let ws = state.clone();
         let fake = Fake::start(
             Arc::new(move |request| answer_http(&http, request)),
-            Some(Arc::new(move |socket, _path| {
-                serve_socket(ws.clone(), socket).boxed()
+            Some(Arc::new(move |socket, path: String| {
+                serve_socket(ws.clone(), socket, path).boxed()
             })),
         );
         Self { fake, state }
@@ -129,9 +151,37 @@ impl Chat {
         });
     }
 
+    /// A raw frame to the open socket, or its drop: the socket is gone at once, and events
+    /// from now on wait for the next socket.
     pub fn push(&self, push: Push) {
-        let socket = self.state.socket.lock().unwrap();
-        let _ = socket.as_ref().expect("a socket is open").send(push);
+        let mut socket = self.state.socket.lock().unwrap();
+        let open = match push {
+            Push::Drop => socket.take(),
+            Push::Frame(_) => socket.clone(),
+        };
+        let _ = open.expect("a socket is open").send(push);
+    }
+
+    /// An event of the connection: numbered with the next `seq`, kept for a resume, and sent
+    /// when a socket is open.
+    pub fn event(&self, mut frame: Value) {
+        let mut stream = self.state.stream.lock().unwrap();
+        frame["seq"] = json!(stream.sent.len());
+        let text = frame.to_string();
+        stream.sent.push(text.clone());
+        if let Some(socket) = self.state.socket.lock().unwrap().as_ref() {
+            let _ = socket.send(Push::Frame(text));
+        }
+    }
+
+    /// The id of the connection the fake has now.
+    pub fn connection_id(&self) -> String {
+        self.state.stream.lock().unwrap().connection_id.clone()
+    }
+
+    /// The query strings of the sockets opened so far.
+    pub fn queries(&self) -> Vec<String> {
+        self.state.queries.lock().unwrap().clone()
     }
 
     /// Sends a `posted` event the way the server does.
@@ -149,16 +199,16 @@ impl Chat {
             "mentions": serde_json::to_string(&post.mentions).unwrap(),
         });
         let frame = json!({"event": post.event, "data": data,
-                           "broadcast": {"channel_id": post.channel}, "seq": 2});
-        self.push(Push::Frame(frame.to_string()));
+                           "broadcast": {"channel_id": post.channel}});
+        self.event(frame);
     }
 
     pub fn react(&self, user: &str, post_id: &str, emoji: &str) {
         let reaction = json!({"user_id": user, "post_id": post_id, "emoji_name": emoji,
                               "create_at": 1_700_000_000_000_i64});
         let frame = json!({"event": "reaction_added",
-                           "data": {"reaction": reaction.to_string()}, "seq": 9});
-        self.push(Push::Frame(frame.to_string()));
+                           "data": {"reaction": reaction.to_string()}});
+        self.event(frame);
     }
 
     pub fn posts(&self) -> Vec<(String, Value)> {
@@ -220,11 +270,15 @@ impl Chat {
     }
 }
 
-/// One socket: the challenge, `hello`, then what the test pushes, recording the client.
+/// One socket opened at `path`: the challenge, then `hello` on a fresh connection or the
+/// missed events on a resumed one, then what the test pushes, recording the client.
 pub async fn serve_socket(
     state: Arc<State>,
     mut socket: tokio_tungstenite::WebSocketStream<tokio::net::TcpStream>,
+    path: String,
 ) {
+    let query = path.split_once('?').map(|(_, q)| q).unwrap_or_default();
+    state.queries.lock().unwrap().push(query.to_owned());
     let first = match socket.next().await {
         Some(Ok(Message::Text(text))) => serde_json::from_str::<Value>(&text).unwrap_or_default(),
         _ => return,
@@ -240,15 +294,48 @@ pub async fn serve_socket(
         return;
     }
     let ok = json!({"status": "OK", "seq_reply": first["seq"]});
-    let hello = json!({"event": "hello", "data": {"server_version": "10.5.0"},
-                       "broadcast": {"user_id": BOT}, "seq": 0});
-    for frame in [ok, hello] {
-        if socket.send(Message::text(frame.to_string())).await.is_err() {
-            return;
-        }
+    if socket.send(Message::text(ok.to_string())).await.is_err() {
+        return;
     }
     let (tx, mut pushed) = mpsc::unbounded_channel();
-    *state.socket.lock().unwrap() = Some(tx);
+    {
+        // Under the stream's lock, so no event falls between the replay and the socket.
+        let mut stream = state.stream.lock().unwrap();
+        let asked = |name: &str| {
+            query.split('&').find_map(|pair| {
+                let (key, value) = pair.split_once('=')?;
+                (key == name).then(|| value.to_owned())
+            })
+        };
+        let from = asked("sequence_number").and_then(|n| n.parse::<usize>().ok());
+        let resumed = match (asked("connection_id"), from) {
+            (Some(id), Some(from)) if !state.forget.load(Ordering::SeqCst) => {
+                (id == stream.connection_id && from >= 1 && from <= stream.sent.len())
+                    .then_some(from)
+            }
+            _ => None,
+        };
+        match resumed {
+            Some(from) => {
+                for frame in &stream.sent[from..] {
+                    let _ = tx.send(Push::Frame(frame.clone()));
+                }
+            }
+            None => {
+                let n = state.connections.fetch_add(1, Ordering::SeqCst) + 1;
+                let id = format!("conn{n:022}");
+                let hello = json!({"event": "hello",
+                                   "data": {"server_version": "10.5.0", "connection_id": id},
+                                   "broadcast": {"user_id": BOT}, "seq": 0});
+                *stream = Stream {
+                    connection_id: id,
+                    sent: vec![hello.to_string()],
+                };
+                let _ = tx.send(Push::Frame(hello.to_string()));
+            }
+        }
+        *state.socket.lock().unwrap() = Some(tx);
+    }
     state.logins.fetch_add(1, Ordering::SeqCst);
     loop {
         tokio::select! {
