@@ -14,11 +14,9 @@
 //! new `hello`; posts heard twice are taken once.
 
 mod event;
-mod lanes;
 mod rest;
 
 use self::event::{Frame, Me, Posted, Reaction};
-use self::lanes::Lanes;
 use self::rest::{MeError, Place, Rest, lock};
 use super::Start;
 use super::deliver::{Conversations, Inbound};
@@ -102,7 +100,6 @@ pub async fn run(settings: MattermostSettings, start: Start) {
         pending,
     );
     let mut adapter = Adapter {
-        lanes: Lanes::new(conversations.clone(), status.clone()),
         conversations,
         shared,
         token,
@@ -244,7 +241,6 @@ struct Adapter {
     project_dir: PathBuf,
     status: Status,
     conversations: Conversations<Rest>,
-    lanes: Arc<Lanes>,
     /// Shared with the poster: the bot's account, the socket's outbox, open questions.
     shared: Arc<rest::Shared>,
     /// Post ids taken already.
@@ -507,7 +503,15 @@ impl Adapter {
             project_dir: self.project_dir.clone(),
             approval: ApprovalMode::Ask,
         };
-        self.lanes.push(inbound);
+        // Queued in its thread now, so posts keep their order; the socket reads on while
+        // the session takes it.
+        let acked = self.conversations.queue(inbound);
+        let status = self.status.clone();
+        tokio::spawn(async move {
+            if let Err(err) = acked.await {
+                status.error(format!("a post was not delivered: {err}"));
+            }
+        });
     }
 
     /// A reaction: an answer to an approval question when an allowed user gives it.
