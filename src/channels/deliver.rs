@@ -5,6 +5,7 @@
 //! 429, an outage) is tried again after the wait it names, so nothing of a reply is lost; the
 //! text stands in the journal whatever happens to delivery.
 
+use super::Start;
 use super::pace::Paces;
 use super::pending::Pending;
 use super::status::Status;
@@ -183,26 +184,18 @@ pub(super) struct Queued<Place> {
 impl<P: Poster> Conversations<P> {
     /// The conversations of channel `channel`; the replies an earlier tern left undelivered
     /// in its threads are taken up at once.
-    pub fn new(
-        service: SessionService,
-        poster: P,
-        status: Status,
-        paces: Paces,
-        edit_interval: Duration,
-        stop: CancellationToken,
-        pending: Arc<Pending>,
-    ) -> Self {
-        let channel = status.get().name;
+    pub fn new(start: &Start, poster: P, paces: Paces, edit_interval: Duration) -> Self {
+        let channel = start.status.get().name;
         let conversations = Self {
             inner: Arc::new(Inner {
-                service,
+                service: start.service.clone(),
                 poster,
-                status,
+                status: start.status.clone(),
                 paces,
                 edit_interval,
                 threads: Mutex::new(HashMap::new()),
-                stop,
-                pending,
+                stop: start.stop.clone(),
+                pending: start.pending.clone(),
             }),
         };
         conversations.resume(&channel);
@@ -250,6 +243,18 @@ impl<P: Poster> Conversations<P> {
     /// acknowledgement). The reply follows in the thread.
     pub async fn deliver(&self, inbound: Inbound<P::Place>) -> Result<Delivered, ServiceError> {
         self.queue(inbound).await
+    }
+
+    /// Queues `inbound` in its thread (see [`Conversations::queue`]) and lets it go: a
+    /// failure to deliver it is reported on the channel's status.
+    pub fn hand(&self, inbound: Inbound<P::Place>) {
+        let acked = self.queue(inbound);
+        let status = self.inner.status.clone();
+        tokio::spawn(async move {
+            if let Err(err) = acked.await {
+                status.error(format!("an input was not delivered: {err}"));
+            }
+        });
     }
 
     /// [`Conversations::deliver`], queued in its thread now (so inputs of one thread keep

@@ -8,6 +8,7 @@ use super::pace::{Pace, Paces};
 use super::split::split;
 use crate::domain::call_text::summarize_input;
 use crate::domain::{Answer, Sender, SessionId, TurnStop};
+use crate::gateway::catalog::JournalEvent;
 use crate::gateway::{Delivered, Feed, FeedItem, ServiceError};
 use crate::session::{OutputFilter, SessionEvent, UserInput};
 use std::collections::{HashMap, VecDeque};
@@ -401,8 +402,8 @@ impl<P: Poster> Follower<P> {
     }
 
     /// A journal record read back (after a drop or a reset): what it means for delivery.
-    async fn on_record(&mut self, seq: u64, event: crate::store::JournalEvent) {
-        use crate::store::JournalEvent as J;
+    async fn on_record(&mut self, seq: u64, event: JournalEvent) {
+        use JournalEvent as J;
         let drained_end = matches!(
             &event,
             J::TurnCompleted {

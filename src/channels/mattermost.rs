@@ -61,18 +61,13 @@ const REQUEST_WITHIN: Duration = Duration::from_secs(30);
 /// Runs the Mattermost channel until `stop`.
 pub async fn run(settings: MattermostSettings, start: Start) {
     let Start {
-        service,
         default_dir,
         status,
         stop,
-        pending,
-    } = start;
-    let token = match settings.token.value() {
-        Ok(token) => token.to_owned(),
-        Err(err) => {
-            status.set(ChannelState::Stopped, err);
-            return;
-        }
+        ..
+    } = start.clone();
+    let Some(token) = start.token(&settings.token) else {
+        return;
     };
     let http = match reqwest::Client::builder()
         .timeout(REQUEST_WITHIN)
@@ -91,13 +86,10 @@ pub async fn run(settings: MattermostSettings, start: Start) {
     let rest = Rest::new(http, &settings.url, &token, &settings.token.var);
     let shared = rest.shared.clone();
     let conversations = Conversations::new(
-        service,
+        &start,
         rest,
-        status.clone(),
         Paces::one(Pace::new(PACE_BURST, PACE_PER_MINUTE)),
         settings.access.edit_interval,
-        stop.clone(),
-        pending,
     );
     let mut adapter = Adapter {
         conversations,
@@ -505,13 +497,7 @@ impl Adapter {
         };
         // Queued in its thread now, so posts keep their order; the socket reads on while
         // the session takes it.
-        let acked = self.conversations.queue(inbound);
-        let status = self.status.clone();
-        tokio::spawn(async move {
-            if let Err(err) = acked.await {
-                status.error(format!("a post was not delivered: {err}"));
-            }
-        });
+        self.conversations.hand(inbound);
     }
 
     /// A reaction: an answer to an approval question when an allowed user gives it.

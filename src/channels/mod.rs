@@ -45,6 +45,20 @@ pub struct Start {
     pub pending: Arc<Pending>,
 }
 
+impl Start {
+    /// The value of `token`, or `None` with the channel stopped, its status naming the
+    /// variable to set.
+    pub fn token(&self, token: &crate::config::Token) -> Option<String> {
+        match token.value() {
+            Ok(value) => Some(value.to_owned()),
+            Err(why) => {
+                self.status.set(ChannelState::Stopped, why);
+                None
+            }
+        }
+    }
+}
+
 /// The channels running in this process.
 pub struct Channels {
     statuses: Vec<Status>,

@@ -198,12 +198,11 @@ struct Server {
 /// Serves the webhook endpoints until `stop`.
 pub async fn run(settings: WebhookSettings, start: Start) {
     let Start {
-        service,
         default_dir,
         status,
         stop,
-        pending,
-    } = start;
+        ..
+    } = start.clone();
     let listener = match TcpListener::bind(settings.listen).await {
         Ok(listener) => listener,
         Err(err) => {
@@ -243,13 +242,10 @@ pub async fn run(settings: WebhookSettings, start: Start) {
         endpoints: endpoints.clone(),
     };
     let conversations = Conversations::new(
-        service,
+        &start,
         replies,
-        status.clone(),
         Paces::one(Pace::new(20, 600)),
         Duration::from_secs(1),
-        stop.clone(),
-        pending,
     );
     let server = Arc::new(Server {
         endpoints,

@@ -30,7 +30,7 @@ use crate::tools::agents::AgentContext;
 use crate::tools::jobs::JobContext;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
@@ -473,10 +473,7 @@ impl Turn<'_> {
                     let _ = reply.send(Err(err));
                     if storage {
                         // The rest go back; the actor gives them a turn of their own.
-                        let mut queue = match self.joining.lock() {
-                            Ok(queue) => queue,
-                            Err(poisoned) => poisoned.into_inner(),
-                        };
+                        let mut queue = self.joining.lock().unwrap_or_else(PoisonError::into_inner);
                         for (i, pending) in joined.enumerate() {
                             queue.insert(i, pending);
                         }

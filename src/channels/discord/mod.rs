@@ -16,7 +16,7 @@ use super::Start;
 use super::deliver::{Conversations, Inbound, PostError};
 use super::pace::{Pace, Paces};
 use super::recent::Recent;
-use super::status::{ChannelState, Status};
+use super::status::Status;
 use crate::config::{ChatAccess, DiscordSettings};
 use crate::domain::{Answer, ApprovalMode, InputKind, Sender};
 use capped::Capped;
@@ -50,34 +50,26 @@ const NOT_YOURS: &str = "Only the people this tern is set up for may answer";
 /// Runs the Discord channel until `stop`.
 pub async fn run(settings: DiscordSettings, start: Start) {
     let Start {
-        service,
         default_dir,
         status,
         stop,
-        pending,
-    } = start;
-    let token = match settings.token.value() {
-        Ok(token) => token.to_owned(),
-        Err(why) => {
-            status.set(ChannelState::Stopped, why);
-            return;
-        }
+        ..
+    } = start.clone();
+    let Some(token) = start.token(&settings.token) else {
+        return;
     };
     // Five at once, five a second after: within Discord's per-channel message limits and
     // far below its global 50 a second.
     let pace = Arc::new(Pace::new(5, 300));
     let rest = Rest::new(&settings.api_url, &token, &settings.token.var, pace.clone());
     let conversations = Conversations::new(
-        service,
+        &start,
         rest,
-        status.clone(),
         Paces {
             posts: pace.clone(),
             edits: pace,
         },
         settings.access.edit_interval,
-        stop.clone(),
-        pending,
     );
     let project_dir = settings.access.project_dir.clone().unwrap_or(default_dir);
     let adapter = Arc::new(Adapter {

@@ -37,28 +37,24 @@ const MAX_BACKOFF: Duration = Duration::from_secs(30);
 /// Runs the Slack channel until `stop`.
 pub async fn run(settings: SlackSettings, start: Start) {
     let Start {
-        service,
         default_dir,
         status,
         stop,
-        pending,
-    } = start;
-    let tokens = settings
-        .app_token
-        .value()
-        .and_then(|app| Ok((app, settings.bot_token.value()?)));
-    let (app_token, bot_token) = match tokens {
-        Ok(tokens) => tokens,
-        Err(err) => return status.set(ChannelState::Stopped, err),
+        ..
+    } = start.clone();
+    let (Some(app_token), Some(bot_token)) = (
+        start.token(&settings.app_token),
+        start.token(&settings.bot_token),
+    ) else {
+        return;
     };
-    let api = Api::new(&settings.api_url, bot_token, app_token);
+    let api = Api::new(&settings.api_url, &bot_token, &app_token);
     let Some(me) = whoami(&api, &status, &stop).await else {
         return;
     };
     let conversations = Conversations::new(
-        service,
+        &start,
         api.clone(),
-        status.clone(),
         // `chat.update` is counted per workspace, about 50 a minute; new messages apart,
         // several hundred a minute (and about one a second per channel).
         Paces {
@@ -66,8 +62,6 @@ pub async fn run(settings: SlackSettings, start: Start) {
             edits: Arc::new(Pace::new(20, 50)),
         },
         settings.access.edit_interval,
-        stop.clone(),
-        pending,
     );
     let mut slack = Slack {
         project_dir: settings.access.project_dir.clone().unwrap_or(default_dir),
@@ -313,13 +307,7 @@ impl Slack {
             project_dir: self.project_dir.clone(),
             approval: ApprovalMode::Ask,
         };
-        let acked = self.conversations.queue(inbound);
-        let status = self.status.clone();
-        tokio::spawn(async move {
-            if let Err(err) = acked.await {
-                status.error(format!("an input was not delivered: {err}"));
-            }
-        });
+        self.conversations.hand(inbound);
     }
 
     fn click(&self, click: events::Click) {
