@@ -3,9 +3,11 @@
 //! listings, resume and replay need.
 //!
 //! All methods are synchronous and take `&self`; redb serialises write transactions, so one
-//! `Arc<Store>` can be shared by every session actor. An append commits with immediate
-//! durability (an fsync) before it returns: about half a millisecond typically, several
-//! milliseconds on a busy disk, so async callers may prefer a blocking thread for it.
+//! `Arc<Store>` can be shared by every session actor. An append the caller waits for is
+//! durable before it returns, through the write-ahead log beside the file (`wal`): a quarter
+//! of a millisecond typically, several milliseconds on a busy disk, so async callers may
+//! prefer a blocking thread for it. The database's own durable commits come when the log is
+//! full, when [`Store::flush`] finds a commit the log does not hold, and at the close.
 //!
 //! After one I/O failure (a full disk, say) redb refuses every later operation on that handle,
 //! so the store closes the database, reopens the same file (redb recovers it to its last
@@ -15,6 +17,7 @@
 
 use super::activity;
 use super::append::Appends;
+use super::append::Logged;
 use super::error::{StoreError, from_open, from_redb};
 use super::event::{JournalEvent, JournalRecord};
 use super::keys;
@@ -22,6 +25,7 @@ use super::lazy::Lazy;
 use super::meta::SessionMeta;
 use super::schema::{self, Contents, JOURNAL, SESSIONS};
 use super::totals::{self, Delta, Totals};
+use super::wal::{self, Wal};
 use super::{clean, codec, migrate, owner, probe, search};
 use crate::domain::SessionId;
 use redb::backends::FileBackend;
@@ -40,6 +44,9 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGua
 /// 100,000-session search table after the picker's scan). A few MiB keeps every b-tree's
 /// upper levels, which is what the writes touch again.
 const CACHE_BYTES: usize = 4 * 1024 * 1024;
+
+/// Key in the `tern_info` table holding the epoch the write-ahead log is filled under.
+const WAL_EPOCH_KEY: &str = "wal_epoch";
 
 /// Fewest characters of an id that `resolve` accepts as a prefix.
 pub const MIN_PREFIX_CHARS: usize = 4;
@@ -61,10 +68,16 @@ pub struct Store {
     observer: RwLock<Option<Arc<Observer>>>,
     /// Appends waiting for the next group commit.
     pub(super) appends: Appends,
-    /// Durable commits made: each is an fsync of the file.
+    /// Durable commits made and syncs of the write-ahead log: each is an fsync.
     durable_commits: AtomicU64,
+    /// The write-ahead log, unless it could not be opened (every append the caller waits
+    /// for is then a durable commit).
+    pub(super) wal: Option<Wal>,
     /// Set by a commit that is not durable yet, cleared by the next durable one.
     lazy_pending: AtomicBool,
+    /// Set by a commit that is not durable yet and not in the write-ahead log either (a
+    /// snapshot of its own, no room in the log), cleared by the next durable one.
+    pub(super) unlogged: AtomicBool,
     /// Set while a flush is scheduled, so the lazy commits before it share it.
     flush_due: AtomicBool,
     /// What the commits that are not durable yet wrote, in order.
@@ -153,14 +166,16 @@ impl Store {
         let len = std::fs::metadata(path).map_or(0, |meta| meta.len());
         // A generous bound: the full check reads about 1.5 ms per MB.
         let limit = std::time::Duration::from_secs(60 + len / 20_000_000);
-        probe::verify_within(path, !clean::unchanged_since_close(path), limit)?;
+        let clean = clean::unchanged_since_close(path);
+        probe::verify_within(path, !clean, limit)?;
         create_private_file(path).map_err(|source| StoreError::Io {
             action: "create",
             path: path.to_owned(),
             source,
         })?;
         let db = connect_path(path, &connect)?;
-        match schema::inspect(&db, path)? {
+        let contents = schema::inspect(&db, path)?;
+        match contents {
             Contents::Empty => schema::initialize(&db, path)?,
             Contents::Tern { format } if format < schema::FORMAT_VERSION => {
                 migrate::frame_values(&db, path)?;
@@ -172,7 +187,11 @@ impl Store {
         let totals = totals::ensure(&db, path)?;
         let owner_file = owner::sidecar_path(path);
         write_owner(&owner_file);
-        Ok(Store {
+        // After a clean close everything the log held is in the file; a new file has no
+        // history the log could add to.
+        let fresh = contents == Contents::Empty;
+        let (wal, found) = open_wal(&db, path, !(clean || fresh), fresh)?;
+        let store = Store {
             db: RwLock::new(Handle {
                 db: Some(db),
                 generation: 0,
@@ -184,16 +203,27 @@ impl Store {
             observer: RwLock::new(None),
             appends: Appends::default(),
             durable_commits: AtomicU64::new(0),
+            wal,
             lazy_pending: AtomicBool::new(false),
+            unlogged: AtomicBool::new(false),
             flush_due: AtomicBool::new(false),
             lazy: Mutex::new(Vec::new()),
-        })
+        };
+        store.recover_logged(found)?;
+        Ok(store)
     }
 
     /// Sessions and journal bytes stored, as of the last commit: two numbers read without
     /// touching the file.
     pub fn totals(&self) -> Totals {
         *self.totals.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Reads the totals again from the file.
+    pub(super) fn reload_totals(&self, db: &Database) -> Result<(), StoreError> {
+        let totals = totals::ensure(db, &self.path)?;
+        *self.totals.lock().unwrap_or_else(PoisonError::into_inner) = totals;
+        Ok(())
     }
 
     /// Sets the one observer told of every committed change (replacing any earlier one).
@@ -236,10 +266,9 @@ impl Store {
             let mut txn = db.begin_write().map_err(|e| self.err(e))?;
             txn.set_durability(Durability::Immediate)
                 .map_err(|e| self.err(e))?;
+            let epoch = self.next_epoch(&txn)?;
             txn.commit().map_err(|e| self.err(e))?;
-            self.durable_commits.fetch_add(1, Ordering::Relaxed);
-            self.lazy_pending.store(false, Ordering::Release);
-            lazy.clear();
+            self.after_durable(&mut lazy, epoch);
             // A failed copy is no failure of the database: it must not reopen it.
             Ok(std::fs::copy(&self.path, to))
         })?;
@@ -509,23 +538,122 @@ impl Store {
         kept: impl Fn() -> Vec<Lazy>,
         body: impl Fn(&WriteTransaction, Attempt) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
+        self.commit_logged(durability, kept, body)
+            .map(|(out, _)| out)
+    }
+
+    /// [`Store::commit_with`], saying how the commit reached the disk: what a commit that is
+    /// not durable wrote also goes to the write-ahead log, in commit order.
+    pub(super) fn commit_logged<T>(
+        &self,
+        durability: Durability,
+        kept: impl Fn() -> Vec<Lazy>,
+        body: impl Fn(&WriteTransaction, Attempt) -> Result<T, StoreError>,
+    ) -> Result<(T, Logged), StoreError> {
         self.run(Access::Write, |db, attempt| {
-            // Held across the commit, so what is kept matches what the file holds.
+            // Held across the commit, so what is kept matches what the file holds, and the
+            // log's entries keep the commits' order.
             let mut lazy = self.lazy.lock().unwrap_or_else(PoisonError::into_inner);
             let mut txn = db.begin_write().map_err(|e| self.err(e))?;
             txn.set_durability(durability).map_err(|e| self.err(e))?;
             let out = body(&txn, attempt)?;
-            txn.commit().map_err(|e| self.err(e))?;
             if matches!(durability, Durability::Immediate) {
-                self.durable_commits.fetch_add(1, Ordering::Relaxed);
-                self.lazy_pending.store(false, Ordering::Release);
-                lazy.clear();
-            } else {
-                self.lazy_pending.store(true, Ordering::Release);
-                lazy.extend(kept());
+                let epoch = self.next_epoch(&txn)?;
+                txn.commit().map_err(|e| self.err(e))?;
+                self.after_durable(&mut lazy, epoch);
+                return Ok((out, Logged::Durable));
             }
-            Ok(out)
+            txn.commit().map_err(|e| self.err(e))?;
+            self.lazy_pending.store(true, Ordering::Release);
+            let kept = kept();
+            let logged = self.log_ahead(&kept);
+            if kept.is_empty() || logged == Logged::Later {
+                self.unlogged.store(true, Ordering::Release);
+            }
+            lazy.extend(kept);
+            Ok((out, logged))
         })
+    }
+
+    /// Records in `txn`, a durable commit's, the epoch the write-ahead log is filled under
+    /// after it; [`Store::after_durable`] applies it once the commit is made.
+    pub(super) fn next_epoch(&self, txn: &WriteTransaction) -> Result<Option<u64>, StoreError> {
+        let Some(wal) = &self.wal else {
+            return Ok(None);
+        };
+        let epoch = wal.epoch() + 1;
+        let mut info = txn.open_table(schema::INFO).map_err(|e| self.err(e))?;
+        info.insert(WAL_EPOCH_KEY, epoch).map_err(|e| self.err(e))?;
+        Ok(Some(epoch))
+    }
+
+    /// After a durable commit: nothing is kept for later any more, and the write-ahead log
+    /// starts again under the commit's `epoch`.
+    pub(super) fn after_durable(&self, lazy: &mut Vec<Lazy>, epoch: Option<u64>) {
+        self.count_sync();
+        self.lazy_pending.store(false, Ordering::Release);
+        self.unlogged.store(false, Ordering::Release);
+        lazy.clear();
+        if let (Some(wal), Some(epoch)) = (&self.wal, epoch) {
+            wal.refill(epoch);
+        }
+    }
+
+    pub(super) fn count_sync(&self) {
+        self.durable_commits.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(super) fn wal_path(&self) -> PathBuf {
+        beside(&self.path, ".wal")
+    }
+
+    /// Writes what a commit that is not durable stored to the write-ahead log.
+    fn log_ahead(&self, kept: &[Lazy]) -> Logged {
+        let Some(wal) = &self.wal else {
+            return Logged::Later;
+        };
+        let created: Vec<Vec<u8>> = kept
+            .iter()
+            .filter_map(|kept| match kept {
+                Lazy::Created(meta) => codec::encode_meta(meta).ok(),
+                Lazy::Appended(_) => None,
+            })
+            .collect();
+        let stored: Vec<_> = kept
+            .iter()
+            .filter_map(|kept| match kept {
+                Lazy::Appended(append) => {
+                    Some(append.stored.lock().unwrap_or_else(PoisonError::into_inner))
+                }
+                Lazy::Created(_) => None,
+            })
+            .collect();
+        let (mut created_at, mut stored_at) = (0, 0);
+        let mut entries = Vec::with_capacity(kept.len());
+        for kept in kept {
+            match kept {
+                Lazy::Created(_) => {
+                    if let Some(meta) = created.get(created_at) {
+                        entries.push((wal::Kind::Created, meta.as_slice()));
+                    }
+                    created_at += 1;
+                }
+                Lazy::Appended(_) => {
+                    if let Some(records) = stored.get(stored_at).filter(|r| !r.is_empty()) {
+                        entries.push((wal::Kind::Appended, records.as_slice()));
+                    }
+                    stored_at += 1;
+                }
+            }
+        }
+        match wal.write(&entries) {
+            Ok(Some(at)) => Logged::At(at),
+            Ok(None) => Logged::Later,
+            Err(err) => {
+                tracing::warn!(path = %wal.path().display(), %err, "could not write the write-ahead log");
+                Logged::Later
+            }
+        }
     }
 
     /// Runs `op` on the database. If it fails with an I/O error (redb then refuses the handle
@@ -653,6 +781,49 @@ impl Drop for Store {
 impl std::fmt::Debug for Store {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Store").field("path", &self.path).finish()
+    }
+}
+
+/// Opens the write-ahead log beside the database at `path`, and reads what it holds when
+/// `recover` is set. A log that cannot be opened is done without, with a warning: appends
+/// are then made durable by the database's own commits. For a `fresh` database, whose
+/// epochs start again, an old log is emptied.
+fn open_wal(
+    db: &Database,
+    path: &Path,
+    recover: bool,
+    fresh: bool,
+) -> Result<(Option<Wal>, Vec<wal::Entry>), StoreError> {
+    let epoch = {
+        let txn = db.begin_read().map_err(|e| from_redb(path, e))?;
+        match txn.open_table(schema::INFO) {
+            Ok(info) => info
+                .get(WAL_EPOCH_KEY)
+                .map_err(|e| from_redb(path, e))?
+                .map_or(0, |epoch| epoch.value()),
+            Err(redb::TableError::TableDoesNotExist(_)) => 0,
+            Err(e) => return Err(from_redb(path, e)),
+        }
+    };
+    let wal_path = beside(path, ".wal");
+    let opened = Wal::open(&wal_path, epoch, recover).and_then(|(wal, found)| {
+        if fresh {
+            wal.clear()?;
+        }
+        Ok((wal, found))
+    });
+    match opened {
+        Ok((wal, found)) => Ok((Some(wal), found)),
+        // What it holds may be all that is left of acknowledged inputs: not passed over.
+        Err(source) if recover && wal_path.exists() => Err(StoreError::Io {
+            action: "read the write-ahead log",
+            path: wal_path,
+            source,
+        }),
+        Err(err) => {
+            tracing::warn!(path = %wal_path.display(), %err, "could not open the write-ahead log; every input will wait for a durable commit of the database");
+            Ok((None, Vec::new()))
+        }
     }
 }
 

@@ -36,6 +36,9 @@ mod summary;
 #[cfg(test)]
 mod tests;
 mod totals;
+mod wal;
+#[cfg(test)]
+mod wal_tests;
 
 pub use activity::{ListFilter, PageCursor, RecentPage};
 pub use db::{MIN_PREFIX_CHARS, Observer, Store, StoreChange};

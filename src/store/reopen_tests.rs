@@ -136,7 +136,7 @@ impl Faulty {
         let path = dir.path().join("tern.redb");
         let faults = Arc::new(Faults::default());
         let shared = faults.clone();
-        let store = Store::open_with(
+        let mut store = Store::open_with(
             &path,
             Box::new(move |file| {
                 Database::builder().create_with_backend(FaultyBackend {
@@ -146,6 +146,9 @@ impl Faulty {
             }),
         )
         .expect("open");
+        // The database's own durable commits are what fail here: every append waits for one
+        // (as for every commit when the write-ahead log is full or cannot be written).
+        store.wal = None;
         store.create_session(&meta("s-1")).expect("create");
         Self {
             _dir: dir,
@@ -169,12 +172,12 @@ fn id() -> SessionId {
     SessionId::from_string("s-1")
 }
 
-fn meta(session: &str) -> SessionMeta {
+pub(super) fn meta(session: &str) -> SessionMeta {
     let id = SessionId::from_string(session);
     SessionMeta::new(id.clone(), SessionKey::cli(&id), PathBuf::from("/p"), 1)
 }
 
-fn input(text: &str) -> JournalEvent {
+pub(super) fn input(text: &str) -> JournalEvent {
     JournalEvent::InputAccepted {
         sender: Sender {
             id: "local".into(),

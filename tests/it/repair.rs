@@ -38,16 +38,21 @@ fn input(text: &str) -> JournalEvent {
 }
 
 /// `sessions` sessions of `inputs` inputs each; returns their ids.
+/// Sessions of `inputs` inputs each, every input closing the database after it: a durable
+/// commit of the file each, so older copies of the pages stay in its free pages.
 fn fill(db: &Path, sessions: usize, inputs: usize) -> Vec<SessionId> {
-    let store = Store::open(db).expect("open");
     let ids: Vec<SessionId> = (0..sessions)
         .map(|s| SessionId::from_string(format!("session-{s}")))
         .collect();
     for id in &ids {
         let meta = SessionMeta::new(id.clone(), SessionKey::cli(id), "/work/p".into(), 1);
-        store.create_session(&meta).expect("create");
+        Store::open(db)
+            .expect("open")
+            .create_session(&meta)
+            .expect("create");
         for n in 0..inputs {
-            store
+            Store::open(db)
+                .expect("open")
                 .append(id, &input(&format!("{id} input {n}")))
                 .expect("append");
         }

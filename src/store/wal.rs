@@ -1,0 +1,392 @@
+//! The write-ahead log beside the database (`tern.redb.wal`): what makes an append durable
+//! at the cost of one small write and an fdatasync, instead of a durable commit of the
+//! database, which writes every page the commits since the last one touched.
+//!
+//! Every commit that is not durable (a session's creation, an append) also writes what it
+//! stored here as one entry, in commit order. An append whose caller waits for the disk (an
+//! input, a tool call) returns once the log is synced up to its entry. Syncs are shared like
+//! commits: one fdatasync serves every entry written before it, and it runs beside the
+//! database's next commit rather than inside it, so the two overlap.
+//!
+//! The log is filled from its start. A durable commit of the database makes everything the
+//! log holds redundant: the commit records a new epoch in the database, and the log is
+//! filled again from its start under that epoch. After a crash, the open reads the entries
+//! of the recorded epoch from the start up to the first that is torn, damaged or of another
+//! epoch, and writes them again (see `lazy`), skipping what already landed. A log that would
+//! pass [`MAX_BYTES`] takes no more entries: the commit that did not fit is made durable in
+//! the database instead, which empties the log.
+//!
+//! An entry is `len: u32 | crc32: u32 | epoch: u64 | kind: u8 | payload`, little-endian; the
+//! checksum covers the epoch, the kind and the payload. A payload is framed values as the
+//! database stores them (an index entry, or journal records), each with its own checksum.
+
+use std::fs::{File, OpenOptions};
+use std::io::ErrorKind;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
+
+/// The most the log holds before commits go to the database durably instead.
+pub(super) const MAX_BYTES: u64 = 1 << 20;
+
+const HEADER_LEN: usize = 17;
+
+/// What an entry holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Kind {
+    /// A session's index entry, as created.
+    Created = 1,
+    /// Journal records appended in one commit, in seq order.
+    Appended = 2,
+}
+
+/// An entry read back from the log.
+#[derive(Debug)]
+pub(super) struct Entry {
+    pub kind: Kind,
+    pub payload: Vec<u8>,
+}
+
+pub(super) struct Wal {
+    file: File,
+    path: PathBuf,
+    state: Mutex<State>,
+    /// Woken when a sync ends.
+    synced: Condvar,
+}
+
+struct State {
+    epoch: u64,
+    /// Where the next entry goes.
+    offset: u64,
+    /// Bytes written since the log was opened, across refills: an entry's place in time.
+    written: u64,
+    /// Of `written`, what is durable: synced, or made redundant by a durable commit.
+    durable: u64,
+    syncing: bool,
+}
+
+impl Wal {
+    /// Opens (creating) the log at `path` for `epoch`, the one the database records. When
+    /// `recover` is set, returns the entries of that epoch it holds, and appends after them;
+    /// otherwise the log is filled from its start.
+    pub(super) fn open(
+        path: &Path,
+        epoch: u64,
+        recover: bool,
+    ) -> std::io::Result<(Wal, Vec<Entry>)> {
+        let mut options = OpenOptions::new();
+        options.read(true).write(true).create(true);
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        let existed = path.exists();
+        let file = options.open(path)?;
+        if !existed {
+            // The entry in the folder must outlast a crash as surely as what is synced into it.
+            sync_folder(path)?;
+        }
+        let (entries, offset) = if recover {
+            read_entries(&file, epoch)?
+        } else {
+            (Vec::new(), 0)
+        };
+        let wal = Wal {
+            file,
+            path: path.to_owned(),
+            state: Mutex::new(State {
+                epoch,
+                offset,
+                written: 0,
+                durable: 0,
+                syncing: false,
+            }),
+            synced: Condvar::new(),
+        };
+        Ok((wal, entries))
+    }
+
+    /// Empties the log for good: for a database made anew, whose epochs start again.
+    pub(super) fn clear(&self) -> std::io::Result<()> {
+        let mut state = self.lock();
+        if self.file.metadata()?.len() == 0 {
+            return Ok(());
+        }
+        self.file.set_len(0)?;
+        self.file.sync_all()?;
+        state.offset = 0;
+        Ok(())
+    }
+
+    pub(super) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The epoch entries are written under now.
+    pub(super) fn epoch(&self) -> u64 {
+        self.lock().epoch
+    }
+
+    /// The position a sync must reach to make every entry written so far durable.
+    pub(super) fn written(&self) -> u64 {
+        self.lock().written
+    }
+
+    /// Writes `entries` (not synced) after the last one; returns the position a sync must
+    /// reach to make them durable, or `None` when the log has no room for them.
+    pub(super) fn write(&self, entries: &[(Kind, &[u8])]) -> std::io::Result<Option<u64>> {
+        if entries.is_empty() {
+            return Ok(Some(0));
+        }
+        let mut state = self.lock();
+        let mut bytes = Vec::with_capacity(
+            entries
+                .iter()
+                .map(|(_, payload)| HEADER_LEN + payload.len())
+                .sum(),
+        );
+        for (kind, payload) in entries {
+            encode_entry(&mut bytes, state.epoch, *kind, payload);
+        }
+        let len = bytes.len() as u64;
+        if state.offset + len > MAX_BYTES {
+            return Ok(None);
+        }
+        // Under the lock: a refill must not start below a write still going on.
+        self.file.write_all_at(&bytes, state.offset)?;
+        state.offset += len;
+        state.written += len;
+        Ok(Some(state.written))
+    }
+
+    /// Returns once everything written up to `upto` is durable: synced by this call, by
+    /// another one it waited for, or made redundant by a durable commit.
+    pub(super) fn sync(&self, upto: u64) -> std::io::Result<bool> {
+        let mut state = self.lock();
+        loop {
+            if state.durable >= upto {
+                return Ok(false);
+            }
+            if !state.syncing {
+                state.syncing = true;
+                let target = state.written;
+                drop(state);
+                let synced = self.file.sync_data();
+                state = self.lock();
+                state.syncing = false;
+                if synced.is_ok() {
+                    state.durable = state.durable.max(target);
+                }
+                self.synced.notify_all();
+                synced?;
+                // This sync covered `upto`: it was written before the sync started.
+                return Ok(true);
+            }
+            state = self
+                .synced
+                .wait(state)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+    }
+
+    /// After a durable commit of the database, which recorded `epoch`: what the log holds is
+    /// redundant, and it is filled again from its start.
+    pub(super) fn refill(&self, epoch: u64) {
+        let mut state = self.lock();
+        state.epoch = epoch;
+        state.offset = 0;
+        state.durable = state.written;
+        self.synced.notify_all();
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+fn encode_entry(out: &mut Vec<u8>, epoch: u64, kind: Kind, payload: &[u8]) {
+    let len = u32::try_from(payload.len()).unwrap_or(u32::MAX);
+    let epoch = epoch.to_le_bytes();
+    out.extend_from_slice(&len.to_le_bytes());
+    out.extend_from_slice(&checksum(&epoch, kind as u8, payload).to_le_bytes());
+    out.extend_from_slice(&epoch);
+    out.push(kind as u8);
+    out.extend_from_slice(payload);
+}
+
+fn checksum(epoch: &[u8], kind: u8, payload: &[u8]) -> u32 {
+    let mut hasher = crc32fast::Hasher::new();
+    hasher.update(epoch);
+    hasher.update(&[kind]);
+    hasher.update(payload);
+    hasher.finalize()
+}
+
+/// The entries of `epoch` from the log's start, and where the next one goes. Reading stops
+/// at the first entry that is torn, damaged or of another epoch: the log's end.
+fn read_entries(file: &File, epoch: u64) -> std::io::Result<(Vec<Entry>, u64)> {
+    let len = file.metadata()?.len().min(MAX_BYTES);
+    let mut bytes = vec![0; len as usize];
+    file.read_exact_at(&mut bytes, 0)?;
+    let mut entries = Vec::new();
+    let mut at = 0;
+    while let Some((entry, next)) = decode_entry(&bytes, at, epoch) {
+        entries.push(entry);
+        at = next;
+    }
+    Ok((entries, at as u64))
+}
+
+fn decode_entry(bytes: &[u8], at: usize, epoch: u64) -> Option<(Entry, usize)> {
+    let header = bytes.get(at..at.checked_add(HEADER_LEN)?)?;
+    let len = u32::from_le_bytes(header[0..4].try_into().ok()?) as usize;
+    let crc = u32::from_le_bytes(header[4..8].try_into().ok()?);
+    let found = u64::from_le_bytes(header[8..16].try_into().ok()?);
+    let kind = match header[16] {
+        1 => Kind::Created,
+        2 => Kind::Appended,
+        _ => return None,
+    };
+    let start = at + HEADER_LEN;
+    let payload = bytes.get(start..start.checked_add(len)?)?;
+    if found != epoch || len == 0 || checksum(&header[8..16], header[16], payload) != crc {
+        return None;
+    }
+    let entry = Entry {
+        kind,
+        payload: payload.to_vec(),
+    };
+    Some((entry, start + len))
+}
+
+fn sync_folder(path: &Path) -> std::io::Result<()> {
+    let Some(folder) = path.parent().filter(|p| !p.as_os_str().is_empty()) else {
+        return Ok(());
+    };
+    match File::open(folder).and_then(|dir| dir.sync_all()) {
+        // Some file systems cannot sync a folder; the file is there all the same.
+        Err(err) if err.kind() == ErrorKind::InvalidInput => Ok(()),
+        other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn temp() -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().expect("a temp dir");
+        let path = dir.path().join("tern.redb.wal");
+        (dir, path)
+    }
+
+    #[test]
+    fn entries_of_the_epoch_read_back_in_order_and_the_next_goes_after_them() {
+        let (_dir, path) = temp();
+        let (wal, found) = Wal::open(&path, 3, true).expect("open");
+        assert!(found.is_empty());
+        let at = wal
+            .write(&[(Kind::Created, b"one"), (Kind::Appended, b"two")])
+            .expect("write")
+            .expect("room");
+        assert!(wal.sync(at).expect("sync"), "this call synced");
+        assert!(!wal.sync(at).expect("sync"), "nothing left to sync");
+        drop(wal);
+        let (wal, found) = Wal::open(&path, 3, true).expect("open");
+        let read: Vec<_> = found
+            .iter()
+            .map(|e| (e.kind, e.payload.as_slice()))
+            .collect();
+        assert_eq!(
+            read,
+            [(Kind::Created, &b"one"[..]), (Kind::Appended, &b"two"[..])]
+        );
+        wal.write(&[(Kind::Appended, b"three")]).expect("write");
+        drop(wal);
+        let (_, found) = Wal::open(&path, 3, true).expect("open");
+        assert_eq!(found.len(), 3);
+        assert_eq!(found[2].payload, b"three");
+    }
+
+    #[test]
+    fn a_refill_leaves_the_old_entries_unread_even_where_they_are_not_overwritten() {
+        let (_dir, path) = temp();
+        let (wal, _) = Wal::open(&path, 1, true).expect("open");
+        wal.write(&[(Kind::Appended, b"old and long entry")])
+            .expect("write");
+        wal.write(&[(Kind::Appended, b"old two")]).expect("write");
+        wal.refill(2);
+        let at = wal
+            .write(&[(Kind::Appended, b"new")])
+            .expect("write")
+            .expect("room");
+        wal.sync(at).expect("sync");
+        drop(wal);
+        let (_, found) = Wal::open(&path, 2, true).expect("open");
+        let read: Vec<_> = found.iter().map(|e| e.payload.as_slice()).collect();
+        assert_eq!(read, [&b"new"[..]]);
+        let (_, found) = Wal::open(&path, 1, true).expect("open");
+        assert!(
+            found.is_empty(),
+            "the old epoch's first entry was overwritten"
+        );
+    }
+
+    #[test]
+    fn a_torn_or_damaged_entry_ends_the_log() {
+        let (_dir, path) = temp();
+        let (wal, _) = Wal::open(&path, 0, true).expect("open");
+        wal.write(&[(Kind::Appended, b"whole")]).expect("write");
+        wal.write(&[(Kind::Appended, b"damaged")]).expect("write");
+        wal.write(&[(Kind::Appended, b"after")]).expect("write");
+        drop(wal);
+        let mut bytes = std::fs::read(&path).expect("read");
+        let second = HEADER_LEN + 5;
+        bytes[second + HEADER_LEN + 2] ^= 0xff;
+        std::fs::write(&path, &bytes).expect("write");
+        let (_, found) = Wal::open(&path, 0, true).expect("open");
+        assert_eq!(found.len(), 1);
+        std::fs::write(&path, &bytes[..second + 4]).expect("truncate");
+        let (wal, found) = Wal::open(&path, 0, true).expect("open");
+        assert_eq!(found.len(), 1);
+        // The next entry goes where the torn one began.
+        wal.write(&[(Kind::Appended, b"next")]).expect("write");
+        drop(wal);
+        let (_, found) = Wal::open(&path, 0, true).expect("open");
+        assert_eq!(found[1].payload, b"next");
+    }
+
+    #[test]
+    fn a_log_without_room_refuses_the_entry_until_it_is_refilled() {
+        let (_dir, path) = temp();
+        let (wal, _) = Wal::open(&path, 0, false).expect("open");
+        let big = vec![7u8; (MAX_BYTES as usize) / 2];
+        assert!(
+            wal.write(&[(Kind::Appended, &big)])
+                .expect("write")
+                .is_some()
+        );
+        assert!(
+            wal.write(&[(Kind::Appended, &big)])
+                .expect("write")
+                .is_none()
+        );
+        wal.refill(1);
+        assert!(
+            wal.write(&[(Kind::Appended, &big)])
+                .expect("write")
+                .is_some(),
+            "room again"
+        );
+    }
+
+    #[test]
+    fn a_refill_makes_what_was_written_before_it_durable_without_a_sync() {
+        let (_dir, path) = temp();
+        let (wal, _) = Wal::open(&path, 0, false).expect("open");
+        let at = wal
+            .write(&[(Kind::Appended, b"x")])
+            .expect("write")
+            .expect("room");
+        wal.refill(1);
+        assert!(!wal.sync(at).expect("sync"), "no fdatasync needed");
+    }
+}
