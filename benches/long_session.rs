@@ -94,6 +94,7 @@ async fn run(turns: usize, window: u64, mock: MockProvider) {
         child_env: Default::default(),
         agents: Default::default(),
         jobs: Default::default(),
+        mcp: None,
     });
     let project = home.project().canonicalize().expect("the project");
     let handle = SessionHandle::create(deps, project).expect("a session");

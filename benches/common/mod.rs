@@ -60,5 +60,6 @@ pub fn deps(
         child_env: Default::default(),
         agents: Default::default(),
         jobs: Default::default(),
+        mcp: None,
     })
 }

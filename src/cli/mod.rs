@@ -10,6 +10,7 @@ mod door;
 mod first_run;
 mod follow;
 mod lifecycle;
+mod mcp;
 mod prompt;
 mod render;
 mod repair;
@@ -65,6 +66,9 @@ enum Command {
     /// The chat channels of the running tern.
     #[command(subcommand)]
     Channels(channels::ChannelsCommand),
+    /// MCP servers: list them with their tools, add, remove, approve a project's.
+    #[command(subcommand)]
+    Mcp(mcp::McpCommand),
     /// Look inside tern: the prompt the model would see next.
     #[command(subcommand)]
     Debug(DebugCommand),
@@ -178,6 +182,7 @@ pub fn main() -> ExitCode {
             Some(Command::Doctor(args)) => doctor::run(args).await,
             Some(Command::Serve(args)) => serve::run(args).await,
             Some(Command::Channels(command)) => channels::run(command).await,
+            Some(Command::Mcp(command)) => mcp::run(command).await,
             Some(Command::Debug(DebugCommand::Prompt(args))) => prompt::run(args).await,
             Some(Command::Debug(DebugCommand::RepoMap(args))) => repo_map::run(args).await,
             None => interactive(cli).await,

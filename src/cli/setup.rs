@@ -6,6 +6,7 @@ use crate::llm::served::{self, Asking, ServedCache};
 use crate::llm::{self, ModelClient, ModelRoute, RetryPolicy};
 use crate::session::{Redactor, SessionDeps};
 use crate::store::{Overrides, SessionMeta, Store};
+use crate::tools::mcp::McpHub;
 use crate::tools::{ApprovalMode, ChildEnv, ShellLimits, ToolRegistry};
 use anyhow::Context;
 use std::path::Path;
@@ -198,6 +199,12 @@ pub fn session_deps(
         notes_client,
         overrides,
         redactor: Arc::new(Redactor::new(secrets)),
+        mcp: Some(Arc::new(McpHub::new(
+            loaded.config.mcp.clone(),
+            child_env.filter(std::env::vars_os()),
+            super::startup::environment().without(&loaded.config.credential_vars()),
+            &loaded.paths.data_dir,
+        ))),
         child_env: Arc::new(child_env),
         agents: Default::default(),
         jobs: Default::default(),
@@ -206,7 +213,7 @@ pub fn session_deps(
 
 /// The rules for the environment of commands: every provider's key variable removed, and
 /// `[tools] pass_env` and `strip_env` applied.
-fn child_env(config: &Config) -> ChildEnv {
+pub fn child_env(config: &Config) -> ChildEnv {
     ChildEnv::new(
         config.credential_vars(),
         config.tools.pass_env.clone(),

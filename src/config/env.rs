@@ -89,6 +89,16 @@ impl Environment {
         }
     }
 
+    /// This snapshot less the variables `names` (set empty, as if unset): what a project's
+    /// own files may read, so they cannot name tern's credentials.
+    pub fn without(&self, names: &[String]) -> Self {
+        let mut env = self.clone();
+        for name in names {
+            env.set(name.clone(), String::new());
+        }
+        env
+    }
+
     /// The value of any variable by name; `None` when unset or empty.
     pub fn get(&self, name: &str) -> Option<&str> {
         match name {

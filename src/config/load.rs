@@ -87,6 +87,7 @@ pub fn load_from_str(text: &str, path: &Path, env: &Environment) -> Result<Confi
     let providers = check.providers(raw.providers, env)?;
     let models = check.models(raw.models, &providers, &file_profiles, env)?;
     let channels = check.channels(raw.channels, env)?;
+    let (mcp, mcp_credential_vars) = check.mcp(raw.mcp, env)?;
     Ok(Config {
         source: Some(path.to_path_buf()),
         config_file: path.to_path_buf(),
@@ -103,6 +104,8 @@ pub fn load_from_str(text: &str, path: &Path, env: &Environment) -> Result<Confi
         },
         tools,
         channels,
+        mcp,
+        mcp_credential_vars,
     })
 }
 
@@ -572,6 +575,7 @@ fn explain_toml_message(message: &str, key: &[String]) -> String {
         ("expected u64", "expected a whole number, 0 or more"),
         ("expected f64", "expected a number"),
         ("expected a map", "expected a table"),
+        ("expected a sequence", "expected an array"),
         (
             "duplicate key",
             "duplicate key: it is already set earlier in the file",
@@ -579,27 +583,45 @@ fn explain_toml_message(message: &str, key: &[String]) -> String {
     ] {
         text = text.replace(serde_term, ours);
     }
-    // serde quotes a wrongly typed value (integer `123`); for the keys that take the name
-    // of a secret, or a URL that may hold one, the value stays out of the message.
-    let secret_key = matches!(
-        key,
-        [providers, _, field] if providers == "providers" && (field == "api_key_env" || field == "base_url")
-    );
+    // serde quotes a wrongly typed value (integer `123`, string "Bearer …"); for the keys
+    // that take the name of a secret, a URL that may hold one, or (for an MCP server) text
+    // that may hold a token, the value stays out of the message.
+    let secret_key = match key {
+        [providers, _, field] if providers == "providers" => {
+            field == "api_key_env" || field == "base_url"
+        }
+        [mcp, servers, _, field, ..] if mcp == "mcp" && servers == "servers" => matches!(
+            field.as_str(),
+            "command" | "args" | "env" | "cwd" | "url" | "headers"
+        ),
+        _ => false,
+    };
     if secret_key {
         text = without_quoted_values(&text);
     }
     text
 }
 
-/// `text` with every backtick-quoted part removed, and the space before it.
+/// `text` with every backtick- or double-quoted part removed, and the space before it.
 fn without_quoted_values(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
-    let mut parts = text.split('`');
-    while let Some(outside) = parts.next() {
-        out.push_str(outside);
-        // The part after an opening backtick is quoted; drop it (and an unclosed tail too).
-        if parts.next().is_some() && out.ends_with(' ') {
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c != '`' && c != '"' {
+            out.push(c);
+            continue;
+        }
+        if out.ends_with(' ') {
             out.pop();
+        }
+        // Skip to the closing quote (or the end); serde escapes quotes inside strings.
+        while let Some(inner) = chars.next() {
+            if inner == c {
+                break;
+            }
+            if inner == '\\' && c == '"' {
+                chars.next();
+            }
         }
     }
     out

@@ -1,6 +1,7 @@
 //! Configuration: where tern keeps its files ([`Paths`]), the TOML config file with its
-//! defaults and validation, and the providers available without any config file (from the
-//! ecosystem's conventional environment variables).
+//! defaults and validation, the providers available without any config file (from the
+//! ecosystem's conventional environment variables), and the MCP servers a project asks for in
+//! its `.mcp.json` ([`project_servers`]).
 //!
 //! Loading happens in two stages, as in ripgrep: [`load`] parses and validates into plain
 //! data with errors that name the file, line and key; building providers from that data is
@@ -10,8 +11,12 @@
 mod channels;
 mod env;
 mod error;
+mod expand;
 mod load;
 mod location;
+mod mcp;
+mod mcp_config;
+mod mcp_file;
 mod paths;
 mod profile;
 mod providers;
@@ -29,6 +34,8 @@ pub use channels::{
 pub use env::Environment;
 pub use error::ConfigError;
 pub use load::{load, load_from_str};
+pub use mcp::{McpApprove, McpOrigin, McpServer, McpSettings, McpTransport, shown_arg, shown_url};
+pub use mcp_file::{McpFileError, PROJECT_FILE as MCP_PROJECT_FILE, project_servers};
 pub use paths::Paths;
 pub use providers::fitted_output;
 pub use settings::{

@@ -32,6 +32,45 @@ pub(crate) struct RawConfig {
     pub context: RawContext,
     #[serde(default)]
     pub channels: RawChannels,
+    #[serde(default)]
+    pub mcp: RawMcp,
+}
+
+/// `[mcp]`: the MCP servers whose tools sessions get.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawMcp {
+    pub startup_timeout: Option<Value>,
+    #[serde(default)]
+    pub servers: BTreeMap<String, RawMcpServer>,
+}
+
+/// `[mcp.servers.NAME]`: the keys of both transports; which of them a server takes is
+/// checked in validation, once it is known whether it has a `command` or a `url`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawMcpServer {
+    pub command: Option<String>,
+    pub args: Option<Vec<String>>,
+    pub env: Option<BTreeMap<String, String>>,
+    pub cwd: Option<String>,
+    pub url: Option<String>,
+    pub headers: Option<BTreeMap<String, String>>,
+    pub transport: Option<String>,
+    pub enabled: Option<bool>,
+    pub timeout: Option<Value>,
+    pub tools: Option<RawMcpTools>,
+    pub approve: Option<String>,
+    pub approve_tools: Option<BTreeMap<String, String>>,
+    pub public: Option<bool>,
+}
+
+/// `[mcp.servers.NAME] tools = { allow = [...], deny = [...] }`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawMcpTools {
+    pub allow: Option<Vec<String>>,
+    pub deny: Option<Vec<String>>,
 }
 
 /// `[channels]`: one table per chat platform, each optional.

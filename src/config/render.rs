@@ -6,6 +6,8 @@
 
 use std::fmt::Write;
 
+use super::location::dotted;
+use super::mcp::{McpServer, McpTransport, shown_arg, shown_url};
 use super::providers::redact_url;
 use super::settings::{Config, MaintenanceMode, ModelRef, ProviderProfile};
 use super::units::{format_duration, format_size};
@@ -146,6 +148,18 @@ impl Config {
             format_duration(t.shell_max_duration_ceiling)
         )?;
 
+        writeln!(out, "\n[mcp]")?;
+        let startup = self.mcp.startup_timeout;
+        match startup {
+            d if d.is_zero() => {
+                writeln!(out, "startup_timeout = 0 (the first prompt waits for none)")?
+            }
+            d => writeln!(out, "startup_timeout = {}", format_duration(d))?,
+        }
+        for server in &self.mcp.servers {
+            write_mcp_server(out, server)?;
+        }
+
         writeln!(out, "\n[ui]")?;
         writeln!(out, "theme = {}", self.ui.theme)?;
 
@@ -155,6 +169,85 @@ impl Config {
         writeln!(out, "base_delay_ms = {}", r.base_delay.as_millis())?;
         writeln!(out, "max_delay_ms = {}", r.max_delay.as_millis())
     }
+}
+
+/// One `[mcp.servers.NAME]`, with the keys of its headers and env but never their values.
+fn write_mcp_server(out: &mut String, server: &McpServer) -> std::fmt::Result {
+    writeln!(out, "\n[mcp.servers.{}]", server.name)?;
+    match &server.transport {
+        McpTransport::Stdio {
+            command,
+            args,
+            env,
+            cwd,
+        } => {
+            writeln!(out, "command = {}", shown_arg(command))?;
+            writeln!(out, "args = {}", quoted(args.iter().map(|a| shown_arg(a))))?;
+            if !env.is_empty() {
+                writeln!(
+                    out,
+                    "env = {} (values not shown)",
+                    quoted(env.keys().map(String::as_str))
+                )?;
+            }
+            if let Some(cwd) = cwd {
+                writeln!(out, "cwd = {}", cwd.display())?;
+            }
+        }
+        McpTransport::Http {
+            url,
+            headers,
+            legacy_sse,
+        } => {
+            writeln!(out, "url = {}", shown_url(url))?;
+            let transport = if *legacy_sse {
+                "sse (legacy HTTP+SSE)"
+            } else {
+                "http"
+            };
+            writeln!(out, "transport = {transport}")?;
+            if !headers.is_empty() {
+                writeln!(
+                    out,
+                    "headers = {} (values not shown)",
+                    quoted(headers.keys().map(String::as_str))
+                )?;
+            }
+        }
+    }
+    writeln!(out, "enabled = {}", server.enabled)?;
+    writeln!(out, "timeout = {}", format_duration(server.timeout))?;
+    match &server.allow {
+        Some(allow) => writeln!(
+            out,
+            "tools.allow = {}",
+            quoted(allow.iter().map(String::as_str))
+        )?,
+        None => writeln!(out, "tools.allow = (all)")?,
+    }
+    if !server.deny.is_empty() {
+        writeln!(
+            out,
+            "tools.deny = {}",
+            quoted(server.deny.iter().map(String::as_str))
+        )?;
+    }
+    writeln!(out, "approve = {}", server.approve.as_str())?;
+    for (tool, approve) in &server.approve_tools {
+        writeln!(
+            out,
+            "{} = {}",
+            dotted(&["approve_tools", tool]),
+            approve.as_str()
+        )?;
+    }
+    writeln!(out, "public = {}", server.public)
+}
+
+/// `["a", "b"]`.
+fn quoted<'a>(items: impl Iterator<Item = &'a str>) -> String {
+    let items: Vec<String> = items.map(|item| format!("{item:?}")).collect();
+    format!("[{}]", items.join(", "))
 }
 
 fn write_profile(out: &mut String, p: &ProviderProfile) -> std::fmt::Result {

@@ -1,6 +1,7 @@
 //! The resolved configuration as plain data, with every default in one place.
 
 use super::channels::ChannelSettings;
+use super::mcp::McpSettings;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -27,16 +28,23 @@ pub struct Config {
     pub tools: ToolSettings,
     /// `[channels]`: the chat platforms and webhooks the owner of the store listens to.
     pub channels: ChannelSettings,
+    /// `[mcp]`: the MCP servers whose tools sessions get.
+    pub mcp: McpSettings,
+    /// The variables `[mcp.servers.*]` header and env values name: credentials, kept here
+    /// rather than on each server so that servers stay the same whichever file they came from.
+    pub(super) mcp_credential_vars: Vec<String>,
 }
 
 impl Config {
-    /// The environment variables the provider profiles read their keys from, each once.
+    /// The environment variables credentials are read from, each once: the provider profiles'
+    /// keys, the channels' tokens and what `[mcp.servers.*]` header and env values name.
     pub fn credential_vars(&self) -> Vec<String> {
         let mut names: Vec<String> = self
             .providers
             .values()
             .filter_map(|profile| profile.api_key_env.clone())
             .chain(self.channels.credential_vars())
+            .chain(self.mcp_credential_vars.iter().cloned())
             .collect();
         names.sort();
         names.dedup();

@@ -83,8 +83,11 @@ pub(crate) fn parse_size(text: &str) -> Option<u64> {
     u64::try_from(bytes).ok()
 }
 
-/// Renders a duration in the largest unit that divides it: `30d`, `90m`, `1800s`.
+/// Renders a duration in the largest unit that divides it: `30d`, `90m`, `1800s`, `500ms`.
 pub(crate) fn format_duration(duration: Duration) -> String {
+    if duration.subsec_millis() != 0 {
+        return format!("{}ms", duration.as_millis());
+    }
     let secs = duration.as_secs();
     if secs == 0 {
         return "0s".to_owned();
@@ -169,6 +172,7 @@ mod tests {
             assert_eq!(format_duration(parsed), text);
         }
         assert_eq!(format_duration(Duration::from_secs(1800)), "30m");
+        assert_eq!(format_duration(Duration::from_millis(1500)), "1500ms");
         assert_eq!(format_size(2_000_000_000), "2GB");
         assert_eq!(format_size(1_600_000_000), "1.6GB");
         assert_eq!(format_size(1 << 30), "1GiB");

@@ -49,6 +49,20 @@ pub fn clip(text: &str, max: usize) -> String {
     }
 }
 
+/// What a JSON value is ("a string", "an array"), for messages that name a value's type
+/// without repeating the value.
+pub fn json_kind(value: &serde_json::Value) -> &'static str {
+    use serde_json::Value;
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -477,6 +477,7 @@ impl SessionActor {
         let approvals = ApprovalSlot::default();
         let turn_approvals = approvals.clone();
         let task = tokio::spawn(async move {
+            let deps = with_mcp_tools(deps, &state.project_dir).await;
             let turn = Turn {
                 deps: &deps,
                 dirs: &dirs,
@@ -566,6 +567,7 @@ impl SessionActor {
         let dirs = self.dirs.clone();
         let token = cancel.clone();
         let task = tokio::spawn(async move {
+            let deps = with_mcp_tools(deps, &state.project_dir).await;
             let turn = Turn {
                 deps: &deps,
                 dirs: &dirs,
@@ -720,6 +722,27 @@ impl SessionActor {
         self.publish(&SessionEvent::PhaseChanged { phase: to });
         Ok(())
     }
+}
+
+/// The session's dependencies with the tools of its project's MCP servers beside its own,
+/// for one turn: the servers that run by now (those still starting are waited for at most
+/// `[mcp] startup_timeout`, and join a later turn if slower).
+async fn with_mcp_tools(deps: Arc<SessionDeps>, project_dir: &std::path::Path) -> Arc<SessionDeps> {
+    let Some(hub) = &deps.mcp else {
+        return deps;
+    };
+    let tools = hub.tools_for(project_dir).await;
+    if tools.is_empty() {
+        return deps;
+    }
+    let mut own = (*deps).clone();
+    for tool in tools {
+        // A tool of tern's own keeps its name.
+        if own.tools.get(tool.name()).is_none() {
+            own.tools.register(tool);
+        }
+    }
+    Arc::new(own)
 }
 
 /// Takes every input waiting to join a turn.

@@ -8,6 +8,7 @@ use crate::llm::ModelClient;
 use crate::store::{Overrides, Store};
 use crate::tools::agents::AgentRuns;
 use crate::tools::jobs::Jobs;
+use crate::tools::mcp::McpHub;
 use crate::tools::{ApprovalMode, ChildEnv, ToolRegistry};
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock, Weak};
@@ -38,6 +39,8 @@ pub struct SessionDeps {
     pub agents: AgentSlot,
     /// The background jobs of every session of this process.
     pub jobs: Arc<Jobs>,
+    /// The MCP servers of this process, whose tools join a session's own at each turn.
+    pub mcp: Option<Arc<McpHub>>,
 }
 
 impl SessionDeps {

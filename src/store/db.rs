@@ -22,10 +22,11 @@ use super::error::{StoreError, from_open, from_redb};
 use super::event::{JournalEvent, JournalRecord};
 use super::keys;
 use super::lazy::Lazy;
+use super::logged::open_wal;
 use super::meta::SessionMeta;
 use super::schema::{self, Contents, JOURNAL, SESSIONS};
 use super::totals::{self, Delta, Totals};
-use super::wal::{self, Wal};
+use super::wal::Wal;
 use super::{clean, codec, migrate, owner, probe, search};
 use crate::domain::SessionId;
 use redb::backends::FileBackend;
@@ -45,9 +46,6 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGua
 /// upper levels, which is what the writes touch again.
 const CACHE_BYTES: usize = 4 * 1024 * 1024;
 
-/// Key in the `tern_info` table holding the epoch the write-ahead log is filled under.
-const WAL_EPOCH_KEY: &str = "wal_epoch";
-
 /// Fewest characters of an id that `resolve` accepts as a prefix.
 pub const MIN_PREFIX_CHARS: usize = 4;
 
@@ -61,7 +59,7 @@ pub struct Store {
     /// after an I/O failure takes the write lock, so no transaction outlives its handle.
     db: RwLock<Handle>,
     connect: Box<Connect>,
-    path: PathBuf,
+    pub(super) path: PathBuf,
     owner_file: PathBuf,
     /// The totals as of the last commit, mirrored from the `totals` table.
     totals: Mutex<Totals>,
@@ -69,15 +67,17 @@ pub struct Store {
     /// Appends waiting for the next group commit.
     pub(super) appends: Appends,
     /// Durable commits made and syncs of the write-ahead log: each is an fsync.
-    durable_commits: AtomicU64,
+    pub(super) durable_commits: AtomicU64,
     /// The write-ahead log, unless it could not be opened (every append the caller waits
     /// for is then a durable commit).
     pub(super) wal: Option<Wal>,
     /// Set by a commit that is not durable yet, cleared by the next durable one.
-    lazy_pending: AtomicBool,
+    pub(super) lazy_pending: AtomicBool,
     /// Set by a commit that is not durable yet and not in the write-ahead log either (a
     /// snapshot of its own, no room in the log), cleared by the next durable one.
     pub(super) unlogged: AtomicBool,
+    /// Whether closing may record the clean-close marker (not while a recovery is unfinished).
+    closes_clean: AtomicBool,
     /// Set while a flush is scheduled, so the lazy commits before it share it.
     flush_due: AtomicBool,
     /// What the commits that are not durable yet wrote, in order.
@@ -206,10 +206,15 @@ impl Store {
             wal,
             lazy_pending: AtomicBool::new(false),
             unlogged: AtomicBool::new(false),
+            closes_clean: AtomicBool::new(true),
             flush_due: AtomicBool::new(false),
             lazy: Mutex::new(Vec::new()),
         };
+        // Until what the log holds is written again, a close is not a clean one: the next
+        // open must read the log again.
+        store.closes_clean.store(false, Ordering::Release);
         store.recover_logged(found)?;
+        store.closes_clean.store(true, Ordering::Release);
         Ok(store)
     }
 
@@ -575,87 +580,6 @@ impl Store {
         })
     }
 
-    /// Records in `txn`, a durable commit's, the epoch the write-ahead log is filled under
-    /// after it; [`Store::after_durable`] applies it once the commit is made.
-    pub(super) fn next_epoch(&self, txn: &WriteTransaction) -> Result<Option<u64>, StoreError> {
-        let Some(wal) = &self.wal else {
-            return Ok(None);
-        };
-        let epoch = wal.epoch() + 1;
-        let mut info = txn.open_table(schema::INFO).map_err(|e| self.err(e))?;
-        info.insert(WAL_EPOCH_KEY, epoch).map_err(|e| self.err(e))?;
-        Ok(Some(epoch))
-    }
-
-    /// After a durable commit: nothing is kept for later any more, and the write-ahead log
-    /// starts again under the commit's `epoch`.
-    pub(super) fn after_durable(&self, lazy: &mut Vec<Lazy>, epoch: Option<u64>) {
-        self.count_sync();
-        self.lazy_pending.store(false, Ordering::Release);
-        self.unlogged.store(false, Ordering::Release);
-        lazy.clear();
-        if let (Some(wal), Some(epoch)) = (&self.wal, epoch) {
-            wal.refill(epoch);
-        }
-    }
-
-    pub(super) fn count_sync(&self) {
-        self.durable_commits.fetch_add(1, Ordering::Relaxed);
-    }
-
-    pub(super) fn wal_path(&self) -> PathBuf {
-        beside(&self.path, ".wal")
-    }
-
-    /// Writes what a commit that is not durable stored to the write-ahead log.
-    fn log_ahead(&self, kept: &[Lazy]) -> Logged {
-        let Some(wal) = &self.wal else {
-            return Logged::Later;
-        };
-        let created: Vec<Vec<u8>> = kept
-            .iter()
-            .filter_map(|kept| match kept {
-                Lazy::Created(meta) => codec::encode_meta(meta).ok(),
-                Lazy::Appended(_) => None,
-            })
-            .collect();
-        let stored: Vec<_> = kept
-            .iter()
-            .filter_map(|kept| match kept {
-                Lazy::Appended(append) => {
-                    Some(append.stored.lock().unwrap_or_else(PoisonError::into_inner))
-                }
-                Lazy::Created(_) => None,
-            })
-            .collect();
-        let (mut created_at, mut stored_at) = (0, 0);
-        let mut entries = Vec::with_capacity(kept.len());
-        for kept in kept {
-            match kept {
-                Lazy::Created(_) => {
-                    if let Some(meta) = created.get(created_at) {
-                        entries.push((wal::Kind::Created, meta.as_slice()));
-                    }
-                    created_at += 1;
-                }
-                Lazy::Appended(_) => {
-                    if let Some(records) = stored.get(stored_at).filter(|r| !r.is_empty()) {
-                        entries.push((wal::Kind::Appended, records.as_slice()));
-                    }
-                    stored_at += 1;
-                }
-            }
-        }
-        match wal.write(&entries) {
-            Ok(Some(at)) => Logged::At(at),
-            Ok(None) => Logged::Later,
-            Err(err) => {
-                tracing::warn!(path = %wal.path().display(), %err, "could not write the write-ahead log");
-                Logged::Later
-            }
-        }
-    }
-
     /// Runs `op` on the database. If it fails with an I/O error (redb then refuses the handle
     /// for good), or the database is closed after such a failure, reopens the file and runs
     /// `op` once more. A write that still fails becomes [`StoreError::Unwritable`].
@@ -769,7 +693,8 @@ impl Drop for Store {
         let handle = self.db.get_mut().unwrap_or_else(PoisonError::into_inner);
         let closed = handle.db.take().map(Database::close);
         match closed {
-            Some(Ok(())) => clean::record(&self.path),
+            Some(Ok(())) if self.closes_clean.load(Ordering::Acquire) => clean::record(&self.path),
+            Some(Ok(())) => {}
             Some(Err(err)) => {
                 tracing::warn!(path = %self.path.display(), %err, "the session database did not close cleanly");
             }
@@ -781,49 +706,6 @@ impl Drop for Store {
 impl std::fmt::Debug for Store {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Store").field("path", &self.path).finish()
-    }
-}
-
-/// Opens the write-ahead log beside the database at `path`, and reads what it holds when
-/// `recover` is set. A log that cannot be opened is done without, with a warning: appends
-/// are then made durable by the database's own commits. For a `fresh` database, whose
-/// epochs start again, an old log is emptied.
-fn open_wal(
-    db: &Database,
-    path: &Path,
-    recover: bool,
-    fresh: bool,
-) -> Result<(Option<Wal>, Vec<wal::Entry>), StoreError> {
-    let epoch = {
-        let txn = db.begin_read().map_err(|e| from_redb(path, e))?;
-        match txn.open_table(schema::INFO) {
-            Ok(info) => info
-                .get(WAL_EPOCH_KEY)
-                .map_err(|e| from_redb(path, e))?
-                .map_or(0, |epoch| epoch.value()),
-            Err(redb::TableError::TableDoesNotExist(_)) => 0,
-            Err(e) => return Err(from_redb(path, e)),
-        }
-    };
-    let wal_path = beside(path, ".wal");
-    let opened = Wal::open(&wal_path, epoch, recover).and_then(|(wal, found)| {
-        if fresh {
-            wal.clear()?;
-        }
-        Ok((wal, found))
-    });
-    match opened {
-        Ok((wal, found)) => Ok((Some(wal), found)),
-        // What it holds may be all that is left of acknowledged inputs: not passed over.
-        Err(source) if recover && wal_path.exists() => Err(StoreError::Io {
-            action: "read the write-ahead log",
-            path: wal_path,
-            source,
-        }),
-        Err(err) => {
-            tracing::warn!(path = %wal_path.display(), %err, "could not open the write-ahead log; every input will wait for a durable commit of the database");
-            Ok((None, Vec::new()))
-        }
     }
 }
 

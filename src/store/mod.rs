@@ -19,6 +19,7 @@ mod event;
 mod frame;
 mod keys;
 mod lazy;
+mod logged;
 mod maintenance;
 mod meta;
 mod migrate;

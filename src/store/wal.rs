@@ -64,6 +64,10 @@ struct State {
     /// Of `written`, what is durable: synced, or made redundant by a durable commit.
     durable: u64,
     syncing: bool,
+    /// Set when an entry was refused or not written, or a sync failed: the log takes no
+    /// entry and confirms no sync until the next refill, so it never holds a later entry
+    /// without an earlier one, nor calls synced what a failed sync may have dropped.
+    broken: bool,
 }
 
 impl Wal {
@@ -98,6 +102,7 @@ impl Wal {
                 written: 0,
                 durable: 0,
                 syncing: false,
+                broken: false,
             }),
             synced: Condvar::new(),
         };
@@ -147,11 +152,15 @@ impl Wal {
             encode_entry(&mut bytes, state.epoch, *kind, payload);
         }
         let len = bytes.len() as u64;
-        if state.offset + len > MAX_BYTES {
+        if state.broken || state.offset + len > MAX_BYTES {
+            state.broken = true;
             return Ok(None);
         }
         // Under the lock: a refill must not start below a write still going on.
-        self.file.write_all_at(&bytes, state.offset)?;
+        if let Err(err) = self.file.write_all_at(&bytes, state.offset) {
+            state.broken = true;
+            return Err(err);
+        }
         state.offset += len;
         state.written += len;
         Ok(Some(state.written))
@@ -165,6 +174,11 @@ impl Wal {
             if state.durable >= upto {
                 return Ok(false);
             }
+            if state.broken {
+                return Err(std::io::Error::other(
+                    "an earlier write or sync of the write-ahead log failed",
+                ));
+            }
             if !state.syncing {
                 state.syncing = true;
                 let target = state.written;
@@ -172,8 +186,9 @@ impl Wal {
                 let synced = self.file.sync_data();
                 state = self.lock();
                 state.syncing = false;
-                if synced.is_ok() {
-                    state.durable = state.durable.max(target);
+                match synced {
+                    Ok(()) => state.durable = state.durable.max(target),
+                    Err(_) => state.broken = true,
                 }
                 self.synced.notify_all();
                 synced?;
@@ -194,6 +209,7 @@ impl Wal {
         state.epoch = epoch;
         state.offset = 0;
         state.durable = state.written;
+        state.broken = false;
         self.synced.notify_all();
     }
 
@@ -369,6 +385,9 @@ mod tests {
                 .expect("write")
                 .is_none()
         );
+        // A small entry would fit, but it would follow a refused one: no gap in the log.
+        let small = wal.write(&[(Kind::Appended, b"small")]).expect("write");
+        assert!(small.is_none());
         wal.refill(1);
         assert!(
             wal.write(&[(Kind::Appended, &big)])

@@ -7,6 +7,7 @@
 
 use super::ToolOutput;
 use super::paths::{self, PathArg};
+use crate::domain::call_text::json_kind;
 use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
 
@@ -40,7 +41,7 @@ impl<'a> Args<'a> {
             }),
             other => Err(ArgError(format!(
                 "{tool}: the arguments must be a JSON object, got {}",
-                kind(other)
+                json_kind(other)
             ))),
         }
     }
@@ -159,25 +160,13 @@ impl<'a> Args<'a> {
     }
 }
 
-/// The JSON type of a value, for messages.
-fn kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
-
 /// The type and, when short, the value itself, so the model sees what it sent.
 fn describe(value: &Value) -> String {
     let text = value.to_string();
     if text.len() <= 40 {
-        format!("{} ({text})", kind(value))
+        format!("{} ({text})", json_kind(value))
     } else {
-        kind(value).to_string()
+        json_kind(value).to_string()
     }
 }
 

@@ -24,6 +24,7 @@ pub mod file_write;
 pub mod glob;
 pub mod grep;
 pub mod jobs;
+pub mod mcp;
 pub mod output;
 pub mod path_text;
 pub mod paths;

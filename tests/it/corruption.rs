@@ -424,7 +424,9 @@ fn a_repair_leaves_no_scratch_file_and_the_damaged_file_untouched() {
     assert!(!files.iter().any(|p| is_left_over(p)), "{files:?}");
     let moved = files
         .iter()
-        .find(|p| p.to_string_lossy().contains(".damaged-"))
+        .find(|p| {
+            p.to_string_lossy().contains(".damaged-") && p.extension().is_none_or(|e| e != "wal")
+        })
         .expect("moved aside");
     assert_eq!(
         std::fs::read(moved).expect("read"),

@@ -37,9 +37,9 @@ fn input(text: &str) -> JournalEvent {
     }
 }
 
-/// `sessions` sessions of `inputs` inputs each; returns their ids.
-/// Sessions of `inputs` inputs each, every input closing the database after it: a durable
-/// commit of the file each, so older copies of the pages stay in its free pages.
+/// `sessions` sessions of `inputs` inputs each; returns their ids. Every input closes the
+/// database after it: a durable commit of the file each, so older copies of the pages stay
+/// in its free pages.
 fn fill(db: &Path, sessions: usize, inputs: usize) -> Vec<SessionId> {
     let ids: Vec<SessionId> = (0..sessions)
         .map(|s| SessionId::from_string(format!("session-{s}")))

@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod mock_provider;
+pub mod real_mcp;
 
 // Not every test module uses every name, and an unused re-export must not fail the build.
 #[allow(unused_imports)]

@@ -219,6 +219,16 @@ pub fn repair(path: &Path, options: &RepairOptions) -> Result<Repair, StoreError
     plan.write(&store)?;
     drop(store);
     let _ = std::fs::remove_file(super::clean::marker_path(&building));
+    // The rebuilt file's own log holds nothing its close did not write; the damaged file's
+    // log goes with that file, so it is never read into the rebuilt one.
+    let _ = std::fs::remove_file(super::db::beside(&building, ".wal"));
+    let old_log = super::db::beside(path, ".wal");
+    if old_log.exists() {
+        let _ = match &moved_to {
+            Some(moved) => std::fs::rename(&old_log, super::db::beside(moved, ".wal")),
+            None => std::fs::remove_file(&old_log),
+        };
+    }
     std::fs::rename(&building, path).map_err(|e| io("move into place", &building, e))?;
     let _ = std::fs::remove_file(&marker);
     let mut problems = dump.problems;

@@ -986,6 +986,8 @@ fn run_refuses_to_ask_with_nobody_to_answer() {
 mod cleanup;
 mod envelope;
 mod line_mode;
+mod mcp;
+mod mcp_real;
 mod outcomes;
 mod print_prompt;
 mod repair;

@@ -112,6 +112,7 @@ impl World {
             child_env: Default::default(),
             agents: Default::default(),
             jobs: Default::default(),
+            mcp: None,
         })
     }
 
@@ -285,7 +286,7 @@ pub(crate) fn tool_result_texts(request: &Value) -> Vec<String> {
 }
 
 /// The names of the tools a request `body` offered the model.
-fn offered_tools(body: &serde_json::Value) -> Vec<String> {
+pub(crate) fn offered_tools(body: &serde_json::Value) -> Vec<String> {
     body["tools"]
         .as_array()
         .map(|tools| {

@@ -1,0 +1,405 @@
+//! The MCP servers of the tern process that owns the store, shared by the sessions of a
+//! project: one connection per (project, server), started the first time a session of the
+//! project needs its tools list, in the background. A turn waits for servers still starting
+//! (or restarting) at most `[mcp] startup_timeout`; a slower one joins a later turn. A server
+//! that fails or exits is started again at a later turn, after a pause that doubles with
+//! each failure (from 1 s to 5 min), and says why meanwhile.
+//!
+//! A server of a project's `.mcp.json` runs only once a person has approved it for that
+//! project (`tern mcp approve`); the approval is remembered with what it runs, so a changed
+//! entry is asked about again.
+
+use super::client::{CallError, Connection, ServerTool};
+use super::tool::McpTool;
+use crate::config::{Environment, McpServer, McpSettings, project_servers};
+use crate::tools::Tool;
+use serde_json::Value;
+use std::collections::{BTreeMap, HashMap};
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+use tokio_util::sync::CancellationToken;
+
+const FIRST_PAUSE: Duration = Duration::from_secs(1);
+const LONGEST_PAUSE: Duration = Duration::from_secs(300);
+
+/// How long a server whose connection closed is given to finish writing its last words.
+const LAST_WORDS: Duration = Duration::from_millis(500);
+
+/// One server as a project runs it.
+pub struct Running {
+    server: McpServer,
+    env: Vec<(OsString, OsString)>,
+    state: Mutex<State>,
+    changed: tokio::sync::Notify,
+}
+
+#[derive(Clone)]
+enum State {
+    Idle,
+    Starting,
+    Ready {
+        connection: Arc<Connection>,
+        tools: Arc<Vec<ServerTool>>,
+    },
+    Failed {
+        reason: String,
+        failures: u32,
+        retry_at: Instant,
+    },
+}
+
+/// What `tern mcp list` and `/mcp` show of a server.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ServerState {
+    /// Configured, not started yet (no session of the project has needed it).
+    NotStarted,
+    Starting,
+    Ready {
+        tools: Vec<String>,
+    },
+    Failed {
+        reason: String,
+    },
+    /// In the project's `.mcp.json`, not approved (or changed since).
+    NeedsApproval,
+    Disabled,
+}
+
+impl Running {
+    fn new(server: McpServer, env: Vec<(OsString, OsString)>) -> Self {
+        Self {
+            server,
+            env,
+            state: Mutex::new(State::Idle),
+            changed: tokio::sync::Notify::new(),
+        }
+    }
+
+    pub fn name(&self) -> &str {
+        &self.server.name
+    }
+
+    fn state(&self) -> State {
+        self.state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    fn set(&self, state: State) {
+        *self.state.lock().unwrap_or_else(PoisonError::into_inner) = state;
+        self.changed.notify_waiters();
+    }
+
+    /// Starts the server in the background unless it runs, is starting, or failed too
+    /// recently to try again.
+    fn start_if_due(self: &Arc<Self>) {
+        let failures = {
+            let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+            let failures = match &*state {
+                State::Idle => 0,
+                State::Failed {
+                    failures, retry_at, ..
+                } if Instant::now() >= *retry_at => *failures,
+                State::Ready { connection, .. } if connection.is_closed() => 1,
+                _ => return,
+            };
+            *state = State::Starting;
+            failures
+        };
+        let running = self.clone();
+        tokio::spawn(async move {
+            let started = async {
+                let connection = Connection::open(&running.server, running.env.clone()).await?;
+                let tools = connection.list_tools().await?;
+                Ok::<_, String>((connection, tools))
+            };
+            // A server that never answers the handshake is given as long as a call.
+            let limit = running.server.timeout;
+            let started = tokio::time::timeout(limit, started)
+                .await
+                .unwrap_or_else(|_| {
+                    Err(format!(
+                        "no answer to the handshake within {} s",
+                        limit.as_secs_f64()
+                    ))
+                });
+            match started {
+                Ok((connection, tools)) => {
+                    tracing::info!(server = %running.server.name, tools = tools.len(), "MCP server ready");
+                    running.set(State::Ready {
+                        connection: Arc::new(connection),
+                        tools: Arc::new(tools),
+                    });
+                }
+                Err(reason) => {
+                    let pause = FIRST_PAUSE
+                        .saturating_mul(1 << failures.min(16))
+                        .min(LONGEST_PAUSE);
+                    tracing::warn!(server = %running.server.name, %reason, "MCP server did not start");
+                    running.set(State::Failed {
+                        reason,
+                        failures: failures + 1,
+                        retry_at: Instant::now() + pause,
+                    });
+                }
+            }
+        });
+    }
+
+    /// Lists the tools again when the server said they changed.
+    async fn refresh(&self) {
+        let State::Ready { connection, .. } = self.state() else {
+            return;
+        };
+        if !connection
+            .heard
+            .tools_changed
+            .load(std::sync::atomic::Ordering::Acquire)
+        {
+            return;
+        }
+        if let Ok(tools) = connection.list_tools().await {
+            self.set(State::Ready {
+                connection,
+                tools: Arc::new(tools),
+            });
+        }
+    }
+
+    /// Calls `tool` on the server, within its `timeout`.
+    pub async fn call(
+        &self,
+        tool: &str,
+        arguments: serde_json::Map<String, Value>,
+        cancel: &CancellationToken,
+    ) -> Result<Value, CallError> {
+        let State::Ready { connection, .. } = self.state() else {
+            return Err(CallError::Closed("it is not running".to_owned()));
+        };
+        let answer = connection
+            .call(tool, arguments, self.server.timeout, cancel)
+            .await;
+        let Err(CallError::Closed(why)) = &answer else {
+            return answer;
+        };
+        let said = connection.heard.last_words(LAST_WORDS).await;
+        let reason = match said.last() {
+            Some(line) => format!("{why}; it said: {line}"),
+            None => why.clone(),
+        };
+        self.set(State::Failed {
+            reason: reason.clone(),
+            failures: 1,
+            retry_at: Instant::now() + FIRST_PAUSE,
+        });
+        Err(CallError::Closed(reason))
+    }
+
+    fn shown(&self) -> ServerState {
+        match self.state() {
+            State::Idle => ServerState::NotStarted,
+            State::Starting => ServerState::Starting,
+            State::Ready { tools, .. } => ServerState::Ready {
+                tools: tools
+                    .iter()
+                    .filter(|tool| self.server.allows(&tool.name))
+                    .map(|tool| tool.name.clone())
+                    .collect(),
+            },
+            State::Failed { reason, .. } => ServerState::Failed { reason },
+        }
+    }
+}
+
+/// Every MCP server of this process.
+pub struct McpHub {
+    settings: McpSettings,
+    env: Vec<(OsString, OsString)>,
+    /// The variables `.mcp.json` files may name, as tern started with them.
+    environment: Environment,
+    /// `<data>/mcp/approved.json`: per project, the servers of its `.mcp.json` a person
+    /// approved, with what they run.
+    approvals: PathBuf,
+    running: Mutex<HashMap<(PathBuf, String), Arc<Running>>>,
+}
+
+impl McpHub {
+    /// `env` is what a server's process starts with (the commands' environment, secrets
+    /// left out) before its own `env`; `environment` what a project's `.mcp.json` may name
+    /// (tern's credentials left out, so a repository cannot hand them to its servers).
+    pub fn new(
+        settings: McpSettings,
+        env: Vec<(OsString, OsString)>,
+        environment: Environment,
+        data_dir: &Path,
+    ) -> Self {
+        Self {
+            settings,
+            env,
+            environment,
+            approvals: data_dir.join("mcp").join("approved.json"),
+            running: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The servers of `project`: the config's and its `.mcp.json`'s (an unreadable file is
+    /// an error naming it), each with whether it may run.
+    pub fn servers_for(&self, project: &Path) -> Result<Vec<(McpServer, bool)>, String> {
+        let mut servers: Vec<(McpServer, bool)> = self
+            .settings
+            .servers
+            .iter()
+            .map(|server| (server.clone(), true))
+            .collect();
+        let approved = read_approvals(&self.approvals);
+        let theirs = project_servers(project, &self.environment).map_err(|err| err.to_string())?;
+        for server in theirs {
+            if servers.iter().any(|(known, _)| known.name == server.name) {
+                continue;
+            }
+            let ok = approved
+                .get(&project_key(project))
+                .and_then(|names| names.get(&server.name))
+                .is_some_and(|print| *print == server.fingerprint());
+            servers.push((server, ok));
+        }
+        Ok(servers)
+    }
+
+    /// Remembers that a person approved `server` of `project`'s `.mcp.json`.
+    pub fn approve(&self, project: &Path, server: &McpServer) -> std::io::Result<()> {
+        let mut approved = read_approvals(&self.approvals);
+        approved
+            .entry(project_key(project))
+            .or_default()
+            .insert(server.name.clone(), server.fingerprint());
+        if let Some(dir) = self.approvals.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        let json = serde_json::to_vec_pretty(&approved).map_err(std::io::Error::other)?;
+        let temp = self.approvals.with_extension("json.tmp");
+        std::fs::write(&temp, json)?;
+        std::fs::rename(temp, &self.approvals)
+    }
+
+    fn running(&self, project: &Path, server: &McpServer) -> Arc<Running> {
+        let mut server = server.clone();
+        if let crate::config::McpTransport::Stdio { cwd, .. } = &mut server.transport {
+            cwd.get_or_insert_with(|| project.to_path_buf());
+        }
+        let mut running = self.running.lock().unwrap_or_else(PoisonError::into_inner);
+        let key = (project.to_path_buf(), server.name.clone());
+        if let Some(found) = running.get(&key)
+            && found.server == server
+        {
+            return found.clone();
+        }
+        // New, or changed since it started: the old one stops when its last call ends.
+        let made = Arc::new(Running::new(server, self.env.clone()));
+        running.insert(key, made.clone());
+        made
+    }
+
+    /// The tools of `project`'s servers that run, starting those that do not yet. Waits at
+    /// most `startup_timeout` for servers still starting.
+    pub async fn tools_for(&self, project: &Path) -> Vec<Arc<dyn Tool>> {
+        let servers = self.servers_for(project).unwrap_or_else(|err| {
+            // The config's servers still run; `tern mcp list` shows what is wrong.
+            tracing::warn!(%err, "a project's MCP servers cannot be read");
+            self.settings
+                .servers
+                .iter()
+                .map(|server| (server.clone(), true))
+                .collect()
+        });
+        let wanted: Vec<(McpServer, Arc<Running>)> = servers
+            .into_iter()
+            .filter(|(server, ok)| *ok && server.enabled)
+            .map(|(server, _)| {
+                let running = self.running(project, &server);
+                running.start_if_due();
+                (server, running)
+            })
+            .collect();
+        let deadline = tokio::time::Instant::now() + self.settings.startup_timeout;
+        for (_, running) in &wanted {
+            loop {
+                let waiting = running.changed.notified();
+                if !matches!(running.state(), State::Starting) {
+                    break;
+                }
+                if tokio::time::timeout_at(deadline, waiting).await.is_err() {
+                    break;
+                }
+            }
+            // A server slow to list its tools again keeps the list it had.
+            let _ = tokio::time::timeout_at(deadline, running.refresh()).await;
+        }
+        let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
+        for (server, running) in wanted {
+            let State::Ready { tools: listed, .. } = running.state() else {
+                continue;
+            };
+            for tool in listed.iter().filter(|tool| server.allows(&tool.name)) {
+                tools.push(Arc::new(McpTool::new(&server, tool, running.clone())));
+            }
+        }
+        tools
+    }
+
+    /// Every server of `project` with its state.
+    pub fn states(&self, project: &Path) -> Result<Vec<(McpServer, ServerState)>, String> {
+        let servers = self.servers_for(project)?;
+        let running = self.running.lock().unwrap_or_else(PoisonError::into_inner);
+        Ok(servers
+            .into_iter()
+            .map(|(server, ok)| {
+                let state = if !server.enabled {
+                    ServerState::Disabled
+                } else if !ok {
+                    ServerState::NeedsApproval
+                } else {
+                    running
+                        .get(&(project.to_path_buf(), server.name.clone()))
+                        .map_or(ServerState::NotStarted, |running| running.shown())
+                };
+                (server, state)
+            })
+            .collect())
+    }
+
+    /// Stops every server.
+    pub async fn stop_all(&self) {
+        let all: Vec<Arc<Running>> = self
+            .running
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .drain()
+            .map(|(_, running)| running)
+            .collect();
+        for running in all {
+            if let State::Ready { connection, .. } = running.state() {
+                running.set(State::Idle);
+                if let Ok(connection) = Arc::try_unwrap(connection) {
+                    connection.close().await;
+                }
+            }
+        }
+    }
+}
+
+fn project_key(project: &Path) -> String {
+    project.to_string_lossy().into_owned()
+}
+
+type Approvals = BTreeMap<String, BTreeMap<String, String>>;
+
+fn read_approvals(path: &Path) -> Approvals {
+    std::fs::read(path)
+        .ok()
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+        .unwrap_or_default()
+}

@@ -1,0 +1,16 @@
+//! Tools from MCP servers (the Model Context Protocol): servers named in `[mcp.servers.*]`
+//! or a project's `.mcp.json`, run by the tern process that owns the store and shared by
+//! the sessions of a project (`hub`), spoken to through the official SDK (`client`), their
+//! tools offered beside tern's own under the same approvals and audiences (`tool`), with
+//! schemas every provider takes (`schema`).
+
+pub mod client;
+pub mod hub;
+pub mod schema;
+pub mod tool;
+
+#[cfg(test)]
+mod tests;
+
+pub use hub::{McpHub, ServerState};
+pub use tool::tool_name;

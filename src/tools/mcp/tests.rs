@@ -1,0 +1,188 @@
+//! The client and the hub against the small MCP server of the tests (`tests/support/
+//! mcp_server.py`, Python with no packages): a call cancelled at the server, a list that
+//! changes, a hang and a crash, each through the real stdio transport.
+
+use super::client::{CallError, Connection};
+use super::hub::{McpHub, ServerState};
+use crate::config::{Environment, McpSettings, load_from_str};
+use std::path::Path;
+use std::time::{Duration, Instant};
+use tokio_util::sync::CancellationToken;
+
+const FAKE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/mcp_server.py");
+
+fn settings(servers: &str) -> McpSettings {
+    let text = format!("[mcp]\nstartup_timeout = \"3s\"\n{servers}");
+    let env = Environment::from_pairs([("PATH", std::env::var("PATH").unwrap_or_default())]);
+    load_from_str(&text, Path::new("config.toml"), &env)
+        .expect("a valid config")
+        .mcp
+}
+
+fn fake(name: &str, args: &str) -> String {
+    format!("[mcp.servers.{name}]\ncommand = \"python3\"\nargs = [\"{FAKE}\"{args}]\n")
+}
+
+fn path_env() -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
+    std::env::vars_os().filter(|(k, _)| k == "PATH").collect()
+}
+
+#[tokio::test]
+async fn a_cancelled_call_is_cancelled_at_the_server_too() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let log = dir.path().join("heard.log");
+    let settings = settings(&fake(
+        "fake",
+        &format!(", \"--log\", \"{}\"", log.display()),
+    ));
+    let connection = Connection::open(&settings.servers[0], path_env())
+        .await
+        .expect("started");
+    let cancel = CancellationToken::new();
+    let stop = cancel.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        stop.cancel();
+    });
+    let started = Instant::now();
+    let args = serde_json::json!({"seconds": 20})
+        .as_object()
+        .cloned()
+        .unwrap_or_default();
+    let answer = connection
+        .call("slow", args, Duration::from_secs(30), &cancel)
+        .await;
+    assert_eq!(answer, Err(CallError::Cancelled));
+    assert!(started.elapsed() < Duration::from_secs(5));
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let heard = std::fs::read_to_string(&log).unwrap_or_default();
+        if heard.contains("notifications/cancelled") {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the server was not told: {heard}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    connection.close().await;
+}
+
+#[tokio::test]
+async fn a_call_past_its_timeout_ends_with_a_timeout() {
+    let settings = settings(&format!("{}timeout = \"300ms\"\n", fake("fake", "")));
+    let connection = Connection::open(&settings.servers[0], path_env())
+        .await
+        .expect("started");
+    let args = serde_json::json!({"seconds": 20})
+        .as_object()
+        .cloned()
+        .unwrap_or_default();
+    let answer = connection
+        .call(
+            "slow",
+            args,
+            settings.servers[0].timeout,
+            &CancellationToken::new(),
+        )
+        .await;
+    assert!(matches!(answer, Err(CallError::TimedOut(_))), "{answer:?}");
+    connection.close().await;
+}
+
+#[tokio::test]
+async fn a_changed_list_is_read_again_at_the_next_turn() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let hub = McpHub::new(
+        settings(&fake("fake", "")),
+        path_env(),
+        Environment::default(),
+        dir.path(),
+    );
+    let names = |tools: &[std::sync::Arc<dyn crate::tools::Tool>]| -> Vec<String> {
+        tools.iter().map(|t| t.name().to_owned()).collect()
+    };
+    let tools = hub.tools_for(dir.path()).await;
+    assert!(!names(&tools).contains(&"mcp__fake__late".to_owned()));
+    let change = tools
+        .iter()
+        .find(|t| t.name() == "mcp__fake__change")
+        .expect("the change tool");
+    let ctx = crate::tools::ToolContext {
+        project_dir: dir.path().to_path_buf(),
+        cwd: dir.path().to_path_buf(),
+        temp_dir: dir.path().join("tmp"),
+        readable_dirs: Vec::new(),
+        tool_timeout: Duration::from_secs(10),
+        child_env: Default::default(),
+        spool: None,
+        agents: None,
+        jobs: None,
+        repo_maps: None,
+    };
+    let out = change
+        .execute(serde_json::json!({}), &ctx, CancellationToken::new())
+        .await;
+    assert_eq!(out.content, "added");
+    // The notification may trail the call's answer.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let tools = hub.tools_for(dir.path()).await;
+        if names(&tools).contains(&"mcp__fake__late".to_owned()) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{:?}", names(&tools));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    hub.stop_all().await;
+}
+
+#[tokio::test]
+async fn a_server_that_hangs_or_crashes_says_so_and_the_turn_goes_on() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let text = format!(
+        "{}timeout = \"1s\"\n{}timeout = \"1s\"\n",
+        fake("hangs", ", \"--hang\""),
+        fake("garbled", ", \"--garbage\"")
+    );
+    let mut settings = settings(&text);
+    settings.startup_timeout = Duration::from_millis(500);
+    let hub = McpHub::new(settings, path_env(), Environment::default(), dir.path());
+    let started = Instant::now();
+    assert!(hub.tools_for(dir.path()).await.is_empty());
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    let states = hub.states(dir.path()).expect("states");
+    let hangs = &states
+        .iter()
+        .find(|(s, _)| s.name == "hangs")
+        .expect("hangs")
+        .1;
+    assert_eq!(*hangs, ServerState::Starting);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let states = hub.states(dir.path()).expect("states");
+        let garbled = &states
+            .iter()
+            .find(|(s, _)| s.name == "garbled")
+            .expect("garbled")
+            .1;
+        if let ServerState::Failed { reason } = garbled {
+            assert!(reason.contains("handshake"), "{reason}");
+            let hangs = &states
+                .iter()
+                .find(|(s, _)| s.name == "hangs")
+                .expect("hangs")
+                .1;
+            assert!(matches!(hangs, ServerState::Failed { .. }), "{hangs:?}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "{garbled:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    hub.stop_all().await;
+}

@@ -1,0 +1,252 @@
+//! An MCP server's tool as one of the session's tools: named `mcp__<server>__<tool>`, its
+//! schema cut to what providers take, asked about like a command unless its server's
+//! config says otherwise, kept from the Public audience unless the config lets it, and its
+//! result turned into text capped like the output of tern's own tools.
+
+use super::client::{CallError, ServerTool};
+use super::hub::Running;
+use super::schema;
+use crate::config::{McpApprove, McpServer};
+use crate::domain::{ApprovalNeed, Audience};
+use crate::tools::{Tool, ToolContext, ToolFuture, ToolOutput, cap_head_tail};
+use serde_json::Value;
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use tokio_util::sync::CancellationToken;
+
+/// The most of a result kept in the history: as much as a command's output.
+const RESULT_BYTES: usize = 30 * 1024;
+
+/// The longest tool name providers take.
+const NAME_CHARS: usize = 64;
+
+pub struct McpTool {
+    name: &'static str,
+    /// The name the server knows it by.
+    tool: String,
+    description: String,
+    schema: Value,
+    need: ApprovalNeed,
+    min_audience: Audience,
+    server: Arc<Running>,
+}
+
+impl McpTool {
+    pub(super) fn new(server: &McpServer, tool: &ServerTool, running: Arc<Running>) -> Self {
+        let need = match server.approve_for(&tool.name) {
+            McpApprove::Never => ApprovalNeed::None,
+            McpApprove::Ask | McpApprove::Always => ApprovalNeed::Exec,
+        };
+        Self {
+            name: intern(tool_name(&server.name, &tool.name)),
+            tool: tool.name.clone(),
+            description: describe(&server.name, &tool.description),
+            schema: schema::sanitize(&tool.input_schema),
+            need,
+            min_audience: if server.public {
+                Audience::Public
+            } else {
+                Audience::Team
+            },
+            server: running,
+        }
+    }
+}
+
+/// `mcp__<server>__<tool>`, in the characters and length providers take: any other
+/// character becomes `_`, and a name too long keeps its start.
+pub fn tool_name(server: &str, tool: &str) -> String {
+    let name: String = format!("mcp__{server}__{tool}")
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(NAME_CHARS)
+        .collect();
+    name
+}
+
+/// Names live as long as the process: each distinct name is kept once.
+fn intern(name: String) -> &'static str {
+    static NAMES: OnceLock<Mutex<HashSet<&'static str>>> = OnceLock::new();
+    let mut names = NAMES
+        .get_or_init(Mutex::default)
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner);
+    if let Some(known) = names.get(name.as_str()) {
+        return known;
+    }
+    let leaked: &'static str = Box::leak(name.into_boxed_str());
+    names.insert(leaked);
+    leaked
+}
+
+fn describe(server: &str, description: &str) -> String {
+    let description = description.trim();
+    let text = if description.is_empty() {
+        format!("A tool of the MCP server `{server}`.")
+    } else {
+        format!("{description} (MCP server `{server}`.)")
+    };
+    cap_head_tail(&text, 2048)
+}
+
+impl Tool for McpTool {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn description(&self) -> &str {
+        &self.description
+    }
+
+    fn input_schema(&self) -> Value {
+        self.schema.clone()
+    }
+
+    fn min_audience(&self) -> Audience {
+        self.min_audience
+    }
+
+    /// The server's own hint is not taken on trust: its calls run as ones that change things.
+    fn is_read_only(&self) -> bool {
+        false
+    }
+
+    fn approval_need(&self, _input: &Value, _ctx: &ToolContext) -> ApprovalNeed {
+        self.need.clone()
+    }
+
+    fn execute<'a>(
+        &'a self,
+        input: Value,
+        ctx: &'a ToolContext,
+        cancel: CancellationToken,
+    ) -> ToolFuture<'a> {
+        Box::pin(async move {
+            let arguments = match input {
+                Value::Object(map) => map,
+                Value::Null => serde_json::Map::new(),
+                other => {
+                    return ToolOutput::error(format!(
+                        "The arguments must be a JSON object, not {other}."
+                    ));
+                }
+            };
+            match self.server.call(&self.tool, arguments, &cancel).await {
+                Ok(result) => output_of(&result, self.name, ctx),
+                Err(CallError::Cancelled) => {
+                    ToolOutput::error("Cancelled before the tool finished.")
+                }
+                Err(err) => ToolOutput::error(format!(
+                    "The MCP server `{}` did not run `{}`: {err}.",
+                    self.server.name(),
+                    self.tool
+                )),
+            }
+        })
+    }
+}
+
+/// The text of a `tools/call` result: its text parts, then its structured content when no
+/// text says it, other parts named; capped, the whole kept in a file when cut.
+fn output_of(result: &Value, tool: &str, ctx: &ToolContext) -> ToolOutput {
+    let mut parts: Vec<String> = Vec::new();
+    for block in result
+        .get("content")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        parts.push(describe_block(block));
+    }
+    if parts.iter().all(|part| part.trim().is_empty())
+        && let Some(structured) = result.get("structuredContent").filter(|v| !v.is_null())
+    {
+        parts = vec![serde_json::to_string_pretty(structured).unwrap_or_default()];
+    }
+    let text = parts.join("\n");
+    let text = if text.len() > RESULT_BYTES {
+        let kept = keep_whole(&text, tool, ctx);
+        let capped = cap_head_tail(&text, RESULT_BYTES);
+        match kept {
+            Some(path) => format!("{capped}\n[the whole result: {}]", path.display()),
+            None => capped,
+        }
+    } else {
+        text
+    };
+    let failed = result.get("isError").and_then(Value::as_bool) == Some(true);
+    match (failed, text.trim().is_empty()) {
+        (true, _) => ToolOutput::error(text),
+        (false, true) => ToolOutput::nothing_found("The tool returned nothing."),
+        (false, false) => ToolOutput::ok(text),
+    }
+}
+
+fn describe_block(block: &Value) -> String {
+    let kind = block.get("type").and_then(Value::as_str).unwrap_or("");
+    let text = |key: &str| {
+        block
+            .get(key)
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned()
+    };
+    match kind {
+        "text" => text("text"),
+        "image" | "audio" => {
+            let bytes = block
+                .get("data")
+                .and_then(Value::as_str)
+                .map_or(0, |d| d.len() * 3 / 4);
+            format!("[{kind}: {}, about {bytes} bytes]", text("mimeType"))
+        }
+        "resource" => match block.get("resource") {
+            Some(resource) => match resource.get("text").and_then(Value::as_str) {
+                Some(body) => body.to_owned(),
+                None => format!(
+                    "[resource {}]",
+                    resource.get("uri").and_then(Value::as_str).unwrap_or("")
+                ),
+            },
+            None => String::new(),
+        },
+        "resource_link" => format!("[resource link: {} {}]", text("name"), text("uri")),
+        other => format!("[content of type `{other}`]"),
+    }
+}
+
+/// Writes a result too long for the history beside the session's other temporary files.
+fn keep_whole(text: &str, tool: &str, ctx: &ToolContext) -> Option<std::path::PathBuf> {
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis());
+    let path = ctx.temp_dir.join(format!("{tool}-{stamp}.txt"));
+    std::fs::create_dir_all(&ctx.temp_dir).ok()?;
+    std::fs::write(&path, text).ok()?;
+    Some(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_keep_to_what_providers_take() {
+        assert_eq!(tool_name("git", "git_status"), "mcp__git__git_status");
+        assert_eq!(tool_name("fs", "read.file"), "mcp__fs__read_file");
+        assert_eq!(tool_name("x", &"a".repeat(100)).len(), NAME_CHARS);
+    }
+
+    #[test]
+    fn interned_names_are_kept_once() {
+        let a = intern("mcp__a__b".to_owned());
+        let b = intern("mcp__a__b".to_owned());
+        assert!(std::ptr::eq(a, b));
+    }
+}

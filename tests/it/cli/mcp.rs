@@ -1,0 +1,209 @@
+//! MCP servers through `tern run` against the mock provider: a stdio server of the config
+//! and of a project's `.mcp.json` (once approved), its tools offered and called, results in
+//! the next request, and a server that fails saying why.
+
+use super::{Cli, NO_TITLES, stderr};
+use crate::support::Reply;
+use serde_json::json;
+
+/// The small MCP server the tests run (Python, no packages).
+const FAKE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/mcp_server.py");
+
+fn config_with_fake(extra: &str) -> String {
+    format!("{NO_TITLES}\n[mcp.servers.fake]\ncommand = \"python3\"\nargs = [\"{FAKE}\"{extra}]\n")
+}
+
+#[test]
+fn a_configured_servers_tools_are_offered_called_and_answered() {
+    let cli = Cli::new();
+    cli.home.write_config(&config_with_fake(""));
+    cli.mock.push(Reply::tool_calls([
+        ("mcp__fake__echo", json!({"text": "hello through MCP"})),
+        ("mcp__fake__add", json!({"a": 2, "b": 3})),
+    ]));
+    cli.mock.push(Reply::text("Done."));
+    let output = cli.run(&["run", "--approve", "all", "use the tools"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let requests = cli.mock.model_requests();
+    assert_eq!(requests.len(), 2);
+    let offered = crate::session::offered_tools(&requests[0].body);
+    for name in [
+        "mcp__fake__echo",
+        "mcp__fake__add",
+        "mcp__fake__change",
+        "mcp__fake__slow",
+    ] {
+        assert!(offered.iter().any(|o| o == name), "{name} in {offered:?}");
+    }
+    // Both pages of the server's list, and tern's own tools beside them.
+    assert!(offered.iter().any(|o| o == "file_read"));
+    let schema = requests[0].body["tools"]
+        .as_array()
+        .and_then(|tools| tools.iter().find(|t| t["name"] == "mcp__fake__echo"))
+        .map(|tool| tool["input_schema"].clone())
+        .expect("the echo tool's schema");
+    assert_eq!(schema["type"], "object");
+    assert!(schema.get("$schema").is_none(), "{schema}");
+    let results = crate::session::tool_result_texts(&requests[1].body);
+    assert_eq!(results, ["hello through MCP", "5"]);
+}
+
+#[test]
+fn a_call_needs_approval_like_a_command_unless_the_server_says_never() {
+    let cli = Cli::new();
+    cli.home.write_config(&config_with_fake(""));
+    cli.mock
+        .push(Reply::tool_call("mcp__fake__echo", json!({"text": "x"})));
+    cli.mock.push(Reply::text("Refused."));
+    let output = cli.run(&["run", "--approve", "edits", "use the tool"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let results = crate::session::tool_result_texts(&cli.mock.model_requests()[1].body);
+    assert_eq!(results.len(), 1);
+    assert_ne!(
+        results[0], "x",
+        "the call ran without approval: {results:?}"
+    );
+
+    let cli = Cli::new();
+    cli.home
+        .write_config(&format!("{}approve = \"never\"\n", config_with_fake("")));
+    cli.mock
+        .push(Reply::tool_call("mcp__fake__echo", json!({"text": "x"})));
+    cli.mock.push(Reply::text("Ran."));
+    let output = cli.run(&["run", "--approve", "edits", "use the tool"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let results = crate::session::tool_result_texts(&cli.mock.model_requests()[1].body);
+    assert_eq!(results, ["x"]);
+}
+
+#[test]
+fn failures_of_a_call_reach_the_model_as_errors_that_say_why() {
+    let cli = Cli::new();
+    cli.home.write_config(&config_with_fake(""));
+    cli.mock.push(Reply::tool_calls([
+        ("mcp__fake__fail", json!({})),
+        ("mcp__fake__big", json!({"bytes": 200000})),
+    ]));
+    cli.mock
+        .push(Reply::tool_call("mcp__fake__crash", json!({})));
+    cli.mock.push(Reply::text("Done."));
+    let output = cli.run(&["run", "--approve", "all", "go"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let requests = cli.mock.model_requests();
+    let first = crate::session::tool_result_texts(&requests[1].body);
+    assert_eq!(first[0], "it went wrong");
+    assert!(first[1].len() < 40_000, "capped: {}", first[1].len());
+    let tail = &first[1][first[1].len() - 200..];
+    assert!(tail.contains("[the whole result: "), "{tail}");
+    let results = crate::session::tool_result_texts(&requests[2].body);
+    let crashed = results.last().expect("the crash's result");
+    assert!(
+        crashed.contains("closed") && crashed.contains("crashing as asked"),
+        "the server's last words name the cause: {crashed}"
+    );
+}
+
+#[test]
+fn a_server_that_cannot_start_leaves_the_turn_with_tern_s_own_tools() {
+    let cli = Cli::new();
+    cli.home.write_config(&format!(
+        "{NO_TITLES}\n[mcp]\nstartup_timeout = \"2s\"\n[mcp.servers.broken]\ncommand = \"python3\"\nargs = [\"{FAKE}\", \"--garbage\"]\n[mcp.servers.hangs]\ncommand = \"python3\"\nargs = [\"{FAKE}\", \"--hang\"]\n"
+    ));
+    cli.mock.push(Reply::text("Fine."));
+    let started = std::time::Instant::now();
+    let output = cli.run(&["run", "hi"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(started.elapsed() < std::time::Duration::from_secs(15));
+    let offered = crate::session::offered_tools(&cli.mock.model_requests()[0].body);
+    assert!(
+        offered.iter().all(|name| !name.starts_with("mcp__")),
+        "{offered:?}"
+    );
+    assert!(offered.iter().any(|name| name == "file_read"));
+}
+
+fn stdout(output: &std::process::Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+#[test]
+fn mcp_add_list_and_remove_edit_the_config_and_show_each_servers_tools() {
+    let cli = Cli::new();
+    cli.home
+        .write_config("# my settings\n[session]\nsidecar_titles = false\n");
+    let added = cli.run(&[
+        "mcp",
+        "add",
+        "fake",
+        "--env",
+        "GREETING=hi",
+        "--",
+        "python3",
+        FAKE,
+    ]);
+    assert!(added.status.success(), "{}", stderr(&added));
+    let config = std::fs::read_to_string(cli.home.config_path()).expect("the config");
+    assert!(
+        config.starts_with("# my settings\n[session]\nsidecar_titles = false\n"),
+        "{config}"
+    );
+    assert!(config.contains("[mcp.servers.fake]"), "{config}");
+
+    let listed = cli.run(&["mcp", "list"]);
+    assert!(listed.status.success(), "{}", stderr(&listed));
+    let text = stdout(&listed);
+    assert!(text.contains("fake  config  python3 "), "{text}");
+    assert!(
+        text.contains("ready, 7 tools: echo, add, slow, crash, big, fail, change"),
+        "{text}"
+    );
+
+    let again = cli.run(&["mcp", "add", "fake", "--", "python3", FAKE]);
+    assert!(!again.status.success());
+    assert!(stderr(&again).contains("already"), "{}", stderr(&again));
+    let bad = cli.run(&["mcp", "add", "a__b", "--", "python3", FAKE]);
+    assert!(!bad.status.success());
+    assert!(
+        stderr(&bad).contains("the change was not made"),
+        "{}",
+        stderr(&bad)
+    );
+
+    let removed = cli.run(&["mcp", "remove", "fake"]);
+    assert!(removed.status.success(), "{}", stderr(&removed));
+    let listed = cli.run(&["mcp", "list"]);
+    assert!(
+        stdout(&listed).contains("No MCP server is configured"),
+        "{}",
+        stdout(&listed)
+    );
+}
+
+#[test]
+fn a_projects_server_runs_only_once_approved_and_again_after_it_changes() {
+    let cli = Cli::new();
+    cli.home.write_config(NO_TITLES);
+    let entry = |extra: &str| {
+        json!({"mcpServers": {"fake": {"command": "python3", "args": [FAKE, extra]}}}).to_string()
+    };
+    cli.home.write_file(".mcp.json", &entry("--first"));
+    let mcp_offered = |cli: &Cli| {
+        cli.mock.push(Reply::text("ok"));
+        let output = cli.run(&["run", "hi"]);
+        assert!(output.status.success(), "{}", stderr(&output));
+        let requests = cli.mock.model_requests();
+        let offered = crate::session::offered_tools(&requests.last().expect("a request").body);
+        offered.iter().any(|name| name == "mcp__fake__echo")
+    };
+    assert!(!mcp_offered(&cli), "not approved yet");
+    let listed = stdout(&cli.run(&["mcp", "list"]));
+    assert!(listed.contains("fake  .mcp.json"), "{listed}");
+    assert!(listed.contains("tern mcp approve fake"), "{listed}");
+
+    let approved = cli.run(&["mcp", "approve", "fake"]);
+    assert!(approved.status.success(), "{}", stderr(&approved));
+    assert!(mcp_offered(&cli), "approved");
+
+    cli.home.write_file(".mcp.json", &entry("--second"));
+    assert!(!mcp_offered(&cli), "changed since it was approved");
+}
