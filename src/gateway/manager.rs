@@ -554,6 +554,10 @@ impl SessionManager {
         for handle in handles {
             handle.close().await;
         }
+        // Nor do the MCP servers it started.
+        if let Some(mcp) = &self.deps.mcp {
+            mcp.stop_all().await;
+        }
     }
 
     /// Tells the bus of every committed store change and checks the limits after each.

@@ -5,7 +5,8 @@ Tools: `echo` (its `text` back), `add` (structured content), `slow` (waits `seco
 until cancelled), `crash` (the process exits mid-call), `big` (`bytes` of text), `fail`
 (an error result), `change` (adds a tool `late` and says the list changed). The list comes
 in two pages. Flags: `--hang` (never answers the handshake), `--garbage` (answers it with a
-line that is not JSON), `--log FILE` (appends every message received, for the test to read).
+line that is not JSON), `--log FILE` (appends every message received, for the test to read),
+`--child FILE` (starts a process of its own that ignores stdin, and writes its pid there).
 """
 
 import json
@@ -131,6 +132,11 @@ def handle(message):
 
 
 def main():
+    if "--child" in ARGS:
+        import subprocess
+        child = subprocess.Popen(["sleep", "120"], stdin=subprocess.DEVNULL)
+        with open(ARGS[ARGS.index("--child") + 1], "w") as out:
+            out.write(str(child.pid))
     for line in sys.stdin:
         line = line.strip()
         if not line:

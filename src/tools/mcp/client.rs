@@ -95,6 +95,8 @@ impl ClientHandler for Handler {
 pub struct Connection {
     service: RunningService<RoleClient, Handler>,
     pub heard: Arc<Heard>,
+    /// A stdio server's process group (its id is the server's pid), stopped with it.
+    group: Option<i32>,
 }
 
 /// Why a call did not give a result.
@@ -135,6 +137,7 @@ impl Connection {
             ),
             heard: heard.clone(),
         };
+        let mut group = None;
         let service = match &server.transport {
             McpTransport::Stdio {
                 command,
@@ -160,6 +163,7 @@ impl Connection {
                 if let Some(stderr) = stderr {
                     tokio::spawn(keep_stderr(server.name.clone(), stderr, heard.clone()));
                 }
+                group = transport.id().and_then(|pid| i32::try_from(pid).ok());
                 handler
                     .serve(transport)
                     .await
@@ -195,7 +199,11 @@ impl Connection {
                     .map_err(|err| handshake_failed(&err, &heard))?
             }
         };
-        Ok(Self { service, heard })
+        Ok(Self {
+            service,
+            heard,
+            group,
+        })
     }
 
     /// Every tool the server offers, all pages.
@@ -279,8 +287,30 @@ impl Connection {
     }
 
     /// Ends the connection; a stdio server's process group is stopped with it.
-    pub async fn close(self) {
-        let _ = self.service.cancel().await;
+    pub async fn close(mut self) {
+        self.stop_group();
+        // The group is gone: nothing is left for the drop to stop.
+        self.group = None;
+    }
+
+    /// Kills a stdio server's whole process group (what it started too), unless its
+    /// connection already ended, when the group's id may since belong to another process.
+    fn stop_group(&self) {
+        if let Some(group) = self.group
+            && group > 0
+            && !self.service.is_closed()
+        {
+            // SAFETY: killpg takes plain integers and touches no memory of this process.
+            unsafe {
+                libc::killpg(group, libc::SIGKILL);
+            }
+        }
+    }
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        self.stop_group();
     }
 }
 

@@ -381,11 +381,12 @@ impl McpHub {
             .map(|(_, running)| running)
             .collect();
         for running in all {
-            if let State::Ready { connection, .. } = running.state() {
-                running.set(State::Idle);
-                if let Ok(connection) = Arc::try_unwrap(connection) {
-                    connection.close().await;
-                }
+            let state = running.state();
+            running.set(State::Idle);
+            if let State::Ready { connection, .. } = state
+                && let Ok(connection) = Arc::try_unwrap(connection)
+            {
+                connection.close().await;
             }
         }
     }

@@ -207,3 +207,30 @@ fn a_projects_server_runs_only_once_approved_and_again_after_it_changes() {
     cli.home.write_file(".mcp.json", &entry("--second"));
     assert!(!mcp_offered(&cli), "changed since it was approved");
 }
+
+#[test]
+fn a_servers_whole_process_group_stops_with_tern() {
+    let cli = Cli::new();
+    let pid_file = cli.home.home().join("child.pid");
+    cli.home.write_config(&config_with_fake(&format!(
+        ", \"--child\", \"{}\"",
+        pid_file.display()
+    )));
+    cli.mock.push(Reply::text("Fine."));
+    let output = cli.run(&["run", "hi"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let pid = std::fs::read_to_string(&pid_file).expect("the server started its child");
+    // Gone, or a zombie waiting to be reaped: either way, no longer running.
+    let running = || {
+        std::fs::read_to_string(format!("/proc/{}/stat", pid.trim()))
+            .is_ok_and(|stat| !stat.contains(") Z "))
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while running() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the server's child {pid} outlived tern"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
