@@ -68,7 +68,7 @@ pub enum ServerState {
 }
 
 impl Running {
-    fn new(server: McpServer, env: Vec<(OsString, OsString)>) -> Self {
+    pub(super) fn new(server: McpServer, env: Vec<(OsString, OsString)>) -> Self {
         Self {
             server,
             env,
@@ -131,7 +131,7 @@ impl Running {
                     tracing::info!(server = %running.server.name, tools = tools.len(), "MCP server ready");
                     running.set(State::Ready {
                         connection: Arc::new(connection),
-                        tools: Arc::new(tools),
+                        tools: Arc::new(sanitized(tools)),
                     });
                 }
                 Err(reason) => {
@@ -164,7 +164,7 @@ impl Running {
         if let Ok(tools) = connection.list_tools().await {
             self.set(State::Ready {
                 connection,
-                tools: Arc::new(tools),
+                tools: Arc::new(sanitized(tools)),
             });
         }
     }
@@ -390,6 +390,15 @@ impl McpHub {
             }
         }
     }
+}
+
+/// The tools with their schemas cut to what providers take, once per listing rather than
+/// at every turn.
+fn sanitized(mut tools: Vec<ServerTool>) -> Vec<ServerTool> {
+    for tool in &mut tools {
+        tool.input_schema = super::schema::sanitize(&tool.input_schema);
+    }
+    tools
 }
 
 fn project_key(project: &Path) -> String {

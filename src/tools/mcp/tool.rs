@@ -5,7 +5,6 @@
 
 use super::client::{CallError, ServerTool};
 use super::hub::Running;
-use super::schema;
 use crate::config::{McpApprove, McpServer};
 use crate::domain::{ApprovalNeed, Audience};
 use crate::tools::{Tool, ToolContext, ToolFuture, ToolOutput, cap_head_tail};
@@ -41,7 +40,8 @@ impl McpTool {
             name: intern(tool_name(&server.name, &tool.name)),
             tool: tool.name.clone(),
             description: describe(&server.name, &tool.description),
-            schema: schema::sanitize(&tool.input_schema),
+            // Cut to what providers take when the server listed it.
+            schema: tool.input_schema.clone(),
             need,
             min_audience: if server.public {
                 Audience::Public
@@ -235,6 +235,48 @@ fn keep_whole(text: &str, tool: &str, ctx: &ToolContext) -> Option<std::path::Pa
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn server(extra: &str) -> McpServer {
+        let text = format!("[mcp.servers.s]\ncommand = \"x\"\n{extra}");
+        let env = crate::config::Environment::default();
+        crate::config::load_from_str(&text, std::path::Path::new("c.toml"), &env)
+            .expect("a valid config")
+            .mcp
+            .servers
+            .remove(0)
+    }
+
+    fn tool_of(server: &McpServer) -> McpTool {
+        let listed = ServerTool {
+            name: "t".to_owned(),
+            description: "Does t.".to_owned(),
+            input_schema: serde_json::json!({"type": "object", "properties": {}}),
+        };
+        let running = Arc::new(Running::new(server.clone(), Vec::new()));
+        McpTool::new(server, &listed, running)
+    }
+
+    #[test]
+    fn strangers_see_a_servers_tools_only_when_its_config_says_so() {
+        assert_eq!(tool_of(&server("")).min_audience(), Audience::Team);
+        assert_eq!(
+            tool_of(&server("public = true\n")).min_audience(),
+            Audience::Public
+        );
+    }
+
+    #[test]
+    fn calls_are_asked_about_like_commands_unless_the_server_says_never() {
+        let ctx_free = |tool: &McpTool| tool.need.clone();
+        assert_eq!(ctx_free(&tool_of(&server(""))), ApprovalNeed::Exec);
+        assert_eq!(
+            ctx_free(&tool_of(&server("approve = \"never\"\n"))),
+            ApprovalNeed::None
+        );
+        let per_tool = server("approve = \"never\"\napprove_tools = { t = \"ask\" }\n");
+        assert_eq!(ctx_free(&tool_of(&per_tool)), ApprovalNeed::Exec);
+        assert!(!tool_of(&server("")).is_read_only());
+    }
 
     #[test]
     fn names_keep_to_what_providers_take() {
