@@ -128,6 +128,22 @@ pub async fn run(args: DoctorArgs) -> anyhow::Result<Outcome> {
         writeln!(out, "  {:<12} {}", "", describe(&limits))?;
         limits_of.insert(profile.name.clone(), limits);
     }
+    writeln!(
+        out,
+        "\nMCP servers of this project (each started as a turn would)"
+    )?;
+    let mcp = match setup::project_dir() {
+        Ok(project) => super::mcp::server_lines(&loaded, &project).await,
+        Err(err) => Err(err),
+    };
+    match mcp {
+        Ok(lines) => {
+            for line in lines {
+                writeln!(out, "  {line}")?;
+            }
+        }
+        Err(err) => writeln!(out, "  {err:#}")?,
+    }
     match loaded.config.default_provider() {
         Ok(profile) => {
             let line = match limits_of.get(&profile.name) {

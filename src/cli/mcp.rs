@@ -123,30 +123,40 @@ fn hub(loaded: &setup::Loaded) -> McpHub {
 }
 
 async fn list(loaded: &setup::Loaded, project: &Path) -> anyhow::Result<Outcome> {
+    for line in server_lines(loaded, project).await? {
+        println!("{line}");
+    }
+    Ok(Outcome::Success)
+}
+
+/// The servers of `project`, each started as a turn would start it, in two lines: what it
+/// is and runs, then its state and tools or why it failed. What `tern mcp list` and `tern
+/// doctor` print.
+pub async fn server_lines(loaded: &setup::Loaded, project: &Path) -> anyhow::Result<Vec<String>> {
     let hub = hub(loaded);
     let servers = hub.servers_for(project).map_err(anyhow::Error::msg)?;
     if servers.is_empty() {
-        println!(
+        return Ok(vec![format!(
             "No MCP server is configured for this project. Add one with `tern mcp add NAME -- \
              COMMAND ARGS…`, in [mcp.servers.NAME] of {}, or in {}.",
             loaded.config.config_file.display(),
             project.join(MCP_PROJECT_FILE).display()
-        );
-        return Ok(Outcome::Success);
+        )]);
     }
     hub.tools_for(project).await;
     let states = hub.states(project).map_err(anyhow::Error::msg)?;
-    for (server, state) in &states {
-        println!(
-            "{}  {}  {}",
-            server.name,
-            origin(server, project),
-            what_runs(server)
-        );
-        println!("    {}", shown(server, state));
-    }
     hub.stop_all().await;
-    Ok(Outcome::Success)
+    let mut lines = Vec::new();
+    for (server, state) in &states {
+        let what = what_runs(server);
+        lines.push(format!(
+            "{}  {}  {what}",
+            server.name,
+            origin(server, project)
+        ));
+        lines.push(format!("    {}", shown(server, state)));
+    }
+    Ok(lines)
 }
 
 fn origin(server: &McpServer, project: &Path) -> String {

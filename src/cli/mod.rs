@@ -10,7 +10,7 @@ mod door;
 mod first_run;
 mod follow;
 mod lifecycle;
-mod mcp;
+pub(crate) mod mcp;
 mod prompt;
 mod render;
 mod repair;

@@ -234,3 +234,23 @@ fn a_servers_whole_process_group_stops_with_tern() {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }
+
+#[test]
+fn doctor_shows_each_server_ready_with_its_tools_or_why_it_failed() {
+    let cli = Cli::new();
+    cli.home.write_config(&format!(
+        "{}[mcp.servers.missing]\ncommand = \"no-such-program-here\"\n",
+        config_with_fake("")
+    ));
+    let output = cli.run(&["doctor"]);
+    let text = String::from_utf8_lossy(&output.stdout);
+    let section = text
+        .split_once("MCP servers of this project")
+        .map(|(_, rest)| rest)
+        .expect("the MCP section");
+    assert!(section.contains("ready, 7 tools: echo"), "{section}");
+    assert!(
+        section.contains("could not start `no-such-program-here`"),
+        "{section}"
+    );
+}
