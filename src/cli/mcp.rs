@@ -113,13 +113,7 @@ pub async fn run(command: McpCommand) -> anyhow::Result<Outcome> {
 }
 
 fn hub(loaded: &setup::Loaded) -> McpHub {
-    let child_env = setup::child_env(&loaded.config);
-    McpHub::new(
-        loaded.config.mcp.clone(),
-        child_env.filter(std::env::vars_os()),
-        super::startup::environment().without(&loaded.config.credential_vars()),
-        &loaded.paths.data_dir,
-    )
+    setup::mcp_hub(loaded, &setup::child_env(&loaded.config))
 }
 
 async fn list(loaded: &setup::Loaded, project: &Path) -> anyhow::Result<Outcome> {

@@ -199,16 +199,22 @@ pub fn session_deps(
         notes_client,
         overrides,
         redactor: Arc::new(Redactor::new(secrets)),
-        mcp: Some(Arc::new(McpHub::new(
-            loaded.config.mcp.clone(),
-            child_env.filter(std::env::vars_os()),
-            super::startup::environment().without(&loaded.config.credential_vars()),
-            &loaded.paths.data_dir,
-        ))),
+        mcp: Some(Arc::new(mcp_hub(loaded, &child_env))),
         child_env: Arc::new(child_env),
         agents: Default::default(),
         jobs: Default::default(),
     })
+}
+
+/// The MCP servers of this process: started with the commands' environment (secrets left
+/// out), a project's `.mcp.json` reading the variables tern started with less its credentials.
+pub fn mcp_hub(loaded: &Loaded, child_env: &ChildEnv) -> McpHub {
+    McpHub::new(
+        loaded.config.mcp.clone(),
+        child_env.filter(std::env::vars_os()),
+        super::startup::environment().without(&loaded.config.credential_vars()),
+        &loaded.paths.data_dir,
+    )
 }
 
 /// The rules for the environment of commands: every provider's key variable removed, and

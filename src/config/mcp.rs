@@ -425,10 +425,25 @@ pub(super) fn http(
     })
 }
 
+/// An `http://` or `https://` address with a host (after any `user:password@`), and nothing
+/// a URL cannot hold.
 fn is_http_url(url: &str) -> bool {
-    reqwest::Url::parse(url).is_ok_and(|parsed| {
-        matches!(parsed.scheme(), "http" | "https") && parsed.host_str().is_some()
-    })
+    let Some(rest) = url
+        .strip_prefix("http://")
+        .or_else(|| url.strip_prefix("https://"))
+    else {
+        return false;
+    };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let host = authority.rsplit('@').next().unwrap_or("");
+    let host = host.rsplit_once(':').map_or(host, |(host, port)| {
+        if port.chars().all(|c| c.is_ascii_digit()) {
+            host
+        } else {
+            ""
+        }
+    });
+    !host.is_empty() && !url.chars().any(|c| c.is_whitespace() || c.is_control())
 }
 
 /// A character of an HTTP header name (a `tchar` of RFC 9110).

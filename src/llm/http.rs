@@ -117,6 +117,29 @@ fn build_client(
         .map_err(|err| err.to_string())
 }
 
+/// An HTTP client for an MCP server at `url`, set up as the providers' are (certificates by
+/// scheme, connect timeout, keep-alive, no redirects), sending `headers` with every request,
+/// their values marked sensitive so no debug output shows them.
+pub(crate) fn client_sending(
+    url: &str,
+    headers: &std::collections::BTreeMap<String, String>,
+) -> Result<reqwest::Client, String> {
+    let mut map = reqwest::header::HeaderMap::new();
+    for (name, value) in headers {
+        let name = reqwest::header::HeaderName::from_bytes(name.as_bytes())
+            .map_err(|_| format!("the header name `{name}` is not valid"))?;
+        let mut value = reqwest::header::HeaderValue::from_str(value.trim())
+            .map_err(|_| format!("the value of header `{name}` is not valid"))?;
+        value.set_sensitive(true);
+        map.insert(name, value);
+    }
+    let tls = |builder: reqwest::ClientBuilder| match url.starts_with("http://") {
+        true => builder.tls_certs_only([]),
+        false => builder,
+    };
+    build_client(|builder| tls(builder).default_headers(map), Pool::Keep)
+}
+
 /// Where a provider's endpoint is and how to tell the user to fix it.
 #[derive(Debug, Clone)]
 pub(crate) struct Endpoint {

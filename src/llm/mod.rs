@@ -13,7 +13,7 @@ mod cutoff;
 pub mod decode;
 mod error;
 mod history;
-mod http;
+pub(crate) mod http;
 pub mod local;
 mod ollama;
 mod openai;

@@ -53,32 +53,34 @@ impl Store {
         let Some(wal) = &self.wal else {
             return Logged::Later;
         };
-        // Held while the entries are written: they borrow the records' bytes.
-        let mut stored = Vec::new();
-        let mut entries: Vec<(wal::Kind, Vec<u8>)> = Vec::new();
+        let mut entries: Vec<(wal::Kind, Vec<u8>)> = Vec::with_capacity(kept.len());
         for kept in kept {
             match kept {
                 Lazy::Created(meta) => match codec::encode_meta(meta) {
                     Ok(bytes) => entries.push((wal::Kind::Created, bytes)),
-                    // Not in the log: the commit waits for a durable one instead.
-                    Err(_) => return Logged::Later,
+                    // Not in the log, nor anything after it: the commit waits for a durable
+                    // one instead.
+                    Err(_) => {
+                        wal.refuse();
+                        return Logged::Later;
+                    }
                 },
                 Lazy::Appended(append) => {
-                    let records = append.stored.lock().unwrap_or_else(PoisonError::into_inner);
+                    // Taken: the log is all that needs them (a retry encodes them again), and
+                    // the append stays kept until a durable commit.
+                    let records = std::mem::take(
+                        &mut *append.stored.lock().unwrap_or_else(PoisonError::into_inner),
+                    );
                     if !records.is_empty() {
-                        entries.push((wal::Kind::Appended, Vec::new()));
-                        stored.push((entries.len() - 1, records));
+                        entries.push((wal::Kind::Appended, records));
                     }
                 }
             }
         }
-        let mut views: Vec<(wal::Kind, &[u8])> = entries
+        let views: Vec<(wal::Kind, &[u8])> = entries
             .iter()
             .map(|(kind, bytes)| (*kind, bytes.as_slice()))
             .collect();
-        for (at, records) in &stored {
-            views[*at].1 = records.as_slice();
-        }
         match wal.write(&views) {
             Ok(Some(at)) => Logged::At(at),
             Ok(None) => Logged::Later,

@@ -166,6 +166,11 @@ impl Wal {
         Ok(Some(state.written))
     }
 
+    /// Takes no entry until the next refill: one that should have been written was not.
+    pub(super) fn refuse(&self) {
+        self.lock().broken = true;
+    }
+
     /// Returns once everything written up to `upto` is durable: synced by this call, by
     /// another one it waited for, or made redundant by a durable commit.
     pub(super) fn sync(&self, upto: u64) -> std::io::Result<bool> {

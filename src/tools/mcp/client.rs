@@ -179,17 +179,7 @@ impl Connection {
                 }
                 use rmcp::transport::StreamableHttpClientTransport;
                 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-                let mut map = reqwest::header::HeaderMap::new();
-                for (name, value) in headers {
-                    let name = reqwest::header::HeaderName::from_bytes(name.as_bytes())
-                        .map_err(|_| format!("the header name `{name}` is not valid"))?;
-                    let value = reqwest::header::HeaderValue::from_str(value)
-                        .map_err(|_| format!("the value of header `{name}` is not valid"))?;
-                    map.insert(name, value);
-                }
-                let client = reqwest::Client::builder()
-                    .default_headers(map)
-                    .build()
+                let client = crate::llm::http::client_sending(url, headers)
                     .map_err(|err| format!("could not set up HTTP: {err}"))?;
                 let config = StreamableHttpClientTransportConfig::with_uri(url.clone());
                 let transport = StreamableHttpClientTransport::with_client(client, config);
