@@ -25,6 +25,8 @@ use crate::domain::secret_shapes::holds_token;
 
 /// How long a session's first prompt waits for the servers to start, by default.
 pub const STARTUP_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a server no session has used is kept running, by default.
+pub const IDLE_STOP: Duration = Duration::from_secs(600);
 /// How long one tool call may take, by default.
 pub const CALL_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -33,6 +35,9 @@ pub const CALL_TIMEOUT: Duration = Duration::from_secs(60);
 pub struct McpSettings {
     /// How long a session's first prompt waits for the servers to start; zero waits not at all.
     pub startup_timeout: Duration,
+    /// How long a server no session has used (no turn needing its tools, no call) keeps
+    /// running before it is stopped; it starts again when a session needs it.
+    pub idle_stop: Duration,
     /// `[mcp.servers.*]`, sorted by name.
     pub servers: Vec<McpServer>,
 }
@@ -41,6 +46,7 @@ impl Default for McpSettings {
     fn default() -> Self {
         Self {
             startup_timeout: STARTUP_TIMEOUT,
+            idle_stop: IDLE_STOP,
             servers: Vec::new(),
         }
     }
@@ -103,7 +109,8 @@ pub enum McpApprove {
     /// Ask as for tern's own tools that change things.
     #[default]
     Ask,
-    /// Ask before every call. (For now asked as `Ask` is: a grant of "always" covers it.)
+    /// Ask a person before every call, whatever the session's approval mode; an "always"
+    /// answer covers nothing, and where no one is asked (`tern run`) the call is refused.
     Always,
 }
 

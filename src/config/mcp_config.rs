@@ -9,8 +9,8 @@ use super::env::Environment;
 use super::error::ConfigError;
 use super::load::Validator;
 use super::mcp::{
-    CALL_TIMEOUT, Expander, McpApprove, McpOrigin, McpServer, McpSettings, STARTUP_TIMEOUT,
-    check_name, http, stdio,
+    CALL_TIMEOUT, Expander, IDLE_STOP, McpApprove, McpOrigin, McpServer, McpSettings,
+    STARTUP_TIMEOUT, check_name, http, stdio,
 };
 use super::raw::{RawMcp, RawMcpServer};
 
@@ -28,6 +28,7 @@ impl Validator<'_> {
             STARTUP_TIMEOUT,
             true,
         )?;
+        let idle_stop = self.duration(&["mcp", "idle_stop"], raw.idle_stop, IDLE_STOP, false)?;
         let mut servers = Vec::with_capacity(raw.servers.len());
         let mut credential_vars = Vec::new();
         // A BTreeMap, so the servers come out sorted by name.
@@ -39,6 +40,7 @@ impl Validator<'_> {
         Ok((
             McpSettings {
                 startup_timeout,
+                idle_stop,
                 servers,
             },
             credential_vars,
@@ -241,6 +243,12 @@ mod tests {
         let config = load("[mcp]\nstartup_timeout = \"500ms\"\n", &[]).unwrap();
         assert_eq!(config.mcp.startup_timeout, Duration::from_millis(500));
         assert!(config.render().contains("startup_timeout = 500ms"));
+        assert_eq!(config.mcp.idle_stop, Duration::from_secs(600));
+        let config = load("[mcp]\nidle_stop = \"90s\"\n", &[]).unwrap();
+        assert_eq!(config.mcp.idle_stop, Duration::from_secs(90));
+        assert!(config.render().contains("idle_stop = 90s"));
+        let zero = load("[mcp]\nidle_stop = 0\n", &[]).unwrap_err().to_string();
+        assert!(zero.contains("mcp.idle_stop"), "{zero}");
         let config = load("[mcp]\nstartup_timeout = 0\n", &[]).unwrap();
         assert!(config.mcp.startup_timeout.is_zero());
     }

@@ -41,6 +41,7 @@ pub(crate) struct RawConfig {
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawMcp {
     pub startup_timeout: Option<Value>,
+    pub idle_stop: Option<Value>,
     #[serde(default)]
     pub servers: BTreeMap<String, RawMcpServer>,
 }

@@ -156,6 +156,7 @@ impl Config {
             }
             d => writeln!(out, "startup_timeout = {}", format_duration(d))?,
         }
+        writeln!(out, "idle_stop = {}", format_duration(self.mcp.idle_stop))?;
         for server in &self.mcp.servers {
             write_mcp_server(out, server)?;
         }

@@ -56,6 +56,10 @@ pub enum ApprovalNeed {
     Exec,
     /// Reads or writes a path outside the project directory.
     OutsideProject(PathBuf),
+    /// Asked of a person at every call, whatever the session's mode, and never covered by
+    /// an "always" answer: a tool configured so (an MCP server's `approve = "always"`).
+    /// Refused where no person answers.
+    Person,
 }
 
 impl ApprovalNeed {
@@ -66,6 +70,7 @@ impl ApprovalNeed {
             Self::Edit => Some(NeedKind::Edit),
             Self::Exec => Some(NeedKind::Exec),
             Self::OutsideProject(_) => Some(NeedKind::Outside),
+            Self::Person => Some(NeedKind::Exec),
         }
     }
 }

@@ -117,6 +117,9 @@ pub fn command_prefix(command: &str) -> Option<String> {
 /// What "always" on `call` (which needs `need`) remembers; `None` when it remembers nothing
 /// and counts as once.
 pub fn grant_for(call: &ToolCall, need: &ApprovalNeed) -> Option<Grant> {
+    if *need == ApprovalNeed::Person {
+        return None;
+    }
     let kind = need.kind()?;
     if call.name == "shell_execute" && *need == ApprovalNeed::Exec {
         let command = call.input.get("command")?.as_str()?;
@@ -270,6 +273,16 @@ mod tests {
             grant_for(&call("shell_execute", json!({})), &ApprovalNeed::Exec),
             None
         );
+    }
+
+    #[test]
+    fn a_call_a_person_must_approve_each_time_leaves_no_grant() {
+        let mcp = call("mcp__deploy__run", json!({}));
+        assert_eq!(grant_for(&mcp, &ApprovalNeed::Person), None);
+        let grants: BTreeSet<Grant> = [grant_for(&mcp, &ApprovalNeed::Exec).expect("a grant")]
+            .into_iter()
+            .collect();
+        assert!(!covered(&grants, &mcp, &ApprovalNeed::Person));
     }
 
     #[test]

@@ -20,6 +20,12 @@ pub enum Decision {
 /// allow it.
 pub fn decide(mode: ApprovalMode, need: &ApprovalNeed) -> Decision {
     match (mode, need) {
+        (ApprovalMode::Ask, ApprovalNeed::Person) => Decision::Ask,
+        (mode, ApprovalNeed::Person) => Decision::Refuse(format!(
+            "Refused: the configuration says a person must approve every call of this tool \
+             (approve = \"always\"), and this session runs with --approve {mode}, where no \
+             one is asked. Ask the user to run it in the interface, or do without it."
+        )),
         (_, ApprovalNeed::None) | (ApprovalMode::All, _) => Decision::Allow,
         (ApprovalMode::Ask, _) => Decision::Ask,
         (ApprovalMode::Edits, ApprovalNeed::Edit) => Decision::Allow,
@@ -79,6 +85,12 @@ mod tests {
         check(ApprovalMode::All, &ApprovalNeed::Edit, true);
         check(ApprovalMode::All, &ApprovalNeed::Exec, true);
         check(ApprovalMode::All, &outside, true);
+        check(ApprovalMode::All, &ApprovalNeed::Person, false);
+        check(ApprovalMode::Never, &ApprovalNeed::Person, false);
+        assert_eq!(
+            decide(ApprovalMode::Ask, &ApprovalNeed::Person),
+            Decision::Ask
+        );
         for need in [ApprovalNeed::Edit, ApprovalNeed::Exec, outside.clone()] {
             assert_eq!(decide(ApprovalMode::Ask, &need), Decision::Ask, "{need:?}");
         }

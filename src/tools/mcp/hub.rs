@@ -3,7 +3,9 @@
 //! project needs its tools list, in the background. A turn waits for servers still starting
 //! (or restarting) at most `[mcp] startup_timeout`; a slower one joins a later turn. A server
 //! that fails or exits is started again at a later turn, after a pause that doubles with
-//! each failure (from 1 s to 5 min), and says why meanwhile.
+//! each failure (from 1 s to 5 min), and says why meanwhile. A server no session has used
+//! for `[mcp] idle_stop` (no turn needing its tools, no call) is stopped; it starts again
+//! when a turn needs its tools or the model calls one of them.
 //!
 //! A server of a project's `.mcp.json` runs only once a person has approved it for that
 //! project (`tern mcp approve`); the approval is remembered with what it runs, so a changed
@@ -17,7 +19,8 @@ use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
@@ -33,6 +36,12 @@ pub struct Running {
     env: Vec<(OsString, OsString)>,
     state: Mutex<State>,
     changed: tokio::sync::Notify,
+    /// How long it runs unused before it is stopped.
+    idle_stop: Duration,
+    /// When a turn last needed its tools or a call last ended.
+    used_at: Mutex<Instant>,
+    /// Calls under way: a server answering one is never idle.
+    calls: AtomicUsize,
 }
 
 #[derive(Clone)]
@@ -68,13 +77,31 @@ pub enum ServerState {
 }
 
 impl Running {
-    pub(super) fn new(server: McpServer, env: Vec<(OsString, OsString)>) -> Self {
+    pub(super) fn new(
+        server: McpServer,
+        env: Vec<(OsString, OsString)>,
+        idle_stop: Duration,
+    ) -> Self {
         Self {
             server,
             env,
             state: Mutex::new(State::Idle),
             changed: tokio::sync::Notify::new(),
+            idle_stop,
+            used_at: Mutex::new(Instant::now()),
+            calls: AtomicUsize::new(0),
         }
+    }
+
+    fn touch(&self) {
+        *self.used_at.lock().unwrap_or_else(PoisonError::into_inner) = Instant::now();
+    }
+
+    fn unused_for(&self) -> Duration {
+        self.used_at
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .elapsed()
     }
 
     pub fn name(&self) -> &str {
@@ -129,10 +156,13 @@ impl Running {
             match started {
                 Ok((connection, tools)) => {
                     tracing::info!(server = %running.server.name, tools = tools.len(), "MCP server ready");
+                    let connection = Arc::new(connection);
+                    running.touch();
                     running.set(State::Ready {
-                        connection: Arc::new(connection),
+                        connection: connection.clone(),
                         tools: Arc::new(sanitized(tools)),
                     });
+                    stop_when_idle(Arc::downgrade(&running), Arc::downgrade(&connection));
                 }
                 Err(reason) => {
                     let pause = FIRST_PAUSE
@@ -169,16 +199,40 @@ impl Running {
         }
     }
 
+    /// The connection, starting the server again first if it was stopped (idle, or exited
+    /// and due for another try), within its `timeout`.
+    async fn connection(self: &Arc<Self>) -> Result<Arc<Connection>, CallError> {
+        self.start_if_due();
+        let deadline = tokio::time::Instant::now() + self.server.timeout;
+        loop {
+            let waiting = self.changed.notified();
+            match self.state() {
+                State::Ready { connection, .. } if !connection.is_closed() => {
+                    return Ok(connection);
+                }
+                State::Failed { reason, .. } => return Err(CallError::Closed(reason)),
+                State::Starting => {}
+                _ => return Err(CallError::Closed("it is not running".to_owned())),
+            }
+            if tokio::time::timeout_at(deadline, waiting).await.is_err() {
+                return Err(CallError::Closed(format!(
+                    "it did not start within {} s",
+                    self.server.timeout.as_secs_f64()
+                )));
+            }
+        }
+    }
+
     /// Calls `tool` on the server, within its `timeout`.
     pub async fn call(
-        &self,
+        self: &Arc<Self>,
         tool: &str,
         arguments: serde_json::Map<String, Value>,
         cancel: &CancellationToken,
     ) -> Result<Value, CallError> {
-        let State::Ready { connection, .. } = self.state() else {
-            return Err(CallError::Closed("it is not running".to_owned()));
-        };
+        // Counted before the state is read, so the server cannot be stopped as idle under it.
+        let _call = CallUnderWay::new(self);
+        let connection = self.connection().await?;
         let answer = connection
             .call(tool, arguments, self.server.timeout, cancel)
             .await;
@@ -198,6 +252,29 @@ impl Running {
         Err(CallError::Closed(reason))
     }
 
+    /// Stops the server if it still runs `connection` and no session has used it for
+    /// `idle_stop`; otherwise how long to wait before asking again (none: nothing to watch).
+    fn stop_if_idle(&self, connection: &Arc<Connection>) -> Option<Duration> {
+        let stopped = {
+            let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+            match &*state {
+                State::Ready {
+                    connection: now, ..
+                } if Arc::ptr_eq(now, connection) => {}
+                _ => return None,
+            }
+            let unused = self.unused_for();
+            if self.calls.load(Ordering::SeqCst) > 0 || unused < self.idle_stop {
+                return Some(self.idle_stop.saturating_sub(unused).max(MIN_IDLE_CHECK));
+            }
+            std::mem::replace(&mut *state, State::Idle)
+        };
+        self.changed.notify_waiters();
+        tracing::info!(server = %self.server.name, "MCP server stopped after {} s unused", self.idle_stop.as_secs());
+        drop(stopped);
+        None
+    }
+
     fn shown(&self) -> ServerState {
         match self.state() {
             State::Idle => ServerState::NotStarted,
@@ -211,6 +288,54 @@ impl Running {
             },
             State::Failed { reason, .. } => ServerState::Failed { reason },
         }
+    }
+}
+
+/// The shortest pause between two looks at whether a server is idle.
+const MIN_IDLE_CHECK: Duration = Duration::from_millis(50);
+
+/// Watches a server that just started and stops it once it has gone unused for its
+/// `idle_stop`. Holds neither: a server replaced or dropped ends the watch.
+fn stop_when_idle(running: Weak<Running>, connection: Weak<Connection>) {
+    tokio::spawn(async move {
+        let mut wait = match running.upgrade() {
+            Some(running) => running.idle_stop,
+            None => return,
+        };
+        loop {
+            tokio::time::sleep(wait).await;
+            let (Some(running), Some(connection)) = (running.upgrade(), connection.upgrade())
+            else {
+                return;
+            };
+            match running.stop_if_idle(&connection) {
+                Some(next) => wait = next,
+                None => {
+                    // The last reference but a call's: closing it stops the process group.
+                    if let Ok(connection) = Arc::try_unwrap(connection) {
+                        connection.close().await;
+                    }
+                    return;
+                }
+            }
+        }
+    });
+}
+
+/// A call under way on a server; when it ends, the server counts as used then.
+struct CallUnderWay<'a>(&'a Running);
+
+impl<'a> CallUnderWay<'a> {
+    fn new(running: &'a Running) -> Self {
+        running.calls.fetch_add(1, Ordering::SeqCst);
+        Self(running)
+    }
+}
+
+impl Drop for CallUnderWay<'_> {
+    fn drop(&mut self) {
+        self.0.touch();
+        self.0.calls.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -298,7 +423,11 @@ impl McpHub {
             return found.clone();
         }
         // New, or changed since it started: the old one stops when its last call ends.
-        let made = Arc::new(Running::new(server, self.env.clone()));
+        let made = Arc::new(Running::new(
+            server,
+            self.env.clone(),
+            self.settings.idle_stop,
+        ));
         running.insert(key, made.clone());
         made
     }
@@ -320,6 +449,7 @@ impl McpHub {
             .filter(|(server, ok)| *ok && server.enabled)
             .map(|(server, _)| {
                 let running = self.running(project, &server);
+                running.touch();
                 running.start_if_due();
                 (server, running)
             })

@@ -23,6 +23,21 @@ fn fake(name: &str, args: &str) -> String {
     format!("[mcp.servers.{name}]\ncommand = \"python3\"\nargs = [\"{FAKE}\"{args}]\n")
 }
 
+fn context(dir: &Path) -> crate::tools::ToolContext {
+    crate::tools::ToolContext {
+        project_dir: dir.to_path_buf(),
+        cwd: dir.to_path_buf(),
+        temp_dir: dir.join("tmp"),
+        readable_dirs: Vec::new(),
+        tool_timeout: Duration::from_secs(10),
+        child_env: Default::default(),
+        spool: None,
+        agents: None,
+        jobs: None,
+        repo_maps: None,
+    }
+}
+
 fn path_env() -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
     std::env::vars_os().filter(|(k, _)| k == "PATH").collect()
 }
@@ -109,18 +124,7 @@ async fn a_changed_list_is_read_again_at_the_next_turn() {
         .iter()
         .find(|t| t.name() == "mcp__fake__change")
         .expect("the change tool");
-    let ctx = crate::tools::ToolContext {
-        project_dir: dir.path().to_path_buf(),
-        cwd: dir.path().to_path_buf(),
-        temp_dir: dir.path().join("tmp"),
-        readable_dirs: Vec::new(),
-        tool_timeout: Duration::from_secs(10),
-        child_env: Default::default(),
-        spool: None,
-        agents: None,
-        jobs: None,
-        repo_maps: None,
-    };
+    let ctx = context(dir.path());
     let out = change
         .execute(serde_json::json!({}), &ctx, CancellationToken::new())
         .await;
@@ -184,5 +188,57 @@ async fn a_server_that_hangs_or_crashes_says_so_and_the_turn_goes_on() {
         assert!(Instant::now() < deadline, "{garbled:?}");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+    hub.stop_all().await;
+}
+
+#[tokio::test]
+async fn a_server_unused_for_idle_stop_is_stopped_and_starts_again_when_called() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut settings = settings(&fake("fake", ""));
+    settings.idle_stop = Duration::from_millis(400);
+    let hub = McpHub::new(settings, path_env(), Environment::default(), dir.path());
+    let state = || hub.states(dir.path()).expect("states")[0].1.clone();
+    let tools = hub.tools_for(dir.path()).await;
+    let tool = |name: &str| {
+        tools
+            .iter()
+            .find(|t| t.name() == name)
+            .cloned()
+            .expect("the tool")
+    };
+    let ctx = context(dir.path());
+    // A call longer than idle_stop keeps it running.
+    let out = tool("mcp__fake__slow")
+        .execute(
+            serde_json::json!({"seconds": 0.8}),
+            &ctx,
+            CancellationToken::new(),
+        )
+        .await;
+    assert!(!out.is_error, "{}", out.content);
+    assert!(
+        matches!(state(), ServerState::Ready { .. }),
+        "{:?}",
+        state()
+    );
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while state() != ServerState::NotStarted {
+        assert!(Instant::now() < deadline, "still {:?}", state());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // A tool of the list the turn holds starts it again.
+    let out = tool("mcp__fake__echo")
+        .execute(
+            serde_json::json!({"text": "back"}),
+            &ctx,
+            CancellationToken::new(),
+        )
+        .await;
+    assert_eq!(out.content, "back");
+    assert!(
+        matches!(state(), ServerState::Ready { .. }),
+        "{:?}",
+        state()
+    );
     hub.stop_all().await;
 }

@@ -34,7 +34,8 @@ impl McpTool {
     pub(super) fn new(server: &McpServer, tool: &ServerTool, running: Arc<Running>) -> Self {
         let need = match server.approve_for(&tool.name) {
             McpApprove::Never => ApprovalNeed::None,
-            McpApprove::Ask | McpApprove::Always => ApprovalNeed::Exec,
+            McpApprove::Ask => ApprovalNeed::Exec,
+            McpApprove::Always => ApprovalNeed::Person,
         };
         Self {
             name: intern(tool_name(&server.name, &tool.name)),
@@ -252,7 +253,11 @@ mod tests {
             description: "Does t.".to_owned(),
             input_schema: serde_json::json!({"type": "object", "properties": {}}),
         };
-        let running = Arc::new(Running::new(server.clone(), Vec::new()));
+        let running = Arc::new(Running::new(
+            server.clone(),
+            Vec::new(),
+            std::time::Duration::from_secs(600),
+        ));
         McpTool::new(server, &listed, running)
     }
 

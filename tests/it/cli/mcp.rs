@@ -77,6 +77,24 @@ fn a_call_needs_approval_like_a_command_unless_the_server_says_never() {
 }
 
 #[test]
+fn a_server_that_says_always_is_asked_of_a_person_even_under_approve_all() {
+    let cli = Cli::new();
+    cli.home
+        .write_config(&format!("{}approve = \"always\"\n", config_with_fake("")));
+    cli.mock
+        .push(Reply::tool_call("mcp__fake__echo", json!({"text": "x"})));
+    cli.mock.push(Reply::text("Refused."));
+    let output = cli.run(&["run", "--approve", "all", "use the tool"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let results = crate::session::tool_result_texts(&cli.mock.model_requests()[1].body);
+    assert_eq!(results.len(), 1);
+    assert!(
+        results[0].contains("approve = \"always\"") && results[0].contains("--approve all"),
+        "the refusal names the setting and the mode: {results:?}"
+    );
+}
+
+#[test]
 fn failures_of_a_call_reach_the_model_as_errors_that_say_why() {
     let cli = Cli::new();
     cli.home.write_config(&config_with_fake(""));
