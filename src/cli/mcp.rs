@@ -9,8 +9,8 @@
 
 use super::Outcome;
 use super::setup;
-use crate::config::{self, MCP_PROJECT_FILE, McpServer, McpTransport};
-use crate::tools::mcp::{McpHub, ServerState};
+use crate::config::{self, MCP_PROJECT_FILE};
+use crate::tools::mcp::{McpHub, listing};
 use anyhow::Context;
 use std::path::Path;
 
@@ -123,121 +123,22 @@ async fn list(loaded: &setup::Loaded, project: &Path) -> anyhow::Result<Outcome>
     Ok(Outcome::Success)
 }
 
-/// The servers of `project`, each started as a turn would start it, in two lines: what it
-/// is and runs, then its state and tools or why it failed. What `tern mcp list` and `tern
-/// doctor` print.
+/// The servers of `project` as `tern mcp list` and `tern doctor` print them: the running
+/// owner's, live, when a tern process owns the sessions; else each started here (and
+/// stopped after) as a turn would start it.
 pub async fn server_lines(loaded: &setup::Loaded, project: &Path) -> anyhow::Result<Vec<String>> {
+    if let Ok(Some(service)) = super::door::owner(&loaded.paths).await {
+        return service.mcp(project, None).await.map_err(anyhow::Error::msg);
+    }
     let hub = hub(loaded);
-    let servers = hub.servers_for(project).map_err(anyhow::Error::msg)?;
-    if servers.is_empty() {
-        return Ok(vec![format!(
-            "No MCP server is configured for this project. Add one with `tern mcp add NAME -- \
-             COMMAND ARGS…`, in [mcp.servers.NAME] of {}, or in {}.",
-            loaded.config.config_file.display(),
-            project.join(MCP_PROJECT_FILE).display()
-        )]);
-    }
-    hub.tools_for(project).await;
-    let states = hub.states(project).map_err(anyhow::Error::msg)?;
+    let lines = listing::lines(&hub, project).await;
     hub.stop_all().await;
-    let mut lines = Vec::new();
-    for (server, state) in &states {
-        let what = what_runs(server);
-        lines.push(format!(
-            "{}  {}  {what}",
-            server.name,
-            origin(server, project)
-        ));
-        lines.push(format!("    {}", shown(server, state)));
-    }
-    Ok(lines)
-}
-
-fn origin(server: &McpServer, project: &Path) -> String {
-    match &server.origin {
-        config::McpOrigin::Config => "config".to_owned(),
-        config::McpOrigin::Project(file) => file
-            .strip_prefix(project)
-            .unwrap_or(file)
-            .display()
-            .to_string(),
-    }
-}
-
-fn what_runs(server: &McpServer) -> String {
-    match &server.transport {
-        McpTransport::Stdio { command, args, .. } => {
-            let mut line = config::shown_arg(command).to_owned();
-            for arg in args {
-                line.push(' ');
-                line.push_str(config::shown_arg(arg));
-            }
-            line
-        }
-        McpTransport::Http {
-            url, legacy_sse, ..
-        } => {
-            let kind = if *legacy_sse { "sse" } else { "http" };
-            format!("{kind} {}", config::shown_url(url))
-        }
-    }
-}
-
-fn shown(server: &McpServer, state: &ServerState) -> String {
-    match state {
-        ServerState::Ready { tools } if tools.is_empty() => "ready, no tools".to_owned(),
-        ServerState::Ready { tools } => format!(
-            "ready, {} tool{}: {}",
-            tools.len(),
-            if tools.len() == 1 { "" } else { "s" },
-            tools.join(", ")
-        ),
-        ServerState::Starting => "still starting after the startup timeout; a session's next turn will have it if it comes up".to_owned(),
-        ServerState::NotStarted => "not started".to_owned(),
-        ServerState::Failed { reason } => format!("failed: {reason}"),
-        ServerState::NeedsApproval => format!(
-            "not approved for this project (or changed since): run `tern mcp approve {}` to let it run",
-            server.name
-        ),
-        ServerState::Disabled => "disabled (enabled = false)".to_owned(),
-    }
+    lines.map_err(anyhow::Error::msg)
 }
 
 fn approve(loaded: &setup::Loaded, project: &Path, name: &str) -> anyhow::Result<Outcome> {
-    let hub = hub(loaded);
-    let servers = hub.servers_for(project).map_err(anyhow::Error::msg)?;
-    let Some((server, _)) = servers.iter().find(|(server, _)| server.name == name) else {
-        anyhow::bail!(
-            "no server {name} in this project's {MCP_PROJECT_FILE} or the config file; `tern mcp \
-             list` shows them"
-        );
-    };
-    if server.origin == config::McpOrigin::Config {
-        println!("{name} is in the config file: it runs without approval.");
-        return Ok(Outcome::Success);
-    }
-    hub.approve(project, server)
-        .context("could not remember the approval")?;
-    println!(
-        "{name} may run in {}. It runs: {}",
-        project.display(),
-        what_runs(server)
-    );
-    match &server.transport {
-        McpTransport::Stdio { env, cwd, .. } => {
-            if !env.is_empty() {
-                let names: Vec<&str> = env.keys().map(String::as_str).collect();
-                println!("  with the variables {}", names.join(", "));
-            }
-            if let Some(cwd) = cwd {
-                println!("  in {}", cwd.display());
-            }
-        }
-        McpTransport::Http { headers, .. } if !headers.is_empty() => {
-            let names: Vec<&str> = headers.keys().map(String::as_str).collect();
-            println!("  sending the headers {}", names.join(", "));
-        }
-        McpTransport::Http { .. } => {}
+    for line in listing::approve(&hub(loaded), project, name).map_err(anyhow::Error::msg)? {
+        println!("{line}");
     }
     Ok(Outcome::Success)
 }

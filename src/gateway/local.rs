@@ -19,6 +19,7 @@ use crate::session::{
 };
 use crate::store::{SearchEntry, SearchSink, SessionMeta};
 use crate::tools::agents::AgentRuns;
+use crate::tools::mcp::listing;
 use crate::tools::{ApprovalMode, ToolContext};
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
@@ -358,6 +359,30 @@ impl Local {
         Ok(Preview { request, nudge_at })
     }
 
+    /// The MCP servers of `project_dir` as this process runs them, each started as a turn
+    /// would start it; first approving the server `approve` of its `.mcp.json`, if named.
+    pub async fn mcp(
+        &self,
+        project_dir: &Path,
+        approve: Option<String>,
+    ) -> Result<Vec<String>, ServiceError> {
+        let Some(hub) = self.deps.mcp.clone() else {
+            return Ok(vec!["MCP servers are not run by this tern.".to_owned()]);
+        };
+        let mut lines = Vec::new();
+        if let Some(name) = approve {
+            let (hub, project) = (hub.clone(), project_dir.to_path_buf());
+            let approved = blocking(move || listing::approve(&hub, &project, &name)).await?;
+            lines.extend(approved.map_err(ServiceError::new)?);
+        }
+        lines.extend(
+            listing::lines(&hub, project_dir)
+                .await
+                .map_err(ServiceError::new)?,
+        );
+        Ok(lines)
+    }
+
     pub async fn git_branch(&self, dir: &Path) -> Option<String> {
         use crate::context::git::{Branch, GitContext, working_git};
         match working_git(dir, GIT_BOUND).await {
@@ -501,6 +526,12 @@ impl Local {
             } => Reply::Map(Box::new(
                 self.repo_map(id.as_ref(), &project_dir, focus).await?,
             )),
+            Call::Mcp {
+                project_dir,
+                approve,
+            } => Reply::Lines {
+                lines: self.mcp(&project_dir, approve).await?,
+            },
             catalog => {
                 let store = self.deps.store.clone();
                 blocking(move || read_catalog(store.as_ref(), catalog)).await??

@@ -519,6 +519,23 @@ impl SessionService {
         }
     }
 
+    /// The MCP servers of `project_dir` as the owner runs them, in lines (`/mcp`, `tern mcp
+    /// list`), after approving the server `approve` of its `.mcp.json`, if named.
+    pub async fn mcp(
+        &self,
+        project_dir: &Path,
+        approve: Option<&str>,
+    ) -> Result<Vec<String>, ServiceError> {
+        let call = Call::Mcp {
+            project_dir: project_dir.to_path_buf(),
+            approve: approve.map(str::to_owned),
+        };
+        match self.ask(call).await? {
+            Reply::Lines { lines } => Ok(lines),
+            other => Err(unexpected(&other)),
+        }
+    }
+
     /// Lifecycle events of every session from now on. A client follows them from whoever
     /// owns the store, through changes of owner (events while it changes are missed).
     pub fn lifecycle(&self) -> broadcast::Receiver<LifecycleEvent> {

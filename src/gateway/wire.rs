@@ -217,6 +217,12 @@ pub enum Call {
     CopyStore,
     /// The status of each chat channel the owner runs.
     Channels,
+    /// The MCP servers of a project as the owner runs them (`/mcp`, `tern mcp list`), after
+    /// approving the one of its `.mcp.json` named by `approve`, if any.
+    Mcp {
+        project_dir: PathBuf,
+        approve: Option<String>,
+    },
     /// Sent in place of a request too large for a frame: answered with `refused`.
     Oversized {
         refused: String,
@@ -247,6 +253,7 @@ impl Call {
                 | Call::Jobs { .. }
                 | Call::LiveRuns { .. }
                 | Call::Channels
+                | Call::Mcp { .. }
         )
     }
 }
@@ -278,6 +285,9 @@ pub enum Reply {
         files: Vec<String>,
     },
     Map(Box<super::map::MapShown>),
+    Lines {
+        lines: Vec<String>,
+    },
     Count {
         count: u64,
     },

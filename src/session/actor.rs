@@ -122,6 +122,7 @@ impl SessionActor {
         let (tx, rx) = mpsc::channel(REQUEST_QUEUE);
         let id = state.id.clone();
         let subagent = state.subagent.is_some();
+        let prompts = deps.mcp.clone().map(|hub| (hub, state.project_dir.clone()));
         let dirs = Arc::new(dirs);
         let awake = Arc::new(AtomicUsize::new(0));
         // Jobs an earlier tern started in it are known from here on, reported reaped.
@@ -156,7 +157,12 @@ impl SessionActor {
         } else {
             tokio::spawn(actor.run(rx));
         }
-        SessionHandle { id, tx, awake }
+        SessionHandle {
+            id,
+            tx,
+            awake,
+            prompts,
+        }
     }
 
     async fn run(mut self, mut requests: mpsc::Receiver<Request>) {

@@ -11,6 +11,7 @@ use super::{snapshot, spool};
 use crate::domain::{Answer, SessionId, SessionKey, SubagentRole};
 use crate::store::{JournalEvent, SessionMeta};
 use crate::tools::ApprovalMode;
+use crate::tools::mcp::{McpHub, prompt};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -32,6 +33,9 @@ pub struct SessionHandle {
     pub(super) tx: mpsc::Sender<Request>,
     /// How many [`KeepAwake`] guards are alive; the actor does not rest while any is.
     pub(super) awake: Arc<AtomicUsize>,
+    /// The MCP servers whose prompts an input may name (`/mcp__server__prompt`), and the
+    /// session's project, whose servers they are.
+    pub(super) prompts: Option<(Arc<McpHub>, PathBuf)>,
 }
 
 /// Keeps a session from resting while it lives: held by work that runs on after a turn (a
@@ -253,9 +257,26 @@ impl SessionHandle {
         if input.text.trim().is_empty() {
             return Err(SessionError::EmptyInput);
         }
+        let input = self.with_prompt(input).await?;
         let (reply, rx) = oneshot::channel();
         self.request(Request::Send { input, reply }).await?;
         rx.await.map_err(|_| SessionError::Closed)?
+    }
+
+    /// `input`, its text the prompt it names (`/mcp__server__prompt ARGS`) as the server
+    /// gives it, when it names one; as it is otherwise.
+    async fn with_prompt(&self, input: UserInput) -> Result<UserInput, SessionError> {
+        let Some((hub, project)) = &self.prompts else {
+            return Ok(input);
+        };
+        if prompt::named(&input.text).is_none() {
+            return Ok(input);
+        }
+        let text = hub
+            .prompt(project, &input.text, input.audience)
+            .await
+            .map_err(SessionError::Prompt)?;
+        Ok(UserInput { text, ..input })
     }
 
     /// Attaches a subscriber; events from now on arrive on the returned receiver, which may

@@ -92,6 +92,9 @@ pub enum SessionError {
          ended, or the id is wrong; answer the call id of a pending approval request"
     )]
     NotWaiting { call_id: String },
+    /// An input naming an MCP prompt (`/mcp__server__prompt`) that could not be had.
+    #[error("{0}")]
+    Prompt(String),
     /// Work the session did on request failed (a compaction on demand).
     #[error(transparent)]
     Turn(#[from] LlmError),

@@ -58,6 +58,8 @@ pub enum Action {
     ShowJobs,
     /// Show the repository map, centred also on these paths and names.
     ShowMap(Vec<String>),
+    /// `/mcp`, approving the named server of the project's `.mcp.json` first.
+    ShowMcp(Option<String>),
     Quit,
 }
 
@@ -337,6 +339,12 @@ impl App {
             }
             return vec![Action::Shell(command.to_owned())];
         }
+        self.send_text(text)
+    }
+
+    /// Sends `text`, after the output of the `!` lines run since the last message; not in
+    /// a subagent's session, which is shown read-only.
+    fn send_text(&mut self, text: String) -> Vec<Action> {
         if let Some(parent) = &self.read_only_for {
             self.composer.set(&text);
             self.notice(format!(
@@ -395,6 +403,18 @@ impl App {
             "map" => vec![Action::ShowMap(
                 arg.split_whitespace().map(str::to_owned).collect(),
             )],
+            "mcp" => match arg.split_once(char::is_whitespace) {
+                None if arg.is_empty() => vec![Action::ShowMcp(None)],
+                Some(("approve", name)) if !name.trim().is_empty() => {
+                    vec![Action::ShowMcp(Some(name.trim().to_owned()))]
+                }
+                _ => {
+                    self.notice("/mcp lists the project's MCP servers; /mcp approve NAME lets one of its .mcp.json run");
+                    Vec::new()
+                }
+            },
+            // A server's prompt: the session asks the server for its text.
+            prompt if prompt.starts_with("mcp__") => self.send_text(format!("/{line}")),
             "help" => {
                 self.notice(help_text());
                 Vec::new()

@@ -26,6 +26,7 @@ mod jobs;
 mod link;
 mod map;
 pub mod markdown;
+mod mcp;
 pub mod panes;
 pub mod picker;
 pub mod popup;

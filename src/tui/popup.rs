@@ -60,6 +60,11 @@ pub const COMMANDS: &[SlashCommand] = &[
         help: "the repository map, centred on this chat and on any paths or names given",
     },
     SlashCommand {
+        name: "mcp",
+        args: "",
+        help: "MCP servers, tools and prompts; /mcp approve NAME lets a .mcp.json one run",
+    },
+    SlashCommand {
         name: "theme",
         args: "[name]",
         help: "list the themes, or switch to one",

@@ -515,6 +515,12 @@ impl Runner {
                     }
                     None => app.notice("no session yet, so no background jobs"),
                 },
+                Action::ShowMcp(approve) => super::mcp::show(
+                    self.link.service.clone(),
+                    self.link.project_dir.clone(),
+                    approve,
+                    self.link.tx.clone(),
+                ),
                 Action::ShowMap(focus) => super::map::show(
                     self.link.service.clone(),
                     app.session.clone(),

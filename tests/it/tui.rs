@@ -552,6 +552,17 @@ fn slash_commands_and_shell_lines_become_actions() {
         run("//not a command"),
         [Action::Send("//not a command".into())]
     );
+    assert_eq!(run("/mcp"), [Action::ShowMcp(None)]);
+    assert_eq!(
+        run("/mcp approve docs"),
+        [Action::ShowMcp(Some("docs".into()))]
+    );
+    assert_eq!(run("/mcp frobnicate"), []);
+    // A server's prompt goes to the session, which asks the server for it.
+    assert_eq!(
+        run("/mcp__docs__review 42 the tests"),
+        [Action::Send("/mcp__docs__review 42 the tests".into())]
+    );
     assert_eq!(app.theme.name, "light");
     let notices: Vec<String> = app
         .transcript

@@ -7,6 +7,8 @@ until cancelled), `crash` (the process exits mid-call), `big` (`bytes` of text),
 in two pages. Flags: `--hang` (never answers the handshake), `--garbage` (answers it with a
 line that is not JSON), `--log FILE` (appends every message received, for the test to read),
 `--child FILE` (starts a process of its own that ignores stdin, and writes its pid there).
+Prompts: `greet` (`name` required, `mood` optional: a user message and an assistant one),
+`review` (none); resources: `memo://one` and `memo://two`.
 """
 
 import json
@@ -106,7 +108,7 @@ def handle(message):
             "id": request_id,
             "result": {
                 "protocolVersion": "2025-06-18",
-                "capabilities": {"tools": {"listChanged": True}},
+                "capabilities": {"tools": {"listChanged": True}, "prompts": {}, "resources": {}},
                 "serverInfo": {"name": "fake", "version": "1.0"},
             },
         })
@@ -125,6 +127,27 @@ def handle(message):
             if result is not None:
                 send({"jsonrpc": "2.0", "id": request_id, "result": result})
         threading.Thread(target=run, daemon=True).start()
+    elif method == "prompts/list":
+        send({"jsonrpc": "2.0", "id": request_id, "result": {"prompts": [
+            {"name": "greet", "description": "Greets someone.", "arguments": [
+                {"name": "name", "required": True}, {"name": "mood"}]},
+            {"name": "review", "description": "Asks for a review."},
+        ]}})
+    elif method == "prompts/get":
+        args = params.get("arguments") or {}
+        if params.get("name") == "greet":
+            text = "Say hello to %s, %s." % (args.get("name", "?"), args.get("mood") or "plainly")
+            messages = [
+                {"role": "user", "content": {"type": "text", "text": text}},
+                {"role": "assistant", "content": {"type": "text", "text": "Gladly."}},
+            ]
+        else:
+            messages = [{"role": "user", "content": {"type": "resource", "resource": {
+                "uri": "memo://one", "mimeType": "text/plain", "text": "Review the memo."}}}]
+        send({"jsonrpc": "2.0", "id": request_id, "result": {"messages": messages}})
+    elif method == "resources/list":
+        send({"jsonrpc": "2.0", "id": request_id, "result": {"resources": [
+            {"uri": "memo://one", "name": "one"}, {"uri": "memo://two", "name": "two"}]}})
     elif method == "ping":
         send({"jsonrpc": "2.0", "id": request_id, "result": {}})
     elif request_id is not None:

@@ -7,7 +7,8 @@
 use crate::config::{McpServer, McpTransport};
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientCapabilities,
-    ClientConfig, ClientRequest, Implementation, JsonObject, ServerResult,
+    ClientConfig, ClientRequest, GetPromptRequestParams, GetPromptResponse, Implementation,
+    JsonObject, ServerCapabilities, ServerResult,
 };
 use rmcp::service::{NotificationContext, PeerRequestOptions, RoleClient, RunningService};
 use rmcp::{ClientHandler, ServiceExt};
@@ -31,6 +32,16 @@ pub struct ServerTool {
     pub name: String,
     pub description: String,
     pub input_schema: Value,
+}
+
+/// A prompt as the server lists it: the slash command `/mcp__<server>__<prompt>` in a
+/// session.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServerPrompt {
+    pub name: String,
+    pub description: String,
+    /// Its arguments in order, each with whether it is required.
+    pub arguments: Vec<(String, bool)>,
 }
 
 /// What a server tells the client between requests, kept for whoever asks next.
@@ -217,6 +228,84 @@ impl Connection {
                 input_schema: Value::Object((*tool.input_schema).clone()),
             })
             .collect())
+    }
+
+    fn offers(&self, what: impl Fn(&ServerCapabilities) -> bool) -> bool {
+        self.service
+            .peer()
+            .peer_info()
+            .is_some_and(|info| what(&info.capabilities))
+    }
+
+    /// Every prompt the server offers, all pages (none when it offers no prompts).
+    pub async fn list_prompts(&self) -> Result<Vec<ServerPrompt>, String> {
+        if !self.offers(|offered| offered.prompts.is_some()) {
+            return Ok(Vec::new());
+        }
+        let prompts = self
+            .service
+            .peer()
+            .list_all_prompts()
+            .await
+            .map_err(|err| format!("prompts/list failed: {err}"))?;
+        Ok(prompts
+            .into_iter()
+            .map(|prompt| ServerPrompt {
+                name: prompt.name,
+                description: prompt.description.or(prompt.title).unwrap_or_default(),
+                arguments: prompt
+                    .arguments
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|argument| (argument.name, argument.required.unwrap_or(false)))
+                    .collect(),
+            })
+            .collect())
+    }
+
+    /// The address of every resource the server offers, all pages (none when it offers no
+    /// resources).
+    pub async fn list_resources(&self) -> Result<Vec<String>, String> {
+        if !self.offers(|offered| offered.resources.is_some()) {
+            return Ok(Vec::new());
+        }
+        let resources = self
+            .service
+            .peer()
+            .list_all_resources()
+            .await
+            .map_err(|err| format!("resources/list failed: {err}"))?;
+        Ok(resources
+            .into_iter()
+            .map(|resource| resource.uri.clone())
+            .collect())
+    }
+
+    /// The prompt `name` with `arguments`, as the protocol's JSON (`messages`), within
+    /// `timeout`.
+    pub async fn get_prompt(
+        &self,
+        name: &str,
+        arguments: JsonObject,
+        timeout: Duration,
+    ) -> Result<Value, String> {
+        let mut params = GetPromptRequestParams::new(name);
+        params.arguments = Some(arguments);
+        let asked = self.service.peer().get_prompt_once(params);
+        match tokio::time::timeout(timeout, asked).await {
+            Err(_) => Err(format!(
+                "no answer to prompts/get within {} s",
+                timeout.as_secs_f64()
+            )),
+            Ok(Err(rmcp::ServiceError::McpError(err))) => Err(err.message.to_string()),
+            Ok(Err(err)) => Err(err.to_string()),
+            Ok(Ok(GetPromptResponse::Complete(result))) => serde_json::to_value(result)
+                .map_err(|err| format!("an answer that could not be read: {err}")),
+            // More input asked for (or a kind of answer newer than tern).
+            Ok(Ok(_)) => {
+                Err("the server asks for more input, which tern cannot give it".to_owned())
+            }
+        }
     }
 
     /// Calls `tool` with `arguments`; the result as the protocol's JSON (`content`,

@@ -11,9 +11,11 @@
 //! project (`tern mcp approve`); the approval is remembered with what it runs, so a changed
 //! entry is asked about again.
 
-use super::client::{CallError, Connection, ServerTool};
+use super::client::{CallError, Connection, ServerPrompt, ServerTool};
+use super::prompt;
 use super::tool::McpTool;
 use crate::config::{Environment, McpServer, McpSettings, project_servers};
+use crate::domain::Audience;
 use crate::tools::Tool;
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
@@ -51,12 +53,20 @@ enum State {
     Ready {
         connection: Arc<Connection>,
         tools: Arc<Vec<ServerTool>>,
+        listed: Arc<Listed>,
     },
     Failed {
         reason: String,
         failures: u32,
         retry_at: Instant,
     },
+}
+
+/// A server's prompts and resources, as listed when it started.
+#[derive(Debug, Default)]
+struct Listed {
+    prompts: Vec<ServerPrompt>,
+    resources: Vec<String>,
 }
 
 /// What `tern mcp list` and `/mcp` show of a server.
@@ -67,6 +77,9 @@ pub enum ServerState {
     Starting,
     Ready {
         tools: Vec<String>,
+        /// Each prompt as its slash command's arguments are written (`NAME [OTHER]`).
+        prompts: Vec<(String, String)>,
+        resources: Vec<String>,
     },
     Failed {
         reason: String,
@@ -141,7 +154,8 @@ impl Running {
             let started = async {
                 let connection = Connection::open(&running.server, running.env.clone()).await?;
                 let tools = connection.list_tools().await?;
-                Ok::<_, String>((connection, tools))
+                let listed = listed(&running.server.name, &connection).await;
+                Ok::<_, String>((connection, tools, listed))
             };
             // A server that never answers the handshake is given as long as a call.
             let limit = running.server.timeout;
@@ -154,13 +168,14 @@ impl Running {
                     ))
                 });
             match started {
-                Ok((connection, tools)) => {
+                Ok((connection, tools, listed)) => {
                     tracing::info!(server = %running.server.name, tools = tools.len(), "MCP server ready");
                     let connection = Arc::new(connection);
                     running.touch();
                     running.set(State::Ready {
                         connection: connection.clone(),
                         tools: Arc::new(sanitized(tools)),
+                        listed: Arc::new(listed),
                     });
                     stop_when_idle(Arc::downgrade(&running), Arc::downgrade(&connection));
                 }
@@ -181,7 +196,10 @@ impl Running {
 
     /// Lists the tools again when the server said they changed.
     async fn refresh(&self) {
-        let State::Ready { connection, .. } = self.state() else {
+        let State::Ready {
+            connection, listed, ..
+        } = self.state()
+        else {
             return;
         };
         if !connection
@@ -195,6 +213,7 @@ impl Running {
             self.set(State::Ready {
                 connection,
                 tools: Arc::new(sanitized(tools)),
+                listed,
             });
         }
     }
@@ -279,16 +298,36 @@ impl Running {
         match self.state() {
             State::Idle => ServerState::NotStarted,
             State::Starting => ServerState::Starting,
-            State::Ready { tools, .. } => ServerState::Ready {
+            State::Ready { tools, listed, .. } => ServerState::Ready {
                 tools: tools
                     .iter()
                     .filter(|tool| self.server.allows(&tool.name))
                     .map(|tool| tool.name.clone())
                     .collect(),
+                prompts: listed
+                    .prompts
+                    .iter()
+                    .map(|p| (p.name.clone(), prompt::usage(&p.arguments)))
+                    .collect(),
+                resources: listed.resources.clone(),
             },
             State::Failed { reason, .. } => ServerState::Failed { reason },
         }
     }
+}
+
+/// A server's prompts and resources; a server that fails to list them has none (said in
+/// the log), its tools still used.
+async fn listed(server: &str, connection: &Connection) -> Listed {
+    let prompts = connection.list_prompts().await.unwrap_or_else(|err| {
+        tracing::warn!(server, %err, "MCP server's prompts not listed");
+        Vec::new()
+    });
+    let resources = connection.list_resources().await.unwrap_or_else(|err| {
+        tracing::warn!(server, %err, "MCP server's resources not listed");
+        Vec::new()
+    });
+    Listed { prompts, resources }
 }
 
 /// The shortest pause between two looks at whether a server is idle.
@@ -478,6 +517,74 @@ impl McpHub {
             }
         }
         tools
+    }
+
+    /// The text of the prompt an input names (`/mcp__server__prompt ARGS`), from `project`'s
+    /// server (started if it is not running), or why it cannot be had. A prompt of a server
+    /// not offered to the `audience` (see `public`) cannot be had either.
+    pub async fn prompt(
+        &self,
+        project: &Path,
+        line: &str,
+        audience: Audience,
+    ) -> Result<String, String> {
+        let Some((name, wanted, rest)) = prompt::named(line) else {
+            return Err("not an MCP prompt: write /mcp__SERVER__PROMPT".to_owned());
+        };
+        let command = format!("/mcp__{name}__{wanted}");
+        let found = self.servers_for(project)?.into_iter().find(|(server, _)| {
+            server.name == name && (audience != Audience::Public || server.public)
+        });
+        let server = match found {
+            None => {
+                return Err(format!(
+                    "{command}: no MCP server {name} in this project; /mcp lists them"
+                ));
+            }
+            Some((server, _)) if !server.enabled => {
+                return Err(format!("{command}: {name} is disabled (enabled = false)"));
+            }
+            Some((_, false)) => {
+                return Err(format!(
+                    "{command}: {name} is not approved for this project; /mcp approve {name} \
+                     lets it run"
+                ));
+            }
+            Some((server, true)) => server,
+        };
+        let running = self.running(project, &server);
+        running.touch();
+        let connection = running
+            .connection()
+            .await
+            .map_err(|err| format!("{command}: {name} is not running: {err}"))?;
+        let State::Ready { listed, .. } = running.state() else {
+            return Err(format!("{command}: {name} stopped"));
+        };
+        let Some(found) = listed.prompts.iter().find(|p| p.name == wanted) else {
+            let known: Vec<String> = listed
+                .prompts
+                .iter()
+                .map(|p| format!("/mcp__{name}__{}", p.name))
+                .collect();
+            return Err(match known.is_empty() {
+                true => format!("{command}: {name} offers no prompts"),
+                false => format!(
+                    "{command}: {name} has no such prompt; it has {}",
+                    known.join(", ")
+                ),
+            });
+        };
+        let arguments = prompt::arguments(&command, &found.arguments, rest)?;
+        let result = connection
+            .get_prompt(wanted, arguments, server.timeout)
+            .await
+            .map_err(|err| format!("{command}: {err}"))?;
+        let text = prompt::text_of(&result);
+        if text.trim().is_empty() {
+            return Err(format!("{command}: {name} gave an empty prompt"));
+        }
+        Ok(text)
     }
 
     /// Every server of `project` with its state.

@@ -2,10 +2,13 @@
 //! or a project's `.mcp.json`, run by the tern process that owns the store and shared by
 //! the sessions of a project (`hub`), spoken to through the official SDK (`client`), their
 //! tools offered beside tern's own under the same approvals and audiences (`tool`), with
-//! schemas every provider takes (`schema`).
+//! schemas every provider takes (`schema`); their prompts are slash commands (`prompt`), and
+//! what `tern mcp list` and `/mcp` show is written once (`listing`).
 
 pub mod client;
 pub mod hub;
+pub mod listing;
+pub mod prompt;
 pub mod schema;
 pub mod tool;
 

@@ -106,8 +106,8 @@ async fn a_call_past_its_timeout_ends_with_a_timeout() {
     connection.close().await;
 }
 
-#[tokio::test]
-async fn a_changed_list_is_read_again_at_the_next_turn() {
+/// A hub with the fake server, for a project in a folder of its own.
+fn fake_hub() -> (tempfile::TempDir, McpHub) {
     let dir = tempfile::tempdir().expect("temp dir");
     let hub = McpHub::new(
         settings(&fake("fake", "")),
@@ -115,6 +115,12 @@ async fn a_changed_list_is_read_again_at_the_next_turn() {
         Environment::default(),
         dir.path(),
     );
+    (dir, hub)
+}
+
+#[tokio::test]
+async fn a_changed_list_is_read_again_at_the_next_turn() {
+    let (dir, hub) = fake_hub();
     let names = |tools: &[std::sync::Arc<dyn crate::tools::Tool>]| -> Vec<String> {
         tools.iter().map(|t| t.name().to_owned()).collect()
     };
@@ -240,5 +246,50 @@ async fn a_server_unused_for_idle_stop_is_stopped_and_starts_again_when_called()
         "{:?}",
         state()
     );
+    hub.stop_all().await;
+}
+
+#[tokio::test]
+async fn a_prompt_named_in_an_input_is_the_servers_text_and_is_listed() {
+    let (dir, hub) = fake_hub();
+    let team = crate::domain::Audience::Team;
+    let text = hub
+        .prompt(dir.path(), "/mcp__fake__greet Ann  very warmly", team)
+        .await
+        .expect("the prompt");
+    assert_eq!(
+        text,
+        "Say hello to Ann, very warmly.\n\n(Assistant:) Gladly."
+    );
+    let review = hub.prompt(dir.path(), "/mcp__fake__review", team).await;
+    assert_eq!(review.as_deref(), Ok("Review the memo."));
+    let missing = hub.prompt(dir.path(), "/mcp__fake__greet", team).await;
+    assert_eq!(
+        missing,
+        Err("/mcp__fake__greet needs name: write /mcp__fake__greet NAME [MOOD]".to_owned())
+    );
+    let unknown = hub.prompt(dir.path(), "/mcp__fake__nope", team).await;
+    assert!(
+        unknown
+            .as_ref()
+            .is_err_and(|e| e.contains("/mcp__fake__greet, /mcp__fake__review")),
+        "{unknown:?}"
+    );
+    let elsewhere = hub.prompt(dir.path(), "/mcp__other__greet", team).await;
+    assert!(elsewhere.is_err_and(|e| e.contains("no MCP server other")));
+    // A stranger in a chat channel cannot reach a server that is not public.
+    let public = crate::domain::Audience::Public;
+    let stranger = hub.prompt(dir.path(), "/mcp__fake__review", public).await;
+    assert!(stranger.is_err_and(|e| e.contains("no MCP server fake")));
+
+    let lines = super::listing::lines(&hub, dir.path())
+        .await
+        .expect("lines");
+    let text = lines.join("\n");
+    assert!(
+        text.contains("prompts: /mcp__fake__greet NAME [MOOD], /mcp__fake__review"),
+        "{text}"
+    );
+    assert!(text.contains("resources: memo://one, memo://two"), "{text}");
     hub.stop_all().await;
 }

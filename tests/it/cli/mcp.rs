@@ -272,3 +272,40 @@ fn doctor_shows_each_server_ready_with_its_tools_or_why_it_failed() {
         "{section}"
     );
 }
+
+#[test]
+fn a_prompt_command_is_the_servers_prompt_and_mcp_list_asks_the_running_owner() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let log = dir.path().join("heard.log");
+    let config = config_with_fake(&format!(", \"--log\", \"{}\"", log.display()));
+    let served = crate::channels::Served::start(&config, &[]);
+    served.wait_said("serving the sessions", std::time::Duration::from_secs(20));
+    served.mock.push(Reply::text("Hello, Ann!"));
+    let output = served.tern(&["run", "/mcp__fake__greet Ann cheerfully"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let body = served.mock.model_requests()[0].body.to_string();
+    assert!(body.contains("Say hello to Ann, cheerfully."), "{body}");
+    assert!(body.contains("(Assistant:) Gladly."), "{body}");
+    assert!(!body.contains("/mcp__fake__greet"), "{body}");
+
+    let bad = served.tern(&["run", "/mcp__fake__greet"]);
+    assert!(!bad.status.success());
+    assert!(
+        stderr(&bad).contains("/mcp__fake__greet needs name"),
+        "{}",
+        stderr(&bad)
+    );
+
+    let listed = served.tern(&["mcp", "list"]);
+    assert!(listed.status.success(), "{}", stderr(&listed));
+    let text = stdout(&listed);
+    assert!(text.contains("ready, 7 tools"), "{text}");
+    assert!(
+        text.contains("prompts: /mcp__fake__greet NAME [MOOD], /mcp__fake__review"),
+        "{text}"
+    );
+    assert!(text.contains("resources: memo://one, memo://two"), "{text}");
+    // The owner's server answered: no second one was started for the listing.
+    let heard = std::fs::read_to_string(&log).expect("the server's log");
+    assert_eq!(heard.matches("\"initialize\"").count(), 1, "{heard}");
+}
