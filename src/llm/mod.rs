@@ -23,6 +23,7 @@ mod retry;
 mod retry_after;
 pub mod served;
 mod sse;
+pub(crate) use sse::{SseDecoder, SseEvent};
 #[cfg(test)]
 mod test_server;
 pub mod text_calls;

@@ -22,7 +22,9 @@ pub use inspect::describe_request;
 pub use nudge::{NUDGE_OPENING, NudgeSources, TurnNotes, history_for, nudge, quote_lookalikes};
 pub use request::{RequestFrame, build_request};
 pub use size::{COMPACT_WINDOW, PromptSize};
-pub use static_context::{IndexEntry, MEMORY_OFF, SessionPaths, StaticSources, static_context};
+pub use static_context::{
+    IndexEntry, MEMORY_OFF, SessionPaths, StaticSources, static_context, tools_in, tools_section,
+};
 pub use system::{SystemSources, agents_core, subagent_prompt, system_prompt};
 
 use crate::domain::Audience;

@@ -66,6 +66,9 @@ pub struct TurnNotes {
     pub restart_notice: Option<String>,
     /// Said when a person's message ended an automated turn.
     pub interrupted_automation: Option<String>,
+    /// Said once when the session's tools changed since the last turn (an MCP server came
+    /// up, or went), with tier B written again.
+    pub tools_changed: Option<String>,
 }
 
 /// What the nudge is built from.
@@ -120,6 +123,7 @@ pub fn nudge(audience: Audience, sources: NudgeSources<'_>) -> Option<String> {
     push_text(&mut layers, "restart-notice", &notes.restart_notice, true);
     let interrupted = &notes.interrupted_automation;
     push_text(&mut layers, "interrupted-automation", interrupted, true);
+    push_text(&mut layers, "tools-changed", &notes.tools_changed, true);
     if layers.is_empty() {
         return None;
     }
@@ -361,6 +365,7 @@ mod tests {
             overlay: Some("be terse".into()),
             restart_notice: Some("tern restarted".into()),
             interrupted_automation: Some("the reminder turn was stopped".into()),
+            tools_changed: Some("now also: mcp__docs__search".into()),
         };
         let text = render(Audience::Team, Some(&working(false)), &notes);
         let order = [
@@ -374,6 +379,7 @@ mod tests {
             "[session-overlay]\nbe terse",
             "[restart-notice]\ntern restarted",
             "[interrupted-automation]\nthe reminder turn was stopped",
+            "[tools-changed]\nnow also: mcp__docs__search",
         ];
         crate::prompt::assert_in_order(&text, &order);
         assert!(
@@ -436,6 +442,7 @@ mod tests {
             overlay: Some("be kind".into()),
             restart_notice: None,
             interrupted_automation: None,
+            tools_changed: None,
         };
         let text = render(Audience::Public, Some(&working(true)), &notes);
         for absent in [

@@ -49,13 +49,7 @@ pub fn static_context(audience: Audience, sources: StaticSources<'_>) -> String 
     if sources.size.is_compact() {
         return compact(audience, sources);
     }
-    let mut out = String::from("[tools]\n");
-    if sources.tools.is_empty() {
-        out.push_str("none: this conversation has no tools; answer from what you know\n");
-    } else {
-        out.push_str("Each tool's full description and parameters come with the request.\n");
-        push_index(&mut out, sources.tools);
-    }
+    let mut out = tools_section(sources.tools);
     if audience == Audience::Public {
         out.push_str(&format!("\n[session]\nid: {}\n", sources.session_id));
         return out;
@@ -144,6 +138,29 @@ fn compact(audience: Audience, sources: StaticSources<'_>) -> String {
         paths.temp_dir.display()
     ));
     out
+}
+
+/// The `[tools]` section tier B opens with (in the full prompt): what a turn compares with
+/// the tier B it has, to tell whether the session's tools changed since it was written.
+pub fn tools_section(tools: &[IndexEntry]) -> String {
+    let mut out = String::from("[tools]\n");
+    if tools.is_empty() {
+        out.push_str("none: this conversation has no tools; answer from what you know\n");
+    } else {
+        out.push_str("Each tool's full description and parameters come with the request.\n");
+        push_index(&mut out, tools);
+    }
+    out
+}
+
+/// The names of the tools a `[tools]` section lists.
+pub fn tools_in(section: &str) -> Vec<&str> {
+    let body = section.strip_prefix("[tools]\n").unwrap_or_default();
+    body.lines()
+        .take_while(|line| !line.is_empty())
+        .filter_map(|line| line.strip_prefix("- ")?.split_once(": "))
+        .map(|(name, _)| name)
+        .collect()
 }
 
 fn push_index(out: &mut String, entries: &[IndexEntry]) {

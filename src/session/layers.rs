@@ -118,9 +118,10 @@ pub async fn prepare_turn(
     let tier_b = state.static_contexts.get(&audience);
     // A map that was not ready for the last tier B is taken up once, between turns.
     let map_pending = tier_b.is_some_and(|text| text.contains(repo_map::MAP_PENDING));
+    let tools_changed = tier_b.and_then(|text| changed_tools(deps, text, audience, size));
     if tier_b.is_none() {
         events.push(static_context_event(deps, dirs, temp_dir, state, audience));
-    } else if tier_a_changed || map_pending {
+    } else if tier_a_changed || map_pending || tools_changed.is_some() {
         // A new tier A already breaks the cached prefix at its start, so tier B after it may
         // change at no cost: that is how a change of prompt size reaches it. Journaled only
         // when it differs.
@@ -142,6 +143,9 @@ pub async fn prepare_turn(
         }
     };
     let mut own_notes = available_subagents(deps, state, audience, notes);
+    if tools_changed.is_some() {
+        own_notes.get_or_insert_with(|| notes.clone()).tools_changed = tools_changed;
+    }
     // Jobs that ended since the last turn (by themselves, stopped at a rest, or reaped with
     // an earlier tern) are told once, where the nudge says such things, their ends journaled.
     // Asked before those running: a job that ends between the two is in neither list (and
@@ -205,6 +209,43 @@ fn available_subagents(
     Some(notes)
 }
 
+/// What changed in the tools since `tier_b` was written, as the note that says so; `None`
+/// when they did not (or when tier B lists no tools: a small window's).
+fn changed_tools(
+    deps: &SessionDeps,
+    tier_b: &str,
+    audience: Audience,
+    size: PromptSize,
+) -> Option<String> {
+    if size.is_compact() {
+        return None;
+    }
+    let tools = prompt::tool_index(&offered(deps, size), audience);
+    if tier_b.starts_with(&prompt::tools_section(&tools)) {
+        return None;
+    }
+    let before = prompt::tools_in(tier_b);
+    let added: Vec<&str> = tools
+        .iter()
+        .map(|tool| tool.name.as_str())
+        .filter(|name| !before.contains(name))
+        .collect();
+    let removed: Vec<&str> = before
+        .iter()
+        .copied()
+        .filter(|name| !tools.iter().any(|tool| tool.name == *name))
+        .collect();
+    let mut note = String::from("The tools changed since the last turn");
+    if !added.is_empty() {
+        note.push_str(&format!("; now also: {}", added.join(", ")));
+    }
+    if !removed.is_empty() {
+        note.push_str(&format!("; gone: {}", removed.join(", ")));
+    }
+    note.push_str(". [tools] lists them as they are now.");
+    Some(note)
+}
+
 /// Tier B for `audience`, rendered from the session's tools and folders.
 pub fn static_context_event(
     deps: &SessionDeps,
@@ -255,7 +296,7 @@ fn repo_map_for(deps: &SessionDeps, state: &SessionState, audience: Audience) ->
     let focus = map_focus(state);
     let cache_dir = repo_map::cache::dir_in(&deps.data_dir);
     // Waiting up to the budget: the async worker's other tasks move on meanwhile.
-    super::snapshot::off_async_threads(|| {
+    crate::tools::off_async_threads(|| {
         repo_map::for_prompt(
             &state.project_dir,
             focus,

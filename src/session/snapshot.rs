@@ -64,7 +64,7 @@ pub fn commit(
     state: &mut SessionState,
     events: &[JournalEvent],
 ) -> Result<Vec<JournalRecord>, StoreError> {
-    let records = off_async_threads(|| store.append_batch(&state.id, events))?;
+    let records = crate::tools::off_async_threads(|| store.append_batch(&state.id, events))?;
     applied(store, every, state, events, records)
 }
 
@@ -79,7 +79,7 @@ pub fn commit_soon(
     state: &mut SessionState,
     events: &[JournalEvent],
 ) -> Result<Vec<JournalRecord>, StoreError> {
-    let records = off_async_threads(|| store.append_lazily(&state.id, events))?;
+    let records = crate::tools::off_async_threads(|| store.append_lazily(&state.id, events))?;
     if !records.is_empty() {
         flush_soon(store);
     }
@@ -139,19 +139,6 @@ fn applied(
         snapshot(store, state);
     }
     Ok(records)
-}
-
-/// Runs `write`, which waits (for the disk, for a thread), so that the async worker it is
-/// called on hands its other tasks to another thread meanwhile (on a multi-threaded
-/// runtime; elsewhere it simply runs).
-pub(super) fn off_async_threads<T>(write: impl FnOnce() -> T) -> T {
-    use tokio::runtime::{Handle, RuntimeFlavor};
-    match Handle::try_current() {
-        Ok(handle) if handle.runtime_flavor() == RuntimeFlavor::MultiThread => {
-            tokio::task::block_in_place(write)
-        }
-        _ => write(),
-    }
 }
 
 /// Saves `state` as the session's snapshot, with the next commit of the store (see

@@ -265,3 +265,16 @@ where
         .await
         .unwrap_or_else(|err| ToolOutput::error(format!("The tool stopped unexpectedly: {err}")))
 }
+
+/// Runs `work`, which waits (for the disk, for a thread), so that the async worker it is
+/// called on hands its other tasks to another thread meanwhile (on a multi-threaded
+/// runtime; elsewhere it simply runs).
+pub fn off_async_threads<T>(work: impl FnOnce() -> T) -> T {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    match Handle::try_current() {
+        Ok(handle) if handle.runtime_flavor() == RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(work)
+        }
+        _ => work(),
+    }
+}

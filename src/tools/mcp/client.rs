@@ -185,19 +185,19 @@ impl Connection {
                 headers,
                 legacy_sse,
             } => {
-                if *legacy_sse {
-                    tracing::warn!(server = %server.name, "the legacy SSE transport is not spoken yet; trying streamable HTTP");
-                }
                 use rmcp::transport::StreamableHttpClientTransport;
                 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
                 let client = crate::llm::http::client_sending(url, headers)
                     .map_err(|err| format!("could not set up HTTP: {err}"))?;
-                let config = StreamableHttpClientTransportConfig::with_uri(url.clone());
-                let transport = StreamableHttpClientTransport::with_client(client, config);
-                handler
-                    .serve(transport)
-                    .await
-                    .map_err(|err| handshake_failed(&err, &heard))?
+                let served = if *legacy_sse {
+                    let halves = super::legacy_sse::connect(client, url).await?;
+                    handler.serve(halves).await
+                } else {
+                    let config = StreamableHttpClientTransportConfig::with_uri(url.clone());
+                    let transport = StreamableHttpClientTransport::with_client(client, config);
+                    handler.serve(transport).await
+                };
+                served.map_err(|err| handshake_failed(&err, &heard))?
             }
         };
         Ok(Self {

@@ -474,7 +474,9 @@ impl McpHub {
     /// The tools of `project`'s servers that run, starting those that do not yet. Waits at
     /// most `startup_timeout` for servers still starting.
     pub async fn tools_for(&self, project: &Path) -> Vec<Arc<dyn Tool>> {
-        let servers = self.servers_for(project).unwrap_or_else(|err| {
+        // Files read at every turn: the async worker's other tasks move on meanwhile.
+        let servers = crate::tools::off_async_threads(|| self.servers_for(project));
+        let servers = servers.unwrap_or_else(|err| {
             // The config's servers still run; `tern mcp list` shows what is wrong.
             tracing::warn!(%err, "a project's MCP servers cannot be read");
             self.settings

@@ -7,6 +7,7 @@
 
 pub mod client;
 pub mod hub;
+mod legacy_sse;
 pub mod listing;
 pub mod prompt;
 pub mod schema;

@@ -293,3 +293,63 @@ async fn a_prompt_named_in_an_input_is_the_servers_text_and_is_listed() {
     assert!(text.contains("resources: memo://one, memo://two"), "{text}");
     hub.stop_all().await;
 }
+
+/// The legacy SSE server of the tests, started; its port.
+fn sse_server(args: &[&str]) -> (std::process::Child, u16) {
+    use std::io::BufRead;
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/support/mcp_sse_server.py"
+    );
+    let mut child = std::process::Command::new("python3")
+        .arg(script)
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("the SSE server starts");
+    let mut line = String::new();
+    let stdout = child.stdout.take().expect("its stdout");
+    std::io::BufReader::new(stdout)
+        .read_line(&mut line)
+        .expect("its port");
+    (child, line.trim().parse().expect("a port"))
+}
+
+#[tokio::test]
+async fn a_legacy_sse_server_is_spoken_to_over_its_event_stream() {
+    let (mut server, port) = sse_server(&[]);
+    let config =
+        format!("[mcp.servers.old]\nurl = \"http://127.0.0.1:{port}/sse\"\ntransport = \"sse\"\n");
+    let old = settings(&config);
+    let connection = Connection::open(&old.servers[0], Vec::new())
+        .await
+        .expect("connected");
+    let tools = connection.list_tools().await.expect("tools");
+    assert_eq!(tools[0].name, "echo");
+    let args = serde_json::json!({"text": "hello"})
+        .as_object()
+        .cloned()
+        .unwrap_or_default();
+    let answer = connection
+        .call(
+            "echo",
+            args,
+            Duration::from_secs(10),
+            &CancellationToken::new(),
+        )
+        .await
+        .expect("an answer");
+    assert_eq!(answer["content"][0]["text"], "sse: hello");
+    connection.close().await;
+    let _ = server.kill();
+
+    // An endpoint on another origin would get the server's headers: refused.
+    let (mut foreign, port) = sse_server(&["--foreign"]);
+    let config =
+        format!("[mcp.servers.old]\nurl = \"http://127.0.0.1:{port}/sse\"\ntransport = \"sse\"\n");
+    let foreign_settings = settings(&config);
+    let refused = Connection::open(&foreign_settings.servers[0], Vec::new()).await;
+    let err = refused.err().expect("refused");
+    assert!(err.contains("another origin"), "{err}");
+    let _ = foreign.kill();
+}

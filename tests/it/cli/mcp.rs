@@ -309,3 +309,30 @@ fn a_prompt_command_is_the_servers_prompt_and_mcp_list_asks_the_running_owner() 
     let heard = std::fs::read_to_string(&log).expect("the server's log");
     assert_eq!(heard.matches("\"initialize\"").count(), 1, "{heard}");
 }
+
+#[test]
+fn tools_that_change_between_turns_rewrite_tier_b_once_with_a_note() {
+    let cli = Cli::new();
+    cli.home.write_config(NO_TITLES);
+    for reply in ["One.", "Two.", "Three."] {
+        cli.mock.push(Reply::text(reply));
+    }
+    let first = cli.run(&["run", "first"]);
+    assert!(first.status.success(), "{}", stderr(&first));
+    // A server joins the session's project: its tools come with the next turn.
+    cli.home.write_config(&config_with_fake(""));
+    for input in ["second", "third"] {
+        let output = cli.run(&["run", "--continue", input]);
+        assert!(output.status.success(), "{}", stderr(&output));
+    }
+    let requests = cli.mock.model_requests();
+    let system = |at: usize| requests[at].body["system"].to_string();
+    let body = |at: usize| requests[at].body.to_string();
+    assert!(!system(0).contains("mcp__fake__echo"), "{}", system(0));
+    assert!(system(1).contains("- mcp__fake__echo: "), "{}", system(1));
+    assert_eq!(system(1), system(2), "tier B is written once");
+    let note = "[tools-changed]\\nThe tools changed since the last turn; now also: mcp__fake__";
+    assert!(body(1).contains(note), "{}", body(1));
+    // Said once: the third request carries it only as part of the second turn.
+    assert_eq!(body(2).matches("[tools-changed]").count(), 1, "{}", body(2));
+}
