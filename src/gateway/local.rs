@@ -532,6 +532,14 @@ impl Local {
             } => Reply::Lines {
                 lines: self.mcp(&project_dir, approve).await?,
             },
+            Call::McpUnapproved { project_dir } => Reply::Lines {
+                lines: match self.deps.mcp.clone() {
+                    Some(hub) => blocking(move || listing::unapproved(&hub, &project_dir))
+                        .await?
+                        .map_err(ServiceError::new)?,
+                    None => Vec::new(),
+                },
+            },
             catalog => {
                 let store = self.deps.store.clone();
                 blocking(move || read_catalog(store.as_ref(), catalog)).await??

@@ -536,6 +536,18 @@ impl SessionService {
         }
     }
 
+    /// What to tell a person opening `project_dir` about servers of its `.mcp.json` that are
+    /// not approved to run there; nothing when all are.
+    pub async fn mcp_unapproved(&self, project_dir: &Path) -> Result<Vec<String>, ServiceError> {
+        let call = Call::McpUnapproved {
+            project_dir: project_dir.to_path_buf(),
+        };
+        match self.ask(call).await? {
+            Reply::Lines { lines } => Ok(lines),
+            other => Err(unexpected(&other)),
+        }
+    }
+
     /// Lifecycle events of every session from now on. A client follows them from whoever
     /// owns the store, through changes of owner (events while it changes are missed).
     pub fn lifecycle(&self) -> broadcast::Receiver<LifecycleEvent> {

@@ -223,6 +223,11 @@ pub enum Call {
         project_dir: PathBuf,
         approve: Option<String>,
     },
+    /// What to tell a person opening the project about servers of its `.mcp.json` that are
+    /// not approved: nothing when all are.
+    McpUnapproved {
+        project_dir: PathBuf,
+    },
     /// Sent in place of a request too large for a frame: answered with `refused`.
     Oversized {
         refused: String,
@@ -254,6 +259,7 @@ impl Call {
                 | Call::LiveRuns { .. }
                 | Call::Channels
                 | Call::Mcp { .. }
+                | Call::McpUnapproved { .. }
         )
     }
 }

@@ -119,6 +119,11 @@ pub async fn run(mut app: App, launch: Launch) -> std::io::Result<Exit> {
     }
     runner.link.read_branch();
     runner.link.watch_channels();
+    super::mcp::tell_unapproved(
+        runner.link.service.clone(),
+        runner.link.project_dir.clone(),
+        runner.link.tx.clone(),
+    );
     if launch.pick {
         runner.open_picker(true);
     }

@@ -55,6 +55,30 @@ fn spaced(usage: &str) -> String {
     }
 }
 
+/// What to tell a person opening `project` whose `.mcp.json` names servers not approved
+/// to run there (none when all are, or none is named): which, what each runs, and how to
+/// let one run.
+pub fn unapproved(hub: &McpHub, project: &Path) -> Result<Vec<String>, String> {
+    let waiting: Vec<McpServer> = hub
+        .servers_for(project)?
+        .into_iter()
+        .filter(|(server, ok)| !ok && server.enabled)
+        .map(|(server, _)| server)
+        .collect();
+    if waiting.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut lines = vec![format!(
+        "This project's {MCP_PROJECT_FILE} names MCP servers not approved to run here (or \
+         changed since); their tools are not offered until you approve them:"
+    )];
+    for server in &waiting {
+        lines.push(format!("  {}: {}", server.name, what_runs(server)));
+    }
+    lines.push("/mcp approve NAME lets one run, remembered until its entry changes.".to_owned());
+    Ok(lines)
+}
+
 /// Lets the server `name` of `project`'s `.mcp.json` run there, remembered until its entry
 /// changes; says what it runs. A server of the config file needs no approval.
 pub fn approve(hub: &McpHub, project: &Path, name: &str) -> Result<Vec<String>, String> {

@@ -23,7 +23,8 @@ fn fake(name: &str, args: &str) -> String {
     format!("[mcp.servers.{name}]\ncommand = \"python3\"\nargs = [\"{FAKE}\"{args}]\n")
 }
 
-fn context(dir: &Path) -> crate::tools::ToolContext {
+/// What a tool of these tests runs with, in `dir`.
+pub(super) fn context(dir: &Path) -> crate::tools::ToolContext {
     crate::tools::ToolContext {
         project_dir: dir.to_path_buf(),
         cwd: dir.to_path_buf(),

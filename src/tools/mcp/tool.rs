@@ -157,13 +157,14 @@ impl Tool for McpTool {
 /// text says it, other parts named; capped, the whole kept in a file when cut.
 fn output_of(result: &Value, tool: &str, ctx: &ToolContext) -> ToolOutput {
     let mut parts: Vec<String> = Vec::new();
-    for block in result
+    for (at, block) in result
         .get("content")
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
+        .enumerate()
     {
-        parts.push(describe_block(block));
+        parts.push(describe_block(block, &Saving { tool, ctx, at }));
     }
     if parts.iter().all(|part| part.trim().is_empty())
         && let Some(structured) = result.get("structuredContent").filter(|v| !v.is_null())
@@ -189,7 +190,45 @@ fn output_of(result: &Value, tool: &str, ctx: &ToolContext) -> ToolOutput {
     }
 }
 
-fn describe_block(block: &Value) -> String {
+/// Where a result's image or audio part is saved: the session's temporary folder, named
+/// after the tool, the moment and the part's place in the result.
+struct Saving<'a> {
+    tool: &'a str,
+    ctx: &'a ToolContext,
+    at: usize,
+}
+
+impl Saving<'_> {
+    /// Saves a part's base64 `data` as a file; its path and size, or why it was not saved.
+    fn save(&self, data: &str, mime: &str) -> Result<(std::path::PathBuf, usize), String> {
+        use base64::Engine;
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(data.trim())
+            .map_err(|_| "its data is not base64".to_owned())?;
+        let extension = match mime {
+            "image/png" => "png",
+            "image/jpeg" => "jpg",
+            "image/gif" => "gif",
+            "image/webp" => "webp",
+            "image/svg+xml" => "svg",
+            "audio/wav" | "audio/x-wav" => "wav",
+            "audio/mpeg" => "mp3",
+            "audio/ogg" => "ogg",
+            _ => "bin",
+        };
+        let stamp = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis());
+        let dir = &self.ctx.temp_dir;
+        let path = dir.join(format!("{}-{stamp}-{}.{extension}", self.tool, self.at));
+        std::fs::create_dir_all(dir)
+            .and_then(|()| std::fs::write(&path, &bytes))
+            .map_err(|err| format!("it could not be saved in {}: {err}", dir.display()))?;
+        Ok((path, bytes.len()))
+    }
+}
+
+fn describe_block(block: &Value, saving: &Saving<'_>) -> String {
     let kind = block.get("type").and_then(Value::as_str).unwrap_or("");
     let text = |key: &str| {
         block
@@ -200,12 +239,18 @@ fn describe_block(block: &Value) -> String {
     };
     match kind {
         "text" => text("text"),
+        // Kept as a file the person can open and the tools can name; not sent as an image.
         "image" | "audio" => {
-            let bytes = block
-                .get("data")
-                .and_then(Value::as_str)
-                .map_or(0, |d| d.len() * 3 / 4);
-            format!("[{kind}: {}, about {bytes} bytes]", text("mimeType"))
+            let mime = text("mimeType");
+            match saving.save(&text("data"), &mime) {
+                Ok((path, bytes)) => {
+                    format!(
+                        "[{kind} {mime}, {bytes} bytes, saved as {}]",
+                        path.display()
+                    )
+                }
+                Err(why) => format!("[{kind} {mime}: {why}]"),
+            }
         }
         "resource" => match block.get("resource") {
             Some(resource) => match resource.get("text").and_then(Value::as_str) {
@@ -281,6 +326,27 @@ mod tests {
         let per_tool = server("approve = \"never\"\napprove_tools = { t = \"ask\" }\n");
         assert_eq!(ctx_free(&tool_of(&per_tool)), ApprovalNeed::Exec);
         assert!(!tool_of(&server("")).is_read_only());
+    }
+
+    #[test]
+    fn an_image_in_a_result_is_saved_as_a_file_the_result_names() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let ctx = super::super::tests::context(dir.path());
+        let result = serde_json::json!({"content": [
+            {"type": "text", "text": "Here it is:"},
+            {"type": "image", "mimeType": "image/png", "data": "iVBORw0KGgo="},
+            {"type": "image", "mimeType": "image/png", "data": "not base64!"},
+        ]});
+        let out = output_of(&result, "mcp__s__t", &ctx);
+        let lines: Vec<&str> = out.content.lines().collect();
+        assert_eq!(lines[0], "Here it is:");
+        let path = lines[1]
+            .strip_prefix("[image image/png, 8 bytes, saved as ")
+            .and_then(|rest| rest.strip_suffix(']'))
+            .expect("the saved file named");
+        assert!(path.ends_with(".png"), "{path}");
+        assert_eq!(std::fs::read(path).expect("saved"), b"\x89PNG\r\n\x1a\n");
+        assert_eq!(lines[2], "[image image/png: its data is not base64]");
     }
 
     #[test]

@@ -336,3 +336,19 @@ fn tools_that_change_between_turns_rewrite_tier_b_once_with_a_note() {
     // Said once: the third request carries it only as part of the second turn.
     assert_eq!(body(2).matches("[tools-changed]").count(), 1, "{}", body(2));
 }
+
+#[test]
+fn the_interface_names_unapproved_servers_and_mcp_approve_lets_one_run() {
+    let cli = Cli::new();
+    cli.home.write_config(NO_TITLES);
+    let entry = json!({"mcpServers": {"fake": {"command": "python3", "args": [FAKE]}}});
+    cli.home.write_file(".mcp.json", &entry.to_string());
+    let tmux = super::tmux::Tmux::start(&cli, &[]);
+    let screen = tmux.wait_for("not approved to run here");
+    assert!(screen.contains("fake: python3"), "{screen}");
+    tmux.type_text("/mcp approve fake");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("fake may run in");
+    let screen = tmux.wait_for("ready, 7 tools");
+    assert!(screen.contains("/mcp__fake__greet NAME [MOOD]"), "{screen}");
+}
