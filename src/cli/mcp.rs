@@ -51,7 +51,7 @@ pub async fn run(command: McpCommand) -> anyhow::Result<Outcome> {
     let project = setup::project_dir()?;
     match command {
         McpCommand::List => list(&loaded, &project).await,
-        McpCommand::Approve { name } => approve(&loaded, &project, &name),
+        McpCommand::Approve { name } => approve(&loaded, &project, &name).await,
         McpCommand::Add {
             name,
             project: in_project,
@@ -136,8 +136,18 @@ pub async fn server_lines(loaded: &setup::Loaded, project: &Path) -> anyhow::Res
     lines.map_err(anyhow::Error::msg)
 }
 
-fn approve(loaded: &setup::Loaded, project: &Path, name: &str) -> anyhow::Result<Outcome> {
-    for line in listing::approve(&hub(loaded), project, name).map_err(anyhow::Error::msg)? {
+/// Approves through the running owner when there is one (whose environment the entry is
+/// read with, and which then shows its servers as they run), else here.
+async fn approve(loaded: &setup::Loaded, project: &Path, name: &str) -> anyhow::Result<Outcome> {
+    let lines = match super::door::owner(&loaded.paths).await {
+        Ok(Some(service)) => service
+            .mcp(project, Some(name))
+            .await
+            .map_err(|e| e.message),
+        _ => listing::approve(&hub(loaded), project, name),
+    };
+    let lines = lines.map_err(anyhow::Error::msg)?;
+    for line in lines {
         println!("{line}");
     }
     Ok(Outcome::Success)

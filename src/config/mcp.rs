@@ -36,7 +36,8 @@ pub struct McpSettings {
     /// How long a session's first prompt waits for the servers to start; zero waits not at all.
     pub startup_timeout: Duration,
     /// How long a server no session has used (no turn needing its tools, no call) keeps
-    /// running before it is stopped; it starts again when a session needs it.
+    /// running before it is stopped (its tools still offered; a call starts it again);
+    /// zero: never stopped.
     pub idle_stop: Duration,
     /// `[mcp.servers.*]`, sorted by name.
     pub servers: Vec<McpServer>,

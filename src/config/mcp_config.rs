@@ -28,7 +28,8 @@ impl Validator<'_> {
             STARTUP_TIMEOUT,
             true,
         )?;
-        let idle_stop = self.duration(&["mcp", "idle_stop"], raw.idle_stop, IDLE_STOP, false)?;
+        // Zero is meaningful: servers are never stopped for going unused.
+        let idle_stop = self.duration(&["mcp", "idle_stop"], raw.idle_stop, IDLE_STOP, true)?;
         let mut servers = Vec::with_capacity(raw.servers.len());
         let mut credential_vars = Vec::new();
         // A BTreeMap, so the servers come out sorted by name.
@@ -247,8 +248,9 @@ mod tests {
         let config = load("[mcp]\nidle_stop = \"90s\"\n", &[]).unwrap();
         assert_eq!(config.mcp.idle_stop, Duration::from_secs(90));
         assert!(config.render().contains("idle_stop = 90s"));
-        let zero = load("[mcp]\nidle_stop = 0\n", &[]).unwrap_err().to_string();
-        assert!(zero.contains("mcp.idle_stop"), "{zero}");
+        let never = load("[mcp]\nidle_stop = 0\n", &[]).unwrap();
+        assert_eq!(never.mcp.idle_stop, Duration::ZERO);
+        assert!(never.render().contains("idle_stop = 0 (never)"));
         let config = load("[mcp]\nstartup_timeout = 0\n", &[]).unwrap();
         assert!(config.mcp.startup_timeout.is_zero());
     }

@@ -156,7 +156,10 @@ impl Config {
             }
             d => writeln!(out, "startup_timeout = {}", format_duration(d))?,
         }
-        writeln!(out, "idle_stop = {}", format_duration(self.mcp.idle_stop))?;
+        match self.mcp.idle_stop {
+            d if d.is_zero() => writeln!(out, "idle_stop = 0 (never)")?,
+            d => writeln!(out, "idle_stop = {}", format_duration(d))?,
+        }
         for server in &self.mcp.servers {
             write_mcp_server(out, server)?;
         }

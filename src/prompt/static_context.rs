@@ -165,7 +165,13 @@ pub fn tools_in(section: &str) -> Vec<&str> {
 
 fn push_index(out: &mut String, entries: &[IndexEntry]) {
     for entry in entries {
-        out.push_str(&format!("- {}: {}\n", entry.name, entry.summary));
+        // One line each, whatever a summary (an MCP server's, say) holds.
+        let summary = entry
+            .summary
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        out.push_str(&format!("- {}: {summary}\n", entry.name));
     }
 }
 

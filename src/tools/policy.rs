@@ -23,8 +23,9 @@ pub fn decide(mode: ApprovalMode, need: &ApprovalNeed) -> Decision {
         (ApprovalMode::Ask, ApprovalNeed::Person) => Decision::Ask,
         (mode, ApprovalNeed::Person) => Decision::Refuse(format!(
             "Refused: the configuration says a person must approve every call of this tool \
-             (approve = \"always\"), and this session runs with --approve {mode}, where no \
-             one is asked. Ask the user to run it in the interface, or do without it."
+             (approve = \"always\"), and this session's approval mode is {mode}, in which no \
+             one is asked. Ask the user to run it in a session whose approval mode is ask \
+             (the interface), or do without it."
         )),
         (_, ApprovalNeed::None) | (ApprovalMode::All, _) => Decision::Allow,
         (ApprovalMode::Ask, _) => Decision::Ask,

@@ -414,7 +414,14 @@ impl App {
                 }
             },
             // A server's prompt: the session asks the server for its text.
-            prompt if prompt.starts_with("mcp__") => self.send_text(format!("/{line}")),
+            // Sent alone (the `!` output waits for the next message): the session knows the
+            // command only at the start of an input.
+            prompt if prompt.starts_with("mcp__") => {
+                let context = std::mem::take(&mut self.shell_context);
+                let sent = self.send_text(format!("/{line}"));
+                self.shell_context = context;
+                sent
+            }
             "help" => {
                 self.notice(help_text());
                 Vec::new()

@@ -190,7 +190,7 @@ impl Connection {
                 let client = crate::llm::http::client_sending(url, headers)
                     .map_err(|err| format!("could not set up HTTP: {err}"))?;
                 let served = if *legacy_sse {
-                    let halves = super::legacy_sse::connect(client, url).await?;
+                    let halves = super::legacy_sse::connect(client, url, server.timeout).await?;
                     handler.serve(halves).await
                 } else {
                     let config = StreamableHttpClientTransportConfig::with_uri(url.clone());

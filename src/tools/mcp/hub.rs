@@ -49,7 +49,14 @@ pub struct Running {
 #[derive(Clone)]
 enum State {
     Idle,
-    Starting,
+    /// Starting, with what it offered before, if it ran: a server started again keeps its
+    /// tools offered meanwhile.
+    Starting {
+        last: Option<Listing>,
+    },
+    /// Stopped after going unused for `idle_stop`: its tools are still offered, and a call
+    /// of one starts it again.
+    Resting(Listing),
     Ready {
         connection: Arc<Connection>,
         tools: Arc<Vec<ServerTool>>,
@@ -62,11 +69,19 @@ enum State {
     },
 }
 
-/// A server's prompts and resources, as listed when it started.
+/// What a server offered when it last ran.
+#[derive(Clone)]
+struct Listing {
+    tools: Arc<Vec<ServerTool>>,
+}
+
+/// A server's prompts and resources, as listed after it started.
 #[derive(Debug, Default)]
 struct Listed {
     prompts: Vec<ServerPrompt>,
     resources: Vec<String>,
+    /// Not listed yet: asked right after the start.
+    pending: bool,
 }
 
 /// What `tern mcp list` and `/mcp` show of a server.
@@ -75,6 +90,11 @@ pub enum ServerState {
     /// Configured, not started yet (no session of the project has needed it).
     NotStarted,
     Starting,
+    /// Stopped after going unused for `idle_stop`; its `tools` are still offered, and a
+    /// call of one starts it again.
+    Resting {
+        tools: usize,
+    },
     Ready {
         tools: Vec<String>,
         /// Each prompt as its slash command's arguments are written (`NAME [OTHER]`).
@@ -138,15 +158,16 @@ impl Running {
     fn start_if_due(self: &Arc<Self>) {
         let failures = {
             let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-            let failures = match &*state {
-                State::Idle => 0,
+            let (failures, last) = match &*state {
+                State::Idle => (0, None),
+                State::Resting(listing) => (0, Some(listing.clone())),
                 State::Failed {
                     failures, retry_at, ..
-                } if Instant::now() >= *retry_at => *failures,
-                State::Ready { connection, .. } if connection.is_closed() => 1,
+                } if Instant::now() >= *retry_at => (*failures, None),
+                State::Ready { connection, .. } if connection.is_closed() => (1, None),
                 _ => return,
             };
-            *state = State::Starting;
+            *state = State::Starting { last };
             failures
         };
         let running = self.clone();
@@ -154,8 +175,7 @@ impl Running {
             let started = async {
                 let connection = Connection::open(&running.server, running.env.clone()).await?;
                 let tools = connection.list_tools().await?;
-                let listed = listed(&running.server.name, &connection).await;
-                Ok::<_, String>((connection, tools, listed))
+                Ok::<_, String>((connection, tools))
             };
             // A server that never answers the handshake is given as long as a call.
             let limit = running.server.timeout;
@@ -168,16 +188,26 @@ impl Running {
                     ))
                 });
             match started {
-                Ok((connection, tools, listed)) => {
+                Ok((connection, tools)) => {
                     tracing::info!(server = %running.server.name, tools = tools.len(), "MCP server ready");
                     let connection = Arc::new(connection);
                     running.touch();
                     running.set(State::Ready {
                         connection: connection.clone(),
                         tools: Arc::new(sanitized(tools)),
-                        listed: Arc::new(listed),
+                        listed: Arc::new(Listed {
+                            pending: true,
+                            ..Listed::default()
+                        }),
                     });
                     stop_when_idle(Arc::downgrade(&running), Arc::downgrade(&connection));
+                    // Prompts and resources are for showing: listed after, within a limit
+                    // of their own, so a long list never costs the server its tools.
+                    let listed =
+                        tokio::time::timeout(limit, listed(&running.server.name, &connection));
+                    // Not listed in time: none shown, and no longer waited for.
+                    let listed = listed.await.unwrap_or_default();
+                    running.update(&connection, |tools, _| (tools, Arc::new(listed)));
                 }
                 Err(reason) => {
                     let pause = FIRST_PAUSE
@@ -210,28 +240,55 @@ impl Running {
             return;
         }
         if let Ok(tools) = connection.list_tools().await {
-            self.set(State::Ready {
-                connection,
-                tools: Arc::new(sanitized(tools)),
-                listed,
-            });
+            let tools = Arc::new(sanitized(tools));
+            self.update(&connection, |_, _| (tools, listed));
         }
+    }
+
+    /// Replaces the listing of `connection`, if the server still runs it (not stopped or
+    /// started again meanwhile).
+    fn update(
+        &self,
+        connection: &Arc<Connection>,
+        change: impl FnOnce(Arc<Vec<ServerTool>>, Arc<Listed>) -> (Arc<Vec<ServerTool>>, Arc<Listed>),
+    ) {
+        {
+            let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+            let State::Ready {
+                connection: now,
+                tools,
+                listed,
+            } = &*state
+            else {
+                return;
+            };
+            if !Arc::ptr_eq(now, connection) {
+                return;
+            }
+            let (tools, listed) = change(tools.clone(), listed.clone());
+            *state = State::Ready {
+                connection: connection.clone(),
+                tools,
+                listed,
+            };
+        }
+        self.changed.notify_waiters();
     }
 
     /// The connection, starting the server again first if it was stopped (idle, or exited
     /// and due for another try), within its `timeout`.
     async fn connection(self: &Arc<Self>) -> Result<Arc<Connection>, CallError> {
-        self.start_if_due();
         let deadline = tokio::time::Instant::now() + self.server.timeout;
         loop {
             let waiting = self.changed.notified();
+            self.start_if_due();
             match self.state() {
                 State::Ready { connection, .. } if !connection.is_closed() => {
                     return Ok(connection);
                 }
                 State::Failed { reason, .. } => return Err(CallError::Closed(reason)),
-                State::Starting => {}
-                _ => return Err(CallError::Closed("it is not running".to_owned())),
+                // Starting (or closed and started again at the next look).
+                _ => {}
             }
             if tokio::time::timeout_at(deadline, waiting).await.is_err() {
                 return Err(CallError::Closed(format!(
@@ -286,7 +343,13 @@ impl Running {
             if self.calls.load(Ordering::SeqCst) > 0 || unused < self.idle_stop {
                 return Some(self.idle_stop.saturating_sub(unused).max(MIN_IDLE_CHECK));
             }
-            std::mem::replace(&mut *state, State::Idle)
+            let State::Ready { tools, .. } = &*state else {
+                return None;
+            };
+            let listing = Listing {
+                tools: tools.clone(),
+            };
+            std::mem::replace(&mut *state, State::Resting(listing))
         };
         self.changed.notify_waiters();
         tracing::info!(server = %self.server.name, "MCP server stopped after {} s unused", self.idle_stop.as_secs());
@@ -297,7 +360,10 @@ impl Running {
     fn shown(&self) -> ServerState {
         match self.state() {
             State::Idle => ServerState::NotStarted,
-            State::Starting => ServerState::Starting,
+            State::Starting { .. } => ServerState::Starting,
+            State::Resting(listing) => ServerState::Resting {
+                tools: listing.tools.len(),
+            },
             State::Ready { tools, listed, .. } => ServerState::Ready {
                 tools: tools
                     .iter()
@@ -327,7 +393,11 @@ async fn listed(server: &str, connection: &Connection) -> Listed {
         tracing::warn!(server, %err, "MCP server's resources not listed");
         Vec::new()
     });
-    Listed { prompts, resources }
+    Listed {
+        prompts,
+        resources,
+        pending: false,
+    }
 }
 
 /// The shortest pause between two looks at whether a server is idle.
@@ -338,8 +408,9 @@ const MIN_IDLE_CHECK: Duration = Duration::from_millis(50);
 fn stop_when_idle(running: Weak<Running>, connection: Weak<Connection>) {
     tokio::spawn(async move {
         let mut wait = match running.upgrade() {
-            Some(running) => running.idle_stop,
-            None => return,
+            // Zero: kept running while tern runs.
+            Some(running) if !running.idle_stop.is_zero() => running.idle_stop,
+            _ => return,
         };
         loop {
             tokio::time::sleep(wait).await;
@@ -474,24 +545,17 @@ impl McpHub {
     /// The tools of `project`'s servers that run, starting those that do not yet. Waits at
     /// most `startup_timeout` for servers still starting.
     pub async fn tools_for(&self, project: &Path) -> Vec<Arc<dyn Tool>> {
-        // Files read at every turn: the async worker's other tasks move on meanwhile.
-        let servers = crate::tools::off_async_threads(|| self.servers_for(project));
-        let servers = servers.unwrap_or_else(|err| {
-            // The config's servers still run; `tern mcp list` shows what is wrong.
-            tracing::warn!(%err, "a project's MCP servers cannot be read");
-            self.settings
-                .servers
-                .iter()
-                .map(|server| (server.clone(), true))
-                .collect()
-        });
-        let wanted: Vec<(McpServer, Arc<Running>)> = servers
+        let wanted: Vec<(McpServer, Arc<Running>)> = self
+            .servers_or_config(project)
             .into_iter()
             .filter(|(server, ok)| *ok && server.enabled)
             .map(|(server, _)| {
                 let running = self.running(project, &server);
                 running.touch();
-                running.start_if_due();
+                // A resting server's tools are offered as they were; a call starts it.
+                if !matches!(running.state(), State::Resting(_)) {
+                    running.start_if_due();
+                }
                 (server, running)
             })
             .collect();
@@ -499,7 +563,8 @@ impl McpHub {
         for (_, running) in &wanted {
             loop {
                 let waiting = running.changed.notified();
-                if !matches!(running.state(), State::Starting) {
+                // One started again offers what it did before meanwhile.
+                if !matches!(running.state(), State::Starting { last: None }) {
                     break;
                 }
                 if tokio::time::timeout_at(deadline, waiting).await.is_err() {
@@ -511,14 +576,36 @@ impl McpHub {
         }
         let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
         for (server, running) in wanted {
-            let State::Ready { tools: listed, .. } = running.state() else {
-                continue;
+            let listed = match running.state() {
+                State::Ready { tools, .. } => tools,
+                State::Resting(listing)
+                | State::Starting {
+                    last: Some(listing),
+                } => listing.tools,
+                _ => continue,
             };
             for tool in listed.iter().filter(|tool| server.allows(&tool.name)) {
                 tools.push(Arc::new(McpTool::new(&server, tool, running.clone())));
             }
         }
+        // In one order whatever order servers list them in, so tier B's index holds still.
+        tools.sort_by(|a, b| a.name().cmp(b.name()));
         tools
+    }
+
+    /// The servers of `project` with whether each may run, read off the async workers; the
+    /// config's alone when the project's `.mcp.json` cannot be read (said in the log, and
+    /// by `tern mcp list`).
+    fn servers_or_config(&self, project: &Path) -> Vec<(McpServer, bool)> {
+        let servers = crate::tools::off_async_threads(|| self.servers_for(project));
+        servers.unwrap_or_else(|err| {
+            tracing::warn!(%err, "a project's MCP servers cannot be read");
+            self.settings
+                .servers
+                .iter()
+                .map(|server| (server.clone(), true))
+                .collect()
+        })
     }
 
     /// The text of the prompt an input names (`/mcp__server__prompt ARGS`), from `project`'s
@@ -534,9 +621,12 @@ impl McpHub {
             return Err("not an MCP prompt: write /mcp__SERVER__PROMPT".to_owned());
         };
         let command = format!("/mcp__{name}__{wanted}");
-        let found = self.servers_for(project)?.into_iter().find(|(server, _)| {
-            server.name == name && (audience != Audience::Public || server.public)
-        });
+        let found = self
+            .servers_or_config(project)
+            .into_iter()
+            .find(|(server, _)| {
+                server.name == name && (audience != Audience::Public || server.public)
+            });
         let server = match found {
             None => {
                 return Err(format!(
@@ -555,17 +645,19 @@ impl McpHub {
             Some((server, true)) => server,
         };
         let running = self.running(project, &server);
-        running.touch();
+        // Counted as a call, so the server is not stopped as idle under it.
+        let _asking = CallUnderWay::new(&running);
         let connection = running
             .connection()
             .await
             .map_err(|err| format!("{command}: {name} is not running: {err}"))?;
-        let State::Ready { listed, .. } = running.state() else {
-            return Err(format!("{command}: {name} stopped"));
-        };
-        let Some(found) = listed.prompts.iter().find(|p| p.name == wanted) else {
-            let known: Vec<String> = listed
-                .prompts
+        // Asked now: the listing kept for showing may still be coming.
+        let prompts = tokio::time::timeout(server.timeout, connection.list_prompts())
+            .await
+            .unwrap_or_else(|_| Err("no answer to prompts/list".to_owned()))
+            .map_err(|err| format!("{command}: {err}"))?;
+        let Some(found) = prompts.iter().find(|p| p.name == wanted) else {
+            let known: Vec<String> = prompts
                 .iter()
                 .map(|p| format!("/mcp__{name}__{}", p.name))
                 .collect();
@@ -587,6 +679,32 @@ impl McpHub {
             return Err(format!("{command}: {name} gave an empty prompt"));
         }
         Ok(text)
+    }
+
+    /// Waits, at most `startup_timeout`, for the servers of `project` that run to have
+    /// listed their prompts and resources (asked right after each starts), for showing.
+    pub async fn listings_of(&self, project: &Path) {
+        let running: Vec<Arc<Running>> = self
+            .running
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .filter(|((dir, _), _)| dir == project)
+            .map(|(_, running)| running.clone())
+            .collect();
+        let deadline = tokio::time::Instant::now() + self.settings.startup_timeout;
+        for running in running {
+            loop {
+                let waiting = running.changed.notified();
+                match running.state() {
+                    State::Ready { listed, .. } if listed.pending => {}
+                    _ => break,
+                }
+                if tokio::time::timeout_at(deadline, waiting).await.is_err() {
+                    break;
+                }
+            }
+        }
     }
 
     /// Every server of `project` with its state.

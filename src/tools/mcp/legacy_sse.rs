@@ -8,10 +8,12 @@
 //! task of their own) and a stream of the server's (read by another). A failed post or the
 //! stream's end closes both, so the connection is seen closed and started again later.
 
+use crate::config;
 use crate::llm::{SseDecoder, SseEvent};
 use futures_util::StreamExt;
 use futures_util::stream::{self, BoxStream};
 use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
+use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::PollSender;
 
@@ -24,15 +26,23 @@ pub type Halves = (
     BoxStream<'static, ServerJsonRpcMessage>,
 );
 
-/// Opens the event stream at `url` and waits for its `endpoint` event.
-pub async fn connect(client: reqwest::Client, url: &str) -> Result<Halves, String> {
-    let base = reqwest::Url::parse(url).map_err(|err| format!("{url} is not an address: {err}"))?;
+/// Opens the event stream at `url` and waits for its `endpoint` event; a post that takes
+/// longer than `timeout` ends the connection. Messages name addresses as
+/// [`config::shown_url`] shows them, without what may be secret.
+pub async fn connect(
+    client: reqwest::Client,
+    url: &str,
+    timeout: Duration,
+) -> Result<Halves, String> {
+    let shown = config::shown_url(url);
+    let base =
+        reqwest::Url::parse(url).map_err(|err| format!("{shown} is not an address: {err}"))?;
     let response = client
         .get(base.clone())
         .header(reqwest::header::ACCEPT, "text/event-stream")
         .send()
         .await
-        .map_err(|err| format!("could not open the event stream: {err}"))?;
+        .map_err(|err| format!("could not open the event stream: {}", err.without_url()))?;
     let status = response.status();
     if !status.is_success() {
         return Err(format!(
@@ -55,18 +65,21 @@ pub async fn connect(client: reqwest::Client, url: &str) -> Result<Halves, Strin
         Ok(to) => {
             reader.abort();
             return Err(format!(
-                "the server asked for messages at {to}, another origin than {url}; refused"
+                "the server asked for messages at {}, another origin than {shown}, where \
+                 tern would send its headers; refused. Configure the address under the \
+                 host name the server itself uses (127.0.0.1 and localhost differ)",
+                config::shown_url(to.as_str())
             ));
         }
         Err(err) => {
             reader.abort();
             return Err(format!(
-                "the endpoint `{endpoint}` is not an address: {err}"
+                "the endpoint the server named is not an address: {err}"
             ));
         }
     };
     let (outgoing, to_server) = mpsc::channel(QUEUED);
-    tokio::spawn(post_messages(client, post_to, to_server, reader));
+    tokio::spawn(post_messages(client, post_to, timeout, to_server, reader));
     let messages = stream::unfold(incoming, |mut incoming| async move {
         incoming.recv().await.map(|message| (message, incoming))
     })
@@ -117,15 +130,20 @@ async fn read_events(
 async fn post_messages(
     client: reqwest::Client,
     to: reqwest::Url,
+    timeout: Duration,
     mut messages: mpsc::Receiver<ClientJsonRpcMessage>,
     reader: tokio::task::JoinHandle<()>,
 ) {
     while let Some(message) = messages.recv().await {
-        let posted = client.post(to.clone()).json(&message).send().await;
-        let failed = match posted {
+        let posted = client
+            .post(to.clone())
+            .json(&message)
+            .timeout(timeout)
+            .send();
+        let failed = match posted.await {
             Ok(response) if response.status().is_success() => None,
             Ok(response) => Some(format!("answered {}", response.status())),
-            Err(err) => Some(err.to_string()),
+            Err(err) => Some(err.without_url().to_string()),
         };
         if let Some(why) = failed {
             tracing::warn!(%why, "could not post a message to an MCP server; closing the connection");

@@ -20,6 +20,7 @@ pub async fn lines(hub: &McpHub, project: &Path) -> Result<Vec<String>, String> 
         )]);
     }
     hub.tools_for(project).await;
+    hub.listings_of(project).await;
     let mut lines = Vec::new();
     for (server, state) in &hub.states(project)? {
         let what = what_runs(server);
@@ -74,6 +75,7 @@ pub fn unapproved(hub: &McpHub, project: &Path) -> Result<Vec<String>, String> {
     )];
     for server in &waiting {
         lines.push(format!("  {}: {}", server.name, what_runs(server)));
+        lines.extend(particulars(server));
     }
     lines.push("/mcp approve NAME lets one run, remembered until its entry changes.".to_owned());
     Ok(lines)
@@ -101,23 +103,38 @@ pub fn approve(hub: &McpHub, project: &Path, name: &str) -> Result<Vec<String>, 
         project.display(),
         what_runs(server)
     )];
+    lines.extend(particulars(server));
+    Ok(lines)
+}
+
+/// What a person approving `server` should know beyond its command line: the variables it
+/// gets and where it runs, the headers it sends, and whether an argument is not shown
+/// (one that looks like a secret), so that nothing it runs is hidden from them.
+fn particulars(server: &McpServer) -> Vec<String> {
+    let mut lines = Vec::new();
     match &server.transport {
-        McpTransport::Stdio { env, cwd, .. } => {
+        McpTransport::Stdio { args, env, cwd, .. } => {
+            if args.iter().any(|arg| config::shown_arg(arg) != arg) {
+                lines.push(format!(
+                    "    an argument looks like a secret and is not shown: read {MCP_PROJECT_FILE} \
+                     before approving"
+                ));
+            }
             if !env.is_empty() {
                 let names: Vec<&str> = env.keys().map(String::as_str).collect();
-                lines.push(format!("  with the variables {}", names.join(", ")));
+                lines.push(format!("    with the variables {}", names.join(", ")));
             }
             if let Some(cwd) = cwd {
-                lines.push(format!("  in {}", cwd.display()));
+                lines.push(format!("    in {}", cwd.display()));
             }
         }
         McpTransport::Http { headers, .. } if !headers.is_empty() => {
             let names: Vec<&str> = headers.keys().map(String::as_str).collect();
-            lines.push(format!("  sending the headers {}", names.join(", ")));
+            lines.push(format!("    sending the headers {}", names.join(", ")));
         }
         McpTransport::Http { .. } => {}
     }
-    Ok(lines)
+    lines
 }
 
 fn origin(server: &McpServer, project: &Path) -> String {
@@ -164,6 +181,10 @@ fn shown(server: &McpServer, state: &ServerState) -> String {
                                   turn will have it if it comes up"
             .to_owned(),
         ServerState::NotStarted => "not started".to_owned(),
+        ServerState::Resting { tools } => format!(
+            "resting: stopped after going unused for [mcp] idle_stop; its {tools} tools are \
+             still offered, and a call of one starts it again"
+        ),
         ServerState::Failed { reason } => format!("failed: {reason}"),
         ServerState::NeedsApproval => format!(
             "not approved for this project (or changed since): run `tern mcp approve {0}` \
@@ -171,5 +192,30 @@ fn shown(server: &McpServer, state: &ServerState) -> String {
             server.name
         ),
         ServerState::Disabled => "disabled (enabled = false)".to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nothing_a_server_runs_is_hidden_from_the_person_approving_it() {
+        let text = "[mcp.servers.s]\ncommand = \"python3\"\n\
+                    args = [\"-c\", \"print(1) # ghp_abcdefghijklmnopqrstuvwxyz0123456789\"]\n\
+                    env = { NODE_OPTIONS = \"--require x\" }\ncwd = \"/srv\"\n";
+        let env = crate::config::Environment::default();
+        let server = crate::config::load_from_str(text, Path::new("c.toml"), &env)
+            .expect("a valid config")
+            .mcp
+            .servers
+            .remove(0);
+        let lines = particulars(&server).join("\n");
+        assert!(
+            lines.contains("an argument looks like a secret and is not shown"),
+            "{lines}"
+        );
+        assert!(lines.contains("with the variables NODE_OPTIONS"), "{lines}");
+        assert!(lines.contains("in /srv"), "{lines}");
     }
 }

@@ -89,7 +89,7 @@ fn a_server_that_says_always_is_asked_of_a_person_even_under_approve_all() {
     let results = crate::session::tool_result_texts(&cli.mock.model_requests()[1].body);
     assert_eq!(results.len(), 1);
     assert!(
-        results[0].contains("approve = \"always\"") && results[0].contains("--approve all"),
+        results[0].contains("approve = \"always\"") && results[0].contains("approval mode is all"),
         "the refusal names the setting and the mode: {results:?}"
     );
 }
