@@ -142,6 +142,10 @@ pub async fn print(
             // What a served session is offered, though nothing here may start.
             let _runs = Runs::for_preview(&deps);
             let (request, nudge_at) = preview(&deps, &dirs, state, input, CurrentTime::now()).await;
+            // Servers the preview started end with it.
+            if let Some(hub) = &deps.mcp {
+                hub.stop_all().await;
+            }
             (found, request, nudge_at)
         }
     };

@@ -733,7 +733,10 @@ impl SessionActor {
 /// The session's dependencies with the tools of its project's MCP servers beside its own,
 /// for one turn: the servers that run by now (those still starting are waited for at most
 /// `[mcp] startup_timeout`, and join a later turn if slower).
-async fn with_mcp_tools(deps: Arc<SessionDeps>, project_dir: &std::path::Path) -> Arc<SessionDeps> {
+pub(super) async fn with_mcp_tools(
+    deps: Arc<SessionDeps>,
+    project_dir: &std::path::Path,
+) -> Arc<SessionDeps> {
     let Some(hub) = &deps.mcp else {
         return deps;
     };

@@ -26,6 +26,7 @@ use crate::tools::ToolRegistry;
 use crate::tools::agents::PARENT_ONLY;
 use std::borrow::Cow;
 use std::path::Path;
+use std::sync::Arc;
 
 /// The size of every layer of this session's prompt: from the conversation model's window,
 /// so it stays the same, and the cached prefix with it, for as long as the window does.
@@ -367,9 +368,23 @@ pub async fn preview(
     deps: &SessionDeps,
     dirs: &SessionDirs,
     mut state: SessionState,
-    input: UserInput,
+    mut input: UserInput,
     time: CurrentTime,
 ) -> (ChatRequest, Option<usize>) {
+    // As a turn would have them: the MCP servers' tools, a prompt command's text.
+    let deps = super::actor::with_mcp_tools(Arc::new(deps.clone()), &state.project_dir).await;
+    let deps = deps.as_ref();
+    if let Some(hub) = &deps.mcp
+        && crate::tools::mcp::prompt::named(&input.text).is_some()
+    {
+        input.text = match hub
+            .prompt(&state.project_dir, &input.text, input.audience)
+            .await
+        {
+            Ok(text) => text,
+            Err(err) => format!("(this prompt command would be refused: {err})"),
+        };
+    }
     let audience = input.audience;
     state.apply(&JournalEvent::InputAccepted {
         sender: input.sender,

@@ -226,10 +226,7 @@ impl Running {
 
     /// Lists the tools again when the server said they changed.
     async fn refresh(&self) {
-        let State::Ready {
-            connection, listed, ..
-        } = self.state()
-        else {
+        let State::Ready { connection, .. } = self.state() else {
             return;
         };
         if !connection
@@ -241,7 +238,8 @@ impl Running {
         }
         if let Ok(tools) = connection.list_tools().await {
             let tools = Arc::new(sanitized(tools));
-            self.update(&connection, |_, _| (tools, listed));
+            // The prompts and resources as they are by now, not as they were before the call.
+            self.update(&connection, |_, listed| (tools, listed));
         }
     }
 

@@ -146,6 +146,11 @@ async fn a_changed_list_is_read_again_at_the_next_turn() {
         assert!(Instant::now() < deadline, "{:?}", names(&tools));
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+    // Listing the tools again keeps the prompts listed.
+    let lines = super::listing::lines(&hub, dir.path())
+        .await
+        .expect("lines");
+    assert!(lines.iter().any(|l| l.contains("prompts: ")), "{lines:?}");
     hub.stop_all().await;
 }
 

@@ -352,3 +352,16 @@ fn the_interface_names_unapproved_servers_and_mcp_approve_lets_one_run() {
     let screen = tmux.wait_for("ready, 7 tools");
     assert!(screen.contains("/mcp__fake__greet NAME [MOOD]"), "{screen}");
 }
+
+#[test]
+fn print_prompt_shows_the_servers_tools_and_a_prompt_commands_text() {
+    let cli = Cli::new();
+    cli.home.write_config(&config_with_fake(""));
+    let output = cli.run(&["run", "--print-prompt", "/mcp__fake__greet Ann"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = stdout(&output);
+    assert!(text.contains("- mcp__fake__echo: "), "{text}");
+    assert!(text.contains("Say hello to Ann, plainly."), "{text}");
+    assert!(!text.contains("[tools-changed]"), "{text}");
+    assert!(cli.mock.model_requests().is_empty(), "nothing sent");
+}
