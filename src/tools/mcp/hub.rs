@@ -21,7 +21,7 @@ use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
@@ -44,6 +44,8 @@ pub struct Running {
     used_at: Mutex<Instant>,
     /// Calls under way: a server answering one is never idle.
     calls: AtomicUsize,
+    /// Calls in a row that ended with the server gone, since the last one answered.
+    crashes: AtomicU32,
 }
 
 #[derive(Clone)]
@@ -123,6 +125,7 @@ impl Running {
             idle_stop,
             used_at: Mutex::new(Instant::now()),
             calls: AtomicUsize::new(0),
+            crashes: AtomicU32::new(0),
         }
     }
 
@@ -210,9 +213,7 @@ impl Running {
                     running.update(&connection, |tools, _| (tools, Arc::new(listed)));
                 }
                 Err(reason) => {
-                    let pause = FIRST_PAUSE
-                        .saturating_mul(1 << failures.min(16))
-                        .min(LONGEST_PAUSE);
+                    let pause = pause_after(failures);
                     tracing::warn!(server = %running.server.name, %reason, "MCP server did not start");
                     running.set(State::Failed {
                         reason,
@@ -311,6 +312,9 @@ impl Running {
             .call(tool, arguments, self.server.timeout, cancel)
             .await;
         let Err(CallError::Closed(why)) = &answer else {
+            if answer.is_ok() {
+                self.crashes.store(0, Ordering::Relaxed);
+            }
             return answer;
         };
         let said = connection.heard.last_words(LAST_WORDS).await;
@@ -318,10 +322,12 @@ impl Running {
             Some(line) => format!("{why}; it said: {line}"),
             None => why.clone(),
         };
+        // A server that keeps dying under calls waits longer each time before the next.
+        let crashes = self.crashes.fetch_add(1, Ordering::Relaxed) + 1;
         self.set(State::Failed {
             reason: reason.clone(),
-            failures: 1,
-            retry_at: Instant::now() + FIRST_PAUSE,
+            failures: crashes,
+            retry_at: Instant::now() + pause_after(crashes - 1),
         });
         Err(CallError::Closed(reason))
     }
@@ -396,6 +402,14 @@ async fn listed(server: &str, connection: &Connection) -> Listed {
         resources,
         pending: false,
     }
+}
+
+/// The pause before starting a server again after `failures` failures before this one:
+/// 1 s, doubling, at most 5 min.
+fn pause_after(failures: u32) -> Duration {
+    FIRST_PAUSE
+        .saturating_mul(1 << failures.min(16))
+        .min(LONGEST_PAUSE)
 }
 
 /// The shortest pause between two looks at whether a server is idle.

@@ -23,6 +23,18 @@ fn fake(name: &str, args: &str) -> String {
     format!("[mcp.servers.{name}]\ncommand = \"python3\"\nargs = [\"{FAKE}\"{args}]\n")
 }
 
+/// The tool of `tools` called `name`.
+fn tool_named(
+    tools: &[std::sync::Arc<dyn crate::tools::Tool>],
+    name: &str,
+) -> std::sync::Arc<dyn crate::tools::Tool> {
+    tools
+        .iter()
+        .find(|t| t.name() == name)
+        .cloned()
+        .expect("the tool")
+}
+
 /// What a tool of these tests runs with, in `dir`.
 pub(super) fn context(dir: &Path) -> crate::tools::ToolContext {
     crate::tools::ToolContext {
@@ -211,13 +223,7 @@ async fn a_server_unused_for_idle_stop_is_stopped_and_starts_again_when_called()
     let hub = McpHub::new(settings, path_env(), Environment::default(), dir.path());
     let state = || hub.states(dir.path()).expect("states")[0].1.clone();
     let tools = hub.tools_for(dir.path()).await;
-    let tool = |name: &str| {
-        tools
-            .iter()
-            .find(|t| t.name() == name)
-            .cloned()
-            .expect("the tool")
-    };
+    let tool = |name: &str| tool_named(&tools, name);
     let ctx = context(dir.path());
     // A call longer than idle_stop keeps it running.
     let out = tool("mcp__fake__slow")
@@ -361,4 +367,39 @@ async fn a_legacy_sse_server_is_spoken_to_over_its_event_stream() {
     let err = refused.err().expect("refused");
     assert!(err.contains("another origin"), "{err}");
     let _ = foreign.kill();
+}
+
+#[tokio::test]
+async fn a_server_that_keeps_dying_under_calls_waits_longer_each_time() {
+    let (dir, hub) = fake_hub();
+    let tools = hub.tools_for(dir.path()).await;
+    let tool = |name: &str| tool_named(&tools, name);
+    let ctx = context(dir.path());
+    let run = |name: &'static str| {
+        let (tool, ctx) = (tool(name), &ctx);
+        async move {
+            tool.execute(
+                serde_json::json!({"text": "x"}),
+                ctx,
+                CancellationToken::new(),
+            )
+            .await
+        }
+    };
+    assert!(run("mcp__fake__crash").await.is_error);
+    // Within the first pause (1 s) it is not started again.
+    assert!(run("mcp__fake__echo").await.is_error);
+    tokio::time::sleep(Duration::from_millis(1300)).await;
+    // Started again by the call, which kills it again: the second time in a row, the
+    // pause is 2 s.
+    assert!(run("mcp__fake__crash").await.is_error);
+    tokio::time::sleep(Duration::from_millis(1300)).await;
+    assert!(run("mcp__fake__echo").await.is_error);
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    assert_eq!(run("mcp__fake__echo").await.content, "x");
+    // An answer ends the run of failures: the next crash pauses 1 s again.
+    assert!(run("mcp__fake__crash").await.is_error);
+    tokio::time::sleep(Duration::from_millis(1300)).await;
+    assert_eq!(run("mcp__fake__echo").await.content, "x");
+    hub.stop_all().await;
 }
