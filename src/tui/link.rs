@@ -17,7 +17,7 @@ use crate::gateway::{Feed, FeedItem, SessionService};
 use crate::session::{OutputFilter, UserInput};
 use std::path::PathBuf;
 use std::time::Duration;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::mpsc;
 
 /// Items a feed may leave unread before the session drops it: far more than a frame's worth
 /// of a fast stream.
@@ -62,10 +62,6 @@ pub struct Link {
     replay: Option<Vec<JournalRecord>>,
     pub tx: mpsc::UnboundedSender<AppEvent>,
     linked: mpsc::UnboundedSender<Linked>,
-    /// Ends when the last message sent has been delivered (or refused): the next waits for
-    /// it, so messages reach the session in the order they were typed, even when one takes
-    /// a while (a server's prompt asked for first).
-    sent_before: Option<oneshot::Receiver<()>>,
 }
 
 impl Link {
@@ -86,7 +82,6 @@ impl Link {
             replay: None,
             tx,
             linked,
-            sent_before: None,
         };
         (link, news)
     }
@@ -220,14 +215,7 @@ impl Link {
         let following = self.following();
         let (service, tx) = (self.service.clone(), self.tx.clone());
         let (key, dir) = (self.key.clone(), self.project_dir.clone());
-        let (done, next) = oneshot::channel::<()>();
-        let before = self.sent_before.replace(next);
         tokio::spawn(async move {
-            // Dropped when this send ends, whatever its outcome: the next may go.
-            let _done = done;
-            if let Some(before) = before {
-                let _ = before.await;
-            }
             if let Some(following) = following {
                 following.run().await;
             }

@@ -322,13 +322,22 @@ impl Running {
             Some(line) => format!("{why}; it said: {line}"),
             None => why.clone(),
         };
-        // A server that keeps dying under calls waits longer each time before the next.
-        let crashes = self.crashes.fetch_add(1, Ordering::Relaxed) + 1;
-        self.set(State::Failed {
-            reason: reason.clone(),
-            failures: crashes,
-            retry_at: Instant::now() + pause_after(crashes - 1),
-        });
+        // Only if it still runs this connection: another call or turn may have seen the
+        // crash first, or started it again meanwhile. A server that keeps dying under calls
+        // waits longer each time before the next start.
+        {
+            let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+            if matches!(&*state, State::Ready { connection: now, .. } if Arc::ptr_eq(now, &connection))
+            {
+                let crashes = self.crashes.fetch_add(1, Ordering::Relaxed) + 1;
+                *state = State::Failed {
+                    reason: reason.clone(),
+                    failures: crashes,
+                    retry_at: Instant::now() + pause_after(crashes - 1),
+                };
+            }
+        }
+        self.changed.notify_waiters();
         Err(CallError::Closed(reason))
     }
 
