@@ -423,7 +423,7 @@ impl App {
                 sent
             }
             "help" => {
-                self.notice(help_text());
+                self.notice(popup::help_text());
                 Vec::new()
             }
             other => {
@@ -793,21 +793,4 @@ impl App {
             "message tern · / commands · @ files · ! shell · ctrl+c ctrl+c quits"
         }
     }
-}
-
-/// `/help`.
-fn help_text() -> String {
-    let mut out = String::from("commands:");
-    for c in popup::COMMANDS {
-        out.push_str(&format!("\n/{} {} — {}", c.name, c.args, c.help));
-    }
-    out.push_str(
-        "\nkeys: enter sends · shift+enter, alt+enter or ctrl+j: new line · up/down: history · \
-         esc: interrupt · ctrl+c: clear, twice quits · ctrl+d: quit · pgup/pgdn, wheel, \
-         home/end: scroll · ctrl+t: thinking · ctrl+o: tool output · @: files · !cmd: run a \
-         command (its output goes with your next message) · shift+drag selects text · \
-         subagent panes: ctrl+n/ctrl+p focus, ctrl+f full screen, ctrl+x cancels its run, \
-         ctrl+r shows the latest result · ctrl+b: background jobs and their output",
-    );
-    out
 }

@@ -261,6 +261,23 @@ pub fn render(choices: &Choices, title: &str, anchor: Rect, buf: &mut Buffer, th
     }
 }
 
+/// `/help`.
+pub fn help_text() -> String {
+    let mut out = String::from("commands:");
+    for c in COMMANDS {
+        out.push_str(&format!("\n/{} {} — {}", c.name, c.args, c.help));
+    }
+    out.push_str(
+        "\nkeys: enter sends · shift+enter, alt+enter or ctrl+j: new line · up/down: history · \
+         esc: interrupt · ctrl+c: clear, twice quits · ctrl+d: quit · pgup/pgdn, wheel, \
+         home/end: scroll · ctrl+t: thinking · ctrl+o: tool output · @: files · !cmd: run a \
+         command (its output goes with your next message) · shift+drag selects text · \
+         subagent panes: ctrl+n/ctrl+p focus, ctrl+f full screen, ctrl+x cancels its run, \
+         ctrl+r shows the latest result · ctrl+b: background jobs and their output",
+    );
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
