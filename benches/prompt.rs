@@ -371,6 +371,7 @@ fn anthropic() -> std::sync::Arc<dyn Provider> {
         context_window: 200_000,
         max_output_tokens: MAX_OUTPUT_TOKENS,
         written: Default::default(),
+        images: false,
     })
 }
 

@@ -30,6 +30,7 @@ pub fn mock_profile(mock: &MockProvider, window: u64) -> ProviderProfile {
         context_window: window,
         max_output_tokens: 1000,
         written: Default::default(),
+        images: false,
     }
 }
 

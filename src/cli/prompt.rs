@@ -155,6 +155,8 @@ pub async fn print(
     };
     // The provider that would encode it.
     let provider = client_for(found.as_ref())?.primary.provider.clone();
+    let mut request = request;
+    request.images = provider.takes_images();
     match shown.format {
         PromptFormat::Text => {
             println!(

@@ -14,7 +14,7 @@ use super::error::ConfigError;
 use super::load::Validator;
 use super::providers::{
     DEFAULT_CONTEXT_WINDOW, DEFAULT_MAX_OUTPUT_TOKENS, KINDS, SERVED_MODEL_PLACEHOLDER,
-    builtin_profiles, check_base_url, fitted_output, may_learn_model, redact_url,
+    asks_server, builtin_profiles, check_base_url, fitted_output, may_learn_model, redact_url,
 };
 use super::raw::RawProvider;
 use super::settings::{ProviderKind, ProviderProfile, Written};
@@ -156,6 +156,7 @@ impl Validator<'_> {
                 context_window,
             ),
         };
+        let images = raw.images.unwrap_or_else(|| !asks_server(kind, &base_url));
         Ok(ProviderProfile {
             name: name.to_owned(),
             kind,
@@ -168,6 +169,7 @@ impl Validator<'_> {
             default_model,
             context_window,
             max_output_tokens,
+            images,
             written,
         })
     }

@@ -144,20 +144,22 @@ pub(crate) fn builtin_profiles(
         }),
         None => Ok(default.to_owned()),
     };
+    let anthropic_url = from_env(
+        "ANTHROPIC_BASE_URL",
+        &env.anthropic_base_url,
+        ProviderKind::Anthropic.default_base_url(),
+        "ANTHROPIC_API_KEY",
+    )?;
     let anthropic = ProviderProfile {
         name: "anthropic".to_owned(),
         kind: ProviderKind::Anthropic,
-        base_url: from_env(
-            "ANTHROPIC_BASE_URL",
-            &env.anthropic_base_url,
-            ProviderKind::Anthropic.default_base_url(),
-            "ANTHROPIC_API_KEY",
-        )?,
+        base_url: anthropic_url.clone(),
         api_key_env: Some("ANTHROPIC_API_KEY".to_owned()),
         api_key: env.anthropic_api_key.clone(),
         default_model: "claude-sonnet-4-5".to_owned(),
         context_window: 200_000,
         max_output_tokens: 32_000,
+        images: !asks_server(ProviderKind::Anthropic, &anthropic_url),
         written: Written::default(),
     };
     let openai_url = from_env(
@@ -176,12 +178,13 @@ pub(crate) fn builtin_profiles(
     let openai = ProviderProfile {
         name: "openai".to_owned(),
         kind: ProviderKind::OpenAi,
-        base_url: openai_url,
+        base_url: openai_url.clone(),
         api_key_env: Some("OPENAI_API_KEY".to_owned()),
         api_key: env.openai_api_key.clone(),
         default_model: "gpt-4.1".to_owned(),
         context_window,
         max_output_tokens,
+        images: !asks_server(ProviderKind::OpenAi, &openai_url),
         written: Written::default(),
     };
     let ollama_url = match &env.ollama_host {
@@ -200,6 +203,7 @@ pub(crate) fn builtin_profiles(
         default_model: "llama3.2".to_owned(),
         context_window: 32_768,
         max_output_tokens: 8192,
+        images: false,
         written: Written::default(),
     };
     Ok([anthropic, openai, ollama]
@@ -405,6 +409,39 @@ fn is_local_host(host: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn images_are_sent_to_the_vendors_apis_and_to_others_only_when_the_config_says() {
+        let load = |text: &str, pairs: &[(&str, &str)]| {
+            let env = Environment::from_pairs(pairs.iter().copied());
+            crate::config::load_from_str(text, std::path::Path::new("/c.toml"), &env)
+                .expect("a valid config")
+        };
+        let builtin = load("", &[]);
+        let takes = |config: &crate::config::Config, name: &str| {
+            config.provider(name).expect("the profile").images
+        };
+        assert!(takes(&builtin, "anthropic"));
+        assert!(takes(&builtin, "openai"));
+        assert!(!takes(&builtin, "ollama"));
+        let local = load(
+            "[providers.box]\nkind = \"openai\"\nbase_url = \"http://127.0.0.1:8080/v1\"\n\
+             [providers.vision]\nkind = \"openai\"\nbase_url = \"http://127.0.0.1:8080/v1\"\n\
+             images = true\n[providers.anthropic]\nimages = false\n",
+            &[("ANTHROPIC_BASE_URL", "http://127.0.0.1:9/")],
+        );
+        assert!(
+            !takes(&local, "box"),
+            "a local server takes none unless told"
+        );
+        assert!(takes(&local, "vision"));
+        assert!(!takes(&local, "anthropic"), "as written");
+        let proxied = load("", &[("ANTHROPIC_BASE_URL", "http://127.0.0.1:9/")]);
+        assert!(
+            !takes(&proxied, "anthropic"),
+            "the vendor's wire on this machine"
+        );
+    }
 
     #[test]
     fn base_urls() {

@@ -171,6 +171,7 @@ pub(crate) struct RawProvider {
     pub model: Option<String>,
     pub context_window: Option<u64>,
     pub max_output_tokens: Option<u64>,
+    pub images: Option<bool>,
 }
 
 /// `[session]`.

@@ -284,6 +284,7 @@ fn write_profile(out: &mut String, p: &ProviderProfile) -> std::fmt::Result {
         "max_output_tokens = {}{output_note}",
         p.max_output_tokens
     )?;
+    writeln!(out, "images = {}", p.images)?;
     let key = match (&p.api_key_env, &p.api_key) {
         (Some(var), Some(_)) => format!("set (from {var})"),
         (Some(var), None) if p.needs_key() => format!("missing ({var})"),

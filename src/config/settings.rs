@@ -137,6 +137,10 @@ pub struct ProviderProfile {
     pub context_window: u64,
     /// Largest reply requested, in tokens: as written, or a share of `context_window`.
     pub max_output_tokens: u32,
+    /// Whether the model takes images (`images`): tool results' images are sent with them.
+    /// Yes by default for Anthropic's and OpenAI's own APIs, no for servers that are asked
+    /// for their model (local ones and other OpenAI-compatible servers).
+    pub images: bool,
     /// Which of the model and the limits the person wrote; the rest are tern's assumptions,
     /// which what the server says may replace.
     pub written: Written,

@@ -91,6 +91,39 @@ pub struct ToolResult {
     pub content: String,
     #[serde(default)]
     pub is_error: bool,
+    /// Images the tool returned, kept as files; sent as images to models that take them
+    /// (the content names each file for those that do not).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<Attachment>,
+}
+
+/// An image kept as a file beside the session, named by the result that returned it. The
+/// journal holds where it is, never its bytes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Attachment {
+    /// `image/png`, `image/jpeg`, `image/gif` or `image/webp`: the kinds every provider that
+    /// takes images accepts.
+    pub media_type: String,
+    pub path: std::path::PathBuf,
+    pub bytes: u64,
+}
+
+impl Attachment {
+    /// Tokens a model spends on an image, as an estimate: Anthropic's figure for an image at
+    /// the largest size it keeps (about 1.15 megapixels, `width * height / 750`); larger
+    /// images are scaled down to it, smaller ones cost less.
+    pub const TOKENS: u64 = 1_600;
+
+    /// The largest image sent: 3.75 MB, whose base64 is the 5 MB a provider accepts.
+    pub const MAX_BYTES: u64 = 3_750_000;
+
+    /// Whether `media_type` is one every provider that takes images accepts.
+    pub fn sendable(media_type: &str) -> bool {
+        matches!(
+            media_type,
+            "image/png" | "image/jpeg" | "image/gif" | "image/webp"
+        )
+    }
 }
 
 impl ToolResult {
@@ -99,6 +132,7 @@ impl ToolResult {
             tool_use_id: tool_use_id.into(),
             content: content.into(),
             is_error: false,
+            images: Vec::new(),
         }
     }
 
@@ -107,7 +141,27 @@ impl ToolResult {
             tool_use_id: tool_use_id.into(),
             content: content.into(),
             is_error: true,
+            images: Vec::new(),
         }
+    }
+
+    /// What the result weighs in a request, in bytes of text: its content, and each image as
+    /// the text its estimated tokens would be ([`Attachment::TOKENS`]).
+    pub fn weight(&self) -> usize {
+        let image = (Attachment::TOKENS * super::BYTES_PER_TOKEN) as usize;
+        self.content.len() + self.images.len() * image
+    }
+
+    /// Stands `placeholder` in for the content and drops the images, when that makes the
+    /// result lighter; the weight it saved, if it did.
+    pub fn replace_with(&mut self, placeholder: String) -> Option<usize> {
+        let before = self.weight();
+        if placeholder.len() >= before {
+            return None;
+        }
+        self.content = placeholder;
+        self.images.clear();
+        Some(before - self.content.len())
     }
 }
 

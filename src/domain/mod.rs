@@ -23,7 +23,7 @@ pub use approval::{Answer, ApprovalDetail, ApprovalMode, ApprovalNeed, Grant, Ne
 pub use error::ErrorCategory;
 pub use ids::{InvalidSessionKey, SessionId, SessionKey};
 pub use job::JobRecord;
-pub use message::{ContentBlock, Message, Role, ToolCall, ToolResult, text_of};
+pub use message::{Attachment, ContentBlock, Message, Role, ToolCall, ToolResult, text_of};
 pub use request::{ChatRequest, ToolSpec};
 pub use sender::{Audience, InputKind, Sender};
 pub use stop::{GuardCause, TurnStop, Watchdog};

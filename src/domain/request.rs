@@ -34,6 +34,10 @@ pub struct ChatRequest {
     /// Requests with the same key share a prompt cache (OpenAI `prompt_cache_key`); the
     /// session id, so one session's turns land on the same cache.
     pub cache_key: Option<String>,
+    /// Whether the model takes images: tool results' images go with them only then. The
+    /// model client fills it in from the provider.
+    #[serde(default)]
+    pub images: bool,
 }
 
 impl ChatRequest {

@@ -10,6 +10,7 @@
 //! Anthropic's versioning promise that new event, block and delta types may appear at any
 //! time: anything unknown is skipped.
 
+use super::attach;
 use super::decode::Decoded;
 use super::error::{classify_stream_error, not_json};
 use super::history::{Turn, merge_turns};
@@ -38,6 +39,8 @@ pub struct AnthropicProvider {
     /// A server of this wire on this machine or the local network (llama.cpp's), whose small
     /// models may write a tool call as text.
     local: bool,
+    /// The profile's `images`.
+    images: bool,
 }
 
 impl AnthropicProvider {
@@ -51,6 +54,7 @@ impl AnthropicProvider {
             api_key: profile.api_key.clone().filter(|key| !key.is_empty()),
             api_key_env: profile.api_key_env.clone(),
             local: profile.asks_server(),
+            images: profile.images,
         }
     }
 
@@ -86,6 +90,10 @@ impl Provider for AnthropicProvider {
 
     fn reads_calls_in_text(&self) -> bool {
         self.local
+    }
+
+    fn takes_images(&self) -> bool {
+        self.images
     }
 
     fn stream<'a>(
@@ -189,7 +197,7 @@ pub(crate) fn encode_request(request: &ChatRequest) -> Value {
         let blocks = turn
             .blocks
             .iter()
-            .map(|(_, block)| encode_block(block, turn_index, &mut ids))
+            .map(|(_, block)| encode_block(block, turn_index, &mut ids, request.images))
             .collect();
         encoded.push(blocks);
     }
@@ -324,7 +332,7 @@ fn valid_tool_id(id: &str) -> String {
         .collect()
 }
 
-fn encode_block(block: &ContentBlock, turn: usize, ids: &mut ToolIds) -> Value {
+fn encode_block(block: &ContentBlock, turn: usize, ids: &mut ToolIds, images: bool) -> Value {
     match block {
         ContentBlock::Text { text } => json!({"type": "text", "text": text}),
         ContentBlock::Thinking {
@@ -347,7 +355,23 @@ fn encode_block(block: &ContentBlock, turn: usize, ids: &mut ToolIds) -> Value {
         ContentBlock::ToolResult(result) => {
             let id = ids.result(&result.tool_use_id);
             let mut block = json!({"type": "tool_result", "tool_use_id": id});
-            if !result.content.is_empty() {
+            let images = attach::images_of(result, images);
+            if !images.is_empty() {
+                // Text and images together: the content becomes a list of blocks.
+                let text = (!result.content.is_empty())
+                    .then(|| json!({"type": "text", "text": result.content}));
+                let images = images.into_iter().map(|image| {
+                    json!({
+                        "type": "image",
+                        "source": {
+                            "type": "base64",
+                            "media_type": image.media_type,
+                            "data": image.data,
+                        },
+                    })
+                });
+                block["content"] = text.into_iter().chain(images).collect();
+            } else if !result.content.is_empty() {
                 block["content"] = json!(result.content);
             }
             if result.is_error {

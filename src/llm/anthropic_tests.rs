@@ -20,6 +20,7 @@ fn profile(base_url: &str) -> ProviderProfile {
         context_window: 200_000,
         max_output_tokens: 8192,
         written: Default::default(),
+        images: false,
     }
 }
 
@@ -44,6 +45,7 @@ fn request(messages: Vec<Message>, breakpoints: Vec<usize>) -> ChatRequest {
         context_window: 0,
         cache_breakpoints: breakpoints,
         cache_key: None,
+        images: false,
     }
 }
 

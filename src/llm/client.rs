@@ -242,6 +242,7 @@ impl ModelClient {
             (asked, limit) => asked.min(limit),
         };
         request.context_window = limits.context_window;
+        request.images = route.provider.takes_images();
         let mut attempt = 1;
         loop {
             let error = match self.attempt(route, &request, observer, cancel).await {

@@ -147,6 +147,7 @@ fn request() -> ChatRequest {
         context_window: 0,
         cache_breakpoints: Vec::new(),
         cache_key: None,
+        images: false,
     }
 }
 

@@ -658,6 +658,7 @@ mod tests {
             context_window: 1000,
             max_output_tokens: 100,
             written: Default::default(),
+            images: false,
         };
         let endpoint = Endpoint::new(&profile, &["/v1"], "/v1/messages");
         assert_eq!(

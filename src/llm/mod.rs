@@ -8,6 +8,7 @@
 
 mod anthropic;
 mod assemble;
+mod attach;
 mod client;
 mod cutoff;
 pub mod decode;
@@ -125,6 +126,12 @@ pub trait Provider: Send + Sync {
     /// ([`text_calls`]): for servers of small local models, whose chat templates may leave a
     /// call as text. No by default.
     fn reads_calls_in_text(&self) -> bool {
+        false
+    }
+
+    /// Whether the model takes images (the profile's `images`): tool results' images are
+    /// sent with them only then. No by default.
+    fn takes_images(&self) -> bool {
         false
     }
 }

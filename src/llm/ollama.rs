@@ -7,6 +7,7 @@
 //! decoder also reads `/api/generate` lines (`response` instead of `message`), which share
 //! the framing.
 
+use super::attach::{self, Inline};
 use super::decode::{Decoded, MAX_LINE, WireDecoder};
 use super::error::{classify_stream_error, line_too_long, not_json};
 use super::http::{self, Endpoint};
@@ -29,6 +30,8 @@ pub struct OllamaProvider {
     context_window: u64,
     /// For an Ollama behind an authenticating proxy or a hosted one; usually `None`.
     api_key: Option<String>,
+    /// The profile's `images`.
+    images: bool,
 }
 
 impl OllamaProvider {
@@ -43,6 +46,7 @@ impl OllamaProvider {
             version: endpoint("/api/version"),
             context_window: profile.context_window,
             api_key: profile.api_key.clone().filter(|key| !key.is_empty()),
+            images: profile.images,
         }
     }
 
@@ -83,6 +87,10 @@ impl OllamaProvider {
 impl Provider for OllamaProvider {
     fn name(&self) -> &str {
         &self.name
+    }
+
+    fn takes_images(&self) -> bool {
+        self.images
     }
 
     fn reads_calls_in_text(&self) -> bool {
@@ -154,7 +162,11 @@ pub(crate) fn encode_request(request: &ChatRequest, context_window: u64) -> Valu
         }
         message
     };
-    let messages = chat_messages(request, tool_message, assistant_message);
+    let images_message = |images: Vec<Inline>| {
+        let images: Vec<String> = images.into_iter().map(|image| image.data).collect();
+        json!({"role": "user", "content": attach::IMAGES_NOTE, "images": images})
+    };
+    let messages = chat_messages(request, tool_message, images_message, assistant_message);
     let mut body = json!({
         "model": request.model,
         "messages": messages,

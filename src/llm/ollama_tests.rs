@@ -17,6 +17,7 @@ fn profile(base_url: &str) -> ProviderProfile {
         context_window: 16_384,
         max_output_tokens: 2048,
         written: Default::default(),
+        images: false,
     }
 }
 
@@ -34,7 +35,23 @@ fn request(messages: Vec<Message>) -> ChatRequest {
         context_window: 0,
         cache_breakpoints: Vec::new(),
         cache_key: None,
+        images: false,
     }
+}
+
+#[test]
+fn a_results_images_follow_the_tool_messages_in_a_user_messages_images() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let mut taking = request(crate::llm::attach::history_with_image(dir.path()));
+    taking.images = true;
+    let body = encode_request(&taking, 8192);
+    let messages = body["messages"].as_array().expect("messages");
+    assert_eq!(messages[3]["role"], "tool");
+    assert_eq!(messages[4]["role"], "user");
+    assert_eq!(messages[4]["images"], json!(["iVBORw0KGgo="]));
+    assert_eq!(messages[5]["content"], "what is it?");
+    taking.images = false;
+    assert!(!encode_request(&taking, 8192).to_string().contains("images"));
 }
 
 #[test]

@@ -8,6 +8,7 @@
 //! A call is opened only once a fragment names it; arguments that arrive first are held, and
 //! dropped if no name ever follows, since a nameless call can be neither run nor answered.
 
+use super::attach::{self, Inline};
 use super::decode::Decoded;
 use super::error::{classify_error_value, not_json};
 use super::history::{joined_text, merge_turns};
@@ -33,6 +34,8 @@ pub struct OpenAiProvider {
     /// OpenAI itself wants `max_completion_tokens`; compatible servers mostly only know the
     /// older `max_tokens`.
     official_api: bool,
+    /// The profile's `images`.
+    images: bool,
 }
 
 impl OpenAiProvider {
@@ -52,6 +55,7 @@ impl OpenAiProvider {
             api_key_env: profile.api_key_env.clone(),
             needs_key: profile.needs_key(),
             official_api,
+            images: profile.images,
         }
     }
 
@@ -81,6 +85,10 @@ impl OpenAiProvider {
 impl Provider for OpenAiProvider {
     fn name(&self) -> &str {
         &self.name
+    }
+
+    fn takes_images(&self) -> bool {
+        self.images
     }
 
     /// Every compatible server but OpenAI's own: llama.cpp, vLLM, LM Studio, gateways.
@@ -148,7 +156,14 @@ pub(crate) fn encode_request(request: &ChatRequest, official_api: bool) -> Value
         }
         message
     };
-    let messages = chat_messages(request, tool_message, assistant_message);
+    let images_message = |images: Vec<Inline>| {
+        let images = images
+            .iter()
+            .map(|image| json!({"type": "image_url", "image_url": {"url": image.data_url()}}));
+        let note = json!({"type": "text", "text": attach::IMAGES_NOTE});
+        json!({"role": "user", "content": std::iter::once(note).chain(images).collect::<Value>()})
+    };
+    let messages = chat_messages(request, tool_message, images_message, assistant_message);
     let limit_field = if official_api {
         "max_completion_tokens"
     } else {
@@ -185,11 +200,14 @@ pub(crate) fn function_tool(tool: &super::ToolSpec) -> Value {
 /// The `messages` of a request in the chat shape Chat Completions and Ollama share: the
 /// system prompt first, reasoning left out (Chat Completions cannot take it back), and each
 /// user turn's tool results as `tool` messages ahead of its text, since they must directly
-/// follow the assistant message that made the calls. The formats differ in how a tool result
-/// and an assistant turn (its joined text and its calls) are written.
+/// follow the assistant message that made the calls. A tool message cannot hold an image: when
+/// the request takes images, those the results returned follow them in one user message. The
+/// formats differ in how a tool result, that message of images and an assistant turn (its
+/// joined text and its calls) are written.
 pub(crate) fn chat_messages(
     request: &ChatRequest,
     tool_message: impl Fn(&ToolResult) -> Value,
+    images_message: impl Fn(Vec<Inline>) -> Value,
     assistant_message: impl Fn(String, Vec<&ToolCall>) -> Value,
 ) -> Vec<Value> {
     let mut messages = Vec::new();
@@ -204,11 +222,16 @@ pub(crate) fn chat_messages(
         let text = joined_text(turn);
         match turn.role {
             Role::User => {
-                let results = turn.blocks.iter().filter_map(|(_, block)| match block {
-                    ContentBlock::ToolResult(result) => Some(tool_message(result)),
-                    _ => None,
-                });
-                messages.extend(results);
+                let mut images = Vec::new();
+                for (_, block) in &turn.blocks {
+                    if let ContentBlock::ToolResult(result) = block {
+                        messages.push(tool_message(result));
+                        images.extend(attach::images_of(result, request.images));
+                    }
+                }
+                if !images.is_empty() {
+                    messages.push(images_message(images));
+                }
                 if !text.is_empty() {
                     messages.push(json!({"role": "user", "content": text}));
                 }

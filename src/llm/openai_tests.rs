@@ -18,6 +18,7 @@ fn profile(base_url: &str, key: Option<&str>) -> ProviderProfile {
         context_window: 32_000,
         max_output_tokens: 4096,
         written: Default::default(),
+        images: false,
     }
 }
 
@@ -35,7 +36,39 @@ fn request(messages: Vec<Message>) -> ChatRequest {
         context_window: 0,
         cache_breakpoints: vec![0],
         cache_key: None,
+        images: false,
     }
+}
+
+#[test]
+fn a_results_images_follow_the_tool_messages_as_a_user_message_when_taken() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let mut taking = request(crate::llm::attach::history_with_image(dir.path()));
+    taking.images = true;
+    let body = encode_request(&taking, true);
+    let roles: Vec<&str> = body["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .map(|m| m["role"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(
+        roles,
+        ["system", "user", "assistant", "tool", "user", "user"]
+    );
+    assert_eq!(body["messages"][3]["content"], "a screenshot");
+    let images = &body["messages"][4]["content"];
+    assert_eq!(images[0]["type"], "text");
+    assert_eq!(
+        images[1],
+        json!({"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}})
+    );
+    assert_eq!(body["messages"][5]["content"], "what is it?");
+
+    taking.images = false;
+    let body = encode_request(&taking, true);
+    assert_eq!(body["messages"].as_array().map(Vec::len), Some(5));
+    assert!(!body.to_string().contains("iVBORw0KGgo="));
 }
 
 #[test]

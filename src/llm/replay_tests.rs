@@ -43,6 +43,7 @@ fn profile(kind: ProviderKind, base_url: &str) -> ProviderProfile {
         context_window: 200_000,
         max_output_tokens: 1024,
         written: Default::default(),
+        images: false,
     }
 }
 
@@ -64,6 +65,7 @@ async fn complete_against(
         context_window: 0,
         cache_breakpoints: Vec::new(),
         cache_key: None,
+        images: false,
     };
     let result = client
         .complete(request, &mut (), &CancellationToken::new())

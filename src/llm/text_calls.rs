@@ -375,6 +375,7 @@ mod tests {
                 context_window: 4096,
                 max_output_tokens: 1024,
                 written: Default::default(),
+                images: false,
             })
             .reads_calls_in_text()
         };

@@ -55,14 +55,14 @@ pub fn describe_request(request: &ChatRequest, nudge_at: Option<usize>) -> Strin
         };
         out.push_str(&format!(
             "\n{rule} {label} {rule}\n{}",
-            message_body(message)
+            message_body(message, request.images)
         ));
     }
     out
 }
 
 /// A message's blocks as text, one after another.
-fn message_body(message: &Message) -> String {
+fn message_body(message: &Message, request_images: bool) -> String {
     let mut out = String::new();
     for block in &message.content {
         match block {
@@ -80,6 +80,18 @@ fn message_body(message: &Message) -> String {
                     result.tool_use_id,
                     result.content.trim_end()
                 ));
+                for image in &result.images {
+                    let sent = if request_images {
+                        "sent as an image"
+                    } else {
+                        "not sent"
+                    };
+                    out.push_str(&format!(
+                        "  (image {} {}: {sent})\n",
+                        image.media_type,
+                        image.path.display()
+                    ));
+                }
             }
         }
     }

@@ -36,6 +36,7 @@ pub fn build_request(
         context_window: 0,
         cache_breakpoints,
         cache_key: Some(frame.cache_key.to_owned()),
+        images: false,
     }
 }
 

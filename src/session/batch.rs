@@ -275,6 +275,7 @@ async fn execute(
                     tool_use_id: call.id.clone(),
                     content: output.content,
                     is_error: output.is_error,
+                    images: output.images,
                 },
                 effects: output.effects,
                 spool,

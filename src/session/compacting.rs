@@ -140,6 +140,7 @@ async fn write_notes(
         context_window: 0,
         cache_breakpoints: Vec::new(),
         cache_key: None,
+        images: false,
     };
     let mut quiet = ();
     let call = client.complete(request, &mut quiet, cancel);

@@ -161,6 +161,7 @@ pub fn request(model: &str, topic: &TitleTopic) -> ChatRequest {
         context_window: 0,
         cache_breakpoints: Vec::new(),
         cache_key: None,
+        images: false,
     }
 }
 

@@ -116,6 +116,8 @@ pub struct ToolOutput {
     /// glob without a file, a read of no line. The loop guard does not take such a call as
     /// progress: it leaves the failure score where it was.
     pub empty: bool,
+    /// Images the tool returned, kept as files (see [`crate::domain::ToolResult::images`]).
+    pub images: Vec<crate::domain::Attachment>,
 }
 
 impl ToolOutput {
@@ -126,6 +128,7 @@ impl ToolOutput {
             is_error: false,
             effects: Vec::new(),
             empty: false,
+            images: Vec::new(),
         }
     }
 
@@ -136,6 +139,7 @@ impl ToolOutput {
             is_error: true,
             effects: Vec::new(),
             empty: false,
+            images: Vec::new(),
         }
     }
 

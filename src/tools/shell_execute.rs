@@ -443,6 +443,7 @@ async fn run(
         is_error,
         effects: Vec::new(),
         empty: false,
+        images: Vec::new(),
     })
 }
 

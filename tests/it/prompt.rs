@@ -174,6 +174,7 @@ fn anthropic_body(request: &ChatRequest) -> serde_json::Value {
         context_window: 200_000,
         max_output_tokens: 8192,
         written: Default::default(),
+        images: false,
     });
     let mut body = provider.wire_body(request);
     // The tool schemas are pinned by the tools' own tests; here only their names and the

@@ -164,6 +164,7 @@ fn fixed(window: u64, instructions: Option<&PromptFile>) -> Fixed {
         context_window: window,
         max_output_tokens: 1024,
         written: Default::default(),
+        images: false,
     });
     let wire = provider.wire_body(&request).to_string().len() as u64 / 4;
     let nudge = estimate_tokens(std::slice::from_ref(&nudge));

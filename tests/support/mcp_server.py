@@ -51,7 +51,12 @@ TOOLS = [
     tool("big", "A long text.", {"bytes": {"type": "integer"}}),
     tool("fail", "Always fails.", {}),
     tool("change", "Adds a tool.", {}),
+    tool("picture", "A small picture.", {}),
 ]
+
+# The eight bytes that open every PNG file.
+PNG = "iVBORw0KGgo="
+
 
 
 def text_result(text, error=False):
@@ -59,6 +64,11 @@ def text_result(text, error=False):
 
 
 def call(request_id, name, args):
+    if name == "picture":
+        return {"content": [
+            {"type": "text", "text": "a picture:"},
+            {"type": "image", "mimeType": "image/png", "data": PNG},
+        ]}
     if name == "echo":
         return text_result(args.get("text", ""))
     if name == "add":

@@ -53,10 +53,9 @@ pub fn clear_tool_results(messages: &[Message], keep_recent: usize) -> Cleared {
             let name = names.get(result.tool_use_id.as_str()).copied();
             let placeholder =
                 cleared_placeholder(name.unwrap_or(UNKNOWN_TOOL), result.content.len());
-            if placeholder.len() < result.content.len() {
-                out.bytes_freed += result.content.len() - placeholder.len();
+            if let Some(saved) = result.replace_with(placeholder) {
+                out.bytes_freed += saved;
                 out.results_cleared += 1;
-                result.content = placeholder;
             }
         }
         out.messages.push(message);
@@ -108,7 +107,7 @@ pub fn results_to_keep(messages: &[Message], keep_recent: usize, tokens: u64) ->
     let mut total = 0;
     let mut kept = 0;
     for result in live.take(keep_recent) {
-        total += (result.content.len() as u64).div_ceil(4);
+        total += (result.weight() as u64).div_ceil(4);
         if kept > 0 && total > tokens {
             break;
         }
@@ -143,8 +142,7 @@ pub fn clear_older_results(messages: &mut [Message], budget: u64) -> usize {
                 let name = names.get(&result.tool_use_id).map(String::as_str);
                 let placeholder =
                     cleared_placeholder(name.unwrap_or(UNKNOWN_TOOL), result.content.len());
-                if placeholder.len() < result.content.len() {
-                    result.content = placeholder;
+                if result.replace_with(placeholder).is_some() {
                     cleared += 1;
                 }
             }

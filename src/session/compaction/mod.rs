@@ -55,7 +55,7 @@ pub fn estimate_tokens(messages: &[Message]) -> u64 {
                 ContentBlock::Text { text } => text.len(),
                 ContentBlock::Thinking { thinking, .. } => thinking.len(),
                 ContentBlock::ToolUse(call) => call.name.len() + call.input.to_string().len(),
-                ContentBlock::ToolResult(result) => result.content.len(),
+                ContentBlock::ToolResult(result) => result.weight(),
             } as u64;
         }
     }

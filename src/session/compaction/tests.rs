@@ -142,6 +142,36 @@ fn old_results_are_cleared_with_tool_and_size_and_recent_ones_stay() {
 }
 
 #[test]
+fn an_images_weight_is_estimated_and_clearing_its_result_drops_it() {
+    let mut history = vec![Message::user_text("shoot")];
+    history.extend([calls(0, 1, "mcp__web__shot"), results(0, &[40])]);
+    history.extend([calls(1, 1, "file_read"), results(1, &[40])]);
+    let text_only = estimate_tokens(&history);
+    if let ContentBlock::ToolResult(shot) = &mut history[2].content[0] {
+        shot.images.push(crate::domain::Attachment {
+            media_type: "image/png".into(),
+            path: "/tmp/shot.png".into(),
+            bytes: 90_000,
+        });
+    }
+    assert_eq!(
+        estimate_tokens(&history),
+        text_only + crate::domain::Attachment::TOKENS
+    );
+    // A short text with an image is worth clearing; the same text alone is not.
+    let out = clear_tool_results(&history, 1);
+    assert_eq!(out.results_cleared, 1);
+    let cleared: Vec<_> = out.messages[2].tool_results().collect();
+    assert!(cleared[0].images.is_empty());
+    assert_eq!(
+        cleared[0].content,
+        "[output of mcp__web__shot cleared to save context: 40 B]"
+    );
+    // The placeholder's 16 bytes more than the text, and the image's weight gone.
+    assert_eq!(estimate_tokens(&out.messages), text_only + 4);
+}
+
+#[test]
 fn the_estimate_counts_bytes_and_blocks() {
     assert_eq!(estimate_tokens(&[]), 0);
     let text = Message::user_text("x".repeat(400));

@@ -240,13 +240,13 @@ async fn a_server_unused_for_idle_stop_is_stopped_and_starts_again_when_called()
         state()
     );
     let deadline = Instant::now() + Duration::from_secs(5);
-    while state() != (ServerState::Resting { tools: 7 }) {
+    while state() != (ServerState::Resting { tools: 8 }) {
         assert!(Instant::now() < deadline, "still {:?}", state());
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     // A turn still gets its tools, without starting it: a slow server is not lost.
-    assert_eq!(hub.tools_for(dir.path()).await.len(), 7);
-    assert_eq!(state(), ServerState::Resting { tools: 7 });
+    assert_eq!(hub.tools_for(dir.path()).await.len(), 8);
+    assert_eq!(state(), ServerState::Resting { tools: 8 });
     // A call starts it again.
     let out = tool("mcp__fake__echo")
         .execute(

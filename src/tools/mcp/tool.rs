@@ -6,7 +6,7 @@
 use super::client::{CallError, ServerTool};
 use super::hub::Running;
 use crate::config::{McpApprove, McpServer};
-use crate::domain::{ApprovalNeed, Audience};
+use crate::domain::{ApprovalNeed, Attachment, Audience};
 use crate::tools::{Tool, ToolContext, ToolFuture, ToolOutput, cap_head_tail};
 use serde_json::Value;
 use std::collections::HashSet;
@@ -154,9 +154,11 @@ impl Tool for McpTool {
 }
 
 /// The text of a `tools/call` result: its text parts, then its structured content when no
-/// text says it, other parts named; capped, the whole kept in a file when cut.
+/// text says it, other parts named; capped, the whole kept in a file when cut. Images are
+/// saved as files the text names, and go with the result to models that take them.
 fn output_of(result: &Value, tool: &str, ctx: &ToolContext) -> ToolOutput {
     let mut parts: Vec<String> = Vec::new();
+    let mut images = Vec::new();
     for (at, block) in result
         .get("content")
         .and_then(Value::as_array)
@@ -164,7 +166,11 @@ fn output_of(result: &Value, tool: &str, ctx: &ToolContext) -> ToolOutput {
         .flatten()
         .enumerate()
     {
-        parts.push(describe_block(block, &Saving { tool, ctx, at }));
+        parts.push(describe_block(
+            block,
+            &Saving { tool, ctx, at },
+            &mut images,
+        ));
     }
     if parts.iter().all(|part| part.trim().is_empty())
         && let Some(structured) = result.get("structuredContent").filter(|v| !v.is_null())
@@ -183,11 +189,12 @@ fn output_of(result: &Value, tool: &str, ctx: &ToolContext) -> ToolOutput {
         text
     };
     let failed = result.get("isError").and_then(Value::as_bool) == Some(true);
-    match (failed, text.trim().is_empty()) {
+    let output = match (failed, text.trim().is_empty()) {
         (true, _) => ToolOutput::error(text),
         (false, true) => ToolOutput::nothing_found("The tool returned nothing."),
         (false, false) => ToolOutput::ok(text),
-    }
+    };
+    ToolOutput { images, ..output }
 }
 
 /// Where a result's image or audio part is saved: the session's temporary folder, named
@@ -228,7 +235,7 @@ impl Saving<'_> {
     }
 }
 
-fn describe_block(block: &Value, saving: &Saving<'_>) -> String {
+fn describe_block(block: &Value, saving: &Saving<'_>, images: &mut Vec<Attachment>) -> String {
     let kind = block.get("type").and_then(Value::as_str).unwrap_or("");
     let text = |key: &str| {
         block
@@ -239,15 +246,24 @@ fn describe_block(block: &Value, saving: &Saving<'_>) -> String {
     };
     match kind {
         "text" => text("text"),
-        // Kept as a file the person can open and the tools can name; not sent as an image.
+        // Kept as a file the person can open and the tools can name; an image of a kind the
+        // providers take also goes to the model as an image, where it takes them.
         "image" | "audio" => {
             let mime = text("mimeType");
             match saving.save(&text("data"), &mime) {
                 Ok((path, bytes)) => {
-                    format!(
+                    let named = format!(
                         "[{kind} {mime}, {bytes} bytes, saved as {}]",
                         path.display()
-                    )
+                    );
+                    if kind == "image" && Attachment::sendable(&mime) {
+                        images.push(Attachment {
+                            media_type: mime,
+                            path,
+                            bytes: bytes as u64,
+                        });
+                    }
+                    named
                 }
                 Err(why) => format!("[{kind} {mime}: {why}]"),
             }

@@ -94,6 +94,70 @@ fn a_server_that_says_always_is_asked_of_a_person_even_under_approve_all() {
     );
 }
 
+/// The images of the tool results in a request (Anthropic's shape): media type and data.
+fn result_images(request: &serde_json::Value) -> Vec<(String, String)> {
+    let blocks = request["messages"].as_array().into_iter().flatten();
+    let results = blocks
+        .flat_map(|m| m["content"].as_array().into_iter().flatten())
+        .filter(|b| b["type"] == "tool_result");
+    let parts = results.flat_map(|r| r["content"].as_array().into_iter().flatten());
+    parts
+        .filter(|p| p["type"] == "image")
+        .map(|p| {
+            let source = &p["source"];
+            (source["media_type"].to_string(), source["data"].to_string())
+        })
+        .collect()
+}
+
+#[test]
+fn an_image_in_a_result_goes_to_a_model_that_takes_images_and_stays_in_the_session() {
+    let cli = Cli::new();
+    cli.home.write_config(&format!(
+        "{}[providers.anthropic]\nimages = true\n",
+        config_with_fake("")
+    ));
+    cli.mock
+        .push(Reply::tool_call("mcp__fake__picture", json!({})));
+    cli.mock.push(Reply::text("A picture."));
+    cli.mock.push(Reply::text("Still there."));
+    let output = cli.run(&["run", "--approve", "all", "show me"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let output = cli.run(&["run", "--continue", "and now?"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let requests = cli.mock.model_requests();
+    assert_eq!(requests.len(), 3);
+    let png = ("\"image/png\"".to_owned(), "\"iVBORw0KGgo=\"".to_owned());
+    assert_eq!(result_images(&requests[1].body), std::slice::from_ref(&png));
+    // The journal keeps where the image is, and the next turn of the session sends it again.
+    assert_eq!(result_images(&requests[2].body), [png]);
+    let results = crate::session::tool_result_texts(&requests[1].body);
+    assert!(
+        results[0].starts_with("a picture:\n[image image/png, 8 bytes, saved as "),
+        "{results:?}"
+    );
+}
+
+#[test]
+fn a_model_that_does_not_take_images_gets_the_saved_file_named_instead() {
+    // The mock runs on this machine: a local server takes no images unless the config says.
+    let cli = Cli::new();
+    cli.home.write_config(&config_with_fake(""));
+    cli.mock
+        .push(Reply::tool_call("mcp__fake__picture", json!({})));
+    cli.mock.push(Reply::text("A picture."));
+    let output = cli.run(&["run", "--approve", "all", "show me"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let request = &cli.mock.model_requests()[1].body;
+    assert!(result_images(request).is_empty(), "{request}");
+    let results = crate::session::tool_result_texts(request);
+    let path = results[0]
+        .split_once("saved as ")
+        .and_then(|(_, rest)| rest.strip_suffix(']'))
+        .expect("the saved file named");
+    assert_eq!(std::fs::read(path).expect("saved"), b"\x89PNG\r\n\x1a\n");
+}
+
 #[test]
 fn failures_of_a_call_reach_the_model_as_errors_that_say_why() {
     let cli = Cli::new();
@@ -172,7 +236,7 @@ fn mcp_add_list_and_remove_edit_the_config_and_show_each_servers_tools() {
     let text = stdout(&listed);
     assert!(text.contains("fake  config  python3 "), "{text}");
     assert!(
-        text.contains("ready, 7 tools: echo, add, slow, crash, big, fail, change"),
+        text.contains("ready, 8 tools: echo, add, slow, crash, big, fail, change, picture"),
         "{text}"
     );
 
@@ -266,7 +330,7 @@ fn doctor_shows_each_server_ready_with_its_tools_or_why_it_failed() {
         .split_once("MCP servers of this project")
         .map(|(_, rest)| rest)
         .expect("the MCP section");
-    assert!(section.contains("ready, 7 tools: echo"), "{section}");
+    assert!(section.contains("ready, 8 tools: echo"), "{section}");
     assert!(
         section.contains("could not start `no-such-program-here`"),
         "{section}"
@@ -299,7 +363,7 @@ fn a_prompt_command_is_the_servers_prompt_and_mcp_list_asks_the_running_owner() 
     let listed = served.tern(&["mcp", "list"]);
     assert!(listed.status.success(), "{}", stderr(&listed));
     let text = stdout(&listed);
-    assert!(text.contains("ready, 7 tools"), "{text}");
+    assert!(text.contains("ready, 8 tools"), "{text}");
     assert!(
         text.contains("prompts: /mcp__fake__greet NAME [MOOD], /mcp__fake__review"),
         "{text}"
@@ -349,7 +413,7 @@ fn the_interface_names_unapproved_servers_and_mcp_approve_lets_one_run() {
     tmux.type_text("/mcp approve fake");
     tmux.keys(&["Enter"]);
     tmux.wait_for("fake may run in");
-    let screen = tmux.wait_for("ready, 7 tools");
+    let screen = tmux.wait_for("ready, 8 tools");
     assert!(screen.contains("/mcp__fake__greet NAME [MOOD]"), "{screen}");
 }
 

@@ -73,6 +73,7 @@ impl World {
             context_window: self.context_window,
             max_output_tokens: 1000,
             written: Default::default(),
+            images: false,
         }
     }
 
