@@ -136,6 +136,8 @@ def handle(message):
             result = call(request_id, params.get("name"), params.get("arguments") or {})
             if result is not None:
                 send({"jsonrpc": "2.0", "id": request_id, "result": result})
+            if "--quit-after-call" in ARGS:
+                os._exit(0)
         threading.Thread(target=run, daemon=True).start()
     elif method == "prompts/list":
         send({"jsonrpc": "2.0", "id": request_id, "result": {"prompts": [

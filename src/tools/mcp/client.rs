@@ -355,14 +355,15 @@ impl Connection {
             Err(err @ rmcp::ServiceError::TransportClosed) => {
                 Err(CallError::Closed(err.to_string()))
             }
-            Err(err) if self.service.is_closed() => Err(CallError::Closed(err.to_string())),
+            Err(err) if self.is_closed() => Err(CallError::Closed(err.to_string())),
             Err(err) => Err(CallError::Failed(err.to_string())),
         }
     }
 
-    /// Whether the connection is gone.
+    /// Whether the connection is gone: closed by tern, or its transport ended (the server
+    /// exited, or its stream closed), which the service alone does not say.
     pub fn is_closed(&self) -> bool {
-        self.service.is_closed()
+        self.service.is_closed() || self.service.peer().is_transport_closed()
     }
 
     /// Ends the connection; a stdio server's process group is stopped with it.
@@ -377,7 +378,7 @@ impl Connection {
     fn stop_group(&self) {
         if let Some(group) = self.group
             && group > 0
-            && !self.service.is_closed()
+            && !self.is_closed()
         {
             // SAFETY: killpg takes plain integers and touches no memory of this process.
             unsafe {

@@ -167,7 +167,16 @@ impl Running {
                 State::Failed {
                     failures, retry_at, ..
                 } if Instant::now() >= *retry_at => (*failures, None),
-                State::Ready { connection, .. } if connection.is_closed() => (1, None),
+                // A connection that closed (an HTTP server gone away, a child that exited
+                // between calls) keeps its tools offered while it starts again.
+                State::Ready {
+                    connection, tools, ..
+                } if connection.is_closed() => (
+                    1,
+                    Some(Listing {
+                        tools: tools.clone(),
+                    }),
+                ),
                 _ => return,
             };
             *state = State::Starting { last };

@@ -403,3 +403,42 @@ async fn a_server_that_keeps_dying_under_calls_waits_longer_each_time() {
     assert_eq!(run("mcp__fake__echo").await.content, "x");
     hub.stop_all().await;
 }
+
+#[tokio::test]
+async fn a_server_gone_between_calls_keeps_its_tools_offered_while_it_starts_again() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut settings = settings(&fake("fake", ", \"--quit-after-call\""));
+    // A turn waits for no server: what it is offered is what is there at once.
+    settings.startup_timeout = Duration::ZERO;
+    let hub = McpHub::new(settings, path_env(), Environment::default(), dir.path());
+    let state = || hub.states(dir.path()).expect("states")[0].1.clone();
+    hub.tools_for(dir.path()).await;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !matches!(state(), ServerState::Ready { .. }) {
+        assert!(Instant::now() < deadline, "still {:?}", state());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let tools = hub.tools_for(dir.path()).await;
+    let out = tool_named(&tools, "mcp__fake__echo")
+        .execute(
+            serde_json::json!({"text": "x"}),
+            &context(dir.path()),
+            CancellationToken::new(),
+        )
+        .await;
+    assert_eq!(out.content, "x");
+    // The server exits after answering; the next turn still has its eight tools.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(hub.tools_for(dir.path()).await.len(), 8);
+    // And it runs again: a call is answered.
+    let tools = hub.tools_for(dir.path()).await;
+    let out = tool_named(&tools, "mcp__fake__echo")
+        .execute(
+            serde_json::json!({"text": "again"}),
+            &context(dir.path()),
+            CancellationToken::new(),
+        )
+        .await;
+    assert_eq!(out.content, "again");
+    hub.stop_all().await;
+}
