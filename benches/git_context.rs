@@ -4,7 +4,7 @@
 //! `<target>/bench-repos/`, then leaves a few files staged, modified and untracked. It measures
 //! `tern::context::snapshot` two ways:
 //! - a plain run that alternates `snapshot()` with `git status --porcelain` on the same
-//!   repository and prints both medians and their ratio, the figures the README quotes;
+//!   repository and prints both medians and their ratio, the figures docs/performance.md quotes;
 //! - criterion's `git_context` group, for comparisons between runs.
 //!
 //! Run with `cargo bench --bench git_context`. Under `cargo test` (no `--bench` flag) it runs

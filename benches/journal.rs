@@ -4,7 +4,7 @@
 //! committed with immediate durability, so an fsync):
 //! - criterion's `journal` group, for comparisons between runs;
 //! - a plain run of 2000 single appends, timed one by one, printing p50 and p99 in
-//!   microseconds, the figures the README quotes. Criterion reports means, which hide the tail
+//!   microseconds, the figures docs/performance.md quotes. Criterion reports means, which hide the tail
 //!   that a person waiting on an acknowledgement notices.
 //!
 //! Run with `cargo bench --bench journal`. Under `cargo test` (no `--bench` flag) the plain run

@@ -7,7 +7,7 @@ use crate::channels::status::now_ms;
 
 #[derive(Debug, clap::Subcommand)]
 pub enum ChannelsCommand {
-    /// Each channel's state: connected or not, its last event and its last error.
+    /// Show each channel's state: connected or not, its last event and its last error.
     Status,
 }
 

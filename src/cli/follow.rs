@@ -214,7 +214,7 @@ mod tests {
             stop: None,
         };
         let mut drained = false;
-        let mut renderer = Renderer::new(OutputFormat::Text);
+        let mut renderer = Renderer::discarding(OutputFormat::Text);
         // Drained and resumed, still running: no end yet.
         let running = records(vec![drained_end.clone(), resumed.clone()]);
         assert_eq!(replayed(&mut drained, &mut renderer, &running), None);

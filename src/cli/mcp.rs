@@ -16,10 +16,10 @@ use std::path::Path;
 
 #[derive(Debug, clap::Subcommand)]
 pub enum McpCommand {
-    /// The servers of this project (the config file's and its .mcp.json's), each started,
+    /// List this project's servers (the config file's and its .mcp.json's), each started,
     /// with its state and tools.
     List,
-    /// Adds a server that tern starts: `tern mcp add NAME -- COMMAND ARGS…`. It goes to the
+    /// Add a server that tern starts: `tern mcp add NAME -- COMMAND ARGS…`. It goes to the
     /// config file (every project), or with --project to this project's .mcp.json.
     Add {
         /// The server's name: letters, digits, `-` and `_`; its tools are `mcp__NAME__tool`.
@@ -35,15 +35,20 @@ pub enum McpCommand {
         #[arg(last = true, required = true, value_name = "COMMAND")]
         command: Vec<String>,
     },
-    /// Removes a server from the config file, or with --project from this project's
+    /// Remove a server from the config file, or with --project from this project's
     /// .mcp.json.
     Remove {
+        /// The server's name, as `tern mcp list` shows it.
         name: String,
+        /// Remove it from this project's .mcp.json instead of the config file.
         #[arg(long)]
         project: bool,
     },
-    /// Lets a server of this project's .mcp.json run; remembered until its entry changes.
-    Approve { name: String },
+    /// Let a server of this project's .mcp.json run; remembered until its entry changes.
+    Approve {
+        /// The server's name in .mcp.json.
+        name: String,
+    },
 }
 
 pub async fn run(command: McpCommand) -> anyhow::Result<Outcome> {

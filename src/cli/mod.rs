@@ -54,22 +54,30 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run one turn without the interactive interface and print the answer.
+    ///
+    /// The prompt comes from the argument or, without one, from standard input. The session
+    /// is stored like any other: continue it with `tern run --continue` or `--session ID`,
+    /// or in the interface with `tern -c` or `tern -r ID`.
     Run(run::RunArgs),
-    /// List and show stored sessions.
+    /// List, show and clean up stored sessions.
     #[command(subcommand)]
     Sessions(sessions::SessionsCommand),
-    /// Show resolved paths and configuration, and check that each provider answers.
+    /// Check the setup: where tern keeps its files, the database, the resolved config, the
+    /// configured providers and the local model servers.
+    ///
+    /// Exits with 0 when a configured provider answers, else with 1 after saying what to do
+    /// next.
     Doctor(doctor::DoctorArgs),
     /// Own the sessions with no interface: serve them to other tern processes and run the
     /// configured chat channels (Slack, Discord, Mattermost, webhooks).
     Serve(serve::ServeArgs),
-    /// The chat channels of the running tern.
+    /// Show the chat channels of the running tern.
     #[command(subcommand)]
     Channels(channels::ChannelsCommand),
-    /// MCP servers: list them with their tools, add, remove, approve a project's.
+    /// Manage MCP servers: list them with their tools, add, remove, approve a project's.
     #[command(subcommand)]
     Mcp(mcp::McpCommand),
-    /// Look inside tern: the prompt the model would see next.
+    /// Look inside tern: the request the model would get next, a directory's repository map.
     #[command(subcommand)]
     Debug(DebugCommand),
 }

@@ -51,6 +51,26 @@ pub struct Renderer {
     voided: bool,
     tool_calls: usize,
     usage: Usage,
+    sink: Sink,
+}
+
+/// Where a renderer writes what goes to standard output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Sink {
+    Stdout,
+    /// Nowhere: tests of what a renderer decides must not print.
+    #[cfg(test)]
+    Discard,
+}
+
+impl Sink {
+    fn writer(self) -> Box<dyn Write> {
+        match self {
+            Sink::Stdout => Box::new(std::io::stdout().lock()),
+            #[cfg(test)]
+            Sink::Discard => Box::new(std::io::sink()),
+        }
+    }
 }
 
 impl Renderer {
@@ -65,6 +85,16 @@ impl Renderer {
             voided: false,
             tool_calls: 0,
             usage: Usage::default(),
+            sink: Sink::Stdout,
+        }
+    }
+
+    /// A renderer that decides as [`Renderer::new`]'s does and prints nothing to stdout.
+    #[cfg(test)]
+    pub fn discarding(format: OutputFormat) -> Self {
+        Self {
+            sink: Sink::Discard,
+            ..Self::new(format)
         }
     }
 
@@ -72,13 +102,16 @@ impl Renderer {
     pub fn session(&mut self, id: &SessionId, resumed: bool, model: &str, project_dir: &Path) {
         self.session_id = Some(id.clone());
         if self.format == OutputFormat::StreamJson {
-            line(&json!({
-                "type": "session",
-                "session_id": id,
-                "resumed": resumed,
-                "model": model,
-                "project_dir": project_dir,
-            }));
+            line(
+                self.sink,
+                &json!({
+                    "type": "session",
+                    "session_id": id,
+                    "resumed": resumed,
+                    "model": model,
+                    "project_dir": project_dir,
+                }),
+            );
         }
     }
 
@@ -118,21 +151,27 @@ impl Renderer {
     /// A subagent run the turn sent started (stream-json only).
     pub fn subagent_started(&self, run: &RunId) {
         if self.format == OutputFormat::StreamJson {
-            line(&json!({"type": "subagent_started", "run_id": run.as_str()}));
+            line(
+                self.sink,
+                &json!({"type": "subagent_started", "run_id": run.as_str()}),
+            );
         }
     }
 
     /// A run ended, as its final status says (stream-json only).
     pub fn subagent_finished(&self, run: &RunId, status: &serde_json::Value) {
         if self.format == OutputFormat::StreamJson {
-            line(&json!({
-                "type": "subagent_finished",
-                "run_id": run.as_str(),
-                "agent": status["agent"],
-                "state": status["state"],
-                "result_path": status["result_path"],
-                "branch": status["branch"],
-            }));
+            line(
+                self.sink,
+                &json!({
+                    "type": "subagent_finished",
+                    "run_id": run.as_str(),
+                    "agent": status["agent"],
+                    "state": status["state"],
+                    "result_path": status["result_path"],
+                    "branch": status["branch"],
+                }),
+            );
         }
     }
 
@@ -147,12 +186,15 @@ impl Renderer {
             return;
         }
         for record in records {
-            line(&json!({
-                "type": "subagent_journal",
-                "run_id": run.as_str(),
-                "seq": record.seq,
-                "event": record.event,
-            }));
+            line(
+                self.sink,
+                &json!({
+                    "type": "subagent_journal",
+                    "run_id": run.as_str(),
+                    "seq": record.seq,
+                    "event": record.event,
+                }),
+            );
         }
     }
 
@@ -165,7 +207,7 @@ impl Renderer {
         }
         if let Ok(mut value) = serde_json::to_value(event) {
             value["run_id"] = json!(run.as_str());
-            line(&value);
+            line(self.sink, &value);
         }
     }
 
@@ -174,13 +216,13 @@ impl Renderer {
             return;
         }
         match serde_json::to_value(event) {
-            Ok(value) => line(&value),
+            Ok(value) => line(self.sink, &value),
             Err(err) => tracing::error!(%err, "event not serializable"),
         }
     }
 
     fn text(&mut self, event: &SessionEvent) {
-        let mut out = std::io::stdout().lock();
+        let mut out = self.sink.writer();
         match event {
             SessionEvent::TextDelta { text } if self.live => {
                 let _ = out.write_all(text.as_bytes());
@@ -279,7 +321,7 @@ impl Renderer {
         self.pending.clear();
         self.voided = true;
         if !self.at_line_start {
-            let mut out = std::io::stdout().lock();
+            let mut out = self.sink.writer();
             self.end_line(&mut out);
             if owner_left {
                 eprintln!(
@@ -322,7 +364,7 @@ impl Renderer {
             value["category"] = json!(category);
             value["error"] = json!(message);
         }
-        line(&value);
+        line(self.sink, &value);
     }
 }
 
@@ -336,9 +378,9 @@ pub fn print_out(text: &str) -> std::io::Result<()> {
     }
 }
 
-/// Writes one JSON value and a newline to stdout.
-fn line(value: &serde_json::Value) {
-    let mut out = std::io::stdout().lock();
+/// Writes one JSON value and a newline to `sink`.
+fn line(sink: Sink, value: &serde_json::Value) {
+    let mut out = sink.writer();
     let _ = serde_json::to_writer(&mut out, value);
     let _ = out.write_all(b"\n");
     let _ = out.flush();

@@ -19,10 +19,7 @@ use std::io::{IsTerminal, Read};
 use std::sync::Arc;
 use tokio::signal::unix::{SignalKind, signal};
 
-/// Run one turn and print the answer.
-///
-/// The prompt comes from the argument or, without one, from standard input. The session is
-/// stored like any other: continue it later with --continue or --session.
+/// Options of `tern run` (its help text is on `Command::Run`).
 #[derive(Debug, clap::Args)]
 pub struct RunArgs {
     /// What to ask. Read from standard input when omitted.
@@ -33,8 +30,8 @@ pub struct RunArgs {
     /// Continue the session with this id (a unique prefix is enough).
     #[arg(long, value_name = "ID")]
     session: Option<String>,
-    /// How to print: text, json (one result object), stream-json (one event per line).
-    #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+    /// How to print the answer.
+    #[arg(long, value_enum, value_name = "FORMAT", default_value_t = OutputFormat::Text)]
     output_format: OutputFormat,
     /// Print the request the turn would send to the model, layer by layer, and stop: nothing
     /// is sent or saved. With --output-format json, the provider's request body.
@@ -44,10 +41,9 @@ pub struct RunArgs {
     /// cleared, the oldest messages cut and summarised. Without a prompt, only that.
     #[arg(long)]
     compact: bool,
-    /// What tools may do without asking: never (refuse writes and commands), edits (allow
-    /// file changes inside the project), all. (ask, which puts each call to a person, needs
-    /// the interactive interface.)
-    #[arg(long, value_enum, default_value_t = Approve::Never)]
+    /// What tools may do without asking. To be asked before each change or command
+    /// instead, talk to tern in its interface (`tern`).
+    #[arg(long, value_enum, value_name = "WHAT", default_value_t = Approve::Never)]
     approve: Approve,
     /// With --output-format stream-json, also print the events of the subagents the turn
     /// sends, each tagged with its run_id.
@@ -59,10 +55,16 @@ pub struct RunArgs {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 enum Approve {
+    /// Refuse everything that needs approval, such as file changes and commands; reading
+    /// still works.
     Never,
+    /// Allow file changes inside the project; refuse the rest that needs approval.
     Edits,
+    /// Allow everything, commands included.
     All,
-    /// Accepted so that `tern run` can say why it cannot ask, rather than call it unknown.
+    /// Not offered: nobody is there to answer a `tern run`. Parsed so that the refusal can
+    /// say why and what to use instead.
+    #[value(hide = true)]
     Ask,
 }
 

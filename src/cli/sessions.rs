@@ -29,10 +29,10 @@ pub enum SessionsCommand {
     /// beyond max_entries, the oldest while over max_disk_bytes, and folders of no session.
     /// Reports only, unless --enforce (or mode = "enforce" in the config).
     Cleanup {
-        /// Only report what would be removed.
+        /// Only report what would be removed, whatever the config's mode says.
         #[arg(long, conflicts_with = "enforce")]
         dry_run: bool,
-        /// Remove it.
+        /// Remove it, whatever the config's mode says.
         #[arg(long)]
         enforce: bool,
     },

@@ -15,11 +15,12 @@ use std::sync::Arc;
 /// Which provider profile and model to use.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct ModelArgs {
-    /// Provider profile from config.toml, or a built-in one: anthropic, openai, ollama.
-    #[arg(long, global = true, value_name = "NAME")]
+    /// The provider profile to use: one of the config file's, or a built-in one (anthropic,
+    /// openai, ollama).
+    #[arg(long, value_name = "NAME")]
     pub provider: Option<String>,
-    /// Model name for this run, overriding the profile's default model.
-    #[arg(long, global = true, value_name = "NAME")]
+    /// The model to use instead of the profile's default one.
+    #[arg(long, value_name = "NAME")]
     pub model: Option<String>,
 }
 

@@ -43,7 +43,7 @@ pub async fn run(args: LaunchArgs) -> anyhow::Result<Outcome> {
     // A model that cannot be used is explained by the setup screen before anything opens.
     let client = match setup::model_client(&loaded, &args.model, setup::KeyCheck::Required) {
         Ok(client) => client,
-        Err(err) => return super::first_run::run(&loaded, &err.to_string()).await,
+        Err(err) => return super::first_run::run(&loaded, err).await,
     };
     let notify = {
         let news = news.clone();
@@ -73,7 +73,7 @@ pub async fn run(args: LaunchArgs) -> anyhow::Result<Outcome> {
     }
     let client = match setup::session_client(&loaded, &args.model, found.as_ref(), client) {
         Ok(client) => client,
-        Err(err) => return super::first_run::run(&loaded, &err.to_string()).await,
+        Err(err) => return super::first_run::run(&loaded, err).await,
     };
     // The status line starts from what is known now and follows what the server says, which
     // arrives in the background: the first frame never waits for it.

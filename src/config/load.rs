@@ -6,7 +6,7 @@
 //! same [`Validator::error`], which turns a key path or a byte span into file, line, column
 //! and key, so every message has the same shape whichever stage found the problem.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::time::Duration;
 
@@ -16,7 +16,7 @@ use super::env::Environment;
 use super::error::ConfigError;
 use super::location::{Document, dotted};
 use super::paths::Paths;
-use super::providers::env_default_profile;
+use super::providers::{env_configured, env_default_profile};
 use super::raw::{RawConfig, RawMaintenance, RawModels, RawReset, RawRetry, RawSession};
 use super::settings::{
     Config, MaintenanceMode, MaintenanceSettings, ModelRef, ModelRoles, ProviderProfile,
@@ -86,6 +86,7 @@ pub fn load_from_str(text: &str, path: &Path, env: &Environment) -> Result<Confi
     let file_profiles: Vec<String> = raw.providers.keys().cloned().collect();
     let providers = check.providers(raw.providers, env)?;
     let models = check.models(raw.models, &providers, &file_profiles, env)?;
+    let configured = configured_profiles(&file_profiles, &models, env);
     let channels = check.channels(raw.channels, env)?;
     let (mcp, mcp_credential_vars) = check.mcp(raw.mcp, env)?;
     Ok(Config {
@@ -106,7 +107,27 @@ pub fn load_from_str(text: &str, path: &Path, env: &Environment) -> Result<Confi
         channels,
         mcp,
         mcp_credential_vars,
+        configured,
     })
+}
+
+/// The profiles the file or the environment set up: every `[providers.NAME]`, the built-ins
+/// the environment enables, and any profile `[models]` uses.
+fn configured_profiles(
+    file_profiles: &[String],
+    models: &ModelRoles,
+    env: &Environment,
+) -> BTreeSet<String> {
+    let named = [&models.default, &models.compaction, &models.fallback]
+        .into_iter()
+        .filter_map(|model| model.as_ref()?.provider.clone());
+    file_profiles
+        .iter()
+        .cloned()
+        .chain(env_configured(env).map(str::to_owned))
+        .chain(models.default_provider.clone())
+        .chain(named)
+        .collect()
 }
 
 /// Validates one document, knowing where each key is so errors can point at it.

@@ -243,14 +243,14 @@ mod tests {
         );
         let config = load("[mcp]\nstartup_timeout = \"500ms\"\n", &[]).unwrap();
         assert_eq!(config.mcp.startup_timeout, Duration::from_millis(500));
-        assert!(config.render().contains("startup_timeout = 500ms"));
+        assert!(config.render().contains("startup_timeout = \"500ms\""));
         assert_eq!(config.mcp.idle_stop, Duration::from_secs(600));
         let config = load("[mcp]\nidle_stop = \"90s\"\n", &[]).unwrap();
         assert_eq!(config.mcp.idle_stop, Duration::from_secs(90));
-        assert!(config.render().contains("idle_stop = 90s"));
+        assert!(config.render().contains("idle_stop = \"90s\""));
         let never = load("[mcp]\nidle_stop = 0\n", &[]).unwrap();
         assert_eq!(never.mcp.idle_stop, Duration::ZERO);
-        assert!(never.render().contains("idle_stop = 0 (never)"));
+        assert!(never.render().contains("idle_stop = 0  # never"));
         let config = load("[mcp]\nstartup_timeout = 0\n", &[]).unwrap();
         assert!(config.mcp.startup_timeout.is_zero());
     }
@@ -308,7 +308,7 @@ mod tests {
         assert!(
             config
                 .render()
-                .contains("headers = [\"Authorization\"] (values not shown)")
+                .contains("headers = { Authorization = \"<not shown>\" }")
         );
     }
 

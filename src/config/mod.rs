@@ -11,6 +11,7 @@
 mod channels;
 mod env;
 mod error;
+mod example;
 mod expand;
 mod load;
 mod location;
@@ -33,6 +34,7 @@ pub use channels::{
 };
 pub use env::Environment;
 pub use error::ConfigError;
+pub use example::EXAMPLE_CONFIG;
 pub use load::{load, load_from_str};
 pub use mcp::{McpApprove, McpOrigin, McpServer, McpSettings, McpTransport, shown_arg, shown_url};
 pub use mcp_file::{McpFileError, PROJECT_FILE as MCP_PROJECT_FILE, project_servers};

@@ -232,6 +232,25 @@ pub(crate) fn env_default_profile(
     }
 }
 
+/// The built-in profiles the environment sets up: a key or a base URL for Anthropic and for
+/// OpenAI, a host for Ollama. The others still exist (`--provider ollama` uses one), but
+/// nobody asked for them, so `tern doctor` does not try them.
+pub(crate) fn env_configured(env: &Environment) -> impl Iterator<Item = &'static str> {
+    [
+        (
+            "anthropic",
+            env.anthropic_api_key.is_some() || env.anthropic_base_url.is_some(),
+        ),
+        (
+            "openai",
+            env.openai_api_key.is_some() || env.openai_base_url.is_some(),
+        ),
+        ("ollama", env.ollama_host.is_some()),
+    ]
+    .into_iter()
+    .filter_map(|(name, set)| set.then_some(name))
+}
+
 /// Why a base URL was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum BadBaseUrl {

@@ -2,7 +2,7 @@
 
 use super::channels::ChannelSettings;
 use super::mcp::McpSettings;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -33,6 +33,10 @@ pub struct Config {
     /// The variables `[mcp.servers.*]` header and env values name: credentials, kept here
     /// rather than on each server so that servers stay the same whichever file they came from.
     pub(super) mcp_credential_vars: Vec<String>,
+    /// The profiles the config file or the environment set up (a `[providers.NAME]`, the
+    /// variables of a built-in one, a profile `[models]` uses); the other built-in profiles
+    /// exist only to be named with `--provider`.
+    pub(super) configured: BTreeSet<String>,
 }
 
 impl Config {
@@ -49,6 +53,14 @@ impl Config {
         names.sort();
         names.dedup();
         names
+    }
+
+    /// The profiles the config file or the environment set up, by name: the ones worth
+    /// trying. The other built-in ones are there only for `--provider NAME`.
+    pub fn configured_providers(&self) -> impl Iterator<Item = &ProviderProfile> {
+        self.providers
+            .values()
+            .filter(|profile| self.configured.contains(&profile.name))
     }
 }
 

@@ -41,10 +41,22 @@ impl LocalServer {
     }
 }
 
+/// The servers looked for, each on its default port: its name, kind and the base URL a
+/// profile would use.
+pub const LOOKED_FOR: [(&str, ProviderKind, &str); 2] = [
+    (
+        "llama.cpp server",
+        ProviderKind::OpenAi,
+        "http://127.0.0.1:8080/v1",
+    ),
+    ("Ollama", ProviderKind::Ollama, "http://127.0.0.1:11434"),
+];
+
 /// The servers answering on their default ports (`127.0.0.1:8080` for llama.cpp's
 /// OpenAI-compatible server, `127.0.0.1:11434` for Ollama), asked at the same time.
 pub async fn find_local_servers() -> Vec<LocalServer> {
-    find_on("http://127.0.0.1:8080", "http://127.0.0.1:11434").await
+    let llama_cpp = LOOKED_FOR[0].2.trim_end_matches("/v1");
+    find_on(llama_cpp, LOOKED_FOR[1].2).await
 }
 
 /// [`find_local_servers`] on other addresses, for tests.
@@ -67,7 +79,7 @@ pub async fn find_on(llama_cpp: &str, ollama: &str) -> Vec<LocalServer> {
     let mut found = Vec::new();
     if let Some(model) = llama {
         found.push(LocalServer {
-            name: "llama.cpp server",
+            name: LOOKED_FOR[0].0,
             kind: ProviderKind::OpenAi,
             base_url: format!("{llama_cpp}/v1"),
             model,
@@ -75,7 +87,7 @@ pub async fn find_on(llama_cpp: &str, ollama: &str) -> Vec<LocalServer> {
     }
     if let Some(model) = ollama_models {
         found.push(LocalServer {
-            name: "Ollama",
+            name: LOOKED_FOR[1].0,
             kind: ProviderKind::Ollama,
             base_url: ollama.to_owned(),
             model,

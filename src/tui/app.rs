@@ -19,7 +19,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 /// How close two Ctrl-C presses must be to quit.
-const QUIT_WINDOW: Duration = Duration::from_secs(1);
+pub(crate) const QUIT_WINDOW: Duration = Duration::from_secs(1);
 /// How long a flash message stays in the status line.
 const FLASH: Duration = Duration::from_secs(3);
 /// Lines the mouse wheel scrolls.

@@ -1,6 +1,6 @@
 //! The fixed part of every request, per context window: the tools, tier A, tier B and the
 //! turn's first nudge, before any conversation. Counted as tern counts tokens for compaction
-//! (four bytes a token, plus framing per message), printed for the README
+//! (four bytes a token, plus framing per message), printed for docs/performance.md
 //! (`cargo test --test it prompt_size -- --nocapture`), and held to 30% of a small window, so
 //! a 4k model keeps most of its window for the work.
 

@@ -402,14 +402,13 @@ fn a_tiny_terminal_still_draws() {
 
 #[test]
 fn the_setup_screen() {
-    use tern::tui::setup::{FoundServer, SetupScreen};
-    let screen_for = |servers: Vec<FoundServer>, w, h| {
-        let setup = SetupScreen {
-            problem: "no model provider is configured. Any one of these works:\n  - export ANTHROPIC_API_KEY=<key> for Anthropic\n  - export OLLAMA_HOST=127.0.0.1:11434 for a local Ollama".into(),
-            config_file: "/home/dev/.config/tern/config.toml".into(),
-            servers,
-            selected: 0,
-        };
+    use tern::tui::setup::{FoundServer, Note, SetupScreen};
+    let short = "no model provider is configured. Any one of these works:\n  - export ANTHROPIC_API_KEY=<key> for Anthropic\n  - export OLLAMA_HOST=127.0.0.1:11434 for a local Ollama";
+    let config_file = std::path::PathBuf::from("/home/dev/.config/tern/config.toml");
+    let setup = |problem: &str, exists: bool, servers: Vec<FoundServer>| {
+        SetupScreen::new(problem.into(), config_file.clone(), exists, servers)
+    };
+    let screen_for = |setup: &SetupScreen, w, h| {
         let mut terminal = Terminal::new(TestBackend::new(w, h)).unwrap();
         terminal
             .draw(|frame| setup.render(frame, &Theme::default()))
@@ -431,10 +430,41 @@ fn the_setup_screen() {
         base_url: "http://127.0.0.1:11434".into(),
         model: Some("qwen2.5-coder:7b".into()),
     }];
+    // The whole message tern gives, whose list items wrap under their text.
+    let full = tern::config::ConfigError::NoProvider {
+        config_file: config_file.clone(),
+    }
+    .to_string();
+    let mut written = setup(&full, false, Vec::new());
+    written.note(Note::Done(format!(
+        "Wrote an example config to {}: remove the # in front of one provider's lines there, \
+         then run tern again.",
+        config_file.display()
+    )));
+    written.config_written();
+    let mut nothing = setup(short, true, Vec::new());
+    nothing.note(Note::Problem(
+        "No local server to use: tern offers one only while there is no config file.".into(),
+    ));
     settings().bind(|| {
-        insta::assert_snapshot!("tui_setup_found_80x24", screen_for(found.clone(), 80, 24));
-        insta::assert_snapshot!("tui_setup_found_120x40", screen_for(found, 120, 40));
-        insta::assert_snapshot!("tui_setup_none_80x24", screen_for(Vec::new(), 80, 24));
+        let found_here = setup(short, false, found.clone());
+        insta::assert_snapshot!("tui_setup_found_80x24", screen_for(&found_here, 80, 24));
+        insta::assert_snapshot!("tui_setup_found_120x40", screen_for(&found_here, 120, 40));
+        insta::assert_snapshot!(
+            "tui_setup_none_80x24",
+            screen_for(&setup(short, false, Vec::new()), 80, 24)
+        );
+        insta::assert_snapshot!(
+            "tui_setup_full_80x30",
+            screen_for(&setup(&full, false, Vec::new()), 80, 30)
+        );
+        insta::assert_snapshot!(
+            "tui_setup_full_100x30",
+            screen_for(&setup(&full, false, found), 100, 30)
+        );
+        insta::assert_snapshot!("tui_setup_written_80x30", screen_for(&written, 80, 30));
+        // Too short for everything: the keys and the note stay.
+        insta::assert_snapshot!("tui_setup_exists_60x12", screen_for(&nothing, 60, 12));
     });
 }
 

@@ -145,6 +145,14 @@ fn passthrough_env() -> Vec<(&'static str, std::ffi::OsString)> {
         .collect()
 }
 
+/// A port nothing listens on now.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
 /// The path of the `tern` binary cargo built for this test run.
 pub fn tern_binary() -> &'static Path {
     Path::new(env!("CARGO_BIN_EXE_tern"))

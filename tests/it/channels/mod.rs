@@ -7,6 +7,7 @@ mod mattermost;
 mod slack;
 mod webhook;
 
+pub use crate::support::free_port;
 use crate::support::{MockProvider, TernHome};
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Output, Stdio};
@@ -130,14 +131,6 @@ impl Drop for Served {
             let _ = child.wait();
         }
     }
-}
-
-/// A port nothing listens on now.
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
 }
 
 pub fn text(output: &Output) -> String {

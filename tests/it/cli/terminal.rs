@@ -103,15 +103,104 @@ fn a_first_run_without_a_provider_shows_what_to_set_up() {
     let screen = tmux.wait_for("set up a model provider");
     assert!(screen.contains("ANTHROPIC_API_KEY"), "{screen}");
     assert!(screen.contains("[providers."), "a minimal config: {screen}");
+    // A list item's wrapped lines start under its text, at 100 columns and at 80.
+    let rows = assert_hanging(&screen);
+    tmux.resize(80, 30);
+    let screen = tmux.wait_until("the list drawn again at 80 columns", |screen| {
+        list_items(screen).len() > rows
+    });
+    assert_hanging(&screen);
+    // Typing is answered with the keys the screen takes.
+    tmux.type_text("hello");
+    tmux.wait_for("This screen reads keys, not text");
     tmux.keys(&["q"]);
-    let screen = tmux.wait_for("[tern exited 0]");
+    // Leaving without a provider fails as `tern run` does.
+    let screen = tmux.wait_for("[tern exited 2]");
     assert!(
-        screen.contains("no model provider is configured"),
+        screen.contains("tern: no model provider is configured"),
         "said again on leaving: {screen}"
     );
     assert!(
         !cli.home.config_path().exists(),
         "nothing written without asking"
+    );
+}
+
+/// The rows of the problem's list: its items and the lines they wrap onto.
+fn list_items(screen: &str) -> Vec<&str> {
+    screen
+        .lines()
+        .skip_while(|line| !line.starts_with("   - "))
+        .take_while(|line| !line.trim().is_empty())
+        .collect()
+}
+
+/// Panics unless the problem's list items are each on a line that starts `   - ` (the
+/// margin and the marker) and some wrap onto lines that start under their text; returns
+/// the list's rows.
+fn assert_hanging(screen: &str) -> usize {
+    let items = list_items(screen);
+    let wrapped = items.iter().filter(|line| !line.starts_with("   - "));
+    assert!(wrapped.clone().count() > 0, "no item wraps:\n{screen}");
+    for line in wrapped {
+        assert!(
+            line.starts_with("     ") && !line.starts_with("      "),
+            "{line:?} is not under its item's text:\n{screen}"
+        );
+    }
+    items.len()
+}
+
+#[test]
+fn the_first_run_writes_the_example_config_once_and_quits_on_a_second_ctrl_c() {
+    let cli = Cli::new();
+    let tmux = Tmux::start_with(&cli, &[], false);
+    // Offered whether or not a local server answers on this machine.
+    tmux.wait_for("c: write an example config");
+    tmux.keys(&["c"]);
+    tmux.wait_for("Wrote an example config to");
+    let path = cli.home.config_path();
+    let written = std::fs::read_to_string(&path).expect("the example written");
+    assert_eq!(written, tern::config::EXAMPLE_CONFIG);
+    // Changed by the person, the file is never written over.
+    std::fs::write(&path, "# mine\n").unwrap();
+    tmux.keys(&["c"]);
+    tmux.wait_for("already exists, so it was left as it is");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "# mine\n");
+    // One Ctrl-C only says what a second one does, and only for a moment.
+    tmux.keys(&["C-c"]);
+    tmux.wait_for("press Ctrl-C again to quit");
+    let screen = tmux.wait_until("the Ctrl-C hint to go", |screen| {
+        !screen.contains("press Ctrl-C again to quit")
+    });
+    assert!(
+        screen.contains("set up a model provider") && !screen.contains("[tern exited"),
+        "{screen}"
+    );
+    tmux.keys(&["C-c", "C-c"]);
+    let screen = tmux.wait_for("[tern exited 2]");
+    assert!(
+        screen.contains("tern: no model provider is configured"),
+        "{screen}"
+    );
+}
+
+#[test]
+fn enter_on_a_first_run_with_no_server_to_choose_says_so() {
+    let cli = Cli::new();
+    // A config file that names no provider: no local server is looked for, so none is
+    // offered whatever listens on this machine.
+    cli.home.write_config("[models]\n");
+    let tmux = Tmux::start_with(&cli, &[], false);
+    let screen = tmux.wait_for("set up a model provider");
+    assert!(!screen.contains("Found on this machine"), "{screen}");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("No local server to use");
+    tmux.keys(&["Escape"]);
+    tmux.wait_for("[tern exited 2]");
+    assert_eq!(
+        std::fs::read_to_string(cli.home.config_path()).unwrap(),
+        "[models]\n"
     );
 }
 

@@ -1,14 +1,22 @@
 //! The real binary in a real terminal: tmux runs `tern` against the mock provider, keys go in
 //! with `send-keys` and the screen comes back with `capture-pane`. `.ci/run` installs tmux.
+//!
+//! Each [`Tmux`] is a tmux server of its own, its socket in a temporary folder of its own:
+//! stopped once when dropped and its socket removed, and nothing tmux says on stderr reaches
+//! the test run's output (a failing command's words go into the test's panic instead).
 
 use super::Cli;
-use std::process::Command;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 /// A tmux server of the test's own (its own socket), running one window.
 pub struct Tmux {
-    socket: String,
+    socket: PathBuf,
+    /// Holds the socket; removed after the server stops.
+    _folder: tempfile::TempDir,
 }
 
 impl Tmux {
@@ -28,13 +36,15 @@ impl Tmux {
 
     /// [`Tmux::start`] with `provider_env` as the only provider settings.
     pub fn start_env(cli: &Cli, args: &[&str], provider_env: &[(&str, String)]) -> Self {
-        static STARTED: AtomicUsize = AtomicUsize::new(0);
-        let socket = format!(
-            "tern-test-{}-{}-{}",
-            std::process::id(),
-            cli.home.root().file_name().unwrap().to_string_lossy(),
-            STARTED.fetch_add(1, Ordering::Relaxed)
-        );
+        require_tmux();
+        let folder = tempfile::Builder::new()
+            .prefix("tern-tmux-")
+            .tempdir()
+            .expect("a temp dir for the tmux socket");
+        let tmux = Self {
+            socket: folder.path().join("socket"),
+            _folder: folder,
+        };
         let tern = crate::support::tern_binary().display().to_string();
         let quoted: Vec<String> = args.iter().map(|a| format!("'{a}'")).collect();
         // The shell stays after tern exits, so its last words can still be read.
@@ -42,12 +52,9 @@ impl Tmux {
             "{tern} {}; echo \"[tern exited $?]\"; sleep 60",
             quoted.join(" ")
         );
-        let tmux = Self { socket };
-        let mut command = Command::new("tmux");
+        let mut command = tmux.command();
         command
             .args([
-                "-L",
-                &tmux.socket,
                 "-f",
                 "/dev/null",
                 "new-session",
@@ -71,20 +78,15 @@ impl Tmux {
         for (name, value) in env {
             command.arg("-e").arg(format!("{name}={value}"));
         }
-        let status = command.arg(script).status().unwrap_or_else(|err| {
-            panic!("tmux could not start ({err}); it is needed for this test: apt-get install tmux")
-        });
-        assert!(status.success(), "tmux new-session failed");
+        command.arg(script);
+        tmux.run(command, "new-session");
         tmux
     }
 
     pub fn keys(&self, keys: &[&str]) {
-        let status = Command::new("tmux")
-            .args(["-L", &self.socket, "send-keys"])
-            .args(keys)
-            .status()
-            .expect("tmux send-keys");
-        assert!(status.success());
+        let mut command = self.command();
+        command.arg("send-keys").args(keys);
+        self.run(command, "send-keys");
     }
 
     pub fn type_text(&self, text: &str) {
@@ -92,49 +94,111 @@ impl Tmux {
     }
 
     pub fn screen(&self) -> String {
-        let out = Command::new("tmux")
-            .args(["-L", &self.socket, "capture-pane", "-p", "-J"])
-            .output()
-            .expect("tmux capture-pane");
+        let mut command = self.command();
+        command.args(["capture-pane", "-p", "-J"]);
+        let out = self.run(command, "capture-pane");
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
     /// Waits until the screen shows `wanted`; returns the screen.
     pub fn wait_for(&self, wanted: &str) -> String {
+        self.wait_until(&format!("the screen to show {wanted:?}"), |screen| {
+            screen.contains(wanted)
+        })
+    }
+
+    /// Waits until `done` holds for the screen (which `what` names); returns the screen.
+    pub fn wait_until(&self, what: &str, done: impl Fn(&str) -> bool) -> String {
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
             let screen = self.screen();
-            if screen.contains(wanted) {
+            if done(&screen) {
                 return screen;
             }
             if Instant::now() > deadline {
-                panic!("the screen never showed {wanted:?}; it shows:\n{screen}");
+                panic!("waited in vain for {what}; the screen shows:\n{screen}");
             }
             std::thread::sleep(Duration::from_millis(50));
         }
     }
 
     pub fn resize(&self, width: u16, height: u16) {
-        let status = Command::new("tmux")
-            .args([
-                "-L",
-                &self.socket,
-                "resize-window",
-                "-x",
-                &width.to_string(),
-                "-y",
-                &height.to_string(),
-            ])
-            .status()
-            .expect("tmux resize-window");
-        assert!(status.success());
+        let mut command = self.command();
+        command.args([
+            "resize-window",
+            "-x",
+            &width.to_string(),
+            "-y",
+            &height.to_string(),
+        ]);
+        self.run(command, "resize-window");
+    }
+
+    /// `tmux` on this test's server.
+    fn command(&self) -> Command {
+        let mut command = Command::new("tmux");
+        command.arg("-S").arg(&self.socket);
+        command
+    }
+
+    /// Runs `command` with its output gathered; a failure panics with what tmux said.
+    fn run(&self, mut command: Command, what: &str) -> Output {
+        let out = command
+            .stdin(Stdio::null())
+            .output()
+            .unwrap_or_else(|err| panic!("tmux {what} could not run: {err}"));
+        assert!(
+            out.status.success(),
+            "tmux {what} failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+        out
     }
 }
 
 impl Drop for Tmux {
     fn drop(&mut self) {
-        let _ = Command::new("tmux")
-            .args(["-L", &self.socket, "kill-server"])
+        // The server may have ended by itself; either way it is gone after this, and its
+        // socket with it.
+        let _ = self
+            .command()
+            .arg("kill-server")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
             .status();
+        let _ = std::fs::remove_file(&self.socket);
+    }
+}
+
+/// Panics at once when tmux cannot run, having said once, outside any test's captured
+/// output, how to install it.
+fn require_tmux() {
+    static FOUND: OnceLock<Result<(), String>> = OnceLock::new();
+    let found = FOUND.get_or_init(|| {
+        let ran = Command::new("tmux")
+            .arg("-V")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+        let problem = match ran {
+            Ok(status) if status.success() => return Ok(()),
+            Ok(status) => format!("`tmux -V` failed ({status})"),
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+                "tmux is not installed".to_owned()
+            }
+            Err(err) => format!("tmux could not be run ({err})"),
+        };
+        let _ = writeln!(
+            std::io::stderr(),
+            "\n{problem}: the tests that drive tern in a terminal need tmux. \
+             Install it (apt-get install tmux) and run them again.\n"
+        );
+        Err(problem)
+    });
+    if let Err(problem) = found {
+        panic!("{problem}: install tmux (apt-get install tmux)");
     }
 }

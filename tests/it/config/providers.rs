@@ -105,3 +105,36 @@ fn missing_keys_are_reported_only_when_the_profile_is_used() {
             .is_ok()
     );
 }
+
+#[test]
+fn configured_profiles_are_those_the_file_or_the_environment_set_up() {
+    let check = |text: &str, pairs: &[(&str, &str)], expected: &[&str]| {
+        let config = loaded(text, pairs);
+        let names: Vec<&str> = config
+            .configured_providers()
+            .map(|profile| profile.name.as_str())
+            .collect();
+        assert_eq!(names, expected, "{text} with {pairs:?}");
+    };
+    check("", &[], &[]);
+    check("", &[("ANTHROPIC_API_KEY", "k")], &["anthropic"]);
+    check(
+        "",
+        &[("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")],
+        &["anthropic"],
+    );
+    check("", &[("OPENAI_API_KEY", "k")], &["openai"]);
+    check(
+        "",
+        &[("OPENAI_BASE_URL", "http://127.0.0.1:8080/v1")],
+        &["openai"],
+    );
+    check("", &[("OLLAMA_HOST", "127.0.0.1:11434")], &["ollama"]);
+    check("[models]\nprovider = \"ollama\"\n", &[], &["ollama"]);
+    check(
+        "[models]\nfallback = \"openai/gpt-4.1\"\n[providers.box]\nkind = \"ollama\"\n",
+        &[],
+        &["box", "openai"],
+    );
+    check(FULL, &[], &["local", "openai", "work"]);
+}

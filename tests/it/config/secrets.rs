@@ -19,14 +19,13 @@ fn render_shows_where_keys_come_from_but_never_the_keys() {
     assert!(!text.contains("SECRET"), "{text}");
     for fragment in [
         FILE,
-        "set (from WORK_ANTHROPIC_KEY)",
-        "set (from OPENAI_API_KEY)",
-        "missing (ANTHROPIC_API_KEY)",
+        "api_key = \"<set>\"  # from WORK_ANTHROPIC_KEY",
+        "api_key = \"<set>\"  # from OPENAI_API_KEY",
         "[providers.local]",
-        "provider = work",
-        "compaction = work/claude-haiku-4-5",
-        "max_disk_bytes = 2GB",
-        "idle_timeout = 0 (passivation off)",
+        "provider = \"work\"",
+        "compaction = \"work/claude-haiku-4-5\"",
+        "max_disk_bytes = \"2GB\"",
+        "idle_timeout = 0  # passivation off",
     ] {
         assert!(
             text.contains(fragment),

@@ -36,8 +36,8 @@ fn every_key_is_read() {
         "[tools]",
         "pass_env = [\"GH_PAT\", \"deploy_token\"]",
         "strip_env = [\"CORP_*\", \"X\"]",
-        "shell_max_duration = 90s",
-        "shell_max_duration_ceiling = 30m",
+        "shell_max_duration = \"90s\"",
+        "shell_max_duration_ceiling = \"30m\"",
     ] {
         assert!(text.contains(line), "`{line}` missing from:\n{text}");
     }

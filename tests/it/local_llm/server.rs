@@ -2,6 +2,7 @@
 //! model `benches/local_llm/build.sh` puts in its cache folder, started on a free port of
 //! 127.0.0.1 and stopped when dropped, with what it said kept in a log beside the cache.
 
+use crate::support::free_port;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -167,14 +168,6 @@ impl Drop for LocalServer {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-/// A port nobody listens on right now.
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .map(|addr| addr.port())
-        .expect("a free port on 127.0.0.1")
 }
 
 /// The last lines of a log, for a failure message.
