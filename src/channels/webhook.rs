@@ -238,7 +238,9 @@ pub async fn run(settings: WebhookSettings, start: Start) {
         format!("listening on http://{at}/webhook/{{{}}}", names.join(",")),
     );
     let replies = Replies {
-        http: reqwest::Client::new(),
+        http: crate::llm::http::client_builder()
+            .build()
+            .unwrap_or_default(),
         endpoints: endpoints.clone(),
     };
     let conversations = Conversations::new(

@@ -170,6 +170,9 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     // Before the runtime starts any thread: the scrub changes the process environment.
     startup::prepare();
+    // One TLS crypto provider for every client the process builds: providers, MCP servers
+    // and the chat channels' HTTP and websocket connections.
+    crate::llm::install_crypto_provider();
     // Two workers: a journal write (an fsync) or a read asked of another tern blocks one of
     // them, never the other sessions or the interface (`block_in_place` hands its tasks on).
     let runtime = match tokio::runtime::Builder::new_multi_thread()

@@ -53,7 +53,9 @@ pub struct Place {
 impl Api {
     pub fn new(base: &str, bot_token: &str, app_token: &str) -> Self {
         Self {
-            http: reqwest::Client::new(),
+            http: crate::llm::http::client_builder()
+                .build()
+                .unwrap_or_default(),
             base: base.trim_end_matches('/').to_owned(),
             bot_token: bot_token.to_owned(),
             app_token: app_token.to_owned(),

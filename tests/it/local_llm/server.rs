@@ -72,7 +72,10 @@ impl LocalServer {
             port,
             log,
             runtime,
-            http: reqwest::Client::new(),
+            http: {
+                tern::llm::install_crypto_provider();
+                reqwest::Client::new()
+            },
         };
         server.wait_until_loaded();
         server
