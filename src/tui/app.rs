@@ -5,6 +5,7 @@
 
 use super::approval::{Asking, FromRun};
 use super::composer::{Composer, Edit};
+use super::export::Overwrite;
 use super::panes::Panes;
 use super::popup::{self, Choices, FileIndex};
 use super::status::Status;
@@ -17,6 +18,8 @@ use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::time::Duration;
 use tokio::time::Instant;
+
+mod commands;
 
 /// How close two Ctrl-C presses must be to quit.
 pub(crate) const QUIT_WINDOW: Duration = Duration::from_secs(1);
@@ -41,8 +44,12 @@ pub enum Action {
     Pick,
     /// Have this session call another model from its next turn on.
     SwitchModel(String),
-    /// Write the transcript as markdown to this file.
-    Export(PathBuf),
+    /// Write the transcript as markdown to this file; over an existing one only when
+    /// `overwrite` (the person said yes).
+    Export {
+        path: PathBuf,
+        overwrite: bool,
+    },
     /// The person answered an approval, of the session shown or (`session`) of one of its
     /// runs.
     Answer {
@@ -103,6 +110,8 @@ pub enum AppEvent {
     /// The chat channels the owner runs, as the status line shows them (empty: none).
     Channels(String),
     Exported(Result<PathBuf, String>),
+    /// The file `/export` names exists: the person is asked before it is written over.
+    ExportExists(PathBuf),
     /// Something the person should read, shown as a notice.
     Notice(String),
     /// The runs of `session` that were queued or working when it was opened.
@@ -149,6 +158,8 @@ pub struct App {
     pub session: Option<SessionId>,
     /// Calls waiting for the person's approval, the first one shown.
     pub asking: VecDeque<Asking>,
+    /// The file `/export` would write over, while the person is asked.
+    pub overwrite: Option<Overwrite>,
     /// The panes of the subagent runs the session sent.
     pub panes: Panes,
     /// Runs the session just sent, for the runner to follow.
@@ -172,6 +183,7 @@ impl App {
             last_ctrl_c: None,
             session: None,
             asking: VecDeque::new(),
+            overwrite: None,
             panes: Panes::default(),
             new_runs: Vec::new(),
             read_only_for: None,
@@ -202,6 +214,9 @@ impl App {
                 }
                 None => Vec::new(),
             };
+        }
+        if let Some(actions) = self.overwrite_key(key) {
+            return actions;
         }
         if self.popup.is_some()
             && let Some(actions) = self.popup_key(key)
@@ -364,123 +379,6 @@ impl App {
         vec![Action::Send(message)]
     }
 
-    /// Runs a slash command.
-    fn slash(&mut self, line: &str) -> Vec<Action> {
-        let (name, arg) = match line.split_once(char::is_whitespace) {
-            Some((name, arg)) => (name, arg.trim()),
-            None => (line, ""),
-        };
-        match name {
-            "new" | "reset" => vec![Action::Reset],
-            "resume" => vec![Action::Pick],
-            "compact" => vec![Action::Compact],
-            "quit" | "exit" => vec![Action::Quit],
-            "model" if arg.is_empty() => {
-                self.notice(format!(
-                    "model: {} ({}); `/model NAME` switches (tern restarts on this session)",
-                    self.status.model, self.status.provider
-                ));
-                Vec::new()
-            }
-            "model" => vec![Action::SwitchModel(arg.to_owned())],
-            "theme" => {
-                self.theme_command(arg);
-                Vec::new()
-            }
-            "export" => {
-                let path = if arg.is_empty() {
-                    let id = self.session.as_ref().map_or("new", |id| id.short());
-                    PathBuf::from(format!("tern-{id}.md"))
-                } else {
-                    PathBuf::from(arg)
-                };
-                vec![Action::Export(path)]
-            }
-            "status" => {
-                self.notice(self.status_text());
-                Vec::new()
-            }
-            "map" => vec![Action::ShowMap(
-                arg.split_whitespace().map(str::to_owned).collect(),
-            )],
-            "mcp" => match arg.split_once(char::is_whitespace) {
-                None if arg.is_empty() => vec![Action::ShowMcp(None)],
-                Some(("approve", name)) if !name.trim().is_empty() => {
-                    vec![Action::ShowMcp(Some(name.trim().to_owned()))]
-                }
-                _ => {
-                    self.notice("/mcp lists the project's MCP servers; /mcp approve NAME lets one of its .mcp.json run");
-                    Vec::new()
-                }
-            },
-            // A server's prompt: the session asks the server for its text.
-            // Sent alone (the `!` output waits for the next message): the session knows the
-            // command only at the start of an input.
-            prompt if prompt.starts_with("mcp__") => {
-                let context = std::mem::take(&mut self.shell_context);
-                let sent = self.send_text(format!("/{line}"));
-                self.shell_context = context;
-                sent
-            }
-            "help" => {
-                self.notice(popup::help_text());
-                Vec::new()
-            }
-            other => {
-                self.notice(format!("unknown command /{other}; /help lists them"));
-                Vec::new()
-            }
-        }
-    }
-
-    fn theme_command(&mut self, name: &str) {
-        if name.is_empty() {
-            let names: Vec<&str> = Theme::names().collect();
-            self.notice(format!(
-                "theme: {}; built in: {}; your own go in {} as NAME.toml",
-                self.theme.name,
-                names.join(", "),
-                self.themes_dir.display()
-            ));
-            return;
-        }
-        match Theme::load(name, &self.themes_dir) {
-            Ok(theme) => {
-                self.theme = theme.for_depth(self.theme.depth);
-                self.transcript.view.theme_epoch += 1;
-                self.panes.theme_changed();
-                self.notice(format!("theme: {name}"));
-            }
-            Err(err) => self.notice(err.to_string()),
-        }
-    }
-
-    fn status_text(&self) -> String {
-        let s = &self.status;
-        let t = &s.tokens;
-        let source = if s.window_source.is_empty() {
-            String::new()
-        } else {
-            format!(" (window {})", s.window_source)
-        };
-        format!(
-            "session {} · {} ({}) · context {} of {} tokens{source} · session tokens: input {}, \
-             output {}, cache read {}, cache write {}{}",
-            self.session.as_ref().map_or("(none yet)", |id| id.as_str()),
-            s.model,
-            s.provider,
-            s.context_tokens,
-            s.context_window,
-            t.input_tokens,
-            t.output_tokens,
-            t.cache_read_input_tokens,
-            t.cache_creation_input_tokens,
-            s.branch
-                .as_ref()
-                .map_or(String::new(), |b| format!(" · branch {b}"))
-        )
-    }
-
     /// Completion for another project's files.
     pub fn set_files(&mut self, files: FileIndex) {
         self.files = files;
@@ -507,10 +405,7 @@ impl App {
 
     /// Opens, updates or closes the popup from the composer's text.
     fn update_popup(&mut self) {
-        let shown = self.composer.shown();
-        if let Some(typed) = shown.strip_prefix('/')
-            && !typed.contains(char::is_whitespace)
-        {
+        if let Some(typed) = self.composer.command() {
             self.popup = Some(Popup::Slash(popup::slash_choices(typed)));
             return;
         }
@@ -725,6 +620,7 @@ impl App {
                 self.notice(format!("transcript written to {}", path.display()))
             }
             AppEvent::Exported(Err(err)) => self.notice(format!("export failed: {err}")),
+            AppEvent::ExportExists(path) => self.overwrite = Some(Overwrite { path }),
             AppEvent::Notice(text) => self.notice(text),
             AppEvent::Model {
                 model,
@@ -787,6 +683,8 @@ impl App {
     pub fn hint(&self) -> &'static str {
         if !self.asking.is_empty() {
             "answer above: y yes · a always · n no · esc no"
+        } else if self.overwrite.is_some() {
+            "answer above: y overwrites the file · n keeps it"
         } else if self.busy() {
             "write to add to this turn · esc interrupts"
         } else {

@@ -490,17 +490,11 @@ impl Runner {
                 Action::Reset => self.link.reset(app.session.clone()),
                 Action::Pick => self.open_picker(false),
                 Action::SwitchModel(model) => self.link.switch_model(model),
-                Action::Export(path) => {
-                    let path = if path.is_absolute() {
-                        path
-                    } else {
-                        self.link.project_dir.join(path)
-                    };
-                    let text = app.transcript.to_markdown();
-                    let written = std::fs::write(&path, text)
-                        .map(|()| path.clone())
-                        .map_err(|err| format!("{}: {err}", path.display()));
-                    let _ = self.link.tx.send(AppEvent::Exported(written));
+                Action::Export { path, overwrite } => {
+                    let markdown = app.transcript.to_markdown();
+                    let written =
+                        super::export::write(&self.link.project_dir, path, overwrite, &markdown);
+                    let _ = self.link.tx.send(written);
                 }
                 Action::Answer {
                     call_id,

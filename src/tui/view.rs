@@ -113,6 +113,12 @@ pub fn draw(frame: &mut Frame<'_>, app: &mut App, now: Instant) {
             ..at.transcript
         };
         asking.render(over, buf, &theme);
+    } else if let Some(question) = &app.overwrite {
+        let over = Rect {
+            height: at.transcript.height + at.rule.height,
+            ..at.transcript
+        };
+        question.render(over, buf, &theme);
     }
     if at.composer.height > 0 && cursor.x < area.x + area.width && cursor.y < area.y + area.height {
         frame.set_cursor_position(cursor);

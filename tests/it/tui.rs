@@ -17,6 +17,7 @@ use tern::tui::{Theme, view};
 use tokio::time::Instant;
 
 mod approvals;
+mod commands;
 
 fn settings() -> insta::Settings {
     let mut settings = insta::Settings::clone_current();
@@ -569,7 +570,13 @@ fn slash_commands_and_shell_lines_become_actions() {
         run("/model claude-opus-4-1"),
         [Action::SwitchModel("claude-opus-4-1".into())]
     );
-    assert_eq!(run("/export notes.md"), [Action::Export("notes.md".into())]);
+    assert_eq!(
+        run("/export notes.md"),
+        [Action::Export {
+            path: "notes.md".into(),
+            overwrite: false
+        }]
+    );
     assert_eq!(
         run("!git status --short"),
         [Action::Shell("git status --short".into())]
