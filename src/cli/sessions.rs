@@ -314,7 +314,8 @@ fn transcript(meta: &SessionMeta, records: &[JournalRecord]) -> String {
             | JournalEvent::Passivated { .. }
             | JournalEvent::TurnResumed { .. }
             | JournalEvent::NudgeAdded { .. }
-            | JournalEvent::ToolCallsStarted { .. } => {}
+            | JournalEvent::ToolCallsStarted { .. }
+            | JournalEvent::ArgumentsShortened { .. } => {}
         }
     }
     out

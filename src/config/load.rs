@@ -35,6 +35,9 @@ const MAX_RETRY_DELAY_MS: u64 = 3_600_000;
 /// one piece of work.
 const MAX_ROUNDS_CEILING: u64 = 10_000;
 
+/// The least `[session] max_argument_bytes` may be.
+const MIN_ARGUMENT_BYTES: u64 = 1024;
+
 /// Finds tern's directories and reads the config file there, if there is one.
 pub fn load(env: &Environment) -> Result<(Paths, Config), ConfigError> {
     let paths = Paths::from_env(env)?;
@@ -197,6 +200,7 @@ impl Validator<'_> {
                 })?,
                 None => d.max_message_bytes,
             };
+        let max_argument_bytes = self.argument_bytes(raw.max_argument_bytes)?;
         Ok(SessionSettings {
             prefill_timeout: timeout("prefill_timeout", raw.prefill_timeout, d.prefill_timeout)?,
             first_token_timeout: timeout(
@@ -249,6 +253,7 @@ impl Validator<'_> {
                 u32::MAX.into(),
             )? as u32,
             max_message_bytes,
+            max_argument_bytes,
             max_rounds: self.count(
                 &["session", "max_rounds"],
                 raw.max_rounds,
@@ -260,6 +265,26 @@ impl Validator<'_> {
             subagents: SubagentSettings::default(),
             repo_map_tokens: d.repo_map_tokens,
         })
+    }
+
+    /// `[session] max_argument_bytes`: at least [`MIN_ARGUMENT_BYTES`], since a placeholder
+    /// naming the tool, the path and where the text went takes a few hundred bytes itself.
+    fn argument_bytes(&self, raw: Option<Value>) -> Result<usize, ConfigError> {
+        let key = ["session", "max_argument_bytes"];
+        let Some(bytes) = self.size(&key, raw)? else {
+            return Ok(SessionSettings::default().max_argument_bytes);
+        };
+        if bytes < MIN_ARGUMENT_BYTES {
+            return Err(self.error(
+                &key,
+                format!(
+                    "{bytes} bytes is too small: a tool call's arguments are replaced by a \
+                     placeholder only when they are larger than it, and the placeholder itself \
+                     takes a few hundred bytes; use 1KiB or more (the default is 32KiB)"
+                ),
+            ));
+        }
+        usize::try_from(bytes).map_err(|_| self.error(&key, "is too large for this machine"))
     }
 
     fn reset(&self, raw: RawReset) -> Result<ResetSettings, ConfigError> {
@@ -646,4 +671,31 @@ fn without_quoted_values(text: &str) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn argument_bytes(text: &str) -> Result<usize, String> {
+        let env = Environment::from_pairs(Vec::<(String, String)>::new());
+        load_from_str(text, Path::new("config.toml"), &env)
+            .map(|config| config.session.max_argument_bytes)
+            .map_err(|err| err.to_string())
+    }
+
+    #[test]
+    fn max_argument_bytes_takes_sizes_with_units_and_refuses_tiny_ones() {
+        assert_eq!(argument_bytes(""), Ok(32 * 1024));
+        let set = |value: &str| argument_bytes(&format!("[session]\nmax_argument_bytes = {value}"));
+        assert_eq!(set("\"64KiB\""), Ok(64 * 1024));
+        assert_eq!(set("\"2MB\""), Ok(2_000_000));
+        assert_eq!(set("4096"), Ok(4096));
+        let tiny = set("100").unwrap_err();
+        assert!(tiny.contains("session.max_argument_bytes"), "{tiny}");
+        assert!(tiny.contains("use 1KiB or more"), "{tiny}");
+        let word = set("\"lots\"").unwrap_err();
+        assert!(word.contains("is not a size"), "{word}");
+        assert!(set("0").unwrap_err().contains("more than zero"));
+    }
 }

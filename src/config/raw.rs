@@ -190,6 +190,7 @@ pub(crate) struct RawSession {
     pub keep_recent_messages: Option<u64>,
     pub snapshot_every: Option<u64>,
     pub max_message_bytes: Option<Value>,
+    pub max_argument_bytes: Option<Value>,
     pub max_rounds: Option<u64>,
     #[serde(default)]
     pub maintenance: RawMaintenance,

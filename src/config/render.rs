@@ -130,6 +130,11 @@ impl Config {
             "max_message_bytes = {}",
             string(&format_size(s.max_message_bytes as u64))
         )?;
+        writeln!(
+            out,
+            "max_argument_bytes = {}",
+            string(&format_size(s.max_argument_bytes as u64))
+        )?;
         writeln!(out, "max_rounds = {}", s.max_rounds)?;
 
         let m = &s.maintenance;

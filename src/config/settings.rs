@@ -221,6 +221,10 @@ pub struct SessionSettings {
     pub snapshot_every: u32,
     /// A single message larger than this is replaced by a placeholder naming its size.
     pub max_message_bytes: usize,
+    /// A tool call whose arguments are larger than this has its largest ones replaced in the
+    /// history, once it has its result, by a placeholder naming the tool, the path and the
+    /// size; the full text is in the file written or saved as an artifact.
+    pub max_argument_bytes: usize,
     /// The most rounds of tool calls one turn runs; the loop guard ends it quietly there.
     pub max_rounds: u32,
     /// `[session.maintenance]`.
@@ -261,6 +265,7 @@ impl Default for SessionSettings {
             keep_recent_messages: 6,
             snapshot_every: 20,
             max_message_bytes: 128 * 1024,
+            max_argument_bytes: 32 * 1024,
             max_rounds: 60,
             maintenance: MaintenanceSettings::default(),
             reset: ResetSettings::default(),

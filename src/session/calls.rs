@@ -140,6 +140,8 @@ impl Recorder<'_, '_> {
                 took_ms: Some(took_ms.clone()),
             });
         }
+        let answered = &self.calls[self.results.len()..];
+        events.extend(self.turn.shortened_arguments(answered, &fresh));
         // The journal records paths as text; a path that is not UTF-8 cannot be kept in
         // the recent files (the tool result already named it, in the escaped form the tools
         // read back). Journaling that form instead would put a name that exists nowhere into

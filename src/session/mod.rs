@@ -7,6 +7,7 @@
 
 mod actor;
 pub mod approvals;
+mod arguments;
 mod asking;
 pub mod background;
 mod batch;

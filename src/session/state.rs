@@ -168,6 +168,7 @@ impl SessionState {
                     }),
                 }
             }
+            JournalEvent::ArgumentsShortened { inputs } => self.shorten_arguments(inputs),
             JournalEvent::Usage { usage, .. } => {
                 self.usage.add(usage);
                 self.last_usage = Some(*usage);
@@ -233,6 +234,26 @@ impl SessionState {
                 }
                 if let Some(grant) = grant {
                     self.grants.insert(grant.clone());
+                }
+            }
+        }
+    }
+
+    /// Gives each call named in `inputs` the arguments it maps to, looking from the newest
+    /// message back, since the calls shortened are those of the latest batches (and a
+    /// provider may use an id again in a later reply: the newest call of an id is meant).
+    fn shorten_arguments(&mut self, inputs: &BTreeMap<String, serde_json::Value>) {
+        let mut done: HashSet<&str> = HashSet::new();
+        for message in self.messages.iter_mut().rev() {
+            if done.len() == inputs.len() {
+                return;
+            }
+            for block in &mut message.content {
+                if let ContentBlock::ToolUse(call) = block
+                    && let Some((id, input)) = inputs.get_key_value(&call.id)
+                    && done.insert(id.as_str())
+                {
+                    call.input = input.clone();
                 }
             }
         }
@@ -584,6 +605,50 @@ mod tests {
         assert_eq!(out.state.messages.len(), 3);
         assert!(out.state.grants.contains(&grant));
         assert_eq!(out.state.pending_approval, None);
+    }
+
+    /// Shortened arguments go to the newest call of the id, the older one with the same id
+    /// (a provider that numbers its calls per reply) keeping its own.
+    #[test]
+    fn shortened_arguments_replace_the_newest_call_of_their_id() {
+        let write = |content: &str| {
+            ContentBlock::ToolUse(ToolCall {
+                id: "a".into(),
+                name: "file_write".into(),
+                input: json!({"path": "x", "content": content}),
+            })
+        };
+        let answered = || JournalEvent::ToolResults {
+            results: vec![ToolResult::ok("a", "wrote x")],
+            took_ms: None,
+        };
+        let short = json!({"path": "x", "content": "[content of 40.0 KiB written to x]"});
+        let out = replay(vec![
+            input("hi"),
+            JournalEvent::AssistantMessage {
+                model: "m".into(),
+                content: vec![write("old")],
+            },
+            answered(),
+            JournalEvent::AssistantMessage {
+                model: "m".into(),
+                content: vec![write(&"n".repeat(40 * 1024))],
+            },
+            answered(),
+            JournalEvent::ArgumentsShortened {
+                inputs: [("a".to_owned(), short.clone())].into(),
+            },
+            JournalEvent::completed(),
+        ]);
+        let inputs: Vec<_> = out
+            .state
+            .messages
+            .iter()
+            .flat_map(Message::tool_calls)
+            .map(|call| call.input.clone())
+            .collect();
+        assert_eq!(inputs, [json!({"path": "x", "content": "old"}), short]);
+        assert!(out.repairs.is_empty());
     }
 
     #[test]

@@ -448,7 +448,9 @@ impl Turn<'_> {
                 duration_ms: None,
             });
         }
-        self.record(state, vec![JournalEvent::results_not_timed(results)])
+        let shortened = self.shortened_arguments(calls, &results);
+        let answered = JournalEvent::results_not_timed(results);
+        self.record(state, [answered].into_iter().chain(shortened).collect())
     }
 
     /// Journals the inputs that joined since the last batch, acknowledging each; returns

@@ -39,6 +39,13 @@ pub enum JournalEvent {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         took_ms: Option<BTreeMap<String, u64>>,
     },
+    /// Calls that have their results, whose large arguments the history keeps from here on
+    /// as short placeholders: each call's arguments as the history holds them now, by call
+    /// id. The message that made the calls keeps them whole in the journal; the full text is
+    /// in the file a call wrote or in the session's artifacts.
+    ArgumentsShortened {
+        inputs: BTreeMap<String, serde_json::Value>,
+    },
     /// Tokens used by one model call.
     Usage {
         model: String,

@@ -1,13 +1,15 @@
-//! Freeing context by tool output alone: old results replaced by a placeholder naming the
-//! tool and the size cleared ([`clear_tool_results`]), how many recent ones a window can keep
-//! whole ([`results_to_keep`]), and, when the turn being answered is itself too large, its
-//! older results cleared and the latest ones shortened to their head and tail
-//! ([`clear_older_results`], [`shorten_latest_results`]). Calls, texts and the order of
-//! messages never change.
+//! Freeing context by tool output and arguments alone: old results replaced by a placeholder
+//! naming the tool and the size cleared, their calls' large arguments with them
+//! ([`clear_tool_results`]), how many recent ones a window can keep whole
+//! ([`results_to_keep`]), and, when the turn being answered is itself too large, its older
+//! results and its calls' arguments cleared and the latest results shortened to their head
+//! and tail ([`clear_older_results`], [`shorten_latest_results`]). Which calls there are,
+//! texts and the order of messages never change.
 
+use super::arguments::clear_arguments;
 use super::estimate_tokens;
-use crate::domain::{ContentBlock, Message, Role};
-use std::collections::HashMap;
+use crate::domain::{ContentBlock, Message, Role, ToolResult};
+use std::collections::{HashMap, HashSet};
 
 /// How a cleared result starts; with [`CLEARED_WORD`] it marks a result as already cleared.
 const CLEARED_OPENING: &str = "[output of ";
@@ -25,37 +27,62 @@ pub struct Cleared {
     pub messages: Vec<Message>,
     /// How many tool results were replaced by a placeholder.
     pub results_cleared: usize,
-    /// How many bytes of result content the placeholders saved.
+    /// How many calls had large arguments replaced by placeholders.
+    pub arguments_cleared: usize,
+    /// How many bytes of result content and arguments the placeholders saved.
     pub bytes_freed: usize,
 }
 
 /// Replaces the content of every tool result but the `keep_recent` most recent by a
-/// placeholder naming the tool and the size cleared. Results already cleared stay as they are
-/// and do not count among the kept ones; a result no longer than its placeholder is left whole,
-/// since clearing it would cost context instead of saving it. Nothing else changes.
+/// placeholder naming the tool and the size cleared, and the large arguments of their calls
+/// (and of calls whose results an earlier clearing took) by placeholders too. Results
+/// already cleared stay as they are and do not count among the kept ones; a result no longer
+/// than its placeholder is left whole, since clearing it would cost context instead of saving
+/// it. Nothing else changes.
 pub fn clear_tool_results(messages: &[Message], keep_recent: usize) -> Cleared {
-    let results = messages.iter().flat_map(Message::tool_results);
-    let live = results.filter(|r| !is_cleared(&r.content)).count();
+    let results: Vec<&ToolResult> = messages.iter().flat_map(Message::tool_results).collect();
+    let live = results.iter().filter(|r| !is_cleared(&r.content)).count();
     let mut to_clear = live.saturating_sub(keep_recent);
+    // Whether each call whose output goes (now or before) succeeded, by call id; the
+    // results to clear now are the oldest live ones.
+    let mut going: HashMap<&str, bool> = HashMap::new();
+    let mut clear_now: HashSet<&str> = HashSet::new();
+    for result in results {
+        let cleared = is_cleared(&result.content);
+        if !cleared && to_clear > 0 {
+            to_clear -= 1;
+            clear_now.insert(&result.tool_use_id);
+        }
+        if cleared || clear_now.contains(result.tool_use_id.as_str()) {
+            going.insert(&result.tool_use_id, !result.is_error);
+        }
+    }
     let mut names: HashMap<&str, &str> = HashMap::new();
     let mut out = Cleared::default();
     for message in messages {
         learn_tool_names(&mut names, message);
         let mut message = message.clone();
         for block in &mut message.content {
-            let ContentBlock::ToolResult(result) = block else {
-                continue;
-            };
-            if to_clear == 0 || is_cleared(&result.content) {
-                continue;
-            }
-            to_clear -= 1;
-            let name = names.get(result.tool_use_id.as_str()).copied();
-            let placeholder =
-                cleared_placeholder(name.unwrap_or(UNKNOWN_TOOL), result.content.len());
-            if let Some(saved) = result.replace_with(placeholder) {
-                out.bytes_freed += saved;
-                out.results_cleared += 1;
+            match block {
+                ContentBlock::ToolUse(call) => {
+                    if let Some(&ok) = going.get(call.id.as_str()) {
+                        let saved = clear_arguments(call, ok);
+                        out.bytes_freed += saved;
+                        out.arguments_cleared += usize::from(saved > 0);
+                    }
+                }
+                ContentBlock::ToolResult(result)
+                    if clear_now.contains(result.tool_use_id.as_str()) =>
+                {
+                    let name = names.get(result.tool_use_id.as_str()).copied();
+                    let placeholder =
+                        cleared_placeholder(name.unwrap_or(UNKNOWN_TOOL), result.content.len());
+                    if let Some(saved) = result.replace_with(placeholder) {
+                        out.bytes_freed += saved;
+                        out.results_cleared += 1;
+                    }
+                }
+                _ => {}
             }
         }
         out.messages.push(message);
@@ -116,16 +143,30 @@ pub fn results_to_keep(messages: &[Message], keep_recent: usize, tokens: u64) ->
     kept
 }
 
+/// What clearing a turn's older output changed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Changed {
+    /// Tool results replaced by a placeholder.
+    pub results: usize,
+    /// Calls whose large arguments were.
+    pub arguments: usize,
+}
+
 /// Clears the results of `messages` oldest first, all but those of the last message holding
-/// results (the batch the model is about to read), until the estimate fits `budget` tokens.
-/// Returns how many it cleared.
-pub fn clear_older_results(messages: &mut [Message], budget: u64) -> usize {
+/// results (the batch the model is about to read), and the large arguments of every call
+/// that has its result, that batch's included, until the estimate fits `budget` tokens.
+pub fn clear_older_results(messages: &mut [Message], budget: u64) -> Changed {
     let mut total = estimate_tokens(messages);
+    let mut changed = Changed::default();
     let Some(latest) = messages.iter().rposition(|m| m.tool_results().count() > 0) else {
-        return 0;
+        return changed;
     };
+    let answered: HashMap<String, bool> = messages
+        .iter()
+        .flat_map(Message::tool_results)
+        .map(|r| (r.tool_use_id.clone(), !r.is_error))
+        .collect();
     let mut names: HashMap<String, String> = HashMap::new();
-    let mut cleared = 0;
     for i in 0..latest {
         if total <= budget {
             break;
@@ -136,20 +177,28 @@ pub fn clear_older_results(messages: &mut [Message], budget: u64) -> usize {
         }
         let before = estimate_tokens(&messages[i..=i]);
         for block in &mut messages[i].content {
-            if let ContentBlock::ToolResult(result) = block
-                && !is_cleared(&result.content)
-            {
-                let name = names.get(&result.tool_use_id).map(String::as_str);
-                let placeholder =
-                    cleared_placeholder(name.unwrap_or(UNKNOWN_TOOL), result.content.len());
-                if result.replace_with(placeholder).is_some() {
-                    cleared += 1;
+            match block {
+                ContentBlock::ToolUse(call) => {
+                    if let Some(&ok) = answered.get(&call.id)
+                        && clear_arguments(call, ok) > 0
+                    {
+                        changed.arguments += 1;
+                    }
                 }
+                ContentBlock::ToolResult(result) if !is_cleared(&result.content) => {
+                    let name = names.get(&result.tool_use_id).map(String::as_str);
+                    let placeholder =
+                        cleared_placeholder(name.unwrap_or(UNKNOWN_TOOL), result.content.len());
+                    if result.replace_with(placeholder).is_some() {
+                        changed.results += 1;
+                    }
+                }
+                _ => {}
             }
         }
         total = total - before + estimate_tokens(&messages[i..=i]);
     }
-    cleared
+    changed
 }
 
 /// When `messages` are estimated over `budget` tokens, shortens each result of the last

@@ -4,15 +4,18 @@
 //!
 //! - the numbers come from the window ([`Budget`]): keep half of it, leave the reply its room,
 //!   give the notes a sixteenth;
-//! - old tool output is cleared first ([`clear_tool_results`]), keeping as many recent results
-//!   whole as an eighth of the window holds;
+//! - old tool output is cleared first, with the large arguments of its calls
+//!   ([`clear_tool_results`], [`clear_arguments`]), keeping as many recent results whole as an
+//!   eighth of the window holds;
 //! - the oldest messages are cut ([`reduce`]), never a tool call without its result and never
 //!   anything of the turn being answered; when that turn alone is too large, its older results
-//!   are cleared and its latest shortened ([`clear_older_results`], [`shorten_latest_results`]);
+//!   and its calls' large arguments are cleared and its latest results shortened
+//!   ([`clear_older_results`], [`shorten_latest_results`]);
 //! - one user-role message stands in for what was cut ([`compacted_history`]): notes a model
 //!   wrote from [`notes_request_text`] within [`notes_call`]'s limits, or a plain marker;
 //! - a compaction never makes the history larger ([`Plan::with_notes`]).
 
+mod arguments;
 mod budget;
 mod clear;
 mod cut;
@@ -20,9 +23,11 @@ mod notes;
 #[cfg(test)]
 mod tests;
 
+pub use arguments::{ARGUMENT_FLOOR, clear_arguments, json_len, shorten_arguments};
 pub use budget::{Budget, NOTES_MAX_TOKENS, NotesCall, notes_call};
 pub use clear::{
-    Cleared, clear_older_results, clear_tool_results, results_to_keep, shorten_latest_results,
+    Changed, Cleared, clear_older_results, clear_tool_results, results_to_keep,
+    shorten_latest_results,
 };
 pub use cut::{Reduction, reduce};
 pub use notes::{NOTES_SYSTEM, notes_request_text};
@@ -118,6 +123,8 @@ pub struct Plan {
     pub extractive: Vec<Message>,
     /// Tool results cleared or shortened.
     pub results_changed: usize,
+    /// Calls whose large arguments were cleared.
+    pub arguments_cleared: usize,
     /// Estimated tokens of a request before and after (without notes), overhead included.
     pub tokens_before: u64,
     pub tokens_after: u64,
@@ -182,10 +189,13 @@ pub fn plan(messages: &[Message], budget: &Budget, keep: Keep, turn_start: Optio
         };
     }
     let mut results_changed = cleared.results_cleared;
+    let mut arguments_cleared = cleared.arguments_cleared;
     if estimate_tokens(&reduction.kept) > kept_tokens {
         // To the target, not just under the limit: a result shortened only as far as the
         // window allows would leave the next call over the threshold, and compacting again.
-        results_changed += clear_older_results(&mut reduction.kept, kept_tokens);
+        let changed = clear_older_results(&mut reduction.kept, kept_tokens);
+        results_changed += changed.results;
+        arguments_cleared += changed.arguments;
         results_changed += shorten_latest_results(&mut reduction.kept, kept_tokens, budget.window);
     }
     let extractive = if reduction.dropped.is_empty() {
@@ -197,7 +207,7 @@ pub fn plan(messages: &[Message], budget: &Budget, keep: Keep, turn_start: Optio
     };
     let tokens_after = budget.overhead + estimate_tokens(&extractive);
     let cuts = !reduction.dropped.is_empty();
-    let saves = (cuts || results_changed > 0) && tokens_after < tokens_before;
+    let saves = (cuts || results_changed + arguments_cleared > 0) && tokens_after < tokens_before;
     if !saves {
         return Plan {
             reduction: Reduction {
@@ -207,6 +217,7 @@ pub fn plan(messages: &[Message], budget: &Budget, keep: Keep, turn_start: Optio
             },
             extractive: messages.to_vec(),
             results_changed: 0,
+            arguments_cleared: 0,
             tokens_before,
             tokens_after: tokens_before,
             saves: false,
@@ -225,6 +236,7 @@ pub fn plan(messages: &[Message], budget: &Budget, keep: Keep, turn_start: Optio
         reduction,
         extractive,
         results_changed,
+        arguments_cleared,
         tokens_before,
         tokens_after,
         saves,

@@ -141,6 +141,90 @@ fn old_results_are_cleared_with_tool_and_size_and_recent_ones_stay() {
     assert_eq!(contents(&orphan.messages), [expected]);
 }
 
+/// An assistant message making call `c{i}` of `name` with `input`.
+fn call_with(i: usize, name: &str, input: serde_json::Value) -> Message {
+    Message {
+        role: Role::Assistant,
+        content: vec![ContentBlock::ToolUse(ToolCall {
+            id: format!("c{i}"),
+            name: name.into(),
+            input,
+        })],
+    }
+}
+
+/// The arguments of every call in `messages`, in order.
+fn inputs(messages: &[Message]) -> Vec<serde_json::Value> {
+    let calls = messages.iter().flat_map(Message::tool_calls);
+    calls.map(|call| call.input.clone()).collect()
+}
+
+#[test]
+fn old_calls_lose_their_large_arguments_with_their_results() {
+    let edit = json!({"path": "a.rs", "old_string": "o".repeat(20 * 1024), "new_string": "n"});
+    let write = json!({"path": "b.rs", "content": "w".repeat(5 * 1024)});
+    let mut history = vec![Message::user_text("change them")];
+    history.extend([call_with(0, "file_edit", edit.clone()), results(0, &[40])]);
+    history.extend([call_with(1, "file_write", write.clone()), results(1, &[40])]);
+    for i in 2..5 {
+        history.extend([call_with(i, "file_edit", edit.clone()), results(i, &[40])]);
+    }
+    let out = clear_tool_results(&history, 3);
+    let expected_old = json!({
+        "path": "a.rs",
+        "old_string": "[old_string of 20.0 KiB for file_edit on a.rs, cleared from the history \
+                       to save context]",
+        "new_string": "n",
+    });
+    let expected_write = json!({
+        "path": "b.rs",
+        "content": "[content of 5.0 KiB written to b.rs by file_write; read the file to see it]",
+    });
+    assert_eq!(
+        inputs(&out.messages),
+        [
+            expected_old,
+            expected_write,
+            edit.clone(),
+            edit.clone(),
+            edit
+        ]
+    );
+    assert_eq!((out.results_cleared, out.arguments_cleared), (0, 2));
+    let saved = json_len(&inputs(&history)[0]) + json_len(&inputs(&history)[1])
+        - json_len(&inputs(&out.messages)[0])
+        - json_len(&inputs(&out.messages)[1]);
+    assert_eq!(out.bytes_freed, saved);
+    assert!(estimate_tokens(&out.messages) < estimate_tokens(&history) - 6_000);
+    // Once cleared, a call's arguments are not cleared again.
+    let again = clear_tool_results(&out.messages, 3);
+    assert_eq!(again.arguments_cleared, 0);
+}
+
+/// A call's argument under `max_argument_bytes` stays in the history until the window needs
+/// the room: then compaction clears it, even in the turn being answered, and the calls stay
+/// paired with their results.
+#[test]
+fn a_turn_too_large_for_its_budget_has_its_calls_arguments_cleared() {
+    let write = json!({"path": "gen.txt", "content": "g".repeat(20 * 1024)});
+    let history = vec![
+        Message::user_text("write the table"),
+        call_with(0, "file_write", write),
+        results(0, &[40]),
+        call_with(1, "file_read", json!({"path": "gen.txt", "limit": 5})),
+        results(1, &[40]),
+    ];
+    let plan = plan(&history, &AT_4K, KEEP, Some(0));
+    assert!(plan.saves && plan.fits(), "{plan:?}");
+    assert_eq!((plan.arguments_cleared, plan.results_changed), (1, 0));
+    assert_eq!(
+        inputs(&plan.extractive)[0]["content"],
+        "[content of 20.0 KiB written to gen.txt by file_write; read the file to see it]"
+    );
+    assert_eq!(inputs(&plan.extractive)[1], inputs(&history)[1]);
+    check_paired(&plan.extractive).unwrap();
+}
+
 #[test]
 fn an_images_weight_is_estimated_and_clearing_its_result_drops_it() {
     let mut history = vec![Message::user_text("shoot")];

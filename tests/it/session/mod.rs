@@ -322,6 +322,7 @@ mod gateway;
 mod guard;
 mod jobs;
 mod joins;
+mod large_arguments;
 mod layers;
 mod lifecycle;
 mod long;
