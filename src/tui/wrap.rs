@@ -12,8 +12,10 @@
 //!
 //! Newlines in the text end a line (a trailing one adds nothing); tabs become spaces to the
 //! next multiple of four; other control characters are dropped, since a terminal would act
-//! on them. They are dropped before the text is cut into graphemes, and neighbouring spans of
-//! one style are read as one text, so that what is measured is what is drawn: an emoji and
+//! on them, and so are invisible format characters (a joiner that joins nothing,
+//! directional marks, the soft hyphen), which terminals place differently. They are dropped before the text is cut into
+//! graphemes, and neighbouring spans of one style are read as one text, so that what is
+//! measured is what is drawn: an emoji and
 //! the variation selector that widens it meet on screen even with a control character or a
 //! span boundary between them. Width 0 gives no lines at all. A prefix as wide as the width
 //! is cut to leave one cell of text, and a wide character in the one cell left is put on a
@@ -358,17 +360,62 @@ fn runs<'a>(spans: &'a [Span<'_>]) -> Vec<(Cow<'a, str>, Style)> {
             _ => runs.push((text, span.style)),
         }
     }
-    runs
+    runs.into_iter()
+        .map(|(text, style)| (without_loose_joiners(text), style))
+        .collect()
 }
 
-/// `text` without its control characters (but for tabs and newlines, if `keep_breaks`).
+/// `text` without its control characters (but for tabs and newlines, if `keep_breaks`) and
+/// without its invisible format characters (but for the zero-width space, a break
+/// opportunity, if `keep_breaks`).
 fn drawable(text: &str, keep_breaks: bool) -> Cow<'_, str> {
-    let dropped = |c: char| c.is_control() && !(keep_breaks && matches!(c, '\t' | '\n'));
+    let dropped = |c: char| {
+        (c.is_control() && !(keep_breaks && matches!(c, '\t' | '\n')))
+            || (is_invisible_format(c) && !(keep_breaks && c == '\u{200B}'))
+    };
     if text.contains(dropped) {
         Cow::Owned(text.chars().filter(|&c| !dropped(c)).collect())
     } else {
         Cow::Borrowed(text)
     }
+}
+
+/// Whether `c` is a format character that takes no cell and joins nothing the terminal
+/// draws: the zero-width non-joiner, directional marks, the soft hyphen, the byte-order
+/// mark. Terminals disagree about their width; dropped, they cannot shift anything. The
+/// zero-width joiner is dropped only where it joins nothing ([`without_loose_joiners`]).
+fn is_invisible_format(c: char) -> bool {
+    matches!(
+        c,
+        '\u{AD}'
+            | '\u{61C}'
+            | '\u{180E}'
+            | '\u{200B}'
+            | '\u{200C}'
+            | '\u{200E}'
+            | '\u{200F}'
+            | '\u{202A}'..='\u{202E}'
+            | '\u{2060}'..='\u{2064}'
+            | '\u{2066}'..='\u{206F}'
+            | '\u{FEFF}'
+            | '\u{FFF9}'..='\u{FFFB}'
+    )
+}
+
+/// `text` without the zero-width joiners that end their grapheme, keeping those inside one
+/// (an emoji sequence, drawn as one glyph). A joiner drawn at the end of a cell makes some
+/// terminals (tmux among them) join the next cell's character into that cell, so every cell
+/// after it lands off the place the screen's diff believes, until a full redraw.
+fn without_loose_joiners(text: Cow<'_, str>) -> Cow<'_, str> {
+    const ZWJ: char = '\u{200D}';
+    if !text.contains(ZWJ) {
+        return text;
+    }
+    let mut kept = String::with_capacity(text.len());
+    for g in text.graphemes(true) {
+        kept.push_str(g.trim_end_matches(ZWJ));
+    }
+    Cow::Owned(kept)
 }
 
 /// The runs' graphemes, classified; tabs expanded, graphemes wider than two cells cut into
@@ -400,6 +447,9 @@ fn glyphs<'a>(runs: &'a [(Cow<'a, str>, Style)]) -> Vec<Glyph<'a>> {
                 }
                 column += width;
                 after_made = true;
+            } else if g == "\u{200B}" {
+                // A break opportunity that draws nothing.
+                out.push(glyph("", 0, Kind::Space, after_made, false));
             } else {
                 let width = usize::from(g.cell_width());
                 if width > 2 {
@@ -487,7 +537,7 @@ fn truncate(line: &Line<'_>, max: usize) -> Line<'static> {
     for span in &line.spans {
         let mut text = String::new();
         // Graphemes as drawn: found after the control characters are dropped.
-        for g in drawable(&span.content, false).graphemes(true) {
+        for g in without_loose_joiners(drawable(&span.content, false)).graphemes(true) {
             let w = usize::from(g.cell_width());
             if w > left {
                 left = 0;

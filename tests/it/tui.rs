@@ -17,6 +17,7 @@ use tern::tui::{Theme, view};
 use tokio::time::Instant;
 
 mod approvals;
+mod cells;
 mod commands;
 
 fn settings() -> insta::Settings {

@@ -101,6 +101,9 @@ fn zero_width_marks_stay_with_their_letter() {
         9,
         &["family 👨\u{200d}👩\u{200d}👧", "ok"],
     );
+    // A joiner that joins nothing is dropped, as are other invisible format characters.
+    check("xx\u{200d}漢漢漢", 10, &["xx漢漢漢"]);
+    check("a\u{ad}b\u{200e}c\u{feff}", 10, &["abc"]);
     // The zero-width space is a break opportunity without a visible space.
     check("alpha\u{200b}beta", 6, &["alpha", "beta"]);
     // The no-break space is not.
@@ -291,11 +294,11 @@ mod properties {
         .prop_map(|parts| parts.concat())
     }
 
-    /// The text without what may be dropped: spaces, control characters, and the parts of
+    /// The text without what may be dropped: spaces, control and invisible format
+    /// characters, joiners that join nothing, and the parts of
     /// graphemes wider than two cells that show as `…` where they do not fit.
     fn words(s: &str) -> String {
-        let drawn: String = s.chars().filter(|c| !c.is_control()).collect();
-        drawn
+        without_loose_joiners(drawable(s, true))
             .graphemes(true)
             .flat_map(grapheme_parts)
             .filter(|part| str_width(part) <= 2)

@@ -974,6 +974,7 @@ mod print_prompt;
 mod repair;
 mod repo_map;
 mod restart;
+mod screen_cells;
 mod secrets;
 mod served;
 mod subagents;
