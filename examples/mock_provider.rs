@@ -16,7 +16,7 @@ use std::process::ExitCode;
 
 const USAGE: &str =
     "usage: mock_provider [--port PORT] [--reply TEXT] [--between-us N] [--words N] [--subagents N] [--pings N]
-                     [--timings FILE]
+                     [--write-bytes N] [--timings FILE]
   --port PORT      port on 127.0.0.1 to listen on; 0 (the default) picks a free one
   --reply TEXT     the text every request gets (default: \"Hello!\"), streamed a word per event
   --words N        the text is \"word0 word1 …\" of N words instead of --reply's
@@ -25,6 +25,7 @@ const USAGE: &str =
   --pings N        a request answering \"PING n\" (n up to N) gets PONG-n, for timing a
                    short answer; with --subagents, the message holding SEND gets the calls
                    and then \"Sent them.\"
+  --write-bytes N  the first request gets a file_write call of big.txt with N bytes of lines
   --timings FILE   appends a line per request answered: when the mock took it up (its
                    connection accepted, or it read, on a kept-alive one) and when its
                    answer was written (microseconds since the Unix epoch), then its path";
@@ -35,12 +36,13 @@ fn main() -> ExitCode {
     let mut between = std::time::Duration::ZERO;
     let mut subagents: usize = 0;
     let mut pings: usize = 0;
+    let mut write_bytes: usize = 0;
     let mut timings = None;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         let value = match arg.as_str() {
             "--port" | "--reply" | "--words" | "--between-us" | "--subagents" | "--pings"
-            | "--timings" => args.next(),
+            | "--write-bytes" | "--timings" => args.next(),
             "-h" | "--help" => {
                 println!("{USAGE}");
                 return ExitCode::SUCCESS;
@@ -76,9 +78,14 @@ fn main() -> ExitCode {
                     return ExitCode::from(2);
                 }
             }
-        } else if arg == "--subagents" || arg == "--pings" || arg == "--words" {
+        } else if arg == "--subagents"
+            || arg == "--pings"
+            || arg == "--words"
+            || arg == "--write-bytes"
+        {
             match value.parse::<usize>() {
                 Ok(n) if arg == "--pings" => pings = n,
+                Ok(n) if arg == "--write-bytes" => write_bytes = n,
                 Ok(n) if arg == "--words" => {
                     reply = (0..n)
                         .map(|i| format!("word{i}"))
@@ -117,6 +124,12 @@ fn main() -> ExitCode {
         )
     }));
     let reply = Reply::text(reply).delay_between_events(between);
+    if write_bytes > 0 {
+        mock.push(Reply::tool_calls([(
+            "file_write",
+            serde_json::json!({"path": "big.txt", "content": lines_of(write_bytes)}),
+        )]));
+    }
     if pings == 0 && subagents > 0 {
         mock.push(spawns);
     } else if pings > 0 {
@@ -137,4 +150,17 @@ fn main() -> ExitCode {
     loop {
         std::thread::park();
     }
+}
+
+/// About `bytes` bytes of numbered lines, as a generated file has.
+fn lines_of(bytes: usize) -> String {
+    let mut text = String::with_capacity(bytes + 64);
+    let mut n = 0;
+    while text.len() < bytes {
+        text.push_str(&format!(
+            "line {n}: some generated content of a file, 64 bytes or so\n"
+        ));
+        n += 1;
+    }
+    text
 }

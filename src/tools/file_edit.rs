@@ -10,7 +10,7 @@ use super::args::{ArgError, Args};
 use super::check::{self, CheckFuture, Wanted};
 use super::output::cap_head_tail;
 use super::paths::{self, Access, PathArg};
-use super::preview::{self, Preview, PreviewFuture, capped_diff, unified_diff};
+use super::preview::{self, Preview, PreviewFuture, diff_preview, unified_diff};
 use super::regular_file::{self, FileError};
 use super::{
     ApprovalNeed, Tool, ToolContext, ToolEffect, ToolFuture, ToolOutput, run_blocking_change,
@@ -184,10 +184,10 @@ fn preview(request: &Request) -> Preview {
     let made = read_before(request, &CancellationToken::new())
         .and_then(|before| replaced(request, &before).map(|(after, _)| (before, after)));
     let (summary, diff) = match made {
-        Ok((before, after)) => (
-            format!("Edit {shown}"),
-            unified_diff(Some(&before), &after, shown),
-        ),
+        Ok((before, after)) => {
+            let diff = diff_preview(Some(&before), &after, shown);
+            (diff.summarise(&format!("Edit {shown}")), diff)
+        }
         Err(why) => {
             let why = why.split(". ").next().unwrap_or(&why).trim_end_matches('.');
             // Whole lines, so the diff does not speak of missing final newlines.
@@ -196,7 +196,7 @@ fn preview(request: &Request) -> Preview {
                 false => format!("{text}\n"),
             };
             let (old, new) = (line(&request.old), line(&request.new));
-            let texts = unified_diff(Some(old.as_bytes()), new.as_bytes(), shown);
+            let texts = diff_preview(Some(old.as_bytes()), new.as_bytes(), shown);
             (format!("Edit {shown}, which will fail: {why}"), texts)
         }
     };
@@ -204,7 +204,7 @@ fn preview(request: &Request) -> Preview {
         summary,
         detail: ApprovalDetail::Edit {
             path: request.path.clone(),
-            diff: capped_diff(&diff),
+            diff: diff.text,
         },
     }
 }

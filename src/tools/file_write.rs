@@ -8,7 +8,7 @@ use super::args::{ArgError, Args};
 use super::check::{self, CheckFuture, Wanted};
 use super::output::group_digits;
 use super::paths::{self, Access, PathArg};
-use super::preview::{self, Preview, PreviewFuture, capped_diff, unified_diff};
+use super::preview::{self, Preview, PreviewFuture, diff_preview};
 use super::regular_file::{self, FileError};
 use super::{
     ApprovalNeed, Tool, ToolContext, ToolEffect, ToolFuture, ToolOutput, run_blocking_change,
@@ -129,12 +129,12 @@ fn preview(path: &Path, shown: &str, content: &str) -> Option<Preview> {
             format!("Write {shown} (its content now cannot be shown: {err})"),
         ),
     };
-    let diff = unified_diff(before.as_deref(), content.as_bytes(), shown);
+    let diff = diff_preview(before.as_deref(), content.as_bytes(), shown);
     Some(Preview {
-        summary,
+        summary: diff.summarise(&summary),
         detail: ApprovalDetail::Edit {
             path: path.to_path_buf(),
-            diff: capped_diff(&diff),
+            diff: diff.text,
         },
     })
 }

@@ -79,6 +79,16 @@ pub fn cut_note(cut_bytes: u64, cut_lines: u64) -> String {
     )
 }
 
+/// The lines a [`cut_note`] says were cut, if `line` is one.
+pub fn lines_cut(line: &str) -> Option<u64> {
+    let inner = line
+        .strip_prefix("[… ")?
+        .strip_suffix(" cut from the middle …]")?;
+    let (_, lines) = inner.split_once(" bytes (")?;
+    let (count, _) = lines.split_once(' ')?;
+    count.replace(',', "").parse().ok()
+}
+
 /// `1234567` → `1,234,567`, so large counts read at a glance.
 pub fn group_digits(n: u64) -> String {
     let digits = n.to_string();
@@ -289,6 +299,17 @@ fn utf8_skip_continuation(bytes: &[u8]) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cut_note_says_how_many_lines_it_stands_for() {
+        assert_eq!(lines_cut(&cut_note(4_800_000, 58_123)), Some(58_123));
+        assert_eq!(lines_cut(&cut_note(10, 1)), Some(1));
+        assert_eq!(
+            lines_cut("+[… 10 bytes (1 line) cut from the middle …]"),
+            None
+        );
+        assert_eq!(lines_cut("plain text"), None);
+    }
 
     #[test]
     fn short_text_is_unchanged() {

@@ -8,6 +8,7 @@ use super::wrap::{hard_wrap, wrap, wrap_prefixed};
 use crate::domain::call_text::argument_pairs;
 use crate::domain::{Answer, ApprovalDetail, ContentBlock, Grant, SessionId};
 use crate::gateway::catalog::{JournalEvent, JournalRecord};
+use crate::tools::output::{group_digits, lines_cut};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -132,9 +133,30 @@ impl Asking {
         let (mut lines, keys) = self.body(inner_width, theme);
         let max_body = (area.height.saturating_sub(2) as usize).saturating_sub(keys.len());
         if lines.len() > max_body {
-            // Keep the question and the keys; cut the detail in between.
-            lines.truncate(max_body.saturating_sub(1));
-            lines.push(Line::styled("…", theme.dim));
+            // Keep the question and the keys, and of the detail its start and its end (a long
+            // diff's last hunk): what is cut in between is counted.
+            let room = max_body.saturating_sub(1);
+            let tail = room / 3;
+            let head = room - tail;
+            let end = lines.split_off(lines.len() - tail);
+            // A diff capped for showing says where it was cut and how much: counted too.
+            let hidden = lines[head..]
+                .iter()
+                .map(|line| match lines_cut(&line_text(line)) {
+                    Some(cut) => usize::try_from(cut).unwrap_or(usize::MAX),
+                    None => 1,
+                })
+                .fold(0usize, usize::saturating_add);
+            lines.truncate(head);
+            lines.push(Line::styled(
+                format!(
+                    "⋮ {} more line{}",
+                    group_digits(hidden as u64),
+                    if hidden == 1 { "" } else { "s" }
+                ),
+                theme.dim,
+            ));
+            lines.extend(end);
         }
         lines.extend(keys);
         let height = (lines.len() as u16 + 2).min(area.height);
@@ -270,6 +292,14 @@ impl Asking {
         }
         (lines, keys)
     }
+}
+
+/// A drawn line's text, its spans joined.
+fn line_text(line: &Line<'_>) -> String {
+    line.spans
+        .iter()
+        .map(|span| span.content.as_ref())
+        .collect()
 }
 
 #[cfg(test)]

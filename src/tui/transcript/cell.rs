@@ -6,6 +6,7 @@
 //! is wrapped again only when the width, the view or the cell changed. A running tool's
 //! header (its spinner and clock) is the one part drawn fresh every frame.
 
+use super::fold::{Folded, written_as_diff};
 use crate::domain::call_text::summarize_input;
 use crate::tui::theme::Theme;
 use crate::tui::wrap::{hard_wrap, wrap_prefixed};
@@ -19,9 +20,9 @@ use tokio::time::Instant;
 /// Lines of tool output shown while the output is collapsed.
 const COLLAPSED_OUTPUT_LINES: usize = 4;
 /// Lines of a diff shown while collapsed.
-const COLLAPSED_DIFF_LINES: usize = 14;
+pub(super) const COLLAPSED_DIFF_LINES: usize = 14;
 /// Most lines of tool output ever shown; the rest is in the session's journal.
-const MAX_OUTPUT_LINES: usize = 400;
+pub(super) const MAX_OUTPUT_LINES: usize = 400;
 
 /// The spinner's frames, one every 80 ms.
 const SPINNER: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
@@ -455,24 +456,40 @@ fn tool_lines(tool: &ToolCell, width: u16, view: View, theme: &Theme) -> Vec<Lin
     };
     let mut lines = vec![tool_header(tool, icon, took, width, theme)];
     let ok = !matches!(tool.status, ToolStatus::Done { ok: false, .. });
+    // Only the lines that can be shown are laid out: a diff of megabytes costs no more than
+    // its first lines (collapsed) or its first and last (open).
     let diff = match tool.name.as_str() {
-        "file_edit" if ok && tool.output.contains("\n@@") => Some(tool.output.clone()),
-        "file_write" if ok => written_as_diff(&tool.input),
+        "file_edit" if ok && tool.output.contains("\n@@") => Some(Folded::of(&tool.output, view)),
+        "file_write" if ok => written_as_diff(&tool.input, view),
         _ => None,
     };
     match diff {
         Some(diff) => {
-            let mut body = render_diff(&diff, width.saturating_sub(4), theme);
-            let total = body.len();
-            if !view.tools_open && total > COLLAPSED_DIFF_LINES {
+            let inner = width.saturating_sub(4);
+            let mut body = render_diff(&diff.head, inner, theme);
+            // Lines cut here (a wrapped line counts as the lines it takes) and lines never
+            // laid out.
+            let mut hidden = diff.total.saturating_sub(diff.head_lines);
+            if !view.tools_open && body.len() > COLLAPSED_DIFF_LINES {
+                hidden += body.len() - COLLAPSED_DIFF_LINES;
                 body.truncate(COLLAPSED_DIFF_LINES);
+            }
+            if diff.tail.is_empty() && hidden > 0 {
+                let hint = if view.tools_open {
+                    ""
+                } else {
+                    " · ctrl+o to show"
+                };
                 body.push(Line::styled(
-                    format!(
-                        "… {} more lines · ctrl+o to show",
-                        total - COLLAPSED_DIFF_LINES
-                    ),
+                    format!("… {hidden} more lines{hint}"),
                     theme.dim,
                 ));
+            } else if !diff.tail.is_empty() {
+                body.push(Line::styled(
+                    format!("⋮ {} lines not shown", diff.hidden),
+                    theme.dim,
+                ));
+                body.extend(render_diff(&diff.tail, inner, theme));
             }
             lines.extend(indent(body, "    "));
         }
@@ -556,20 +573,6 @@ fn output_lines(
         ));
     }
     lines
-}
-
-/// What `file_write` wrote, as a diff that adds every line.
-fn written_as_diff(input: &serde_json::Value) -> Option<String> {
-    let path = input.get("path")?.as_str()?;
-    let content = input.get("content")?.as_str()?;
-    let count = content.lines().count();
-    let mut diff = format!("+++ b/{path}\n@@ -0,0 +1,{count} @@\n");
-    for line in content.lines() {
-        diff.push('+');
-        diff.push_str(line);
-        diff.push('\n');
-    }
-    Some(diff)
 }
 
 fn indent(lines: Vec<Line<'static>>, by: &'static str) -> Vec<Line<'static>> {

@@ -7,6 +7,7 @@
 //! Streamed text is gathered as it arrives and committed to its cell once per frame.
 
 mod cell;
+mod fold;
 mod history;
 mod stream;
 mod tail;

@@ -227,7 +227,7 @@ async fn a_denial_reaches_the_model_with_the_reason_and_the_turn_goes_on() {
     let handle = world.create();
 
     let (mut events, asked) = ask(&handle, "write the todo").await;
-    assert_eq!(asked.summary, "Create notes/todo.txt");
+    assert_eq!(asked.summary, "Create notes/todo.txt (+2 -0 lines)");
     let ApprovalDetail::Edit { path, diff } = &asked.detail else {
         panic!("{asked:?}")
     };
@@ -274,7 +274,7 @@ async fn an_edit_is_shown_as_the_diff_it_would_make_and_written_only_once_allowe
     world.mock.push(Reply::text("Edited."));
     let handle = world.create();
     let (mut events, asked) = ask(&handle, "change b").await;
-    assert_eq!(asked.summary, "Edit src/lib.rs");
+    assert_eq!(asked.summary, "Edit src/lib.rs (+1 -1 lines)");
     let ApprovalDetail::Edit { diff, .. } = &asked.detail else {
         panic!("{asked:?}")
     };

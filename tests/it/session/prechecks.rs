@@ -82,7 +82,7 @@ async fn a_call_that_can_work_is_still_asked_after_one_that_cannot() {
     world.mock.push(Reply::text("Edited."));
     let handle = world.create();
     let (mut events, asked) = ask(&handle, "edit").await;
-    assert_eq!(asked.summary, "Edit a.txt");
+    assert_eq!(asked.summary, "Edit a.txt (+1 -1 lines)");
     handle.answer(&asked.call_id, Answer::Once).await.unwrap();
     until_turns_end(&mut events, 1).await;
     assert_eq!(world.home.read_file("a.txt"), "hi\n");

@@ -184,3 +184,31 @@ async fn every_tool_is_put_to_a_person_as_a_summary_never_as_json() {
         });
     }
 }
+
+#[tokio::test]
+async fn a_large_write_is_put_as_its_counts_its_start_and_its_end() {
+    let place = Place::new();
+    let content: String = (1..=60_000)
+        .map(|n| format!("generated line {n}\n"))
+        .collect();
+    let asked = place
+        .asked("file_write", json!({"path": "big.txt", "content": content}))
+        .await;
+    let now = Instant::now();
+    let mut app = app();
+    started(&mut app, "go on", now);
+    events(&mut app, &asked, now);
+    let shown = screen(&mut app, 80, 24, now);
+    for part in [
+        "Create big.txt (+60,000 -0 lines)",
+        "+generated line 1 ",
+        "⋮ 59,994 more lines",
+        "+generated line 60000",
+        "y   yes, once",
+    ] {
+        assert!(shown.contains(part), "{part:?} is not shown:\n{shown}");
+    }
+    settings().bind(|| {
+        insta::assert_snapshot!("tui_approval_box_large_write_80x24", shown);
+    });
+}
