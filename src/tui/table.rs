@@ -10,15 +10,28 @@
 //! └──────┴─────────────┘
 //! ```
 //!
-//! A column is never narrower than its widest character, so no row is wider than the table.
-//! A width too small for that gives no grid; the caller then shows each row as text, the
-//! cells separated by `│` ([`table_rows_as_text`]), so nothing is lost.
+//! A column is never narrower than its widest character, nor than [`MIN_COLUMN`] cells when
+//! its text is wider, so no row is wider than the table and no word is cut letter by letter.
+//! A table that cannot fit so is laid out at those least widths and clipped at the width,
+//! each line ending in a `→` that says the grid goes on. Only a width too small even for
+//! that ([`MIN_CLIPPED`]) gives no grid; the caller then shows each row as text, the cells
+//! separated by `│` ([`table_rows_as_text`]), so nothing is lost.
 
 use pulldown_cmark::Alignment;
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 
-use super::wrap::{line_width, narrowest_width, wrap};
+use super::wrap::{line_width, narrowest_width, truncate, wrap};
+
+/// The fewest cells a column whose text is wider gets: fewer, and its words are cut into
+/// pieces too short to read.
+const MIN_COLUMN: usize = 5;
+
+/// The narrowest width a clipped grid is drawn at; below it, rows are shown as text.
+const MIN_CLIPPED: usize = 8;
+
+/// What ends each line of a table clipped at the width.
+const CLIPPED: &str = "→";
 
 /// The styled content of one cell.
 pub(super) type Cell = Vec<Span<'static>>;
@@ -39,8 +52,8 @@ fn overhead(columns: usize) -> usize {
     3 * columns + 1
 }
 
-/// The table laid out in at most `width` cells (without any container prefix), or `None` when
-/// the width cannot hold a grid.
+/// The table laid out in at most `width` cells (without any container prefix), clipped with
+/// a marker when it cannot fit, or `None` when the width cannot hold even a clipped grid.
 pub(super) fn render_table(
     table: &Table,
     width: usize,
@@ -66,24 +79,46 @@ pub(super) fn render_table(
             natural[c] = natural[c].max(cell_width(cell));
         }
     }
-    for (n, l) in natural.iter_mut().zip(&least) {
+    for (n, l) in natural.iter_mut().zip(least.iter_mut()) {
         *n = (*n).max(*l);
+        *l = (*n).min(MIN_COLUMN).max(*l);
     }
-    if width < overhead(columns) + least.iter().sum::<usize>() {
-        return None;
+    let least_total = overhead(columns) + least.iter().sum::<usize>();
+    if least_total > width {
+        if width < MIN_CLIPPED {
+            return None;
+        }
+        let grid = grid(table, &least, border);
+        return Some(grid.iter().map(|l| clip(l, width, border)).collect());
     }
     let widths = fit_widths(&natural, &least, width - overhead(columns));
+    Some(grid(table, &widths, border))
+}
 
-    let mut out = vec![rule(&widths, ('┌', '┬', '┐'), border)];
+/// `line` cut to `width` cells, its last one the marker that says it goes on.
+fn clip(line: &Line<'_>, width: usize, border: Style) -> Line<'static> {
+    let mut clipped = truncate(line, width - 1);
+    let short = width - 1 - line_width(&clipped);
+    if short > 0 {
+        // A wide character did not fit in the last cell.
+        clipped.spans.push(Span::raw(" ".repeat(short)));
+    }
+    clipped.spans.push(Span::styled(CLIPPED, border));
+    clipped
+}
+
+/// The table's lines at these column widths.
+fn grid(table: &Table, widths: &[usize], border: Style) -> Vec<Line<'static>> {
+    let mut out = vec![rule(widths, ('┌', '┬', '┐'), border)];
     if let Some(header) = &table.header {
-        out.extend(render_row(header, &widths, &table.alignments, border));
-        out.push(rule(&widths, ('├', '┼', '┤'), border));
+        out.extend(render_row(header, widths, &table.alignments, border));
+        out.push(rule(widths, ('├', '┼', '┤'), border));
     }
     for row in &table.rows {
-        out.extend(render_row(row, &widths, &table.alignments, border));
+        out.extend(render_row(row, widths, &table.alignments, border));
     }
-    out.push(rule(&widths, ('└', '┴', '┘'), border));
-    Some(out)
+    out.push(rule(widths, ('└', '┴', '┘'), border));
+    out
 }
 
 /// Column widths summing to at most `target`: the natural widths if they fit, else every
@@ -310,11 +345,56 @@ mod tests {
     }
 
     #[test]
-    fn too_narrow_gives_rows_as_text() {
+    fn columns_shrink_no_further_than_five_cells_then_the_grid_is_clipped() {
+        let t = table(
+            &["name", "description", "notes"],
+            &[&["wrap", "breaks text at spaces", "tested"]],
+            &[],
+        );
+        // 10 cells of borders, at least 4 + 5 + 5 of text.
+        check(
+            &t,
+            24,
+            "
+┌──────┬───────┬───────┐
+│ name │ descr │ notes │
+│      │ iptio │       │
+│      │ n     │       │
+├──────┼───────┼───────┤
+│ wrap │ break │ teste │
+│      │ s     │ d     │
+│      │ text  │       │
+│      │ at    │       │
+│      │ space │       │
+│      │ s     │       │
+└──────┴───────┴───────┘",
+        );
+        check(
+            &t,
+            20,
+            "
+┌──────┬───────┬───→
+│ name │ descr │ no→
+│      │ iptio │   →
+│      │ n     │   →
+├──────┼───────┼───→
+│ wrap │ break │ te→
+│      │ s     │ d →
+│      │ text  │   →
+│      │ at    │   →
+│      │ space │   →
+│      │ s     │   →
+└──────┴───────┴───→",
+        );
+    }
+
+    #[test]
+    fn too_narrow_for_a_clipped_grid_gives_rows_as_text() {
         let t = table(&["a", "b", "c"], &[&["1", "2", "3"]], &[]);
-        assert!(render_table(&t, 12, Style::new()).is_none());
-        assert!(render_table(&t, 0, Style::new()).is_none());
         assert!(render_table(&t, 13, Style::new()).is_some());
+        assert!(render_table(&t, MIN_CLIPPED, Style::new()).is_some());
+        assert!(render_table(&t, MIN_CLIPPED - 1, Style::new()).is_none());
+        assert!(render_table(&t, 0, Style::new()).is_none());
         let rows: Vec<String> = table_rows_as_text(&t, Style::new())
             .iter()
             .map(|r| r.iter().map(|s| s.content.as_ref()).collect())

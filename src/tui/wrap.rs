@@ -531,7 +531,7 @@ fn is_breaking_space_char(c: char) -> bool {
 }
 
 /// A line cut to at most `max` cells.
-fn truncate(line: &Line<'_>, max: usize) -> Line<'static> {
+pub(super) fn truncate(line: &Line<'_>, max: usize) -> Line<'static> {
     let mut left = max;
     let mut spans = Vec::new();
     for span in &line.spans {

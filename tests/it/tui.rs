@@ -19,6 +19,7 @@ use tokio::time::Instant;
 mod approvals;
 mod cells;
 mod commands;
+mod tables;
 
 fn settings() -> insta::Settings {
     let mut settings = insta::Settings::clone_current();

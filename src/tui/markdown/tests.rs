@@ -308,22 +308,48 @@ fn tables_have_borders_and_a_bold_header() {
 #[test]
 fn table_columns_are_as_wide_as_their_widest_character() {
     // Columns of one cell each held a wide character: every row came out three cells wider
-    // than the width.
+    // than the width. A column of wide characters squeezed to an odd width leaves a cell
+    // blank rather than cutting one.
+    let input = "| 日 | 日 | 日 |\n|---|---|---|\n| 日本日本日本 | 日 | 日 |";
+    check(
+        input,
+        21,
+        "
+┌─────────┬────┬────┐
+│ 日      │ 日 │ 日 │
+├─────────┼────┼────┤
+│ 日本日  │ 日 │ 日 │
+│ 本日本  │    │    │
+└─────────┴────┴────┘",
+    );
+}
+
+#[test]
+fn a_table_wider_than_the_screen_is_clipped_with_a_marker() {
     let input = "| 日本 | 日本 | 日本 |\n|---|---|---|\n| 日本 | 日本 | 日本 |";
     check(
         input,
         16,
         "
-┌────┬────┬────┐
-│ 日 │ 日 │ 日 │
-│ 本 │ 本 │ 本 │
-├────┼────┼────┤
-│ 日 │ 日 │ 日 │
-│ 本 │ 本 │ 本 │
-└────┴────┴────┘",
+┌──────┬──────┬→
+│ 日本 │ 日本 │→
+├──────┼──────┼→
+│ 日本 │ 日本 │→
+└──────┴──────┴→",
     );
-    // Narrower than that, the rows are shown as text.
-    check(input, 14, "日本 │ 日本 │\n日本\n日本 │ 日本 │\n日本");
+    // A wide character the edge cuts leaves its cell blank before the marker.
+    check(
+        input,
+        13,
+        "
+┌──────┬────→
+│ 日本 │ 日 →
+├──────┼────→
+│ 日本 │ 日 →
+└──────┴────→",
+    );
+    // Narrower than a clipped grid can say anything in, the rows are shown as text.
+    check(input, 7, "日本 │\n日本 │\n日本\n日本 │\n日本 │\n日本");
 }
 
 #[test]
