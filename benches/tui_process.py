@@ -23,6 +23,9 @@
   standing for a provider's servers, runs 10 nice steps lower and on 2 threads);
 - a 10,000-message session opened with `tern -r ID`: first frame, RSS, and the time each
   frame takes while paging through the middle of it (from the frame log);
+- typed bursts: 5,000 and 100,000 characters written to the terminal at once, not as a
+  bracketed paste: the time until the composer shows the last of them, and whether the
+  message sent holds every one;
 - the picker (`tern -r`) over 100,000 sessions (the database `cargo bench --bench picker`
   builds): first frame, RSS with it open, and the time from typing a query that matches one
   session 90,000 deep until its row is on screen.
@@ -138,6 +141,14 @@ class Tern:
                 return
             time.sleep(0.02)
         raise RuntimeError(f"never saw {text!r}:\n{self.screen()}")
+
+    def wait_until(self, done, timeout=60):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if done(self.screen()):
+                return
+            time.sleep(0.02)
+        raise RuntimeError(f"never saw what was waited for:\n{self.screen()}")
 
     def wait_for_streaming(self, beyond, timeout=60):
         """Until some pane shows a word numbered past `beyond` (a pane's tail moves on too
@@ -289,6 +300,59 @@ def streaming():
     finally:
         mock.stop()
         shutil.rmtree(root, ignore_errors=True)
+
+
+# The end of a typed burst, found on screen across the composer's rows.
+BURST_END = "ENDOFBURST"
+
+
+def typed_burst(runs):
+    """Keys written to the terminal in one burst, not as a bracketed paste (what typing tools
+    and terminals without paste mode send): the text goes in with tmux's `paste-buffer`
+    without `-p`, which writes its bytes to the terminal as typed. The time is from the burst
+    handed to tmux to the frame that shows its last characters (the last frame in the frame
+    log once the screen shows them; nothing else draws meanwhile); every character counted
+    in the message the mock receives."""
+    for size in (5_000, 100_000):
+        mock = Mock("Burst received.")
+        shown, cpus, complete = [], [], []
+        for _ in range(runs):
+            root = tempfile.mkdtemp(prefix="tern-bench-")
+            try:
+                project = project_dir(root)
+                home = os.path.join(root, "home")
+                tern = Tern(home, project, mock)
+                tern.wait_for("message tern")
+                words, n = [], 0
+                while sum(map(len, words)) + len(words) < size - 8:
+                    n += 1
+                    words.append(f"w{n}")
+                text = " ".join(words)
+                text += " " + "z" * (size - len(text) - len(BURST_END) - 2) + " " + BURST_END
+                burst = os.path.join(root, "burst.txt")
+                with open(burst, "w") as f:
+                    f.write(text)
+                subprocess.run(["tmux", "-L", tern.socket, "load-buffer", burst], check=True)
+                before_cpu = cpu_seconds(tern.pid)
+                start = time.time()
+                subprocess.run(["tmux", "-L", tern.socket, "paste-buffer"], check=True)
+                tern.wait_until(lambda screen: BURST_END in "".join(
+                    row[2:] for row in screen.splitlines()), timeout=120)
+                last = max(at for at, _ in tern.frame_log()) / 1e6
+                shown.append((last - start) * 1e3)
+                cpus.append(cpu_seconds(tern.pid) - before_cpu)
+                tern.keys("Enter")
+                tern.wait_for("Burst received.", timeout=60)
+                exported = exported_transcript(tern, root)
+                complete.append(text in exported)
+                tern.stop()
+            finally:
+                shutil.rmtree(root, ignore_errors=True)
+        mock.stop()
+        print(f"{size:,} characters typed in one burst: the composer shows the last of them "
+              f"{statistics.median(shown):.0f} ms after the burst was handed over (median of "
+              f"{runs}; {min(shown):.0f}–{max(shown):.0f}), tern CPU "
+              f"{statistics.median(cpus) * 1e3:.0f} ms; every character sent: {all(complete)}")
 
 
 def runs_home(root):
@@ -498,7 +562,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--only", choices=["first", "second", "streaming", "subagents",
-                                           "first-token", "long", "picker"],
+                                           "first-token", "long", "picker", "burst"],
                         help="run only this measurement")
     args = parser.parse_args()
     for binary in (TERN, MOCK, SEED):
@@ -512,6 +576,7 @@ def main():
         "first-token": first_token,
         "long": long_session,
         "picker": lambda: picker(3),
+        "burst": lambda: typed_burst(args.runs),
     }
     for name, measure in measurements.items():
         if args.only in (None, name):

@@ -2,13 +2,19 @@
 //! Ctrl+J start a new line), with the usual editing keys, input history on Up and Down at the
 //! first and last line, and pastes over 20 lines kept whole behind a `[pasted N lines]`
 //! marker that is expanded when the message is sent.
+//!
+//! A key costs the same however long the text is: the cursor is a byte offset, the rows on
+//! screen are laid out again only from the row an edit touched ([`Rows`]), and the word
+//! completion looks at is found within a bounded stretch before the cursor, so a burst of
+//! 100,000 typed characters goes in as fast as a short one.
 
+use crate::tui::composer_rows::Rows;
 use crate::tui::theme::Theme;
-use crate::tui::wrap::str_width;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Position, Rect};
 use ratatui::text::{Line, Span};
+use std::cell::RefCell;
 
 /// A paste longer than this many lines shows as a marker.
 const PASTE_MARKER_LINES: usize = 20;
@@ -16,6 +22,9 @@ const PASTE_MARKER_LINES: usize = 20;
 pub const MAX_ROWS: u16 = 10;
 /// Inputs remembered for Up and Down.
 const HISTORY: usize = 200;
+/// Bytes before the cursor searched for the start of the word being written: a longer word
+/// is no `@` file name or command being completed.
+const WORD_REACH: usize = 1024;
 
 /// What a key did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,7 +40,7 @@ pub enum Edit {
 #[derive(Debug, Clone)]
 pub struct Composer {
     lines: Vec<String>,
-    /// Cursor line and character (not byte) index in it.
+    /// Cursor line and byte offset in it (always at a character's start).
     row: usize,
     col: usize,
     history: Vec<String>,
@@ -39,6 +48,9 @@ pub struct Composer {
     browsing: Option<(usize, Vec<String>)>,
     /// Marker → pasted text.
     pastes: Vec<(String, String)>,
+    /// The text's rows at the width last drawn; laid out while drawing, which borrows the
+    /// composer as is.
+    laid: RefCell<Rows>,
 }
 
 impl Default for Composer {
@@ -50,6 +62,7 @@ impl Default for Composer {
             history: Vec::new(),
             browsing: None,
             pastes: Vec::new(),
+            laid: RefCell::default(),
         }
     }
 }
@@ -73,22 +86,31 @@ impl Composer {
         self.lines.len() == 1 && self.lines[0].is_empty()
     }
 
+    /// What follows the `/` while the whole text is one word starting with it: the slash
+    /// command being written. No command is longer than [`WORD_REACH`].
+    pub fn command(&self) -> Option<&str> {
+        let [line] = self.lines.as_slice() else {
+            return None;
+        };
+        let typed = line.strip_prefix('/')?;
+        (typed.len() < WORD_REACH && !typed.contains(char::is_whitespace)).then_some(typed)
+    }
+
     pub fn clear(&mut self) {
         self.lines = vec![String::new()];
         self.row = 0;
         self.col = 0;
         self.browsing = None;
         self.pastes.clear();
+        self.laid.get_mut().reset(1);
     }
 
     /// Replaces the text, the cursor at its end.
     pub fn set(&mut self, text: &str) {
         self.lines = text.split('\n').map(str::to_owned).collect();
-        if self.lines.is_empty() {
-            self.lines.push(String::new());
-        }
         self.row = self.lines.len() - 1;
-        self.col = self.lines[self.row].chars().count();
+        self.col = self.lines[self.row].len();
+        self.laid.get_mut().reset(self.lines.len());
     }
 
     /// Adds a sent message to the history.
@@ -122,17 +144,17 @@ impl Composer {
             KeyCode::Char('a') if ctrl => self.col = 0,
             KeyCode::Char('e') if ctrl => self.col = self.line_len(),
             KeyCode::Char('u') if ctrl => {
-                let cut = self.byte_at(self.col);
-                self.lines[self.row].replace_range(..cut, "");
+                self.lines[self.row].replace_range(..self.col, "");
+                self.changed(0);
                 self.col = 0;
             }
             KeyCode::Char('k') if ctrl => {
-                let cut = self.byte_at(self.col);
-                self.lines[self.row].truncate(cut);
+                self.lines[self.row].truncate(self.col);
+                self.changed(self.col);
             }
             KeyCode::Char('w') if ctrl => self.delete_word(),
             KeyCode::Backspace if alt || ctrl => self.delete_word(),
-            KeyCode::Char(c) if !ctrl => self.insert(&c.to_string()),
+            KeyCode::Char(c) if !ctrl => self.insert(c.encode_utf8(&mut [0; 4])),
             KeyCode::Tab => self.insert("    "),
             KeyCode::Backspace => self.backspace(),
             KeyCode::Delete => self.delete(),
@@ -143,15 +165,9 @@ impl Composer {
             KeyCode::Home => self.col = 0,
             KeyCode::End => self.col = self.line_len(),
             KeyCode::Up if self.row == 0 => return self.history_back(),
-            KeyCode::Up => {
-                self.row -= 1;
-                self.col = self.col.min(self.line_len());
-            }
+            KeyCode::Up => self.go_to_line(self.row - 1),
             KeyCode::Down if self.row + 1 == self.lines.len() => return self.history_forward(),
-            KeyCode::Down => {
-                self.row += 1;
-                self.col = self.col.min(self.line_len());
-            }
+            KeyCode::Down => self.go_to_line(self.row + 1),
             _ => return Edit::Ignored,
         }
         self.browsing = None;
@@ -172,37 +188,90 @@ impl Composer {
         self.browsing = None;
     }
 
-    /// The word under the cursor, back to the last space, and where it starts (characters):
-    /// what `@` completion works on.
+    /// The word under the cursor, back to the last space, and where it starts (a byte
+    /// offset in the cursor's line): what `@` completion works on. A word reaching further
+    /// back than [`WORD_REACH`] bytes counts as none.
     pub fn current_word(&self) -> (usize, &str) {
         let line = &self.lines[self.row];
-        let end = self.byte_at(self.col);
-        let start = line[..end].rfind(char::is_whitespace).map_or(0, |i| i + 1);
-        (line[..start].chars().count(), &line[start..end])
+        let mut reach = self.col.saturating_sub(WORD_REACH);
+        while !line.is_char_boundary(reach) {
+            reach += 1;
+        }
+        let start = match line[reach..self.col].rfind(char::is_whitespace) {
+            Some(i) => reach + i + line[reach + i..].chars().next().map_or(1, char::len_utf8),
+            None if reach == 0 => 0,
+            None => self.col,
+        };
+        (start, &line[start..self.col])
     }
 
     /// Replaces the word under the cursor (see [`Composer::current_word`]) with `with`.
     pub fn replace_current_word(&mut self, with: &str) {
         let (start, _) = self.current_word();
-        let from = self.byte_at(start);
-        let to = self.byte_at(self.col);
-        self.lines[self.row].replace_range(from..to, with);
-        self.col = start + with.chars().count();
+        self.lines[self.row].replace_range(start..self.col, with);
+        self.changed(start);
+        self.col = start + with.len();
     }
 
     fn insert(&mut self, text: &str) {
+        if !text.contains('\n') {
+            // A typed key: no copy of the rest of the line but the bytes after the cursor.
+            self.lines[self.row].insert_str(self.col, text);
+            self.changed(self.col);
+            self.col += text.len();
+            return;
+        }
         let mut parts = text.split('\n');
         let first = parts.next().unwrap_or("");
-        let at = self.byte_at(self.col);
-        let tail = self.lines[self.row].split_off(at);
+        let tail = self.lines[self.row].split_off(self.col);
+        self.changed(self.col);
         self.lines[self.row].push_str(first);
-        self.col += first.chars().count();
+        let mut added = Vec::new();
         for part in parts {
-            self.row += 1;
-            self.lines.insert(self.row, part.to_owned());
-            self.col = part.chars().count();
+            added.push(part.to_owned());
         }
-        self.lines[self.row].push_str(&tail);
+        self.col = added.last().map_or(0, String::len);
+        if let Some(last) = added.last_mut() {
+            last.push_str(&tail);
+        }
+        let count = added.len();
+        self.lines.splice(self.row + 1..self.row + 1, added);
+        self.laid.get_mut().inserted(self.row + 1, count);
+        self.row += count;
+    }
+
+    /// The cursor's line changed from byte `at` on: its rows are laid out again from there.
+    fn changed(&mut self, at: usize) {
+        self.laid.get_mut().edited(self.row, at);
+    }
+
+    /// Moves the cursor to line `row`, as many characters into it as it was into its own.
+    fn go_to_line(&mut self, row: usize) {
+        let chars = self.lines[self.row][..self.col].chars().count();
+        self.row = row;
+        let line = &self.lines[row];
+        self.col = line
+            .char_indices()
+            .nth(chars)
+            .map_or(line.len(), |(i, _)| i);
+    }
+
+    /// The byte offset of the character before the cursor.
+    fn before_cursor(&self) -> usize {
+        let line = &self.lines[self.row];
+        line[..self.col]
+            .chars()
+            .next_back()
+            .map_or(0, |c| self.col - c.len_utf8())
+    }
+
+    /// The byte offset after the character at the cursor.
+    fn after_cursor(&self) -> usize {
+        let line = &self.lines[self.row];
+        line[self.col..]
+            .chars()
+            .next()
+            .map_or(self.col, |c| self.col + c.len_utf8())
     }
 
     fn newline(&mut self) {
@@ -211,28 +280,29 @@ impl Composer {
 
     fn backspace(&mut self) {
         if let Some(marker) = self.marker_before_cursor() {
-            let len = marker.chars().count();
-            let from = self.byte_at(self.col - len);
-            let to = self.byte_at(self.col);
-            self.lines[self.row].replace_range(from..to, "");
-            self.col -= len;
+            let from = self.col - marker.len();
+            self.lines[self.row].replace_range(from..self.col, "");
+            self.col = from;
+            self.changed(from);
             self.pastes.retain(|(m, _)| *m != marker);
         } else if self.col > 0 {
-            let from = self.byte_at(self.col - 1);
-            let to = self.byte_at(self.col);
-            self.lines[self.row].replace_range(from..to, "");
-            self.col -= 1;
+            let from = self.before_cursor();
+            self.lines[self.row].replace_range(from..self.col, "");
+            self.col = from;
+            self.changed(from);
         } else if self.row > 0 {
             let line = self.lines.remove(self.row);
+            self.laid.get_mut().removed(self.row);
             self.row -= 1;
             self.col = self.line_len();
             self.lines[self.row].push_str(&line);
+            self.changed(self.col);
         }
     }
 
     /// A paste marker ending at the cursor: deleted as a whole.
     fn marker_before_cursor(&self) -> Option<String> {
-        let before = &self.lines[self.row][..self.byte_at(self.col)];
+        let before = &self.lines[self.row][..self.col];
         self.pastes
             .iter()
             .map(|(marker, _)| marker)
@@ -242,38 +312,37 @@ impl Composer {
 
     fn delete(&mut self) {
         if self.col < self.line_len() {
-            let from = self.byte_at(self.col);
-            let to = self.byte_at(self.col + 1);
-            self.lines[self.row].replace_range(from..to, "");
+            let to = self.after_cursor();
+            self.lines[self.row].replace_range(self.col..to, "");
+            self.changed(self.col);
         } else if self.row + 1 < self.lines.len() {
             let next = self.lines.remove(self.row + 1);
+            self.laid.get_mut().removed(self.row + 1);
             self.lines[self.row].push_str(&next);
+            self.changed(self.col);
         }
     }
 
     fn delete_word(&mut self) {
         let start = self.word_start();
-        let from = self.byte_at(start);
-        let to = self.byte_at(self.col);
-        if from == to {
+        if start == self.col {
             self.backspace();
             return;
         }
-        self.lines[self.row].replace_range(from..to, "");
+        self.lines[self.row].replace_range(start..self.col, "");
         self.col = start;
+        self.changed(start);
     }
 
-    /// Where the word before the cursor starts.
+    /// Where the word before the cursor starts (a byte offset).
     fn word_start(&self) -> usize {
-        let chars: Vec<char> = self.lines[self.row].chars().take(self.col).collect();
-        let mut at = chars.len();
-        while at > 0 && chars[at - 1].is_whitespace() {
-            at -= 1;
-        }
-        while at > 0 && !chars[at - 1].is_whitespace() {
-            at -= 1;
-        }
-        at
+        let before = &self.lines[self.row][..self.col];
+        let word_end = before.trim_end_matches(char::is_whitespace).len();
+        before[..word_end]
+            .rfind(char::is_whitespace)
+            .map_or(0, |i| {
+                i + before[i..].chars().next().map_or(1, char::len_utf8)
+            })
     }
 
     fn word_left(&mut self) {
@@ -285,24 +354,20 @@ impl Composer {
     }
 
     fn word_right(&mut self) {
-        let chars: Vec<char> = self.lines[self.row].chars().collect();
-        if self.col >= chars.len() {
+        let after = &self.lines[self.row][self.col..];
+        if after.is_empty() {
             self.right();
             return;
         }
-        let mut at = self.col;
-        while at < chars.len() && chars[at].is_whitespace() {
-            at += 1;
-        }
-        while at < chars.len() && !chars[at].is_whitespace() {
-            at += 1;
-        }
-        self.col = at;
+        let word = after.trim_start_matches(char::is_whitespace);
+        let skipped = after.len() - word.len();
+        let word_len = word.find(char::is_whitespace).unwrap_or(word.len());
+        self.col += skipped + word_len;
     }
 
     fn left(&mut self) {
         if self.col > 0 {
-            self.col -= 1;
+            self.col = self.before_cursor();
         } else if self.row > 0 {
             self.row -= 1;
             self.col = self.line_len();
@@ -311,7 +376,7 @@ impl Composer {
 
     fn right(&mut self) {
         if self.col < self.line_len() {
-            self.col += 1;
+            self.col = self.after_cursor();
         } else if self.row + 1 < self.lines.len() {
             self.row += 1;
             self.col = 0;
@@ -350,59 +415,41 @@ impl Composer {
     }
 
     fn line_len(&self) -> usize {
-        self.lines[self.row].chars().count()
+        self.lines[self.row].len()
     }
 
-    /// The byte offset of character `col` in the cursor's line.
-    fn byte_at(&self, col: usize) -> usize {
-        let line = &self.lines[self.row];
-        line.char_indices().nth(col).map_or(line.len(), |(i, _)| i)
+    /// The text's rows at `width` (two cells go to the prompt), laid out where it changed.
+    fn rows_at(&self, width: u16) -> std::cell::RefMut<'_, Rows> {
+        let room = (width as usize).saturating_sub(2).max(1);
+        let mut rows = self.laid.borrow_mut();
+        rows.lay_out(&self.lines, room);
+        rows
     }
 
     /// The text cut into rows of `width` cells after the prompt, and where the cursor is
     /// among them (row, column in cells).
+    #[cfg(test)]
     fn rows(&self, width: u16) -> (Vec<String>, (usize, usize)) {
-        let room = (width as usize).saturating_sub(2).max(1);
-        let mut rows = Vec::new();
-        let mut cursor = (0, 0);
-        for (r, line) in self.lines.iter().enumerate() {
-            let mut row = String::new();
-            let mut used = 0;
-            for (c, ch) in line.chars().enumerate() {
-                if r == self.row && c == self.col {
-                    cursor = (rows.len(), used);
-                }
-                let w = str_width(ch.encode_utf8(&mut [0; 4]));
-                if used + w > room {
-                    rows.push(std::mem::take(&mut row));
-                    used = 0;
-                    if r == self.row && c == self.col {
-                        cursor = (rows.len(), 0);
-                    }
-                }
-                row.push(ch);
-                used += w;
-            }
-            if r == self.row && self.col >= line.chars().count() {
-                if used >= room {
-                    rows.push(std::mem::take(&mut row));
-                    used = 0;
-                }
-                cursor = (rows.len(), used);
-            }
-            rows.push(row);
-        }
+        let laid = self.rows_at(width);
+        let cursor = laid.cursor(&self.lines, (self.row, self.col));
+        let count = laid.count(&self.lines, (self.row, self.col), usize::MAX);
+        let mut rows: Vec<String> = laid
+            .rows(&self.lines, 0, usize::MAX)
+            .into_iter()
+            .map(|row| self.lines[row.line][row.from..row.to].to_owned())
+            .collect();
+        rows.resize(count, String::new());
         (rows, cursor)
     }
 
     /// Rows the composer wants at `width`, at most [`MAX_ROWS`].
     pub fn height(&self, width: u16) -> u16 {
-        (self.rows(width).0.len() as u16).clamp(1, MAX_ROWS)
+        let rows = self.rows_at(width);
+        rows.count(&self.lines, (self.row, self.col), MAX_ROWS as usize) as u16
     }
 
     /// Draws the composer into `area`; returns where the cursor goes.
     pub fn render(&self, area: Rect, buf: &mut Buffer, theme: &Theme, hint: &str) -> Position {
-        let (rows, (crow, ccol)) = self.rows(area.width);
         let visible = area.height as usize;
         if visible == 0 || area.width == 0 {
             return Position {
@@ -410,6 +457,8 @@ impl Composer {
                 y: area.y,
             };
         }
+        let laid = self.rows_at(area.width);
+        let (crow, ccol) = laid.cursor(&self.lines, (self.row, self.col));
         let first = (crow + 1).saturating_sub(visible);
         if self.is_empty() && !hint.is_empty() {
             let line = Line::from(vec![
@@ -418,11 +467,11 @@ impl Composer {
             ]);
             buf.set_line(area.x, area.y, &line, area.width);
         } else {
-            for (i, row) in rows.iter().skip(first).take(visible).enumerate() {
+            for (i, row) in laid.rows(&self.lines, first, visible).iter().enumerate() {
                 let lead = if first + i == 0 { "› " } else { "  " };
                 let line = Line::from(vec![
                     Span::styled(lead, theme.accent),
-                    Span::styled(row.clone(), theme.user_message),
+                    Span::styled(&self.lines[row.line][row.from..row.to], theme.user_message),
                 ]);
                 buf.set_line(area.x, area.y + i as u16, &line, area.width);
             }
@@ -552,6 +601,65 @@ mod tests {
         assert_eq!(c.shown(), "look at src/main.rs ");
         c.key(key(KeyCode::Char('x')));
         assert_eq!(c.shown(), "look at src/main.rs x");
+    }
+
+    use proptest::prelude::*;
+
+    fn any_key() -> impl Strategy<Value = KeyEvent> {
+        let ctrl = |c| with(KeyCode::Char(c), KeyModifiers::CONTROL);
+        prop_oneof![
+            4 => prop::sample::select(vec!['a', 'b', ' ', 'ü', '漢', '@', '/'])
+                .prop_map(|c| key(KeyCode::Char(c))),
+            1 => prop::sample::select(vec![
+                key(KeyCode::Backspace),
+                key(KeyCode::Delete),
+                key(KeyCode::Left),
+                key(KeyCode::Right),
+                key(KeyCode::Up),
+                key(KeyCode::Down),
+                key(KeyCode::Home),
+                key(KeyCode::End),
+                ctrl('j'),
+                ctrl('w'),
+                ctrl('u'),
+                ctrl('k'),
+                with(KeyCode::Right, KeyModifiers::ALT),
+            ]),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(crate::testing::fixed_cases())]
+
+        #[test]
+        fn rows_kept_across_edits_are_the_rows_of_a_fresh_layout(
+            keys in prop::collection::vec((any_key(), prop::bool::weighted(0.2)), 0..80),
+            width in 3u16..12,
+        ) {
+            let mut c = Composer::default();
+            for (key, draw) in keys {
+                c.key(key);
+                if draw {
+                    c.rows(width);
+                }
+            }
+            let (rows, cursor) = c.rows(width);
+            let mut fresh = c.clone();
+            fresh.laid = RefCell::default();
+            prop_assert_eq!(fresh.rows(width), (rows, cursor));
+        }
+    }
+
+    #[test]
+    fn a_long_word_is_no_word_to_complete() {
+        let c = typed(&"x".repeat(WORD_REACH + 10));
+        assert_eq!(c.current_word().1, "");
+        let c = typed(&format!("{} @src", "x".repeat(WORD_REACH + 10)));
+        assert_eq!(c.current_word().1, "@src");
+        let c = typed(&format!("/{}", "x".repeat(WORD_REACH)));
+        assert_eq!(c.command(), None, "no command is that long");
+        assert_eq!(typed("/hel").command(), Some("hel"));
+        assert_eq!(typed("/help me").command(), None);
     }
 
     #[test]

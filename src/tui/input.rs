@@ -6,6 +6,11 @@
 //! interface's loop polls input on every pass, which under eight streaming runs cost an
 //! eighth of the process's time. Here the thread waits in crossterm's blocking read and the
 //! loop polls a channel.
+//!
+//! The thread reads the terminal through crossterm's poll(2) source (its `use-dev-tty`
+//! feature): the default mio source waits for the terminal to become readable again while
+//! bytes of a burst it has not read yet are still waiting, so a burst of typed keys of more
+//! than a kilobyte or so stopped half-way until another key came.
 
 use crossterm::event::Event;
 use std::sync::{Mutex, OnceLock};
@@ -38,6 +43,17 @@ impl Input {
             Some(events) => events.recv().await,
             None => std::future::pending().await,
         }
+    }
+
+    /// How many events the reading thread has handed over and no one has taken yet.
+    pub fn waiting(&self) -> usize {
+        self.events.as_ref().map_or(0, |events| events.len())
+    }
+
+    /// An event already handed over, without waiting; `None` when there is none yet (or the
+    /// terminal can no longer be read, which [`Input::next`] then says).
+    pub fn ready(&mut self) -> Option<std::io::Result<Event>> {
+        self.events.as_mut()?.try_recv().ok()
     }
 }
 

@@ -19,6 +19,7 @@ pub mod app;
 pub mod approval;
 pub mod color;
 pub mod composer;
+mod composer_rows;
 pub mod diff;
 pub mod export;
 pub mod highlight;

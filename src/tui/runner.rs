@@ -16,7 +16,7 @@ use super::view;
 use crate::domain::{SessionId, SessionKey};
 use crate::gateway::{Feed, FeedItem, SessionService};
 use crate::session::SessionEvent;
-use crossterm::event::{Event, KeyEventKind};
+use crossterm::event::{Event, KeyCode, KeyEventKind, KeyModifiers};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -154,39 +154,27 @@ pub async fn run(mut app: App, launch: Launch) -> std::io::Result<Exit> {
                 runner.drain(&mut app, &mut terminal).await;
                 return Ok(Exit::Drained { session, restart: stopping.restart });
             }
-            event = input.next() => match event {
-                Some(Ok(event)) => {
-                    let now = Instant::now();
-                    if runner.picker.is_some() {
-                        runner.frames.request(now);
-                        if let Some(exit) = runner.picker_input(&mut app, event).await {
-                            return Ok(exit);
-                        }
-                        continue;
-                    }
-                    let actions = match event {
-                        Event::Key(key) if key.kind != KeyEventKind::Release => app.key(key, now),
-                        Event::Paste(text) => {
-                            app.paste(&text);
-                            Vec::new()
-                        }
-                        Event::Mouse(mouse) => {
-                            app.mouse(mouse);
-                            Vec::new()
-                        }
-                        _ => Vec::new(),
+            event = input.next() => {
+                // Every event read by then goes in before the next frame: a burst of keys
+                // is one frame's work, however long, never a frame per key.
+                let mut left = input.waiting();
+                let mut event = event;
+                loop {
+                    let Some(Ok(read)) = event else {
+                        // The terminal went away: nothing more can be read or shown.
+                        runner.link.service.close_all().await;
+                        return Ok(Exit::Quit { session: app.session.clone() });
                     };
-                    runner.frames.request(now);
-                    if let Some(exit) = runner.perform(&mut app, actions).await {
+                    if let Some(exit) = runner.input(&mut app, &mut terminal, read).await? {
                         return Ok(exit);
                     }
+                    if left == 0 {
+                        break;
+                    }
+                    left -= 1;
+                    event = input.ready();
                 }
-                // The terminal went away: nothing more can be read or shown.
-                Some(Err(_)) | None => {
-                    runner.link.service.close_all().await;
-                    return Ok(Exit::Quit { session: app.session.clone() });
-                }
-            },
+            }
             item = next_item(&mut runner.link.feed) => {
                 let fed = runner.link.fed(item);
                 runner.fed(&mut app, fed);
@@ -263,6 +251,43 @@ impl Runner {
         picker.set_waker(Arc::new(move || woke.notify_one()));
         picker.poll();
         self.picker = Some((picker, first));
+    }
+
+    /// An event of the terminal; `Some` when it ends the UI.
+    async fn input(
+        &mut self,
+        app: &mut App,
+        terminal: &mut TerminalGuard,
+        event: Event,
+    ) -> std::io::Result<Option<Exit>> {
+        let now = Instant::now();
+        self.frames.request(now);
+        if let Event::Key(key) = &event
+            && key.kind != KeyEventKind::Release
+            && key.code == KeyCode::Char('z')
+            && key.modifiers == KeyModifiers::CONTROL
+        {
+            // Whatever is on screen, the picker or a question included: the terminal's
+            // own meaning of Ctrl-Z, which raw mode leaves to tern.
+            terminal.suspend()?;
+            return Ok(None);
+        }
+        if self.picker.is_some() {
+            return Ok(self.picker_input(app, event).await);
+        }
+        let actions = match event {
+            Event::Key(key) if key.kind != KeyEventKind::Release => app.key(key, now),
+            Event::Paste(text) => {
+                app.paste(&text);
+                Vec::new()
+            }
+            Event::Mouse(mouse) => {
+                app.mouse(mouse);
+                Vec::new()
+            }
+            _ => Vec::new(),
+        };
+        Ok(self.perform(app, actions).await)
     }
 
     /// Input while the picker is open; `Some` when it ends the UI.

@@ -962,6 +962,7 @@ fn run_refuses_to_ask_with_nobody_to_answer() {
     assert!(cli.mock.model_requests().is_empty(), "nothing was sent");
 }
 
+mod bursts;
 mod cleanup;
 mod doctor;
 mod envelope;

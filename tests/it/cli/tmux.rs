@@ -36,6 +36,34 @@ impl Tmux {
 
     /// [`Tmux::start`] with `provider_env` as the only provider settings.
     pub fn start_env(cli: &Cli, args: &[&str], provider_env: &[(&str, String)]) -> Self {
+        let tern = crate::support::tern_binary().display().to_string();
+        let quoted: Vec<String> = args.iter().map(|a| format!("'{a}'")).collect();
+        // The shell stays after tern exits, so its last words can still be read.
+        let script = format!(
+            "{tern} {}; echo \"[tern exited $?]\"; sleep 60",
+            quoted.join(" ")
+        );
+        Self::launch(cli, &script, provider_env)
+    }
+
+    /// An interactive shell with job control (bash, its prompt `shell$ `) in the project,
+    /// the mock as its provider, for what needs a shell around tern: Ctrl-Z and `fg`.
+    pub fn start_shell(cli: &Cli) -> Self {
+        let provider = [
+            ("ANTHROPIC_API_KEY", "test-key".to_owned()),
+            ("ANTHROPIC_BASE_URL", cli.mock.base_url()),
+        ];
+        let tmux = Self::launch(cli, "bash --norc --noprofile -i", &provider);
+        // Set as a command, as bash takes no prompt from its environment here; the command
+        // as echoed does not read `shell$`.
+        tmux.type_text("PS1='sh''ell$ '");
+        tmux.keys(&["Enter"]);
+        tmux.wait_for("shell$");
+        tmux
+    }
+
+    /// Starts `script` in the window, with `provider_env` besides tern's home.
+    fn launch(cli: &Cli, script: &str, provider_env: &[(&str, String)]) -> Self {
         require_tmux();
         let folder = tempfile::Builder::new()
             .prefix("tern-tmux-")
@@ -45,13 +73,6 @@ impl Tmux {
             socket: folder.path().join("socket"),
             _folder: folder,
         };
-        let tern = crate::support::tern_binary().display().to_string();
-        let quoted: Vec<String> = args.iter().map(|a| format!("'{a}'")).collect();
-        // The shell stays after tern exits, so its last words can still be read.
-        let script = format!(
-            "{tern} {}; echo \"[tern exited $?]\"; sleep 60",
-            quoted.join(" ")
-        );
         let mut command = tmux.command();
         command
             .args([
