@@ -463,6 +463,10 @@ impl Local {
             Call::SetModel { id, overrides } => {
                 Reply::Model(self.manager.set_model(&id, overrides).await?)
             }
+            Call::ListedModels { id } => {
+                let (provider, models) = self.manager.listed_models(&id).await?;
+                Reply::ListedModels { provider, models }
+            }
             Call::Cleanup { enforce } => Reply::Cleanup(Box::new(self.clean_up(enforce).await?)),
             Call::Oversized { refused } => return Err(ServiceError::new(refused)),
             Call::Channels => Reply::Channels {

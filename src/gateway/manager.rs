@@ -413,13 +413,7 @@ impl SessionManager {
         id: &SessionId,
         overrides: Overrides,
     ) -> Result<ModelShown, GatewayError> {
-        let had = self
-            .deps
-            .store
-            .meta(id)
-            .map_err(SessionError::from)?
-            .map(|meta| meta.overrides)
-            .unwrap_or_default();
+        let had = self.overrides_of(id)?;
         let overrides = Overrides {
             provider: overrides.provider.or(had.provider),
             model: overrides.model.or(had.model),
@@ -451,6 +445,32 @@ impl SessionManager {
             context_window: limits.context_window,
             window_source: limits.window_source.to_string(),
         })
+    }
+
+    /// The name of the provider session `id` calls (as its overrides say) and the models
+    /// that provider lists (`None`: it lists none).
+    pub async fn listed_models(
+        &self,
+        id: &SessionId,
+    ) -> Result<(String, Option<Vec<String>>), GatewayError> {
+        let overrides = self.overrides_of(id)?;
+        let provider = self.deps_for(&overrides).client.primary.provider.clone();
+        let models = provider
+            .list_models()
+            .await
+            .map_err(|err| GatewayError::Model(err.to_string()))?;
+        Ok((provider.name().to_owned(), models))
+    }
+
+    /// The provider and model session `id` asked for itself (none: the process's).
+    fn overrides_of(&self, id: &SessionId) -> Result<Overrides, GatewayError> {
+        Ok(self
+            .deps
+            .store
+            .meta(id)
+            .map_err(SessionError::from)?
+            .map(|meta| meta.overrides)
+            .unwrap_or_default())
     }
 
     /// The running session `id`, if it runs.

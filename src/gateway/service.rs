@@ -369,6 +369,18 @@ impl SessionService {
         }
     }
 
+    /// The name of the provider session `id` calls and the models it lists (`None`: it
+    /// lists none), asked of the provider now.
+    pub async fn listed_models(
+        &self,
+        id: &SessionId,
+    ) -> Result<(String, Option<Vec<String>>), ServiceError> {
+        match self.ask(Call::ListedModels { id: id.clone() }).await? {
+            Reply::ListedModels { provider, models } => Ok((provider, models)),
+            other => Err(unexpected(&other)),
+        }
+    }
+
     /// Plans a cleanup of the stored sessions (never a running one) and carries it out when
     /// `enforce` says so (`None`: as the owner's config says).
     pub async fn clean_up(&self, enforce: Option<bool>) -> Result<Cleanup, ServiceError> {

@@ -146,6 +146,10 @@ pub enum Call {
     GitBranch {
         dir: PathBuf,
     },
+    /// The models the provider of session `id` lists.
+    ListedModels {
+        id: SessionId,
+    },
     Files {
         root: PathBuf,
     },
@@ -244,6 +248,7 @@ impl Call {
                 | Call::Resolve { .. }
                 | Call::Latest { .. }
                 | Call::GitBranch { .. }
+                | Call::ListedModels { .. }
                 | Call::Files { .. }
                 | Call::RepoMap { .. }
                 | Call::StoredSessions
@@ -321,6 +326,11 @@ pub enum Reply {
         channels: Vec<crate::channels::ChannelStatus>,
     },
     Model(ModelShown),
+    /// The provider's name and the models it lists (`None`: it lists none).
+    ListedModels {
+        provider: String,
+        models: Option<Vec<String>>,
+    },
     Cleanup(Box<Cleanup>),
     Preview(Box<Preview>),
     /// The input was delivered and its session's feed is open.

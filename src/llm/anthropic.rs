@@ -117,6 +117,19 @@ impl Provider for AnthropicProvider {
         encode_request(request)
     }
 
+    fn list_models(&self) -> BoxFuture<'_, Result<Option<Vec<String>>, LlmError>> {
+        Box::pin(async move {
+            // One page of the most the API gives at once (20 unless asked) holds every
+            // model it has.
+            let mut page = self.models.clone();
+            let joiner = if page.url.contains('?') { '&' } else { '?' };
+            page.url = format!("{}{joiner}limit=1000", page.url);
+            let builder = self.request(reqwest::Method::GET, &page)?;
+            let response = http::probe(&page, builder, |err| self.explain(err, "")).await?;
+            Ok(http::listed(response, "data", "id").await)
+        })
+    }
+
     fn probe(&self) -> BoxFuture<'_, Result<String, LlmError>> {
         Box::pin(async move {
             let builder = self.request(reqwest::Method::GET, &self.models)?;

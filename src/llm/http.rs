@@ -241,6 +241,24 @@ pub(crate) async fn open_stream<D: WireDecoder>(
 
 /// Sends a probe and returns the response, within [`PROBE_TIMEOUT`]. `explain` adds the
 /// provider's advice to a failed send.
+/// The strings at `field` of each entry of the JSON array at `list` in a model listing's
+/// body (`data[].id` for OpenAI and Anthropic, `models[].name` for Ollama); `None` when the
+/// body is not such a listing.
+pub(crate) async fn listed(
+    response: reqwest::Response,
+    list: &str,
+    field: &str,
+) -> Option<Vec<String>> {
+    let body = response.json::<serde_json::Value>().await.ok()?;
+    let entries = body.get(list)?.as_array()?;
+    Some(
+        entries
+            .iter()
+            .filter_map(|entry| entry.get(field)?.as_str().map(str::to_owned))
+            .collect(),
+    )
+}
+
 pub(crate) async fn probe(
     endpoint: &Endpoint,
     request: reqwest::RequestBuilder,

@@ -118,6 +118,12 @@ pub trait Provider: Send + Sync {
     /// `tern doctor`). Returns a short description of what answered.
     fn probe(&self) -> BoxFuture<'_, Result<String, LlmError>>;
 
+    /// The ids of the models the server lists, or `None` for a provider that lists none:
+    /// what `/model` compares a name with.
+    fn list_models(&self) -> BoxFuture<'_, Result<Option<Vec<String>>, LlmError>> {
+        Box::pin(async { Ok(None) })
+    }
+
     /// The JSON body [`Provider::stream`] would send for `request`, for showing a user
     /// exactly what the model receives.
     fn wire_body(&self, request: &ChatRequest) -> serde_json::Value;

@@ -24,6 +24,7 @@ pub struct OllamaProvider {
     name: String,
     chat: Endpoint,
     version: Endpoint,
+    tags: Endpoint,
     /// Sent as `num_ctx` unless the request names its own window (what the server said):
     /// Ollama otherwise runs every model with a small default window and silently drops the
     /// start of a longer prompt.
@@ -44,6 +45,7 @@ impl OllamaProvider {
             name: profile.name.clone(),
             chat: endpoint("/api/chat"),
             version: endpoint("/api/version"),
+            tags: endpoint("/api/tags"),
             context_window: profile.context_window,
             api_key: profile.api_key.clone().filter(|key| !key.is_empty()),
             images: profile.images,
@@ -114,6 +116,14 @@ impl Provider for OllamaProvider {
 
     fn wire_body(&self, request: &ChatRequest) -> Value {
         encode_request(request, self.window_for(request))
+    }
+
+    fn list_models(&self) -> BoxFuture<'_, Result<Option<Vec<String>>, LlmError>> {
+        Box::pin(async move {
+            let builder = self.request(reqwest::Method::GET, &self.tags)?;
+            let response = http::probe(&self.tags, builder, |err| self.explain(err, "")).await?;
+            Ok(http::listed(response, "models", "name").await)
+        })
     }
 
     fn probe(&self) -> BoxFuture<'_, Result<String, LlmError>> {

@@ -234,3 +234,20 @@ async fn ndjson_labelled_json_is_still_decoded() {
         ]
     );
 }
+
+#[tokio::test]
+async fn the_models_ollama_lists_are_read_from_its_tags() {
+    let tags = r#"{"models":[{"name":"llama3.2:latest","size":1},{"name":"qwen2.5-coder:7b"}]}"#;
+    let (base, server) = serve_once(ok_stream("application/json", tags.as_bytes())).await;
+    let provider = OllamaProvider::new(&profile(&format!("{base}/v1")));
+    let listed = provider.list_models().await.expect("a listing");
+    let recorded = server.await.expect("the server task");
+    assert_eq!(recorded.request_line, "GET /api/tags HTTP/1.1");
+    assert_eq!(
+        listed,
+        Some(vec![
+            "llama3.2:latest".to_owned(),
+            "qwen2.5-coder:7b".to_owned()
+        ])
+    );
+}

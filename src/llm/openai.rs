@@ -117,6 +117,14 @@ impl Provider for OpenAiProvider {
         encode_request(request, self.official_api)
     }
 
+    fn list_models(&self) -> BoxFuture<'_, Result<Option<Vec<String>>, LlmError>> {
+        Box::pin(async move {
+            let builder = self.request(reqwest::Method::GET, &self.models)?;
+            let response = http::probe(&self.models, builder, |err| self.explain(err, "")).await?;
+            Ok(http::listed(response, "data", "id").await)
+        })
+    }
+
     fn probe(&self) -> BoxFuture<'_, Result<String, LlmError>> {
         Box::pin(async move {
             let builder = self.request(reqwest::Method::GET, &self.models)?;

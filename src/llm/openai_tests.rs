@@ -621,3 +621,19 @@ fn system_blocks_join_into_one_system_message() {
     let body = encode_request(&tiers, true);
     assert_eq!(body["messages"][0]["role"], json!("user"));
 }
+
+#[tokio::test]
+async fn the_models_a_server_lists_are_read_with_the_key() {
+    let list = r#"{"object":"list","data":[{"id":"gpt-4o","object":"model"},{"id":"o3"}]}"#;
+    let (base, server) = serve_once(ok_stream("application/json", list.as_bytes())).await;
+    let provider = OpenAiProvider::new(&profile(&format!("{base}/v1"), Some("sk-test")));
+    let listed = provider.list_models().await.expect("a listing");
+    let recorded = server.await.expect("the server task");
+    assert_eq!(recorded.request_line, "GET /v1/models HTTP/1.1");
+    assert_eq!(recorded.header("authorization"), Some("Bearer sk-test"));
+    assert_eq!(listed, Some(vec!["gpt-4o".to_owned(), "o3".to_owned()]));
+    // A body that is no listing says nothing.
+    let (base, _server) = serve_once(ok_stream("text/html", b"<html></html>")).await;
+    let provider = OpenAiProvider::new(&profile(&format!("{base}/v1"), None));
+    assert_eq!(provider.list_models().await.expect("an answer"), None);
+}

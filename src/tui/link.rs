@@ -333,6 +333,9 @@ impl Link {
                     Some(id) => id,
                     None => service.open_key(key.as_str(), &dir).await?,
                 };
+                super::model_name::check_listed(&service, &id, &model)
+                    .await
+                    .map_err(crate::gateway::ServiceError::new)?;
                 let overrides = Overrides {
                     provider: None,
                     model: Some(model),

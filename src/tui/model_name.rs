@@ -1,4 +1,7 @@
-//! Whether a name typed after `/model` can be a model id.
+//! Whether a name typed after `/model` can be a model id, and, where the provider lists its
+//! models, whether it is one of them and which listed ones come close. The list is asked in
+//! the task that switches the model, never on the interface's; a provider that lists none,
+//! does not answer in time or fails lets the name through, to be judged at the next turn.
 //!
 //! Real ids are short and made of letters, digits and a few separators: `claude-sonnet-4-5`,
 //! `gpt-4.1-mini`, `qwen2.5-coder:7b`, `hf.co/org/Model-GGUF:Q4_K_M`,
@@ -6,12 +9,37 @@
 //! space, a control character or thousands of characters is a slip (a pasted paragraph, a
 //! stray key), and switching to it would only fail at the next turn.
 
+use crate::domain::SessionId;
+use crate::gateway::SessionService;
+use std::time::Duration;
+
 /// The longest model name taken, in characters: the longest ids seen (gateway routes over
 /// Hugging Face paths) are well under a hundred.
 pub const MAX_CHARS: usize = 200;
 
 /// The characters a model id may hold besides letters and digits.
 const SEPARATORS: &str = ".-_:/@+";
+
+/// How many close matches a notice names at most.
+const CLOSE_MATCHES: usize = 5;
+
+/// How long the provider's list is waited for before the name is let through.
+const LIST_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// `Err` with the notice when the provider of session `id` lists its models and `model` is
+/// not among them.
+pub async fn check_listed(
+    service: &SessionService,
+    id: &SessionId,
+    model: &str,
+) -> Result<(), String> {
+    match tokio::time::timeout(LIST_TIMEOUT, service.listed_models(id)).await {
+        Ok(Ok((provider, Some(models)))) if !models.is_empty() && !listed(model, &models) => {
+            Err(unknown(model, &provider, &models))
+        }
+        _ => Ok(()),
+    }
+}
 
 /// `Ok` when `name` can be a model id; otherwise the notice saying why and what to type.
 pub fn check(name: &str) -> Result<(), String> {
@@ -57,6 +85,85 @@ fn describe(c: char) -> String {
     }
 }
 
+/// Whether the provider that listed `listed` serves `name`: listed as is, or as a short
+/// form the provider takes too (Ollama's `name` for `name:latest`; Anthropic's alias
+/// `claude-x` for its dated `claude-x-20250929`).
+pub fn listed(name: &str, listed: &[String]) -> bool {
+    listed.iter().any(|id| {
+        id == name
+            || id.strip_suffix(":latest") == Some(name)
+            || id
+                .strip_prefix(name)
+                .and_then(|rest| rest.strip_prefix('-'))
+                .is_some_and(|date| date.len() == 8 && date.bytes().all(|b| b.is_ascii_digit()))
+    })
+}
+
+/// The listed ids closest to `name`, best first: those that contain it or that it
+/// contains, then those a few edits away.
+pub fn close_matches<'a>(name: &str, listed: &'a [String]) -> Vec<&'a str> {
+    let wanted = name.to_lowercase();
+    let mut scored: Vec<(usize, &str)> = listed
+        .iter()
+        .filter_map(|id| {
+            let lower = id.to_lowercase();
+            let score = if lower.contains(&wanted) || wanted.contains(&lower) {
+                0
+            } else {
+                let distance = edit_distance(&wanted, &lower);
+                // Further than a third of the name is another model, not a typo.
+                if distance > (wanted.chars().count() / 3).max(1) {
+                    return None;
+                }
+                distance
+            };
+            Some((score, id.as_str()))
+        })
+        .collect();
+    scored.sort_by(|a, b| {
+        a.0.cmp(&b.0)
+            .then(a.1.len().cmp(&b.1.len()))
+            .then(a.1.cmp(b.1))
+    });
+    scored
+        .into_iter()
+        .take(CLOSE_MATCHES)
+        .map(|(_, id)| id)
+        .collect()
+}
+
+/// The notice for a name the provider does not list.
+pub fn unknown(name: &str, provider: &str, listed: &[String]) -> String {
+    let close = close_matches(name, listed);
+    let hint = if close.is_empty() {
+        format!(
+            "it lists {} models; /model NAME with one of them",
+            listed.len()
+        )
+    } else {
+        format!("did you mean {}?", close.join(", "))
+    };
+    format!("{provider} has no model `{name}`; {hint}")
+}
+
+/// Levenshtein distance over characters: the edits from `a` to `b`.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let above = row[j + 1];
+            row[j + 1] = (above + 1)
+                .min(row[j] + 1)
+                .min(diagonal + usize::from(ca != *cb));
+            diagonal = above;
+        }
+    }
+    row[b.len()]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -91,5 +198,34 @@ mod tests {
         check_err("gpt\u{200d}4o", "U+200D (character 4)");
         check_err("gpt#4o", "`#` (character 4)");
         assert_eq!(check(&"a".repeat(MAX_CHARS)), Ok(()));
+    }
+
+    #[test]
+    fn short_forms_the_provider_takes_count_as_listed() {
+        let ids = [
+            "llama3.2:latest".to_owned(),
+            "claude-sonnet-4-5-20250929".to_owned(),
+            "gpt-4o".to_owned(),
+        ];
+        assert!(listed("gpt-4o", &ids));
+        assert!(listed("llama3.2", &ids));
+        assert!(listed("claude-sonnet-4-5", &ids));
+        assert!(!listed("claude-sonnet-4", &ids));
+        assert!(!listed("gpt-4", &ids));
+    }
+
+    #[test]
+    fn close_matches_come_best_first() {
+        let ids: Vec<String> = ["gpt-4o", "gpt-4o-mini", "gpt-4.1", "o3", "text-embedding-3"]
+            .map(String::from)
+            .into();
+        assert_eq!(close_matches("gpt4o", &ids), ["gpt-4o"]);
+        assert_eq!(close_matches("gpt-4.2", &ids), ["gpt-4.1", "gpt-4o"]);
+        assert_eq!(close_matches("4o", &ids), ["gpt-4o", "gpt-4o-mini"]);
+        assert!(close_matches("llama", &ids).is_empty());
+        assert_eq!(
+            unknown("gpt4o", "openai", &ids),
+            "openai has no model `gpt4o`; did you mean gpt-4o?"
+        );
     }
 }

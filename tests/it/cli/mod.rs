@@ -970,6 +970,7 @@ mod help;
 mod line_mode;
 mod mcp;
 mod mcp_real;
+mod model_names;
 mod outcomes;
 mod print_prompt;
 mod repair;

@@ -47,13 +47,14 @@ fn the_terminal_interface_talks_quits_and_shows_the_history_again() {
         "{exported}"
     );
     // `/model` has the conversation call the other model from its next turn, in the same
-    // process.
+    // process (a model the provider lists).
+    cli.mock
+        .push_for_model("other-model", Reply::text("Now from the other model."));
     tmux.type_text("/model other-model");
     tmux.keys(&["Enter"]);
     tmux.wait_for("this session talks to other-model (anthropic) from its next turn on");
     let screen = tmux.wait_for("The answer is forty-two.");
     assert!(screen.contains("other-model (anthropic)"), "{screen}");
-    cli.mock.push(Reply::text("Now from the other model."));
     tmux.type_text("and now?");
     tmux.keys(&["Enter"]);
     tmux.wait_for("Now from the other model.");
