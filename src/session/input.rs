@@ -112,7 +112,11 @@ pub fn journal_input(
     input: UserInput,
 ) -> Result<(u64, String), SessionError> {
     let limit = deps.settings.max_message_bytes;
-    let text = prompt::quote_lookalikes(&input.text).into_owned();
+    // Taken as it came unless a line must be quoted: a paste of megabytes is not copied.
+    let text = match prompt::quote_lookalikes(&input.text) {
+        std::borrow::Cow::Owned(quoted) => quoted,
+        std::borrow::Cow::Borrowed(_) => input.text,
+    };
     let text = if text.len() > limit {
         let name = format!("input-{}.txt", state.messages.len());
         let Some(saved) = dirs.save_artifact(&name, &text) else {

@@ -369,13 +369,13 @@ impl App {
             ));
             return Vec::new();
         }
-        let mut message = std::mem::take(&mut self.shell_context).join("\n\n");
-        if !message.is_empty() {
-            message.push_str("\n\n");
-        }
-        message.push_str(&text);
         self.transcript.sent(&text);
         self.transcript.to_bottom();
+        // The text is moved on, not copied again: a paste may be megabytes.
+        let message = match std::mem::take(&mut self.shell_context) {
+            context if context.is_empty() => text,
+            context => format!("{}\n\n{text}", context.join("\n\n")),
+        };
         vec![Action::Send(message)]
     }
 

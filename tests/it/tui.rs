@@ -19,6 +19,7 @@ use tokio::time::Instant;
 mod approvals;
 mod cells;
 mod commands;
+mod long_messages;
 mod tables;
 
 fn settings() -> insta::Settings {

@@ -7,6 +7,7 @@
 //! header (its spinner and clock) is the one part drawn fresh every frame.
 
 use super::fold::{Folded, written_as_diff};
+use super::long_text::folded_message;
 use crate::domain::call_text::summarize_input;
 use crate::tui::theme::Theme;
 use crate::tui::wrap::{hard_wrap, wrap_prefixed};
@@ -329,7 +330,15 @@ fn render(kind: &CellKind, width: u16, view: View, theme: &Theme) -> Vec<Line<'s
     let width = width.max(4);
     let mut lines = match kind {
         CellKind::User { text, queued } => {
-            let mut lines = prefixed_text(text, width, "› ", theme.accent, theme.user_message);
+            let mut lines = folded_message(
+                text,
+                width,
+                view,
+                "› ",
+                theme.accent,
+                theme.user_message,
+                theme,
+            );
             if *queued {
                 lines.push(Line::styled(
                     "  queued: it goes in at the next tool step, or after this turn",

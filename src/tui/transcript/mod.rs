@@ -9,6 +9,7 @@
 mod cell;
 mod fold;
 mod history;
+mod long_text;
 mod stream;
 mod tail;
 

@@ -972,6 +972,7 @@ mod mcp;
 mod mcp_real;
 mod model_names;
 mod outcomes;
+mod paste;
 mod print_prompt;
 mod repair;
 mod repo_map;

@@ -114,6 +114,19 @@ impl Tmux {
         self.keys(&["-l", text]);
     }
 
+    /// `text` as the terminal's bracketed paste (tmux's buffer, pasted with `-p`).
+    pub fn paste(&self, text: &str) {
+        let file = self.socket.with_extension("paste");
+        std::fs::write(&file, text).expect("writing the text to paste");
+        let mut command = self.command();
+        command.args(["load-buffer", "-b", "paste"]).arg(&file);
+        self.run(command, "load-buffer");
+        let mut command = self.command();
+        command.args(["paste-buffer", "-p", "-d", "-b", "paste"]);
+        self.run(command, "paste-buffer");
+        let _ = std::fs::remove_file(&file);
+    }
+
     pub fn screen(&self) -> String {
         let mut command = self.command();
         command.args(["capture-pane", "-p", "-J"]);
