@@ -7,6 +7,7 @@
 //! header (its spinner and clock) is the one part drawn fresh every frame.
 
 use super::fold::{Folded, written_as_diff};
+use super::growing::Growing;
 use super::long_text::folded_message;
 use crate::domain::call_text::summarize_input;
 use crate::tui::theme::Theme;
@@ -14,7 +15,6 @@ use crate::tui::wrap::{hard_wrap, wrap_prefixed};
 use crate::tui::{render_diff, render_markdown};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
-use std::borrow::Cow;
 use std::time::Duration;
 use tokio::time::Instant;
 
@@ -107,122 +107,8 @@ pub struct Cell {
     /// Bumped on every change, so the cache knows it is stale.
     generation: u64,
     cache: Option<Cached>,
-    /// While a reply streams: its finished paragraphs, rendered once.
-    stream: StablePrefix,
-}
-
-/// The finished part of a streaming reply (everything before its last blank line outside a
-/// code block), rendered once per width; only the paragraph being written is rendered again
-/// on each frame, and the text is scanned for paragraph ends only where it grew.
-#[derive(Debug, Clone, Default)]
-struct StablePrefix {
-    /// Bytes of the text the prefix lines were rendered from, and for which width and view.
-    key: Option<(usize, u16, View)>,
-    /// How many of the cached lines are the prefix's.
-    prefix_lines: usize,
-    scan: Scan,
-}
-
-/// How far a streaming text has been looked through for paragraph ends.
-#[derive(Debug, Clone, Copy, Default)]
-struct Scan {
-    /// Up to the end of its last complete line.
-    offset: usize,
-    in_fence: bool,
-    previous_blank: bool,
-    /// Just after the last blank line outside a code block.
-    cut: usize,
-}
-
-impl Scan {
-    /// Looks through what `text` gained since the last call; returns where its finished
-    /// paragraphs end.
-    fn advance(&mut self, text: &str) -> usize {
-        if self.offset > text.len() || !text.is_char_boundary(self.offset) {
-            *self = Scan::default();
-        }
-        for line in text[self.offset..].split_inclusive('\n') {
-            if !line.ends_with('\n') {
-                break;
-            }
-            let trimmed = line.trim_start();
-            if trimmed.starts_with("```") || trimmed.starts_with("~~~") {
-                self.in_fence = !self.in_fence;
-            }
-            let blank = line.trim().is_empty();
-            self.offset += line.len();
-            if blank && !self.in_fence && !self.previous_blank {
-                self.cut = self.offset;
-            }
-            self.previous_blank = blank;
-        }
-        self.cut
-    }
-}
-
-/// Renders `text` (whole paragraphs, or the one being written) after the lines in `out`,
-/// as rendering everything at once would have placed it: after a blank line, and without
-/// the reply's bullet, which only its first line has.
-fn append_block(out: &mut Vec<Line<'static>>, text: &str, width: u16, theme: &Theme) {
-    let text = text.trim_start_matches('\n');
-    if text.trim().is_empty() {
-        return;
-    }
-    let mut rest = markdown_block(text, width.max(4), theme);
-    if !out.is_empty() {
-        if let Some(first) = rest.first_mut()
-            && let Some(marker) = first.spans.first_mut()
-        {
-            *marker = Span::raw("  ");
-        }
-        out.push(Line::from("  "));
-    }
-    out.append(&mut rest);
-}
-
-impl StablePrefix {
-    /// The lines of streaming `text` into `out`, which holds the lines of the last frame:
-    /// their prefix is kept when the finished part did not change.
-    fn render(
-        &mut self,
-        text: &str,
-        width: u16,
-        view: View,
-        theme: &Theme,
-        out: &mut Vec<Line<'static>>,
-    ) {
-        let cut = self.scan.advance(text);
-        match self.key {
-            Some((done, w, v)) if w == width && v == view && out.len() >= self.prefix_lines => {
-                out.truncate(self.prefix_lines);
-                // Paragraphs finished since the last frame join the prefix, rendered alone.
-                if cut > done {
-                    append_block(out, &text[done..cut], width, theme);
-                }
-            }
-            _ => {
-                out.clear();
-                if cut > 0 {
-                    append_block(out, &text[..cut], width, theme);
-                }
-            }
-        }
-        self.prefix_lines = out.len();
-        self.key = Some((cut, width, view));
-        let tail = match view.live_tail {
-            Some(lines) => super::tail::live_tail(&text[cut..], width, lines),
-            None => Cow::Borrowed(&text[cut..]),
-        };
-        let tail = tail.as_ref();
-        if tail.trim().is_empty() {
-            if out.is_empty() {
-                out.extend(markdown_block(tail, width.max(4), theme));
-            }
-        } else {
-            append_block(out, tail, width, theme);
-        }
-        out.push(Line::default());
-    }
+    /// While a reply streams: what of it is laid out for good.
+    stream: Growing,
 }
 
 #[derive(Debug, Clone)]
@@ -239,7 +125,7 @@ impl Cell {
             kind,
             generation: 0,
             cache: None,
-            stream: StablePrefix::default(),
+            stream: Growing::default(),
         }
     }
 
@@ -321,7 +207,7 @@ impl Cell {
     /// Drops the cached lines (to free memory for cells far off screen).
     pub fn forget(&mut self) {
         self.cache = None;
-        self.stream = StablePrefix::default();
+        self.stream = Growing::default();
     }
 }
 
@@ -409,7 +295,7 @@ fn prefixed_text(
 }
 
 /// Markdown indented two cells, with a bullet on its first line.
-fn markdown_block(text: &str, width: u16, theme: &Theme) -> Vec<Line<'static>> {
+pub(super) fn markdown_block(text: &str, width: u16, theme: &Theme) -> Vec<Line<'static>> {
     let mut lines = render_markdown(text, width.saturating_sub(2), theme);
     if lines.is_empty() {
         lines.push(Line::default());
@@ -706,22 +592,6 @@ mod tests {
             let streaming = cell.lines(60, View::default(), &theme).to_vec();
             assert_eq!(text_of(&streaming), text_of(&finished), "{text:?}");
         }
-        let cut = |text: &str| Scan::default().advance(text);
-        assert_eq!(cut("a\n\nb"), 3);
-        assert_eq!(
-            cut("```\na\n\nb"),
-            0,
-            "a blank line in a code block is not a cut"
-        );
-        assert_eq!(cut("no blank"), 0);
-        // Fed piece by piece as it streams, the scan finds the same ends.
-        let text = "one\n\ntwo\n```\nx\n\ny\n```\n\nthree";
-        let mut scan = Scan::default();
-        for end in 1..=text.len() {
-            scan.advance(&text[..end]);
-        }
-        assert_eq!(scan.cut, cut(text));
-        assert_eq!(&text[scan.cut..], "three");
         // A cell streamed a piece at a time ends as it would have been drawn whole.
         let mut cell = Cell::new(CellKind::Assistant {
             text: String::new(),

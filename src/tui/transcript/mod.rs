@@ -8,6 +8,7 @@
 
 mod cell;
 mod fold;
+mod growing;
 mod history;
 mod long_text;
 mod stream;

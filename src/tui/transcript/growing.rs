@@ -1,0 +1,358 @@
+//! A reply still being streamed, laid out as it grows. Its finished paragraphs (everything
+//! before its last blank line outside a code block) are laid out once; of the paragraph
+//! being written, the lines that can no longer change are kept as well (settled), so that a
+//! frame lays out only the text after the last settled line: its cost follows what arrived,
+//! not the length of the paragraph.
+//!
+//! A line is settled only where laying out the text before it and the text from it apart
+//! gives exactly the lines that laying out both at once gives, and where nothing still to
+//! come can change that: the text before it leaves open no emphasis, code span, link or tag
+//! that a later character could close, and the line's first word is whole and drawn as
+//! written, so it cannot come to fit on the line before. A later line that changes a
+//! paragraph as a whole (a setext underline or a table's delimiter row, which make it a
+//! heading or a table) or a tab (whose width depends on the column it starts at) has the
+//! paragraph laid out again from its start.
+
+use super::cell::{View, markdown_block};
+use super::tail::live_tail;
+use crate::tui::render_markdown;
+use crate::tui::theme::Theme;
+use ratatui::text::{Line, Span};
+use std::borrow::Cow;
+
+/// The paragraph being written is looked at for a line to settle once what is not settled
+/// of it takes this many lines.
+const SETTLE_AFTER: usize = 8;
+/// Lines left unsettled when settling: the last one may still grow.
+const KEEP_OPEN: usize = 2;
+/// Places where a line's first word occurs that are tried as the line's start.
+const TRIES: usize = 4;
+
+/// What of a streaming reply is laid out for good, and the scan for its paragraph ends.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Growing {
+    /// The width and view the kept lines were laid out for.
+    key: Option<(u16, View)>,
+    /// Where the paragraph being written starts in the text, and the lines before it.
+    paragraph: Mark,
+    /// Up to where the text is laid out for good, and in how many lines: the start of the
+    /// paragraph being written or a settled line in it.
+    settled: Mark,
+    /// The length of the unsettled text from which settling is tried again, after a try
+    /// that found no line to settle: the tries cost in all what laying it out once does.
+    retry_at: usize,
+    scan: Scan,
+    /// Bytes of text laid out by the last call, for the tests that the work per frame does
+    /// not grow with the paragraph.
+    pub(super) laid_out: usize,
+}
+
+/// A place in the text and the number of lines laid out before it.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct Mark {
+    offset: usize,
+    lines: usize,
+}
+
+impl Growing {
+    /// The lines of streaming `text` into `out`, which holds the lines of the last call:
+    /// those laid out for good are kept when the width and view are the same.
+    pub(super) fn render(
+        &mut self,
+        text: &str,
+        width: u16,
+        view: View,
+        theme: &Theme,
+        out: &mut Vec<Line<'static>>,
+    ) {
+        self.laid_out = 0;
+        let cut = self.scan.advance(text);
+        let current = self.key == Some((width, view))
+            && out.len() >= self.settled.lines
+            && self.settled.offset <= text.len()
+            && text.is_char_boundary(self.settled.offset)
+            && cut >= self.paragraph.offset;
+        if !current {
+            *self = Growing {
+                key: Some((width, view)),
+                scan: self.scan,
+                ..Growing::default()
+            };
+            out.clear();
+        }
+        out.truncate(self.settled.lines);
+        if self.is_mid_paragraph() && must_start_over(&text[self.settled.offset..]) {
+            self.settled = self.paragraph;
+            out.truncate(self.settled.lines);
+        }
+        // Paragraphs finished since the last call join the lines laid out for good.
+        if cut > self.settled.offset {
+            self.append(out, &text[self.settled.offset..cut], width, theme);
+            self.paragraph = Mark {
+                offset: cut,
+                lines: out.len(),
+            };
+            self.settled = self.paragraph;
+        }
+        let tail = &text[self.settled.offset..];
+        let shown = match view.live_tail {
+            Some(lines) => live_tail(tail, width, lines),
+            None => Cow::Borrowed(tail),
+        };
+        if shown.trim().is_empty() {
+            if out.is_empty() {
+                out.extend(markdown_block(&shown, width.max(4), theme));
+            }
+        } else {
+            let start = self.append(out, &shown, width, theme);
+            // A view of the last lines lays out only the end of the tail anyway.
+            if view.live_tail.is_none() {
+                self.settle(text, start, out, width, theme);
+            }
+        }
+        out.push(Line::default());
+    }
+
+    /// Whether the text is laid out for good up to a settled line inside a paragraph.
+    fn is_mid_paragraph(&self) -> bool {
+        self.settled.offset > self.paragraph.offset
+    }
+
+    /// Lays `text` out after the lines in `out` as laying out everything at once would have
+    /// placed it: after a blank line when it starts a block, straight on when it goes on from
+    /// a settled line, and without the reply's bullet, which only its first line has.
+    /// Returns where its lines start in `out`.
+    fn append(
+        &mut self,
+        out: &mut Vec<Line<'static>>,
+        text: &str,
+        width: u16,
+        theme: &Theme,
+    ) -> usize {
+        let mid = self.is_mid_paragraph();
+        let text = if mid {
+            text
+        } else {
+            text.trim_start_matches('\n')
+        };
+        if text.trim().is_empty() {
+            return out.len();
+        }
+        self.laid_out += text.len();
+        let mut lines = markdown_block(text, width.max(4), theme);
+        if !out.is_empty() {
+            if let Some(first) = lines.first_mut()
+                && let Some(marker) = first.spans.first_mut()
+            {
+                *marker = Span::raw("  ");
+            }
+            if !mid {
+                out.push(Line::from("  "));
+            }
+        }
+        let start = out.len();
+        out.append(&mut lines);
+        start
+    }
+
+    /// Settles the unsettled lines (from `start` in `out`) but the last [`KEEP_OPEN`], when
+    /// they are many and the place their last line starts is found.
+    fn settle(
+        &mut self,
+        text: &str,
+        start: usize,
+        out: &[Line<'static>],
+        width: u16,
+        theme: &Theme,
+    ) {
+        let tail = &text[self.settled.offset..];
+        // `append` dropped these when the tail starts a block.
+        let lead = match self.is_mid_paragraph() {
+            true => 0,
+            false => tail.len() - tail.trim_start_matches('\n').len(),
+        };
+        let tail = &tail[lead..];
+        let lines = &out[start..];
+        if lines.len() < SETTLE_AFTER || tail.len() < self.retry_at {
+            return;
+        }
+        let keep = lines.len() - KEEP_OPEN;
+        match settled_line(tail, lines, keep, width, theme, &mut self.laid_out) {
+            Some(at) => {
+                self.settled = Mark {
+                    offset: self.settled.offset + lead + at,
+                    lines: start + keep,
+                };
+                self.retry_at = 0;
+            }
+            None => self.retry_at = tail.len().saturating_mul(2),
+        }
+    }
+}
+
+/// Where in `tail` line `keep` of its lines (each behind a one-span marker) starts, when the
+/// lines before it are final: laid out apart, the text before it and the text from it give
+/// these very lines, and the text before it leaves nothing open.
+fn settled_line(
+    tail: &str,
+    lines: &[Line<'static>],
+    keep: usize,
+    width: u16,
+    theme: &Theme,
+    laid_out: &mut usize,
+) -> Option<usize> {
+    let word = first_word(&lines[keep])?;
+    let inner = width.max(4) - 2;
+    let starts = tail.rmatch_indices(word.as_str()).filter(|(at, _)| {
+        let before = tail[..*at].chars().next_back();
+        let after = tail[at + word.len()..].chars().next();
+        before.is_some_and(char::is_whitespace) && after.is_some_and(char::is_whitespace)
+    });
+    for (at, _) in starts.take(TRIES) {
+        *laid_out += tail.len() - at;
+        if !same_lines(&render_markdown(&tail[at..], inner, theme), &lines[keep..]) {
+            continue;
+        }
+        *laid_out += at;
+        let before = render_markdown(&tail[..at], inner, theme);
+        return (same_lines(&before, &lines[..keep]) && leaves_nothing_open(&before)).then_some(at);
+    }
+    None
+}
+
+/// Whether `laid` are `marked` without their first span (the reply's bullet or indent).
+fn same_lines(laid: &[Line<'_>], marked: &[Line<'_>]) -> bool {
+    laid.len() == marked.len()
+        && laid
+            .iter()
+            .zip(marked)
+            .all(|(a, b)| b.spans.get(1..) == Some(&a.spans[..]) && a.style == b.style)
+}
+
+/// The first word of a line behind its marker, when it is drawn as it is written: letters,
+/// digits and punctuation that means nothing in markdown, starting with a letter (which no
+/// block starts with).
+fn first_word(line: &Line<'_>) -> Option<String> {
+    let text: String = line
+        .spans
+        .iter()
+        .skip(1)
+        .map(|s| s.content.as_ref())
+        .collect();
+    let word = text.split(char::is_whitespace).next()?;
+    let plain = |c: char| c.is_alphanumeric() || ".,;:?'\"-/%+=@".contains(c);
+    (word.chars().next()?.is_alphabetic() && word.chars().all(plain)).then(|| word.to_owned())
+}
+
+/// Whether lines laid out leave open nothing a later character could close: no backtick,
+/// bracket or tag start and no emphasis or strikethrough delimiter that could open is left
+/// as text. (Escaped ones count too: they would only make a line wait.)
+fn leaves_nothing_open(lines: &[Line<'_>]) -> bool {
+    lines.iter().all(|line| {
+        let text: String = line.spans.iter().map(|s| s.content.as_ref()).collect();
+        let chars: Vec<char> = text.chars().collect();
+        let mut i = 0;
+        while i < chars.len() {
+            let c = chars[i];
+            match c {
+                '`' | '[' => return false,
+                '<' if chars
+                    .get(i + 1)
+                    .is_none_or(|n| n.is_alphabetic() || "/!?".contains(*n)) =>
+                {
+                    return false;
+                }
+                '*' | '_' | '~' => {
+                    let mut end = i;
+                    while chars.get(end) == Some(&c) {
+                        end += 1;
+                    }
+                    // At a line's edge the neighbour in the text is not known here.
+                    let (Some(before), Some(after)) = (i.checked_sub(1), chars.get(end)) else {
+                        return false;
+                    };
+                    if can_open(c, chars[before], *after) {
+                        return false;
+                    }
+                    i = end;
+                    continue;
+                }
+                _ => {}
+            }
+            i += 1;
+        }
+        true
+    })
+}
+
+/// Whether a run of delimiter `c` between `before` and `after` could open emphasis (the
+/// flanking rules of CommonMark).
+fn can_open(c: char, before: char, after: char) -> bool {
+    let punct = |c: char| c.is_ascii_punctuation() || (!c.is_alphanumeric() && !c.is_whitespace());
+    let left = !after.is_whitespace() && (!punct(after) || before.is_whitespace() || punct(before));
+    let right =
+        !before.is_whitespace() && (!punct(before) || after.is_whitespace() || punct(after));
+    match c {
+        '_' => left && (!right || punct(before)),
+        _ => left,
+    }
+}
+
+/// Whether unsettled text holds what changes the paragraph it goes on as a whole: a line
+/// that underlines it into a heading or makes its last line a table's header, or a tab.
+fn must_start_over(unsettled: &str) -> bool {
+    unsettled.contains('\t')
+        || unsettled.lines().any(|line| {
+            let line = line.trim();
+            !line.is_empty()
+                && line.chars().all(|c| "-=|: ".contains(c))
+                && line.contains(['-', '='])
+        })
+}
+
+/// How far a streaming text has been looked through for paragraph ends.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Scan {
+    /// Up to the end of its last complete line.
+    offset: usize,
+    /// Bytes after `offset` known to hold no line end: a long line is searched once.
+    searched: usize,
+    in_fence: bool,
+    previous_blank: bool,
+    /// Just after the last blank line outside a code block.
+    pub(super) cut: usize,
+}
+
+impl Scan {
+    /// Looks through what `text` gained since the last call; returns where its finished
+    /// paragraphs end.
+    pub(super) fn advance(&mut self, text: &str) -> usize {
+        let end = self.offset + self.searched;
+        if end > text.len() || !text.is_char_boundary(self.offset) || !text.is_char_boundary(end) {
+            *self = Scan::default();
+        }
+        loop {
+            let rest = &text[self.offset..];
+            let Some(at) = rest[self.searched..].find('\n') else {
+                self.searched = rest.len();
+                break;
+            };
+            let line = &rest[..self.searched + at + 1];
+            self.searched = 0;
+            let trimmed = line.trim_start();
+            if trimmed.starts_with("```") || trimmed.starts_with("~~~") {
+                self.in_fence = !self.in_fence;
+            }
+            let blank = line.trim().is_empty();
+            self.offset += line.len();
+            if blank && !self.in_fence && !self.previous_blank {
+                self.cut = self.offset;
+            }
+            self.previous_blank = blank;
+        }
+        self.cut
+    }
+}
+
+#[cfg(test)]
+mod tests;
