@@ -8,7 +8,7 @@ every frame costs more the longer it gets; laid out as it grows, the cost stays 
 words arriving.
 
 Build first:  cargo build --release --bin tern --examples
-Then:         python3 benches/long_paragraph.py [--words 60000] [--runs 1]
+Then:         python3 benches/long_paragraph.py [--words 60000] [--code-lines N] [--runs 1]
 TERN_BENCH_TARGET names another target directory (default: target/ beside this script).
 """
 
@@ -29,9 +29,16 @@ def use_target(target):
     tui_process.MOCK = os.path.join(target, "release/examples/mock_provider")
 
 
-def one_run(words):
+def one_run(words, code_lines):
     # 500 µs between events, one word an event: 2,000 words a second.
-    mock = tui_process.Mock("", between_us=500, words=words)
+    if code_lines:
+        code = "".join(f"let x{n} = {n};\n" for n in range(code_lines))
+        mock = tui_process.Mock(f"```rust\n{code}```", between_us=500)
+        last = f"x{code_lines - 1} ="
+        words = 4 * code_lines
+    else:
+        mock = tui_process.Mock("", between_us=500, words=words)
+        last = f"word{words - 1}"
     root = tempfile.mkdtemp(prefix="tern-bench-")
     try:
         project = tui_process.project_dir(root)
@@ -42,7 +49,6 @@ def one_run(words):
             start = time.time()
             tern.keys("-l", "stream please")
             tern.keys("Enter")
-            last = f"word{words - 1}"
             tern.wait_for(last, timeout=words / 100 + 60)
             tern.wait_for("ready ·", timeout=60)
             elapsed = time.time() - start
@@ -59,6 +65,7 @@ def one_run(words):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--words", type=int, default=60_000)
+    parser.add_argument("--code-lines", type=int, default=0)
     parser.add_argument("--runs", type=int, default=1)
     args = parser.parse_args()
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -68,9 +75,11 @@ def main():
             raise SystemExit(f"{binary} is missing: cargo build --release --bin tern --examples")
     shares = []
     for _ in range(args.runs):
-        elapsed, cpu, fps, busiest = one_run(args.words)
+        elapsed, cpu, fps, busiest = one_run(args.words, args.code_lines)
         shares.append(100 * cpu / elapsed)
-        print(f"{args.words:,} words as one paragraph at 2,000/s: {elapsed:.1f} s, tern CPU "
+        what = (f"a code block of {args.code_lines:,} lines" if args.code_lines
+                else f"{args.words:,} words as one paragraph")
+        print(f"{what} at 2,000 words/s: {elapsed:.1f} s, tern CPU "
               f"{cpu:.2f} s ({shares[-1]:.0f}% of one core), {fps:.0f} frames/s on average, "
               f"{busiest} in the busiest second")
     print(f"median {statistics.median(shares):.0f}% of one core over {args.runs} run(s); "
