@@ -293,9 +293,10 @@ impl App {
     }
 
     /// A bracketed paste goes into the composer.
-    pub fn paste(&mut self, text: &str) {
+    pub fn paste(&mut self, text: impl Into<String>) {
+        let text = text.into();
         if let Some(asking) = self.asking.front_mut() {
-            asking.paste(text);
+            asking.paste(&text);
             return;
         }
         self.composer.paste(text);

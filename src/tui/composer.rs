@@ -75,11 +75,39 @@ impl Composer {
 
     /// The text as it will be sent, markers replaced by what was pasted.
     pub fn text(&self) -> String {
-        let mut text = self.shown();
-        for (marker, pasted) in &self.pastes {
-            text = text.replace(marker, pasted);
+        expanded(&self.shown(), &self.pastes)
+    }
+
+    /// [`Self::text`] for sending: a message that is one paste and nothing else is moved out
+    /// rather than copied, so a paste of megabytes is never held twice here.
+    fn take_text(&mut self) -> String {
+        if let ([line], [(marker, _)]) = (self.lines.as_slice(), self.pastes.as_slice())
+            && line == marker
+        {
+            return self
+                .pastes
+                .pop()
+                .map(|(_, pasted)| pasted)
+                .unwrap_or_default();
         }
-        text
+        self.text()
+    }
+
+    /// Whether the text as it would be sent is only whitespace, worked out from what is
+    /// shown: a paste behind a marker is looked at only for whether it is blank.
+    fn text_is_blank(&self) -> bool {
+        self.lines.iter().all(|line| {
+            let mut rest = line.clone();
+            for (marker, pasted) in &self.pastes {
+                if rest.contains(marker.as_str()) {
+                    if !pasted.trim().is_empty() {
+                        return false;
+                    }
+                    rest = rest.replace(marker.as_str(), "");
+                }
+            }
+            rest.trim().is_empty()
+        })
     }
 
     pub fn is_empty(&self) -> bool {
@@ -133,11 +161,11 @@ impl Composer {
             KeyCode::Enter if shift || alt => self.newline(),
             KeyCode::Char('j') if ctrl => self.newline(),
             KeyCode::Enter => {
-                let text = self.text();
-                if text.trim().is_empty() {
+                if self.text_is_blank() {
                     return Edit::Ignored;
                 }
                 self.remember(&self.shown());
+                let text = self.take_text();
                 self.clear();
                 return Edit::Submit(text);
             }
@@ -174,9 +202,13 @@ impl Composer {
         Edit::Changed
     }
 
-    /// A bracketed paste: inserted as typed, or behind a marker when long.
-    pub fn paste(&mut self, text: &str) {
-        let text = text.replace("\r\n", "\n").replace('\r', "\n");
+    /// A bracketed paste: inserted as typed, or behind a marker when long. Taken by value, so
+    /// a long paste is kept without a copy (line ends are rewritten only when it has `\r`).
+    pub fn paste(&mut self, text: impl Into<String>) {
+        let mut text: String = text.into();
+        if text.contains('\r') {
+            text = text.replace("\r\n", "\n").replace('\r', "\n");
+        }
         let count = text.lines().count();
         if count > PASTE_MARKER_LINES {
             let marker = format!("[pasted {count} lines #{}]", self.pastes.len() + 1);
@@ -483,9 +515,58 @@ impl Composer {
     }
 }
 
+/// `shown` with each paste marker replaced by its text, in one pass into a string sized for
+/// the result; a marker's text is not searched for other markers.
+fn expanded(shown: &str, pastes: &[(String, String)]) -> String {
+    let extra: usize = pastes.iter().map(|(_, pasted)| pasted.len()).sum();
+    let mut out = String::with_capacity(shown.len() + extra);
+    let mut rest = shown;
+    loop {
+        let next = pastes
+            .iter()
+            .filter_map(|(marker, pasted)| Some((rest.find(marker.as_str())?, marker, pasted)))
+            .min_by_key(|(at, ..)| *at);
+        let Some((at, marker, pasted)) = next else {
+            out.push_str(rest);
+            return out;
+        };
+        out.push_str(&rest[..at]);
+        out.push_str(pasted);
+        rest = &rest[at + marker.len()..];
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_message_of_pastes_is_sent_as_pasted_whatever_the_markers_hold() {
+        // A message that is one paste is sent as that paste, its line ends made \n.
+        let pasted: String = (1..=30).map(|i| format!("line {i}\r\n")).collect();
+        let mut c = Composer::default();
+        c.paste(pasted.clone());
+        assert_eq!(
+            c.key(key(KeyCode::Enter)),
+            Edit::Submit(pasted.replace("\r\n", "\n"))
+        );
+        assert!(c.is_empty());
+        // A paste holding another paste's marker keeps it as text, and blank pastes alone
+        // send nothing.
+        let second: String = (1..=30).map(|i| format!("two {i}\n")).collect();
+        let first = format!("[pasted 30 lines #2]\n{}", "x\n".repeat(29));
+        let mut c = Composer::default();
+        c.paste(first.clone());
+        c.key(key(KeyCode::Char(' ')));
+        c.paste(second.clone());
+        assert_eq!(
+            c.key(key(KeyCode::Enter)),
+            Edit::Submit(format!("{first} {second}"))
+        );
+        let mut c = Composer::default();
+        c.paste("\n".repeat(40));
+        assert_eq!(c.key(key(KeyCode::Enter)), Edit::Ignored);
+    }
 
     fn key(code: KeyCode) -> KeyEvent {
         KeyEvent::new(code, KeyModifiers::NONE)

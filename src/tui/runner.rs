@@ -278,7 +278,7 @@ impl Runner {
         let actions = match event {
             Event::Key(key) if key.kind != KeyEventKind::Release => app.key(key, now),
             Event::Paste(text) => {
-                app.paste(&text);
+                app.paste(text);
                 Vec::new()
             }
             Event::Mouse(mouse) => {
@@ -413,6 +413,9 @@ impl Runner {
                 );
                 if ended {
                     self.link.read_branch();
+                    // What the turn allocated and let go (a large message sent, a long reply
+                    // laid out, results read) goes back to the system, off this task.
+                    tokio::task::spawn_blocking(super::release_freed_memory);
                 }
                 app.session_event(&event, now);
                 self.follow_new_runs(app);
