@@ -239,8 +239,6 @@ pub(crate) async fn open_stream<D: WireDecoder>(
     Ok(event_stream(head, response, decoder))
 }
 
-/// Sends a probe and returns the response, within [`PROBE_TIMEOUT`]. `explain` adds the
-/// provider's advice to a failed send.
 /// The strings at `field` of each entry of the JSON array at `list` in a model listing's
 /// body (`data[].id` for OpenAI and Anthropic, `models[].name` for Ollama); `None` when the
 /// body is not such a listing.
@@ -259,6 +257,8 @@ pub(crate) async fn listed(
     )
 }
 
+/// Sends a probe and returns the response, within [`PROBE_TIMEOUT`]. `explain` adds the
+/// provider's advice to a failed send.
 pub(crate) async fn probe(
     endpoint: &Endpoint,
     request: reqwest::RequestBuilder,

@@ -24,10 +24,10 @@ impl Turn<'_> {
         let mut inputs = BTreeMap::new();
         for (call, result) in calls.iter().zip(results) {
             let save = |key: &str, value: &Value| {
-                let name = format!("call-{}-{}.txt", file_safe(&call.id), file_safe(key));
+                let stem = format!("call-{}-{}", file_safe(&call.id), file_safe(key));
                 match value {
-                    Value::String(text) => self.dirs.save_artifact(&name, text),
-                    other => self.dirs.save_artifact(&name, &other.to_string()),
+                    Value::String(text) => self.dirs.save_new_artifact(&stem, text),
+                    other => self.dirs.save_new_artifact(&stem, &other.to_string()),
                 }
             };
             if let Some(input) = compaction::shorten_arguments(call, !result.is_error, limit, save)

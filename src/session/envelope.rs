@@ -162,6 +162,31 @@ impl SessionDirs {
         }
     }
 
+    /// Saves `text` as a new artifact named `stem.txt`, or `stem-2.txt` and so on when that
+    /// name is taken (a provider may use a call's id again in a later reply), never over
+    /// another; its path, or `None` when it cannot be saved.
+    pub fn save_new_artifact(&self, stem: &str, text: &str) -> Option<PathBuf> {
+        use std::io::Write;
+        private_dir(&self.artifact_dir).ok()?;
+        for n in 1..=1000 {
+            let name = match n {
+                1 => format!("{stem}.txt"),
+                n => format!("{stem}-{n}.txt"),
+            };
+            let path = self.artifact_dir.join(name);
+            match std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&path)
+            {
+                Ok(mut file) => return file.write_all(text.as_bytes()).ok().map(|()| path),
+                Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(_) => return None,
+            }
+        }
+        None
+    }
+
     /// Saves `text` as an artifact and returns its path, or `None` when it cannot be saved.
     pub fn save_artifact(&self, name: &str, text: &str) -> Option<PathBuf> {
         private_dir(&self.artifact_dir).ok()?;
@@ -204,6 +229,18 @@ mod tests {
         dirs.temp_root = tmp.join("root");
         dirs.temp_dir = dirs.temp_root.join("cli:s1").join("p");
         dirs
+    }
+
+    #[test]
+    fn a_new_artifact_never_writes_over_one_of_the_same_name() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dirs = dirs(tmp.path());
+        let first = dirs.save_new_artifact("call-1-content", "first").unwrap();
+        let second = dirs.save_new_artifact("call-1-content", "second").unwrap();
+        assert_eq!(first, dirs.artifact_dir.join("call-1-content.txt"));
+        assert_eq!(second, dirs.artifact_dir.join("call-1-content-2.txt"));
+        assert_eq!(std::fs::read_to_string(first).unwrap(), "first");
+        assert_eq!(std::fs::read_to_string(second).unwrap(), "second");
     }
 
     #[test]

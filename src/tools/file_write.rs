@@ -119,19 +119,28 @@ impl Tool for FileWrite {
 /// file whose current content cannot be read (the summary says so).
 fn preview(path: &Path, shown: &str, content: &str) -> Option<Preview> {
     let cancel = CancellationToken::new();
+    let mut unreadable = false;
     let (before, summary) = match regular_file::open_for_reading(path)
         .and_then(|(mut file, meta)| regular_file::read_all(&mut file, meta.len(), &cancel))
     {
         Ok(bytes) => (Some(bytes), format!("Replace {shown}")),
         Err(FileError::NotFound) => (None, format!("Create {shown}")),
-        Err(err) => (
-            None,
-            format!("Write {shown} (its content now cannot be shown: {err})"),
-        ),
+        Err(err) => {
+            unreadable = true;
+            (
+                None,
+                format!("Write {shown} (its content now cannot be shown: {err})"),
+            )
+        }
     };
     let diff = diff_preview(before.as_deref(), content.as_bytes(), shown);
     Some(Preview {
-        summary: diff.summarise(&summary),
+        // Counts against content that could not be read would say nothing was removed.
+        summary: if unreadable {
+            summary
+        } else {
+            diff.summarise(&summary)
+        },
         detail: ApprovalDetail::Edit {
             path: path.to_path_buf(),
             diff: diff.text,

@@ -3,6 +3,7 @@
 //! session: that command prefix or that tool), `n` (no, with an optional reason for the
 //! model) or Esc (no).
 
+use super::diff::{DiffOptions, render_diff_rows};
 use super::theme::Theme;
 use super::wrap::{hard_wrap, wrap, wrap_prefixed};
 use crate::domain::call_text::argument_pairs;
@@ -14,6 +15,7 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Widget};
+use std::ops::Range;
 
 /// A call waiting for the person's answer.
 #[derive(Debug, Clone, PartialEq)]
@@ -130,23 +132,16 @@ impl Asking {
             return;
         }
         let inner_width = width.saturating_sub(2);
-        let (mut lines, keys) = self.body(inner_width, theme);
+        let (mut lines, keys, origins) = self.body(inner_width, theme);
         let max_body = (area.height.saturating_sub(2) as usize).saturating_sub(keys.len());
         if lines.len() > max_body {
             // Keep the question and the keys, and of the detail its start and its end (a long
-            // diff's last hunk): what is cut in between is counted.
+            // diff's last hunk): what is cut in between is counted in lines of the diff.
             let room = max_body.saturating_sub(1);
             let tail = room / 3;
             let head = room - tail;
             let end = lines.split_off(lines.len() - tail);
-            // A diff capped for showing says where it was cut and how much: counted too.
-            let hidden = lines[head..]
-                .iter()
-                .map(|line| match lines_cut(&line_text(line)) {
-                    Some(cut) => usize::try_from(cut).unwrap_or(usize::MAX),
-                    None => 1,
-                })
-                .fold(0usize, usize::saturating_add);
+            let hidden = self.hidden_lines(&origins, head..lines.len(), tail);
             lines.truncate(head);
             lines.push(Line::styled(
                 format!(
@@ -185,8 +180,44 @@ impl Asking {
         }
     }
 
-    /// The question with its detail, and the lines saying which keys answer.
-    fn body(&self, width: u16, theme: &Theme) -> (Vec<Line<'static>>, Vec<Line<'static>>) {
+    /// How many lines the rows `hidden` of the body stand for: a diff's line wrapped over
+    /// rows counts once, and only when none of its rows is shown; a cut note in a capped diff
+    /// counts the lines it says were cut. `tail` rows follow the hidden ones.
+    fn hidden_lines(&self, origins: &Origins, hidden: Range<usize>, tail: usize) -> usize {
+        let diff_lines: Vec<&str> = match &self.detail {
+            ApprovalDetail::Edit { diff, .. } => diff.lines().collect(),
+            _ => Vec::new(),
+        };
+        let origin = |row: usize| {
+            row.checked_sub(origins.start)
+                .and_then(|at| origins.lines.get(at).copied())
+        };
+        let (before, after) = (hidden.start.checked_sub(1), hidden.end);
+        let shown = |index: usize| {
+            before.and_then(origin) == Some(index) || tail > 0 && origin(after) == Some(index)
+        };
+        let mut count = 0usize;
+        let mut last = None;
+        for row in hidden {
+            let Some(index) = origin(row) else {
+                count = count.saturating_add(1);
+                continue;
+            };
+            if last == Some(index) || shown(index) {
+                continue;
+            }
+            last = Some(index);
+            let cut = diff_lines.get(index).and_then(|line| lines_cut(line));
+            let stands_for = cut.map_or(1, |cut| usize::try_from(cut).unwrap_or(usize::MAX));
+            count = count.saturating_add(stands_for);
+        }
+        count
+    }
+
+    /// The question with its detail, and the lines saying which keys answer; for a diff, which
+    /// of its lines each of its rows shows.
+    fn body(&self, width: u16, theme: &Theme) -> (Vec<Line<'static>>, Vec<Line<'static>>, Origins) {
+        let mut origins = Origins::default();
         let question = match &self.detail {
             ApprovalDetail::Command { .. } => "Run this command?",
             ApprovalDetail::Edit { .. } => "Make this change?",
@@ -214,7 +245,11 @@ impl Asking {
             }
             ApprovalDetail::Edit { path, diff } => {
                 lines.push(Line::styled(path.display().to_string(), theme.tool_name));
-                lines.extend(super::render_diff(diff, width, theme));
+                origins.start = lines.len();
+                for (index, row) in render_diff_rows(diff, width, theme, DiffOptions::default()) {
+                    origins.lines.push(index);
+                    lines.push(row);
+                }
             }
             ApprovalDetail::Outside { path, access } => {
                 lines.extend(wrap(
@@ -290,16 +325,16 @@ impl Asking {
                 keys.extend(key_line("esc", "no".to_owned()));
             }
         }
-        (lines, keys)
+        (lines, keys, origins)
     }
 }
 
-/// A drawn line's text, its spans joined.
-fn line_text(line: &Line<'_>) -> String {
-    line.spans
-        .iter()
-        .map(|span| span.content.as_ref())
-        .collect()
+/// Which line of the diff each of the body's diff rows shows: row `start + i` shows line
+/// `lines[i]`.
+#[derive(Debug, Default)]
+struct Origins {
+    start: usize,
+    lines: Vec<usize>,
 }
 
 #[cfg(test)]

@@ -51,6 +51,20 @@ pub fn render_diff_with(
     theme: &Theme,
     options: DiffOptions,
 ) -> Vec<Line<'static>> {
+    render_diff_rows(unified, width, theme, options)
+        .into_iter()
+        .map(|(_, line)| line)
+        .collect()
+}
+
+/// [`render_diff_with`], each drawn row with the index of the diff's line it shows (a line
+/// wrapped over several rows gives each of them its index).
+pub fn render_diff_rows(
+    unified: &str,
+    width: u16,
+    theme: &Theme,
+    options: DiffOptions,
+) -> Vec<(usize, Line<'static>)> {
     if width == 0 {
         return Vec::new();
     }
@@ -65,7 +79,7 @@ pub fn render_diff_with(
         0
     };
     let mut out = Vec::new();
-    for (line, number) in numbered {
+    for (index, (line, number)) in numbered.into_iter().enumerate() {
         let (marker, text, style) = match line {
             DiffLine::FileHeader(t) => (None, t, theme.diff_file_header),
             DiffLine::Hunk(t) => (None, t, theme.diff_hunk),
@@ -95,7 +109,7 @@ pub fn render_diff_with(
                     wrapped.spans.push(Span::styled(" ".repeat(gap), style));
                 }
             }
-            out.push(wrapped);
+            out.push((index, wrapped));
         }
     }
     out

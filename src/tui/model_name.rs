@@ -86,16 +86,22 @@ fn describe(c: char) -> String {
 }
 
 /// Whether the provider that listed `listed` serves `name`: listed as is, or as a short
-/// form the provider takes too (Ollama's `name` for `name:latest`; Anthropic's alias
-/// `claude-x` for its dated `claude-x-20250929`).
+/// form the provider takes too (Ollama's `name` for `name:latest`; Anthropic's aliases
+/// `claude-x`, `claude-x-0` and `claude-x-latest` for its dated `claude-x-20250929`).
 pub fn listed(name: &str, listed: &[String]) -> bool {
+    let base = name
+        .strip_suffix("-latest")
+        .or_else(|| name.strip_suffix("-0"));
+    let dated = |id: &str, name: &str| {
+        id.strip_prefix(name)
+            .and_then(|rest| rest.strip_prefix('-'))
+            .is_some_and(|date| date.len() == 8 && date.bytes().all(|b| b.is_ascii_digit()))
+    };
     listed.iter().any(|id| {
         id == name
             || id.strip_suffix(":latest") == Some(name)
-            || id
-                .strip_prefix(name)
-                .and_then(|rest| rest.strip_prefix('-'))
-                .is_some_and(|date| date.len() == 8 && date.bytes().all(|b| b.is_ascii_digit()))
+            || dated(id, name)
+            || base.is_some_and(|base| dated(id, base))
     })
 }
 
@@ -211,6 +217,14 @@ mod tests {
         assert!(listed("llama3.2", &ids));
         assert!(listed("claude-sonnet-4-5", &ids));
         assert!(!listed("claude-sonnet-4", &ids));
+        // Anthropic's documented aliases of dated ids.
+        let ids = [
+            "claude-opus-4-20250514".to_owned(),
+            "claude-3-7-sonnet-20250219".to_owned(),
+        ];
+        assert!(listed("claude-opus-4-0", &ids));
+        assert!(listed("claude-3-7-sonnet-latest", &ids));
+        assert!(!listed("claude-opus-5-0", &ids));
         assert!(!listed("gpt-4", &ids));
     }
 

@@ -253,6 +253,37 @@ impl Runner {
         self.picker = Some((picker, first));
     }
 
+    /// Why Ctrl-Z must not stop this process now, if it must not: a stopped process answers
+    /// no one, so not while a turn streams, other terminals work through this one, or chat
+    /// channels run here.
+    async fn why_not_suspend(&self, app: &App) -> Option<String> {
+        let service = &self.link.service;
+        if app.busy() {
+            return Some(
+                "Not suspended: a turn is running, and stopping tern would stop it mid-reply.                  Press Esc to interrupt it first, or wait for it to end."
+                    .to_owned(),
+            );
+        }
+        if !service.owns_store().await {
+            return None;
+        }
+        if !service.alone().await {
+            return Some(
+                "Not suspended: other terminals reach their sessions through this tern, and                  stopping it would stop them. Quit this tern instead (one of them takes over),                  or quit them first."
+                    .to_owned(),
+            );
+        }
+        let channels = service.channels().await.unwrap_or_default();
+        if !channels.is_empty() {
+            let names: Vec<&str> = channels.iter().map(|c| c.name.as_str()).collect();
+            return Some(format!(
+                "Not suspended: the chat channels run in this tern ({}), and stopping it would                  leave them unanswered. Quit it instead, or run them in `tern serve`.",
+                names.join(", ")
+            ));
+        }
+        None
+    }
+
     /// An event of the terminal; `Some` when it ends the UI.
     async fn input(
         &mut self,
@@ -268,8 +299,12 @@ impl Runner {
             && key.modifiers == KeyModifiers::CONTROL
         {
             // Whatever is on screen, the picker or a question included: the terminal's
-            // own meaning of Ctrl-Z, which raw mode leaves to tern.
-            terminal.suspend()?;
+            // own meaning of Ctrl-Z, which raw mode leaves to tern; unless stopping the
+            // process would stop what others wait on.
+            match self.why_not_suspend(app).await {
+                Some(why) => app.notice(why),
+                None => terminal.suspend()?,
+            }
             return Ok(None);
         }
         if self.picker.is_some() {

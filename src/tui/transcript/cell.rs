@@ -376,7 +376,10 @@ fn tool_lines(tool: &ToolCell, width: u16, view: View, theme: &Theme) -> Vec<Lin
                     " · ctrl+o to show"
                 };
                 body.push(Line::styled(
-                    format!("… {hidden} more lines{hint}"),
+                    format!(
+                        "… {hidden} more line{}{hint}",
+                        if hidden == 1 { "" } else { "s" }
+                    ),
                     theme.dim,
                 ));
             } else if !diff.tail.is_empty() {

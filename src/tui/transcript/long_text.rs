@@ -45,7 +45,8 @@ pub fn folded_message(
     } else {
         COLLAPSED_END_LINES
     };
-    let (head_count, hidden) = if count > 2 * ends {
+    // Folding away one line would save nothing: the fold's own line takes its room.
+    let (head_count, hidden) = if count > 2 * ends + 1 {
         (ends, count - 2 * ends)
     } else {
         (count, 0)

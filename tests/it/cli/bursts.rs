@@ -4,6 +4,7 @@
 
 use super::tmux::Tmux;
 use super::*;
+use std::time::Instant;
 
 /// Numbered words up to exactly `len` characters, so a piece lost or doubled shows.
 fn numbered_words(len: usize) -> String {
@@ -77,4 +78,42 @@ fn ctrl_z_gives_the_terminal_to_the_shell_and_fg_brings_the_interface_back_whole
     tmux.wait_until("the shell's prompt after tern", |screen| {
         screen.trim_end().ends_with("shell$")
     });
+}
+
+#[test]
+fn ctrl_z_leaves_a_tern_that_other_terminals_work_through_running_and_says_why() {
+    let cli = Cli::new();
+    cli.mock.repeat(Reply::text("Still served."));
+    let tmux = Tmux::start_shell(&cli);
+    let tern = crate::support::tern_binary().display().to_string();
+    tmux.type_text(&tern);
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("message tern");
+    // A second terminal: a client of the first.
+    let second = Tmux::start(&cli, &[]);
+    second.wait_for("message tern");
+    tmux.keys(&["C-z"]);
+    let screen = tmux.wait_for("Not suspended: other terminals");
+    assert!(!screen.contains("Stopped"), "{screen}");
+    // The second terminal is still served.
+    second.type_text("are you there");
+    second.keys(&["Enter"]);
+    second.wait_for("Still served.");
+    // Alone again once the second one quits: then Ctrl-Z suspends.
+    second.keys(&["C-c"]);
+    second.keys(&["C-c"]);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !tmux.screen().contains("Stopped") {
+        assert!(
+            Instant::now() < deadline,
+            "never suspended:\n{}",
+            tmux.screen()
+        );
+        tmux.keys(&["C-z"]);
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    tmux.type_text("fg");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("message tern");
+    tmux.keys(&["C-d"]);
 }

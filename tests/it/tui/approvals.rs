@@ -212,3 +212,40 @@ async fn a_large_write_is_put_as_its_counts_its_start_and_its_end() {
         insta::assert_snapshot!("tui_approval_box_large_write_80x24", shown);
     });
 }
+
+#[tokio::test]
+async fn a_large_write_in_a_narrow_box_counts_lines_of_the_file_not_rows_of_the_screen() {
+    let place = Place::new();
+    // Long lines, each wrapped over several rows of a 50-column box.
+    let content: String = (1..=60_000)
+        .map(|n| format!("generated line {n} {}\n", "x".repeat(90)))
+        .collect();
+    let asked = place
+        .asked("file_write", json!({"path": "big.txt", "content": content}))
+        .await;
+    let now = Instant::now();
+    let mut app = app();
+    started(&mut app, "go on", now);
+    events(&mut app, &asked, now);
+    let shown = screen(&mut app, 50, 30, now);
+    let hidden: usize = shown
+        .lines()
+        .find_map(|line| {
+            let count = line.split("⋮ ").nth(1)?.split(" more").next()?;
+            count.replace(',', "").parse().ok()
+        })
+        .unwrap_or_else(|| panic!("no count of what is hidden:\n{shown}"));
+    let starts_shown = |n: &usize| shown.contains(&format!("+generated line {n} "));
+    let head_last = (1..100).rev().find(starts_shown);
+    let tail_first = (100..=60_000).find(starts_shown);
+    let (Some(head_last), Some(tail_first)) = (head_last, tail_first) else {
+        panic!("no head or no tail:\n{shown}");
+    };
+    // The lines between the last one starting at the head and the first one starting at the
+    // tail; the one before the tail may show only its last rows, so it may count or not.
+    let expected = tail_first - head_last - 1;
+    assert!(
+        hidden.abs_diff(expected) <= 1,
+        "{hidden} counted, {expected} hidden:\n{shown}"
+    );
+}
