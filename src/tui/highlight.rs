@@ -160,6 +160,25 @@ pub(crate) fn highlight_shared(code: &str, lang: &str, theme_name: &str) -> Arc<
     lines
 }
 
+/// Whether highlighting `code` (whole lines) as `lang` leaves the highlighter where
+/// highlighting its last line `line` alone leaves it: then the lines that follow are
+/// highlighted the same behind that line alone, and a block still being written can be laid
+/// out from there without going back to its start.
+pub(crate) fn ends_as_alone(code: &str, line: &str, lang: &str, theme_name: &str) -> bool {
+    let (Some(syntax), Some(theme)) = (find_syntax(lang), THEMES.themes.get(theme_name)) else {
+        // Shown plain: each line by itself.
+        return true;
+    };
+    let after = |code: &str| {
+        let mut highlighter = HighlightLines::new(syntax, theme);
+        for line in LinesWithEndings::from(code) {
+            highlighter.highlight_line(line, &SYNTAXES).ok()?;
+        }
+        Some(highlighter.state())
+    };
+    after(code).is_some_and(|state| Some(state) == after(line))
+}
+
 fn find_syntax(lang: &str) -> Option<&'static SyntaxReference> {
     let lang = lang.trim().to_ascii_lowercase();
     if lang.is_empty() {

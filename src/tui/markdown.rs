@@ -625,7 +625,7 @@ fn is_invisible(style: Style) -> bool {
 
 /// The language named by a fence's info string: its first word, without attributes such as
 /// `rust,no_run` or `python {linenos}`.
-fn fence_language(info: &str) -> String {
+pub(crate) fn fence_language(info: &str) -> String {
     info.trim()
         .split(|c: char| c.is_whitespace() || c == ',' || c == '{')
         .next()

@@ -12,9 +12,17 @@
 //! paragraph as a whole (a setext underline or a table's delimiter row, which make it a
 //! heading or a table) or a tab (whose width depends on the column it starts at) has the
 //! paragraph laid out again from its start.
+//!
+//! A code block being written settles the same way, a line at a time: what follows a
+//! settled code line is laid out behind the block's opening line, which is exact where the
+//! highlighter is at that line as it starts (between items, in most languages); inside a
+//! construct it carries on (a comment, a function's body in some syntaxes), the block waits
+//! for a line where it is not.
 
 use super::cell::{View, markdown_block};
 use super::tail::live_tail;
+use crate::tui::highlight::ends_as_alone;
+use crate::tui::markdown::fence_language;
 use crate::tui::render_markdown;
 use crate::tui::theme::Theme;
 use ratatui::text::{Line, Span};
@@ -41,6 +49,12 @@ pub(super) struct Growing {
     /// The length of the unsettled text from which settling is tried again, after a try
     /// that found no line to settle: the tries cost in all what laying it out once does.
     retry_at: usize,
+    /// The opening line of the code block the settled line is in, and the code line before
+    /// it: the text after it is laid out behind these, so that it is still code, highlighted
+    /// from where that line leaves the highlighter; the line is laid out to `replayed` lines,
+    /// not shown.
+    fence: Option<String>,
+    replayed: usize,
     scan: Scan,
     /// Bytes of text laid out by the last call, for the tests that the work per frame does
     /// not grow with the paragraph.
@@ -81,30 +95,43 @@ impl Growing {
             out.clear();
         }
         out.truncate(self.settled.lines);
-        if self.is_mid_paragraph() && must_start_over(&text[self.settled.offset..]) {
+        // What comes after a settled code line cannot change the lines before it.
+        if self.is_inside_block()
+            && self.fence.is_none()
+            && must_start_over(&text[self.settled.offset..])
+        {
             self.settled = self.paragraph;
             out.truncate(self.settled.lines);
         }
         // Paragraphs finished since the last call join the lines laid out for good.
         if cut > self.settled.offset {
-            self.append(out, &text[self.settled.offset..cut], width, theme);
+            let finished = self.source(&text[self.settled.offset..cut]);
+            self.append(out, &finished, self.replayed, width, theme);
             self.paragraph = Mark {
                 offset: cut,
                 lines: out.len(),
             };
             self.settled = self.paragraph;
+            self.fence = None;
+            self.replayed = 0;
         }
-        let tail = &text[self.settled.offset..];
+        let tail = self.source(&text[self.settled.offset..]);
         let shown = match view.live_tail {
-            Some(lines) => live_tail(tail, width, lines),
-            None => Cow::Borrowed(tail),
+            Some(lines) => live_tail(&tail, width, lines),
+            None => Cow::Borrowed(tail.as_ref()),
         };
         if shown.trim().is_empty() {
             if out.is_empty() {
                 out.extend(markdown_block(&shown, width.max(4), theme));
             }
         } else {
-            let start = self.append(out, &shown, width, theme);
+            // Cut for a view of the last lines, it no longer starts with the replayed line.
+            let replayed = if shown.len() == tail.len() {
+                self.replayed
+            } else {
+                0
+            };
+            let start = self.append(out, &shown, replayed, width, theme);
             // A view of the last lines lays out only the end of the tail anyway.
             if view.live_tail.is_none() {
                 self.settle(text, start, out, width, theme);
@@ -113,23 +140,34 @@ impl Growing {
         out.push(Line::default());
     }
 
-    /// Whether the text is laid out for good up to a settled line inside a paragraph.
-    fn is_mid_paragraph(&self) -> bool {
+    /// Unsettled text as it is laid out: behind the opening line of the code block it is in.
+    fn source<'t>(&self, text: &'t str) -> Cow<'t, str> {
+        match &self.fence {
+            Some(fence) => Cow::Owned(format!("{fence}{text}")),
+            None => Cow::Borrowed(text),
+        }
+    }
+
+    /// Whether the text is laid out for good up to a settled line inside a block (a
+    /// paragraph or a code block).
+    fn is_inside_block(&self) -> bool {
         self.settled.offset > self.paragraph.offset
     }
 
     /// Lays `text` out after the lines in `out` as laying out everything at once would have
     /// placed it: after a blank line when it starts a block, straight on when it goes on from
     /// a settled line, and without the reply's bullet, which only its first line has.
-    /// Returns where its lines start in `out`.
+    /// Returns where its lines start in `out`. The first `replayed` lines laid out (the code
+    /// line put behind a fence again) are left out.
     fn append(
         &mut self,
         out: &mut Vec<Line<'static>>,
         text: &str,
+        replayed: usize,
         width: u16,
         theme: &Theme,
     ) -> usize {
-        let mid = self.is_mid_paragraph();
+        let mid = self.is_inside_block();
         let text = if mid {
             text
         } else {
@@ -140,6 +178,7 @@ impl Growing {
         }
         self.laid_out += text.len();
         let mut lines = markdown_block(text, width.max(4), theme);
+        lines.drain(..replayed.min(lines.len()));
         if !out.is_empty() {
             if let Some(first) = lines.first_mut()
                 && let Some(marker) = first.spans.first_mut()
@@ -167,57 +206,146 @@ impl Growing {
     ) {
         let tail = &text[self.settled.offset..];
         // `append` dropped these when the tail starts a block.
-        let lead = match self.is_mid_paragraph() {
+        let lead = match self.is_inside_block() {
             true => 0,
             false => tail.len() - tail.trim_start_matches('\n').len(),
         };
-        let tail = &tail[lead..];
+        let source = self.source(&tail[lead..]);
         let lines = &out[start..];
-        if lines.len() < SETTLE_AFTER || tail.len() < self.retry_at {
+        if lines.len() < SETTLE_AFTER || source.len() < self.retry_at {
             return;
         }
-        let keep = lines.len() - KEEP_OPEN;
-        match settled_line(tail, lines, keep, width, theme, &mut self.laid_out) {
-            Some(at) => {
+        let mut apart = Apart {
+            inner: width.max(4) - 2,
+            theme,
+            skip: self.replayed,
+            laid_out: &mut self.laid_out,
+        };
+        let found = match open_fence(&source) {
+            Some((fence, code)) => settled_code_line(&source, fence, code, lines, &mut apart),
+            None => {
+                let keep = lines.len() - KEEP_OPEN;
+                settled_line(&source, lines, keep, &mut apart).map(|at| (at, keep, None, 0))
+            }
+        };
+        // Where the source starts in the text: before the fence's line put in front of it.
+        let origin = (self.settled.offset + lead).checked_sub(source.len() - tail[lead..].len());
+        match found.zip(origin) {
+            Some(((at, keep, fence, replayed), origin)) if origin + at > self.settled.offset => {
                 self.settled = Mark {
-                    offset: self.settled.offset + lead + at,
+                    offset: origin + at,
                     lines: start + keep,
                 };
+                self.fence = fence;
+                self.replayed = replayed;
                 self.retry_at = 0;
             }
-            None => self.retry_at = tail.len().saturating_mul(2),
+            _ => self.retry_at = source.len().saturating_mul(2),
         }
     }
 }
 
-/// Where in `tail` line `keep` of its lines (each behind a one-span marker) starts, when the
-/// lines before it are final: laid out apart, the text before it and the text from it give
-/// these very lines, and the text before it leaves nothing open.
+/// Text laid out apart to check a place to settle: the lines it gives, at the width the
+/// reply's markdown has inside its two-cell margin.
+struct Apart<'a> {
+    inner: u16,
+    theme: &'a Theme,
+    /// Lines the source starts with that were not shown: the code line put behind a fence.
+    skip: usize,
+    laid_out: &'a mut usize,
+}
+
+impl Apart<'_> {
+    /// The lines of `text`, less the first `skip`.
+    fn lay_out(&mut self, text: &str, skip: usize) -> Vec<Line<'static>> {
+        *self.laid_out += text.len();
+        let mut lines = render_markdown(text, self.inner, self.theme);
+        lines.drain(..skip.min(lines.len()));
+        lines
+    }
+
+    /// Whether the source's text before `at` lays out apart to `lines`.
+    fn gives(&mut self, before: &str, lines: &[Line<'static>]) -> Option<Vec<Line<'static>>> {
+        let laid = self.lay_out(before, self.skip);
+        same_lines(&laid, lines).then_some(laid)
+    }
+}
+
+/// Where in `source` line `keep` of its lines (each behind a one-span marker) starts, when
+/// the lines before it are final: laid out apart, the text before it and the text from it
+/// give these very lines, and the text before it leaves nothing open.
 fn settled_line(
-    tail: &str,
+    source: &str,
     lines: &[Line<'static>],
     keep: usize,
-    width: u16,
-    theme: &Theme,
-    laid_out: &mut usize,
+    apart: &mut Apart<'_>,
 ) -> Option<usize> {
     let word = first_word(&lines[keep])?;
-    let inner = width.max(4) - 2;
-    let starts = tail.rmatch_indices(word.as_str()).filter(|(at, _)| {
-        let before = tail[..*at].chars().next_back();
-        let after = tail[at + word.len()..].chars().next();
+    let starts = source.rmatch_indices(word.as_str()).filter(|(at, _)| {
+        let before = source[..*at].chars().next_back();
+        let after = source[at + word.len()..].chars().next();
         before.is_some_and(char::is_whitespace) && after.is_some_and(char::is_whitespace)
     });
     for (at, _) in starts.take(TRIES) {
-        *laid_out += tail.len() - at;
-        if !same_lines(&render_markdown(&tail[at..], inner, theme), &lines[keep..]) {
+        if !same_lines(&apart.lay_out(&source[at..], 0), &lines[keep..]) {
             continue;
         }
-        *laid_out += at;
-        let before = render_markdown(&tail[..at], inner, theme);
-        return (same_lines(&before, &lines[..keep]) && leaves_nothing_open(&before)).then_some(at);
+        let before = apart.gives(&source[..at], &lines[..keep])?;
+        return leaves_nothing_open(&before).then_some(at);
     }
     None
+}
+
+/// The opening line of the code block `source` ends inside, and where the block's code starts.
+fn open_fence(source: &str) -> Option<(&str, usize)> {
+    let mut open = None;
+    let mut offset = 0;
+    for line in source.split_inclusive('\n') {
+        let trimmed = line.trim_start();
+        if trimmed.starts_with("```") || trimmed.starts_with("~~~") {
+            open = match open {
+                Some(_) => None,
+                None => Some((line, offset + line.len())),
+            };
+        }
+        offset += line.len();
+    }
+    open.filter(|(fence, _)| fence.ends_with('\n'))
+}
+
+/// Where in `source`, which ends inside a code block opened by `fence` (its code from
+/// `code`), its last line with text starts, how many of `lines` come before it, and what to
+/// lay the rest out behind, when the lines before it are final: laid out apart (the rest
+/// behind the fence's line and the code line before it, which is not shown) they give these
+/// very lines, and the highlighter is at that line where the line before it alone leaves it,
+/// so the rest is highlighted the same apart.
+fn settled_code_line(
+    source: &str,
+    fence: &str,
+    code: usize,
+    lines: &[Line<'static>],
+    apart: &mut Apart<'_>,
+) -> Option<(usize, usize, Option<String>, usize)> {
+    let body = source[code..].trim_end_matches('\n');
+    let at = code + body.rfind('\n')? + 1;
+    let previous = code + body[..at - code - 1].rfind('\n').map_or(0, |i| i + 1);
+    let behind = format!("{fence}{}", &source[previous..at]);
+    let replayed = apart.lay_out(&behind, 0).len();
+    let rest = apart.lay_out(&format!("{behind}{}", &source[at..]), replayed);
+    let keep = lines.len().checked_sub(rest.len())?;
+    if keep == 0 || !same_lines(&rest, &lines[keep..]) {
+        return None;
+    }
+    apart.gives(&source[..at], &lines[..keep])?;
+    let info = fence.trim_start().trim_start_matches(['`', '~']);
+    *apart.laid_out += at - code;
+    ends_as_alone(
+        &source[code..at],
+        &source[previous..at],
+        &fence_language(info),
+        &apart.theme.syntax_theme,
+    )
+    .then_some((at, keep, Some(behind), replayed))
 }
 
 /// Whether `laid` are `marked` without their first span (the reply's bullet or indent).

@@ -42,7 +42,7 @@ impl Streamed {
         let theme = Theme::default();
         self.growing
             .render(text, width, View::default(), &theme, &mut self.out);
-        if self.growing.is_mid_paragraph() && self.growing.settled != before {
+        if self.growing.is_inside_block() && self.growing.settled != before {
             self.settlings += 1;
         }
     }
@@ -211,4 +211,66 @@ fn the_scan_finds_paragraph_ends_outside_code_blocks() {
     }
     assert_eq!(scan.cut, cut(text));
     assert_eq!(&text[scan.cut..], "three");
+}
+
+#[test]
+fn a_long_code_block_streamed_in_pieces_is_laid_out_as_it_would_be_at_once() {
+    let items: String = (0..120)
+        .map(|n| match n % 10 {
+            // Constructs over several lines, inside which the highlighter carries a state.
+            0 => format!("/* a comment\n   over lines {n} */\n"),
+            1 => format!("fn f{n}() {{\n    let s = \"text\";\n}}\n"),
+            2 => format!("let long{n} = \"{}\";\n", "x".repeat(90)),
+            3 => format!("let wide{n} = \"漢字かな交じり文です\";\n"),
+            4 => "\tlet tabbed = 1;\n".to_owned(),
+            5 => "\n".to_owned(),
+            _ => format!("let x{n} = {n};\n"),
+        })
+        .collect();
+    let text = format!(
+        "Here:\n```rust\n{items}```\nAfter the block, {}",
+        words(100, |n| format!("w{n}"))
+    );
+    let settled = check(&text, 29, |_| 60);
+    assert!(settled > 20, "code lines were settled only {settled} times");
+    // With no language, and in a block quote, which is not settled.
+    check(&format!("```\n{items}"), 23, |_| 60);
+    check(
+        &format!("> ```\n> {}", items.replace('\n', "\n> ")),
+        31,
+        |_| 60,
+    );
+}
+
+#[test]
+fn the_work_per_piece_does_not_grow_with_a_code_block() {
+    let code: String = (0..6000).map(|n| format!("let x{n} = {n};\n")).collect();
+    let text = format!("```rust\n{code}");
+    let mut streamed = Streamed::new();
+    let mut most_late = 0;
+    let mut ends = (1..text.len()).step_by(40);
+    for (piece, end) in ends.by_ref().enumerate() {
+        streamed.frame(&text[..end], 80);
+        if piece >= 400 {
+            most_late = most_late.max(streamed.growing.laid_out);
+        }
+    }
+    assert!(
+        most_late <= 4_000,
+        "{most_late} bytes laid out in one frame"
+    );
+    streamed.frame(&text, 80);
+    assert_eq!(streamed.out, finished(&text, 80));
+}
+
+#[test]
+fn a_code_line_settles_only_where_the_line_before_it_alone_leaves_the_highlighter_as_all() {
+    let theme = Theme::default().syntax_theme;
+    let ends = |code: &str, line: &str| ends_as_alone(code, line, "rust", &theme);
+    assert!(ends("let a = 1;\nlet b = 2;\n", "let b = 2;\n"));
+    // Inside a comment or a string the line alone reads as code.
+    assert!(!ends("/* one\n two\n", " two\n"));
+    assert!(!ends("let s = \"one\ntwo\n", "two\n"));
+    // Text shown plain has no state.
+    assert!(ends_as_alone("/* one\n two\n", " two\n", "", &theme));
 }
