@@ -14,10 +14,10 @@
 //! paragraph laid out again from its start.
 //!
 //! A code block being written settles the same way, a line at a time: what follows a
-//! settled code line is laid out behind the block's opening line, which is exact where the
-//! highlighter is at that line as it starts (between items, in most languages); inside a
-//! construct it carries on (a comment, a function's body in some syntaxes), the block waits
-//! for a line where it is not.
+//! settled code line is laid out behind the block's opening line and the code line before
+//! it (not shown), which is exact where that line alone leaves the highlighter as the whole
+//! block does (true of most lines; not inside a comment or a string over several lines,
+//! where the block waits for a line past its end).
 
 use super::cell::{View, markdown_block};
 use super::tail::live_tail;
