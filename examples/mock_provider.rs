@@ -19,6 +19,7 @@ const USAGE: &str =
                      [--write-bytes N] [--timings FILE]
   --port PORT      port on 127.0.0.1 to listen on; 0 (the default) picks a free one
   --reply TEXT     the text every request gets (default: \"Hello!\"), streamed a word per event
+  --reply-file F   the same, read from file F (for a reply longer than an argument may be)
   --words N        the text is \"word0 word1 …\" of N words instead of --reply's
   --between-us N   microseconds between streamed events (default 0: as fast as it can)
   --subagents N    the first request gets N spawn_agent calls instead; every later one the text
@@ -41,8 +42,8 @@ fn main() -> ExitCode {
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         let value = match arg.as_str() {
-            "--port" | "--reply" | "--words" | "--between-us" | "--subagents" | "--pings"
-            | "--write-bytes" | "--timings" => args.next(),
+            "--port" | "--reply" | "--reply-file" | "--words" | "--between-us" | "--subagents"
+            | "--pings" | "--write-bytes" | "--timings" => args.next(),
             "-h" | "--help" => {
                 println!("{USAGE}");
                 return ExitCode::SUCCESS;
@@ -58,6 +59,14 @@ fn main() -> ExitCode {
         };
         if arg == "--reply" {
             reply = value;
+        } else if arg == "--reply-file" {
+            match std::fs::read_to_string(&value) {
+                Ok(text) => reply = text,
+                Err(e) => {
+                    eprintln!("mock_provider: cannot read {value}: {e}");
+                    return ExitCode::from(2);
+                }
+            }
         } else if arg == "--timings" {
             let file = std::fs::OpenOptions::new()
                 .create(true)
