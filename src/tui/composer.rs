@@ -48,6 +48,9 @@ pub struct Composer {
     browsing: Option<(usize, Vec<String>)>,
     /// Marker → pasted text.
     pastes: Vec<(String, String)>,
+    /// Pastes put behind a marker since the composer was last cleared: each marker's number,
+    /// never used twice even when an earlier marker was deleted.
+    markers: usize,
     /// The text's rows at the width last drawn; laid out while drawing, which borrows the
     /// composer as is.
     laid: RefCell<Rows>,
@@ -62,6 +65,7 @@ impl Default for Composer {
             history: Vec::new(),
             browsing: None,
             pastes: Vec::new(),
+            markers: 0,
             laid: RefCell::default(),
         }
     }
@@ -130,6 +134,7 @@ impl Composer {
         self.col = 0;
         self.browsing = None;
         self.pastes.clear();
+        self.markers = 0;
         self.laid.get_mut().reset(1);
     }
 
@@ -211,7 +216,8 @@ impl Composer {
         }
         let count = text.lines().count();
         if count > PASTE_MARKER_LINES {
-            let marker = format!("[pasted {count} lines #{}]", self.pastes.len() + 1);
+            self.markers += 1;
+            let marker = format!("[pasted {count} lines #{}]", self.markers);
             self.pastes.push((marker.clone(), text));
             self.insert(&marker);
         } else {
@@ -566,6 +572,24 @@ mod tests {
         let mut c = Composer::default();
         c.paste("\n".repeat(40));
         assert_eq!(c.key(key(KeyCode::Enter)), Edit::Ignored);
+        // A marker deleted leaves its number unused: the next paste gets a new one.
+        let block = |word: &str| -> String { (1..=30).map(|i| format!("{word} {i}\n")).collect() };
+        let mut c = Composer::default();
+        c.paste(block("a"));
+        c.paste(block("b"));
+        assert_eq!(c.shown(), "[pasted 30 lines #1][pasted 30 lines #2]");
+        c.key(key(KeyCode::Home));
+        for _ in 0.."[pasted 30 lines #1]".len() {
+            c.key(key(KeyCode::Right));
+        }
+        c.key(key(KeyCode::Backspace));
+        c.key(key(KeyCode::End));
+        c.paste(block("c"));
+        assert_eq!(c.shown(), "[pasted 30 lines #2][pasted 30 lines #3]");
+        assert_eq!(
+            c.key(key(KeyCode::Enter)),
+            Edit::Submit(block("b") + &block("c"))
+        );
     }
 
     fn key(code: KeyCode) -> KeyEvent {

@@ -23,6 +23,9 @@ use std::time::Duration;
 use tokio::sync::{Notify, mpsc, oneshot};
 use tokio::time::{Instant, sleep_until};
 
+/// How long Ctrl-Z waits to learn whether this process may stop.
+const SUSPEND_CHECK_WITHIN: Duration = Duration::from_millis(300);
+
 /// How often moving parts (spinners, clocks) are redrawn when nothing else happens.
 const ANIMATION: Duration = Duration::from_millis(80);
 /// Cells around the view whose rendered lines stay cached.
@@ -254,34 +257,49 @@ impl Runner {
     }
 
     /// Why Ctrl-Z must not stop this process now, if it must not: a stopped process answers
-    /// no one, so not while a turn streams, other terminals work through this one, or chat
-    /// channels run here.
+    /// no one, so not in the tern that owns the store while a turn streams, other terminals
+    /// work through it, or chat channels run in it. A client stops only its own screen. The
+    /// questions are bounded: an owner changing hands does not hold the interface up.
     async fn why_not_suspend(&self, app: &App) -> Option<String> {
         let service = &self.link.service;
-        if app.busy() {
-            return Some(
-                "Not suspended: a turn is running, and stopping tern would stop it mid-reply.                  Press Esc to interrupt it first, or wait for it to end."
-                    .to_owned(),
-            );
-        }
-        if !service.owns_store().await {
-            return None;
-        }
-        if !service.alone().await {
-            return Some(
-                "Not suspended: other terminals reach their sessions through this tern, and                  stopping it would stop them. Quit this tern instead (one of them takes over),                  or quit them first."
-                    .to_owned(),
-            );
-        }
-        let channels = service.channels().await.unwrap_or_default();
-        if !channels.is_empty() {
+        let asked = async {
+            if !service.owns_store().await {
+                return None;
+            }
+            if app.busy() {
+                return Some(
+                    "Not suspended: a turn is running, and stopping tern would stop it \
+                     mid-reply. Press Esc to interrupt it first, or wait for it to end."
+                        .to_owned(),
+                );
+            }
+            if !service.alone().await {
+                return Some(
+                    "Not suspended: other terminals reach their sessions through this tern, \
+                     and stopping it would stop them. Quit this tern instead (one of them \
+                     takes over), or quit them first."
+                        .to_owned(),
+                );
+            }
+            let channels = service.channels().await.unwrap_or_default();
+            if channels.is_empty() {
+                return None;
+            }
             let names: Vec<&str> = channels.iter().map(|c| c.name.as_str()).collect();
-            return Some(format!(
-                "Not suspended: the chat channels run in this tern ({}), and stopping it would                  leave them unanswered. Quit it instead, or run them in `tern serve`.",
+            Some(format!(
+                "Not suspended: the chat channels run in this tern ({}), and stopping it \
+                 would leave them unanswered. Quit it instead, or run them in `tern serve`.",
                 names.join(", ")
-            ));
+            ))
+        };
+        match tokio::time::timeout(SUSPEND_CHECK_WITHIN, asked).await {
+            Ok(why) => why,
+            Err(_) => Some(
+                "Not suspended: this tern is taking over or handing over the sessions; press \
+                 Ctrl-Z again in a moment."
+                    .to_owned(),
+            ),
         }
-        None
     }
 
     /// An event of the terminal; `Some` when it ends the UI.

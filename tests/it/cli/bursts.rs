@@ -95,6 +95,13 @@ fn ctrl_z_leaves_a_tern_that_other_terminals_work_through_running_and_says_why()
     tmux.keys(&["C-z"]);
     let screen = tmux.wait_for("Not suspended: other terminals");
     assert!(!screen.contains("Stopped"), "{screen}");
+    let joined: Vec<&str> = screen.lines().map(str::trim).collect();
+    assert!(
+        joined
+            .join(" ")
+            .contains("through this tern, and stopping it would stop them. Quit this tern"),
+        "the notice reads as one sentence: {screen}"
+    );
     // The second terminal is still served.
     second.type_text("are you there");
     second.keys(&["Enter"]);
