@@ -40,15 +40,6 @@ def paste(tern, path):
                    check=True)
 
 
-def wait_for(tern, text, timeout=300):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if text in tern.screen():
-            return time.time()
-        time.sleep(0.05)
-    raise RuntimeError(f"never saw {text!r}:\n{tern.screen()}")
-
-
 def one_run(mb, second):
     root = tempfile.mkdtemp(prefix="tern-bench-")
     mock = tp.Mock(REPLY)
@@ -68,10 +59,10 @@ def one_run(mb, second):
         time.sleep(2)
         idle = {t.pid: tp.rss_mib(t.pid) for t in terns}
         paste(sender, path)
-        wait_for(sender, f"[pasted {lines} lines")
+        sender.wait_for(f"[pasted {lines} lines", timeout=300)
         sender.keys("Enter")
         sent = time.time()
-        answered = wait_for(sender, REPLY) - sent
+        answered = sender.wait_for(REPLY, timeout=300) - sent
         peaks = {t.pid: tp.peak_rss_mib(t.pid) for t in terns}
         after = {t.pid: tp.rss_mib(t.pid) for t in terns}
         return [(idle[t.pid], peaks[t.pid], after[t.pid]) for t in terns], answered

@@ -13,7 +13,6 @@ import argparse
 import os
 import shutil
 import statistics
-import subprocess
 import tempfile
 import time
 
@@ -34,28 +33,15 @@ def reply_text():
     return "\n".join(parts)[:127_000] + "\n" + END
 
 
-def wait_for(tern, text, timeout=120):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if text in tern.screen():
-            return time.time()
-        time.sleep(0.05)
-    raise RuntimeError(f"never saw {text!r}:\n{tern.screen()}")
-
-
 def one_run(root):
     path = os.path.join(root, "reply.md")
     with open(path, "w") as f:
         f.write(reply_text())
     size = os.path.getsize(path)
-    proc = subprocess.Popen([tp.MOCK, "--reply-file", path], stdout=subprocess.PIPE, text=True)
-
-    class Mock:
-        url = proc.stdout.readline().strip()
-
+    mock = tp.Mock("", extra=["--reply-file", path])
     home = os.path.join(root, "home")
     project = tp.project_dir(root)
-    tern = tp.Tern(home, project, Mock, size=(120, 40))
+    tern = tp.Tern(home, project, mock, size=(120, 40))
     try:
         tern.wait_for("message tern")
         time.sleep(2)
@@ -63,7 +49,7 @@ def one_run(root):
         tern.keys("-l", "show me")
         tern.keys("Enter")
         sent = time.time()
-        shown = wait_for(tern, END) - sent
+        shown = tern.wait_for(END, timeout=120) - sent
         time.sleep(1)
         peak = tp.peak_rss_mib(tern.pid)
         ended = tp.rss_mib(tern.pid)
@@ -76,8 +62,7 @@ def one_run(root):
         return size, idle, peak, ended, later, shown
     finally:
         tern.stop()
-        proc.kill()
-        proc.wait()
+        mock.stop()
 
 
 def main():

@@ -11,21 +11,10 @@ Then:         python3 benches/large_write.py [--bytes 5000000] [--runs 5]
 import argparse
 import os
 import statistics
-import subprocess
 import tempfile
 import time
 
 import tui_process as tp
-
-
-def wait_for_any(tern, texts, timeout=120):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        screen = tern.screen()
-        if any(text in screen for text in texts):
-            return time.time()
-        time.sleep(0.01)
-    raise RuntimeError(f"never saw any of {texts!r}:\n{tern.screen()}")
 
 
 def one_run(size):
@@ -33,30 +22,24 @@ def one_run(size):
     home = os.path.join(root, "home")
     os.makedirs(home)
     project = tp.project_dir(root)
-    proc = subprocess.Popen([tp.MOCK, "--reply", "Written.", "--write-bytes", str(size)],
-                            stdout=subprocess.PIPE, text=True)
-
-    class Mock:
-        url = proc.stdout.readline().strip()
-
-    tern = tp.Tern(home, project, Mock, size=(120, 40))
+    mock = tp.Mock("Written.", extra=["--write-bytes", str(size)])
+    tern = tp.Tern(home, project, mock, size=(120, 40))
     try:
         tern.first_frame_ms()
         tern.keys("-l", "write it")
         tern.keys("Enter")
         sent = time.time()
-        box = wait_for_any(tern, ["y   yes, once"]) - sent
+        box = tern.wait_for("y   yes, once", timeout=120) - sent
         rss = tp.rss_mib(tern.pid)
         tern.keys("y")
         answered = time.time()
-        done = wait_for_any(tern, ["Written."]) - answered
+        done = tern.wait_for("Written.", timeout=120) - answered
         slowest = max(taken for _, taken in tern.frame_log())
         written = os.path.getsize(os.path.join(project, "big.txt"))
         return box, done, slowest / 1e3, rss, written
     finally:
         tern.stop()
-        proc.kill()
-        proc.wait()
+        mock.stop()
 
 
 def main():

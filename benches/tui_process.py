@@ -76,7 +76,7 @@ def peak_rss_mib(pid):
 
 class Mock:
     def __init__(self, reply, between_us=0, subagents=0, pings=0, words=0, timings=None,
-                 nice=0):
+                 nice=0, extra=()):
         """`nice`: how much lower the mock runs than the processes measured: it stands for a
         provider's servers, whose streaming to other clients takes no core of the user's."""
         text = ["--words", str(words)] if words else ["--reply", reply]
@@ -85,7 +85,7 @@ class Mock:
         self.timings = timings
         self.proc = subprocess.Popen(
             [*niced, MOCK, *text, "--between-us", str(between_us), "--subagents", str(subagents),
-             "--pings", str(pings), *timed],
+             "--pings", str(pings), *timed, *extra],
             stdout=subprocess.PIPE,
             text=True,
         )
@@ -135,10 +135,11 @@ class Tern:
                               capture_output=True, text=True).stdout
 
     def wait_for(self, text, timeout=60):
+        """Until the screen shows `text`; the time it was seen."""
         deadline = time.time() + timeout
         while time.time() < deadline:
             if text in self.screen():
-                return
+                return time.time()
             time.sleep(0.02)
         raise RuntimeError(f"never saw {text!r}:\n{self.screen()}")
 

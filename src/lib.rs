@@ -16,5 +16,6 @@ pub mod session;
 pub mod store;
 #[cfg(test)]
 mod testing;
+pub mod tls;
 pub mod tools;
 pub mod tui;

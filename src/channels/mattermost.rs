@@ -69,7 +69,7 @@ pub async fn run(settings: MattermostSettings, start: Start) {
     let Some(token) = start.token(&settings.token) else {
         return;
     };
-    let http = match crate::llm::http::client_builder()
+    let http = match crate::channels::http_client()
         .timeout(REQUEST_WITHIN)
         .connect_timeout(Duration::from_secs(10))
         .build()

@@ -17,6 +17,12 @@ pub mod split;
 pub mod status;
 pub mod webhook;
 
+/// A builder for a channel's HTTP client, the process's TLS crypto provider installed first.
+pub(crate) fn http_client() -> reqwest::ClientBuilder {
+    crate::tls::install_crypto_provider();
+    reqwest::Client::builder()
+}
+
 pub use deliver::{Ask, Conversations, Inbound, PostError, Poster};
 pub use status::{ChannelState, ChannelStatus, Status};
 

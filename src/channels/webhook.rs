@@ -238,9 +238,7 @@ pub async fn run(settings: WebhookSettings, start: Start) {
         format!("listening on http://{at}/webhook/{{{}}}", names.join(",")),
     );
     let replies = Replies {
-        http: crate::llm::http::client_builder()
-            .build()
-            .unwrap_or_default(),
+        http: crate::channels::http_client().build().unwrap_or_default(),
         endpoints: endpoints.clone(),
     };
     let conversations = Conversations::new(

@@ -172,7 +172,7 @@ pub fn main() -> ExitCode {
     startup::prepare();
     // One TLS crypto provider for every client the process builds: providers, MCP servers
     // and the chat channels' HTTP and websocket connections.
-    crate::llm::install_crypto_provider();
+    crate::tls::install_crypto_provider();
     // Two workers: a journal write (an fsync) or a read asked of another tern blocks one of
     // them, never the other sessions or the interface (`block_in_place` hands its tasks on).
     let runtime = match tokio::runtime::Builder::new_multi_thread()

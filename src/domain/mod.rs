@@ -8,6 +8,7 @@
 mod agent;
 mod approval;
 pub mod call_text;
+pub mod cut;
 mod error;
 mod ids;
 mod job;

@@ -98,20 +98,9 @@ fn client_with(url: &str, pool: Pool) -> Result<&'static reqwest::Client, LlmErr
     }
 }
 
-/// Installs rustls's crypto provider, ring, as the process's default, once: reqwest and the
-/// websocket client both build their TLS settings from it, and reqwest refuses to build a
-/// client without one. Called before any client is built; a later call does nothing.
-pub fn install_crypto_provider() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        // An error means a provider is installed already, which is all that is needed.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-    });
-}
-
 /// A builder for an HTTP client of tern's own, the crypto provider installed first.
 pub(crate) fn client_builder() -> reqwest::ClientBuilder {
-    install_crypto_provider();
+    crate::tls::install_crypto_provider();
     reqwest::Client::builder()
 }
 

@@ -9,6 +9,7 @@
 //! control characters are escaped.
 
 use super::printable;
+pub use crate::domain::cut::{cut_note, group_digits, lines_cut};
 
 /// Cuts `text` to at most `max_bytes` of kept text (half head, half tail) plus a one-line note
 /// of what was cut. Cuts fall on char boundaries and, when one is near, on line boundaries.
@@ -66,39 +67,6 @@ fn join_with_note(head: &str, cut_bytes: u64, cut_lines: u64, tail: &str) -> Str
     out.push_str(&cut_note(cut_bytes, cut_lines));
     out.push('\n');
     out.push_str(tail);
-    out
-}
-
-/// The note that marks a cut.
-pub fn cut_note(cut_bytes: u64, cut_lines: u64) -> String {
-    let lines = if cut_lines == 1 { "line" } else { "lines" };
-    format!(
-        "[… {} bytes ({} {lines}) cut from the middle …]",
-        group_digits(cut_bytes),
-        group_digits(cut_lines)
-    )
-}
-
-/// The lines a [`cut_note`] says were cut, if `line` is one.
-pub fn lines_cut(line: &str) -> Option<u64> {
-    let inner = line
-        .strip_prefix("[… ")?
-        .strip_suffix(" cut from the middle …]")?;
-    let (_, lines) = inner.split_once(" bytes (")?;
-    let (count, _) = lines.split_once(' ')?;
-    count.replace(',', "").parse().ok()
-}
-
-/// `1234567` → `1,234,567`, so large counts read at a glance.
-pub fn group_digits(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
     out
 }
 
@@ -299,17 +267,6 @@ fn utf8_skip_continuation(bytes: &[u8]) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_cut_note_says_how_many_lines_it_stands_for() {
-        assert_eq!(lines_cut(&cut_note(4_800_000, 58_123)), Some(58_123));
-        assert_eq!(lines_cut(&cut_note(10, 1)), Some(1));
-        assert_eq!(
-            lines_cut("+[… 10 bytes (1 line) cut from the middle …]"),
-            None
-        );
-        assert_eq!(lines_cut("plain text"), None);
-    }
 
     #[test]
     fn short_text_is_unchanged() {

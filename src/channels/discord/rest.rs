@@ -59,7 +59,7 @@ pub struct Rest {
 impl Rest {
     /// A client for the API at `api` acting as the bot with `token`.
     pub fn new(api: &str, token: &str, token_var: &str, pace: Arc<Pace>) -> Self {
-        let http = crate::llm::http::client_builder()
+        let http = crate::channels::http_client()
             .connect_timeout(Duration::from_secs(10))
             .timeout(Duration::from_secs(30))
             .build()

@@ -53,9 +53,7 @@ pub struct Place {
 impl Api {
     pub fn new(base: &str, bot_token: &str, app_token: &str) -> Self {
         Self {
-            http: crate::llm::http::client_builder()
-                .build()
-                .unwrap_or_default(),
+            http: crate::channels::http_client().build().unwrap_or_default(),
             base: base.trim_end_matches('/').to_owned(),
             bot_token: bot_token.to_owned(),
             app_token: app_token.to_owned(),

@@ -2,7 +2,8 @@
 //! servers, and a person's approval of a server of its `.mcp.json`, as lines of text: the
 //! same words whether the process asked runs the sessions itself or is their owner's client.
 
-use super::hub::{McpHub, ServerState};
+use super::hub::McpHub;
+use super::server::ServerState;
 use crate::config::{self, MCP_PROJECT_FILE, McpOrigin, McpServer, McpTransport};
 use std::path::Path;
 

@@ -11,10 +11,12 @@ mod legacy_sse;
 pub mod listing;
 pub mod prompt;
 pub mod schema;
+mod server;
 pub mod tool;
 
 #[cfg(test)]
 mod tests;
 
-pub use hub::{McpHub, ServerState};
+pub use hub::McpHub;
+pub use server::ServerState;
 pub use tool::tool_name;

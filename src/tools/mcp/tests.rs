@@ -3,7 +3,8 @@
 //! changes, a hang and a crash, each through the real stdio transport.
 
 use super::client::{CallError, Connection};
-use super::hub::{McpHub, ServerState};
+use super::hub::McpHub;
+use super::server::ServerState;
 use crate::config::{Environment, McpSettings, load_from_str};
 use std::path::Path;
 use std::time::{Duration, Instant};

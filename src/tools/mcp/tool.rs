@@ -4,7 +4,7 @@
 //! result turned into text capped like the output of tern's own tools.
 
 use super::client::{CallError, ServerTool};
-use super::hub::Running;
+use super::server::Running;
 use crate::config::{McpApprove, McpServer};
 use crate::domain::{ApprovalNeed, Attachment, Audience};
 use crate::tools::{Tool, ToolContext, ToolFuture, ToolOutput, cap_head_tail};

@@ -73,7 +73,7 @@ impl LocalServer {
             log,
             runtime,
             http: {
-                tern::llm::install_crypto_provider();
+                tern::tls::install_crypto_provider();
                 reqwest::Client::new()
             },
         };

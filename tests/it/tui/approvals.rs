@@ -185,11 +185,12 @@ async fn every_tool_is_put_to_a_person_as_a_summary_never_as_json() {
     }
 }
 
-#[tokio::test]
-async fn a_large_write_is_put_as_its_counts_its_start_and_its_end() {
+/// The approval box of a `file_write` of 60,000 lines `generated line N` followed by `tail`,
+/// drawn at `size`.
+async fn large_write_box(tail: &str, size: (u16, u16)) -> String {
     let place = Place::new();
     let content: String = (1..=60_000)
-        .map(|n| format!("generated line {n}\n"))
+        .map(|n| format!("generated line {n}{tail}\n"))
         .collect();
     let asked = place
         .asked("file_write", json!({"path": "big.txt", "content": content}))
@@ -198,7 +199,12 @@ async fn a_large_write_is_put_as_its_counts_its_start_and_its_end() {
     let mut app = app();
     started(&mut app, "go on", now);
     events(&mut app, &asked, now);
-    let shown = screen(&mut app, 80, 24, now);
+    screen(&mut app, size.0, size.1, now)
+}
+
+#[tokio::test]
+async fn a_large_write_is_put_as_its_counts_its_start_and_its_end() {
+    let shown = large_write_box("", (80, 24)).await;
     for part in [
         "Create big.txt (+60,000 -0 lines)",
         "+generated line 1 ",
@@ -215,19 +221,8 @@ async fn a_large_write_is_put_as_its_counts_its_start_and_its_end() {
 
 #[tokio::test]
 async fn a_large_write_in_a_narrow_box_counts_lines_of_the_file_not_rows_of_the_screen() {
-    let place = Place::new();
     // Long lines, each wrapped over several rows of a 50-column box.
-    let content: String = (1..=60_000)
-        .map(|n| format!("generated line {n} {}\n", "x".repeat(90)))
-        .collect();
-    let asked = place
-        .asked("file_write", json!({"path": "big.txt", "content": content}))
-        .await;
-    let now = Instant::now();
-    let mut app = app();
-    started(&mut app, "go on", now);
-    events(&mut app, &asked, now);
-    let shown = screen(&mut app, 50, 30, now);
+    let shown = large_write_box(&format!(" {}", "x".repeat(90)), (50, 30)).await;
     let hidden: usize = shown
         .lines()
         .find_map(|line| {
