@@ -4,7 +4,9 @@
 //! to every model request, in whichever wire format the request's path asks for (Anthropic,
 //! OpenAI Chat Completions or Ollama), and prints its base URL as the first line on stdout so
 //! a script can point tern at it. It answers with no artificial delay and keeps no request
-//! bodies, so a long benchmark neither waits on it nor grows its memory.
+//! bodies, so a long benchmark neither waits on it nor grows its memory. Tool calls can be
+//! scripted ahead of the text (`--tool-call`, `--repeat-calls`, `--calls-per-reply`), and each
+//! request's size logged (`--sizes`), to see what a tool's output costs the model.
 
 // The benchmark uses a small part of the test-support API.
 #[allow(dead_code, unused_imports)]
@@ -16,7 +18,8 @@ use std::process::ExitCode;
 
 const USAGE: &str =
     "usage: mock_provider [--port PORT] [--reply TEXT] [--between-us N] [--words N] [--subagents N] [--pings N]
-                     [--write-bytes N] [--timings FILE]
+                     [--write-bytes N] [--tool-call NAME JSON]... [--repeat-calls N]
+                     [--calls-per-reply N] [--timings FILE] [--sizes FILE]
   --port PORT      port on 127.0.0.1 to listen on; 0 (the default) picks a free one
   --reply TEXT     the text every request gets (default: \"Hello!\"), streamed a word per event
   --reply-file F   the same, read from file F (for a reply longer than an argument may be)
@@ -27,9 +30,19 @@ const USAGE: &str =
                    short answer; with --subagents, the message holding SEND gets the calls
                    and then \"Sent them.\"
   --write-bytes N  the first request gets a file_write call of big.txt with N bytes of lines
+  --tool-call NAME JSON
+                   a call of tool NAME with the arguments JSON; repeatable: the first
+                   requests get the calls in the order given, then the text
+  --repeat-calls N the --tool-call sequence N times over (default 1); {n} in JSON
+                   becomes the round's number from 0, so no two rounds repeat a call
+  --calls-per-reply N
+                   answers with up to N calls at once, as a model calling tools in
+                   parallel does (default 1)
   --timings FILE   appends a line per request answered: when the mock took it up (its
                    connection accepted, or it read, on a kept-alive one) and when its
-                   answer was written (microseconds since the Unix epoch), then its path";
+                   answer was written (microseconds since the Unix epoch), then its path
+  --sizes FILE     appends a line per model request: its body's bytes, then the bytes of the
+                   tool results in its last message";
 
 fn main() -> ExitCode {
     let mut port: u16 = 0;
@@ -39,11 +52,24 @@ fn main() -> ExitCode {
     let mut pings: usize = 0;
     let mut write_bytes: usize = 0;
     let mut timings = None;
+    let mut sizes = None;
+    let mut calls: Vec<(String, String)> = Vec::new();
+    let mut repeat_calls: usize = 1;
+    let mut per_reply: usize = 1;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
+        if arg == "--tool-call" {
+            let (Some(name), Some(json)) = (args.next(), args.next()) else {
+                eprintln!("mock_provider: --tool-call needs a tool's name and its JSON\n{USAGE}");
+                return ExitCode::from(2);
+            };
+            calls.push((name, json));
+            continue;
+        }
         let value = match arg.as_str() {
             "--port" | "--reply" | "--reply-file" | "--words" | "--between-us" | "--subagents"
-            | "--pings" | "--write-bytes" | "--timings" => args.next(),
+            | "--pings" | "--write-bytes" | "--timings" | "--sizes" | "--repeat-calls"
+            | "--calls-per-reply" => args.next(),
             "-h" | "--help" => {
                 println!("{USAGE}");
                 return ExitCode::SUCCESS;
@@ -67,15 +93,16 @@ fn main() -> ExitCode {
                     return ExitCode::from(2);
                 }
             }
-        } else if arg == "--timings" {
+        } else if arg == "--timings" || arg == "--sizes" {
             let file = std::fs::OpenOptions::new()
                 .create(true)
                 .append(true)
                 .open(&value);
             match file {
+                Ok(file) if arg == "--sizes" => sizes = Some(file),
                 Ok(file) => timings = Some(file),
                 Err(e) => {
-                    eprintln!("mock_provider: cannot write timings to {value}: {e}");
+                    eprintln!("mock_provider: cannot write to {value}: {e}");
                     return ExitCode::FAILURE;
                 }
             }
@@ -91,9 +118,13 @@ fn main() -> ExitCode {
             || arg == "--pings"
             || arg == "--words"
             || arg == "--write-bytes"
+            || arg == "--repeat-calls"
+            || arg == "--calls-per-reply"
         {
             match value.parse::<usize>() {
                 Ok(n) if arg == "--pings" => pings = n,
+                Ok(n) if arg == "--repeat-calls" => repeat_calls = n,
+                Ok(n) if arg == "--calls-per-reply" => per_reply = n.max(1),
                 Ok(n) if arg == "--write-bytes" => write_bytes = n,
                 Ok(n) if arg == "--words" => {
                     reply = (0..n)
@@ -126,6 +157,16 @@ fn main() -> ExitCode {
     if let Some(file) = timings {
         mock.log_timings(file);
     }
+    if let Some(file) = sizes {
+        mock.log_sizes(file);
+    }
+    let scripted = match scripted_calls(&calls, repeat_calls) {
+        Ok(scripted) => scripted,
+        Err(why) => {
+            eprintln!("mock_provider: {why}");
+            return ExitCode::from(2);
+        }
+    };
     let spawns = Reply::tool_calls((0..subagents).map(|i| {
         (
             "spawn_agent",
@@ -138,6 +179,9 @@ fn main() -> ExitCode {
             "file_write",
             serde_json::json!({"path": "big.txt", "content": lines_of(write_bytes)}),
         )]));
+    }
+    for batch in scripted.chunks(per_reply) {
+        mock.push(Reply::tool_calls(batch.iter().cloned()));
     }
     if pings == 0 && subagents > 0 {
         mock.push(spawns);
@@ -159,6 +203,24 @@ fn main() -> ExitCode {
     loop {
         std::thread::park();
     }
+}
+
+/// The `--tool-call` sequence `times` over, each round's `{n}` replaced by its number.
+fn scripted_calls(
+    calls: &[(String, String)],
+    times: usize,
+) -> Result<Vec<(String, serde_json::Value)>, String> {
+    let mut scripted = Vec::with_capacity(calls.len() * times);
+    for round in 0..times {
+        for (name, json) in calls {
+            let json = json.replace("{n}", &round.to_string());
+            let args = serde_json::from_str(&json).map_err(|e| {
+                format!("--tool-call {name}: the arguments are not JSON ({e}): {json}")
+            })?;
+            scripted.push((name.clone(), args));
+        }
+    }
+    Ok(scripted)
 }
 
 /// About `bytes` bytes of numbered lines, as a generated file has.

@@ -2,7 +2,9 @@
 //!
 //! The walk honours `.gitignore` and skips hidden files, like `rg --files`. Newest-first order
 //! puts the files someone is working on at the top. Only the newest [`MAX_RESULTS`] are kept
-//! while walking, so a huge tree costs bounded memory. Names that are not UTF-8 are listed in
+//! while walking, so a huge tree costs bounded memory, and the list stops at
+//! [`MAX_OUTPUT_BYTES`], so paths deep enough to be kilobytes each cost the model no more than
+//! a list of short ones. Names that are not UTF-8 are listed in
 //! the escaped form the other tools read back (see `path_text`).
 
 use super::args::{ArgError, Args};
@@ -23,6 +25,8 @@ use tokio_util::sync::CancellationToken;
 
 /// The most paths returned.
 pub const MAX_RESULTS: usize = 500;
+/// The list stops growing past this size (the note after it aside).
+pub const MAX_OUTPUT_BYTES: usize = 50 * 1024;
 
 /// Lists files matching a glob.
 pub struct Glob;
@@ -41,7 +45,7 @@ impl Tool for Glob {
          paths relative to the search root (`*` stays within one directory, `**` crosses \
          directories). Searches the working directory, or `path`. Hidden files and whatever \
          .gitignore excludes are skipped. Returns paths relative to the search root, most \
-         recently modified first, at most 500."
+         recently modified first, at most 500 (or about 50 KB of paths)."
     }
 
     fn input_schema(&self) -> Value {
@@ -181,15 +185,20 @@ fn find(request: &Request, cancel: &CancellationToken) -> ToolOutput {
     // `into_sorted_vec` sorts ascending by `Reverse(key)`, which is newest first.
     let sorted = newest.into_sorted_vec();
     let mut out = String::new();
+    let mut listed: u64 = 0;
     for Reverse((_, Reverse(path))) in &sorted {
+        if out.len() + path.len() + 1 > MAX_OUTPUT_BYTES {
+            break;
+        }
         out.push_str(path);
         out.push('\n');
+        listed += 1;
     }
-    if total > sorted.len() as u64 {
+    if total > listed {
         out.push_str(&format!(
             "[showing the {} most recently modified of {} matching files; narrow the pattern \
              or path to see the rest]\n",
-            sorted.len(),
+            group_digits(listed),
             group_digits(total)
         ));
     }

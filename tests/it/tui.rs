@@ -22,6 +22,7 @@ mod commands;
 mod long_messages;
 mod setup;
 mod tables;
+mod tool_output;
 
 fn settings() -> insta::Settings {
     let mut settings = insta::Settings::clone_current();

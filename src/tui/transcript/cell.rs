@@ -10,16 +10,23 @@ use super::fold::{Folded, written_as_diff};
 use super::growing::Growing;
 use super::long_text::folded_message;
 use crate::domain::call_text::summarize_input;
+use crate::domain::cut::group_digits;
 use crate::tui::theme::Theme;
-use crate::tui::wrap::{hard_wrap, wrap_prefixed};
+use crate::tui::wrap::{hard_wrap, str_width, wrap_prefixed};
 use crate::tui::{render_diff, render_markdown};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use std::time::Duration;
 use tokio::time::Instant;
+use unicode_segmentation::UnicodeSegmentation;
 
 /// Lines of tool output shown while the output is collapsed.
 const COLLAPSED_OUTPUT_LINES: usize = 4;
+/// Rows one line of tool output takes at most while collapsed.
+const COLLAPSED_LINE_ROWS: usize = 2;
+/// Rows one line of tool output takes at most when open; a longer line is folded to them
+/// and a note of its length.
+const OPEN_LINE_ROWS: usize = 20;
 /// Lines of a diff shown while collapsed.
 pub(super) const COLLAPSED_DIFF_LINES: usize = 14;
 /// Most lines of tool output ever shown; the rest is in the session's journal.
@@ -423,6 +430,9 @@ fn tool_header(
 }
 
 /// A tool's (or a `!` command's) output under its header: the first lines while collapsed.
+/// Only what can be shown is laid out: a line of output is wrapped only as far as the rows it
+/// may take (two while collapsed, [`OPEN_LINE_ROWS`] when open, then a note of its length),
+/// so a line of megabytes costs a frame no more than a short one.
 fn output_lines(
     output: &str,
     width: u16,
@@ -431,46 +441,77 @@ fn output_lines(
     theme: &Theme,
 ) -> Vec<Line<'static>> {
     let style = if ok { theme.dim } else { theme.error };
-    let all: Vec<&str> = output.trim_end_matches('\n').lines().collect();
-    if all.is_empty() {
+    let output = output.trim_end_matches('\n');
+    if output.is_empty() {
         return Vec::new();
     }
-    let shown = if view.tools_open {
-        MAX_OUTPUT_LINES
+    let (shown, rows) = if view.tools_open {
+        (MAX_OUTPUT_LINES, OPEN_LINE_ROWS)
     } else {
-        COLLAPSED_OUTPUT_LINES
+        (COLLAPSED_OUTPUT_LINES, COLLAPSED_LINE_ROWS)
     };
     let first = Line::from(Span::styled("  ⎿ ".to_owned(), theme.dim));
     let rest = Line::from("    ");
     let mut lines = Vec::new();
-    for (i, text) in all.iter().take(shown).enumerate() {
+    for (i, text) in output.lines().take(shown).enumerate() {
         let lead = if i == 0 { &first } else { &rest };
         // Output is mostly words (messages, paths, test names): a line breaks at a space, and
         // a word is cut only when it is longer than a whole line. A line that fits keeps its
         // spaces and indentation as printed, so columns of aligned output still line up.
-        let mut wrapped = wrap_prefixed(
-            &[Span::styled((*text).to_owned(), style)],
-            width,
-            lead,
-            &rest,
-        );
-        if !view.tools_open {
-            wrapped.truncate(2);
-        }
+        let (part, whole) = fitting_part(text, (rows + 2) * usize::from(width));
+        let mut wrapped =
+            wrap_prefixed(&[Span::styled(part.to_owned(), style)], width, lead, &rest);
+        let folded = !whole || wrapped.len() > rows;
+        wrapped.truncate(rows);
         lines.extend(wrapped);
+        if folded && view.tools_open {
+            lines.push(Line::styled(
+                format!(
+                    "    ⋯ the line goes on: {} characters in all",
+                    group_digits(text.chars().count() as u64)
+                ),
+                theme.dim,
+            ));
+        }
     }
-    if all.len() > shown {
+    let total = output.lines().count();
+    if total > shown {
         let hint = if view.tools_open {
             "in the session's journal"
         } else {
             "ctrl+o to show"
         };
+        let more = total - shown;
         lines.push(Line::styled(
-            format!("    … {} more lines · {hint}", all.len() - shown),
+            format!(
+                "    … {} more line{} · {hint}",
+                group_digits(more as u64),
+                if more == 1 { "" } else { "s" }
+            ),
             theme.dim,
         ));
     }
     lines
+}
+
+/// The start of `text` that takes at least `cells` terminal cells (all of it when it takes
+/// fewer), and whether that is all of it. Given two rows' worth more than it shows, wrapping
+/// this part gives the same first rows as wrapping the whole line: a row's break depends only
+/// on the next word, and a word longer than a row is cut at the row's end either way.
+fn fitting_part(text: &str, cells: usize) -> (&str, bool) {
+    let mut taken = 0;
+    for (at, grapheme) in text.grapheme_indices(true) {
+        if taken > cells {
+            return (&text[..at], false);
+        }
+        // A tab takes up to four cells once expanded; counting it as four never cuts short.
+        taken += if grapheme == "\t" {
+            4
+        } else {
+            str_width(grapheme)
+        };
+    }
+    (text, true)
 }
 
 fn indent(lines: Vec<Line<'static>>, by: &'static str) -> Vec<Line<'static>> {
@@ -564,6 +605,45 @@ mod tests {
             text_of(&lines[1..lines.len() - 1]),
             ["  ⎿ alpha beta", "    gamma delta"]
         );
+    }
+
+    #[test]
+    fn a_long_line_of_output_wrapped_in_part_shows_the_rows_the_whole_would() {
+        let style = Style::default();
+        let lead = Line::from("  ⎿ ");
+        let rest = Line::from("    ");
+        let words: String = (0..3000)
+            .map(|n| format!("w{} ", "x".repeat(n % 23)))
+            .collect();
+        let mixed: String = (0..2000)
+            .map(|n| match n % 5 {
+                0 => "漢字かな ".to_owned(),
+                1 => "\tcol".to_owned(),
+                2 => "a".repeat(n % 200),
+                3 => "   ".to_owned(),
+                _ => "é ".to_owned(),
+            })
+            .collect();
+        for text in [words.as_str(), mixed.as_str(), &"a".repeat(50_000)] {
+            for width in [10u16, 37, 80, 121] {
+                for rows in [COLLAPSED_LINE_ROWS, OPEN_LINE_ROWS] {
+                    let wrap = |text: &str| {
+                        let mut lines = wrap_prefixed(
+                            &[Span::styled(text.to_owned(), style)],
+                            width,
+                            &lead,
+                            &rest,
+                        );
+                        lines.truncate(rows);
+                        text_of(&lines)
+                    };
+                    let (part, whole) = fitting_part(text, (rows + 2) * usize::from(width));
+                    assert!(!whole && part.len() < text.len());
+                    assert_eq!(wrap(part), wrap(text), "width {width}, {rows} rows");
+                }
+            }
+        }
+        assert_eq!(fitting_part("short", 100), ("short", true));
     }
 
     #[test]

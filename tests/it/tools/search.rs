@@ -159,6 +159,35 @@ async fn glob_caps_long_lists() {
 }
 
 #[tokio::test]
+async fn glob_of_long_paths_stops_at_its_size_limit_and_says_how_many_it_left_out() {
+    let p = Project::new();
+    // 400 paths of about 250 bytes: 100 KB, under the count limit but twice the size limit.
+    let deep = format!("{}/{}", "d".repeat(120), "e".repeat(120));
+    for n in 0..400 {
+        touch(&p.write(&format!("{deep}/f{n:03}.txt"), ""), 10_000 + n);
+    }
+    let out = p.call("glob", json!({"pattern": "**/*.txt"})).await;
+    assert!(!out.is_error, "{}", out.content);
+    let limit = tern::tools::glob::MAX_OUTPUT_BYTES;
+    let (list, note) = out
+        .content
+        .trim_end()
+        .rsplit_once('\n')
+        .expect("a list and a note");
+    assert!(list.len() < limit, "{} bytes listed", list.len());
+    let listed = list.lines().count();
+    assert!(listed > 150, "{listed} paths listed");
+    assert_eq!(
+        list.lines().next(),
+        Some(format!("{deep}/f399.txt").as_str())
+    );
+    assert!(
+        note.contains(&format!("{listed} most recently modified of 400")),
+        "{note}"
+    );
+}
+
+#[tokio::test]
 async fn glob_reports_bad_patterns_and_roots() {
     let p = Project::new();
     check_error(

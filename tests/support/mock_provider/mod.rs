@@ -207,6 +207,8 @@ struct State {
     counting: Counting,
     /// Where each request's arrival and answer times go, when asked for.
     timings: Option<std::fs::File>,
+    /// Where each model request's size and its latest tool results' size go, when asked for.
+    sizes: Option<std::fs::File>,
 }
 
 /// How the mock counts a request's tokens, and whether it refuses those over a window.
@@ -442,6 +444,13 @@ impl MockProvider {
         self.shared.lock().timings = Some(file);
     }
 
+    /// Writes a line to `file` for every model request: its body's bytes, then the bytes of
+    /// the tool results in its last message (0 when it ends with none). A benchmark sees with
+    /// them what a large tool output costs the model.
+    pub fn log_sizes(&self, file: std::fs::File) {
+        self.shared.lock().sizes = Some(file);
+    }
+
     /// Replies still queued, over all queues.
     pub fn remaining(&self) -> usize {
         let state = self.shared.lock();
@@ -567,6 +576,10 @@ fn answer(shared: &Shared, incoming: Incoming, connection: usize) -> Outgoing {
     let mut tool_ids = Vec::new();
     if matches!(route(&incoming.method, &path), Route::Model(_)) {
         state.model_received += 1;
+        if let Some(file) = &mut state.sizes {
+            use std::io::Write;
+            let _ = writeln!(file, "{} {}", raw_body.len(), latest_results_len(&body));
+        }
     }
     let mut outgoing = match route(&incoming.method, &path) {
         Route::Model(wire) => {
@@ -621,6 +634,30 @@ fn answer(shared: &Shared, incoming: Incoming, connection: usize) -> Outgoing {
     shared.arrived.notify_all();
     shared.count.send_replace(seq);
     outgoing
+}
+
+/// The bytes of the tool results in a request's last message: Anthropic `tool_result` blocks
+/// (their text, whether a string or text blocks), or the trailing OpenAI `role: tool` messages.
+fn latest_results_len(body: &Value) -> usize {
+    let messages: Vec<&Value> = array(body, "messages").collect();
+    let text_len = |content: &Value| match content {
+        Value::String(text) => text.len(),
+        Value::Array(blocks) => blocks
+            .iter()
+            .filter_map(|block| block["text"].as_str())
+            .map(str::len)
+            .sum(),
+        _ => 0,
+    };
+    let tool_messages = messages.iter().rev().take_while(|m| m["role"] == "tool");
+    let chat: usize = tool_messages.map(|m| text_len(&m["content"])).sum();
+    let Some(last) = messages.last() else {
+        return chat;
+    };
+    let blocks = array(last, "content").filter(|block| block["type"] == "tool_result");
+    chat + blocks
+        .map(|block| text_len(&block["content"]))
+        .sum::<usize>()
 }
 
 /// The 404 for a path the mock (as its current identity) does not serve.
