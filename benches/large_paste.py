@@ -2,7 +2,7 @@
 """A paste of megabytes sent from the full-screen interface, whole process in tmux: the paste
 goes in as a bracketed paste (tmux `load-buffer` + `paste-buffer -p`), is sent with Enter, and
 the mock's reply is waited for. Measured: tern's idle RSS before the paste, its peak RSS
-(`VmHWM`) once the reply is on screen, and the time from Enter to the reply.
+(`VmHWM`) once the paste is in the composer and once the reply is on screen, and the time from Enter to the reply.
 
 With `--second`, a first tern owns the store and the paste is sent from a second one, its
 client over the owner's socket: both processes' peaks are shown.
@@ -60,12 +60,13 @@ def one_run(mb, second):
         idle = {t.pid: tp.rss_mib(t.pid) for t in terns}
         paste(sender, path)
         sender.wait_for(f"[pasted {lines} lines", timeout=300)
+        pasted = tp.peak_rss_mib(sender.pid)
         sender.keys("Enter")
         sent = time.time()
         answered = sender.wait_for(REPLY, timeout=300) - sent
         peaks = {t.pid: tp.peak_rss_mib(t.pid) for t in terns}
         after = {t.pid: tp.rss_mib(t.pid) for t in terns}
-        return [(idle[t.pid], peaks[t.pid], after[t.pid]) for t in terns], answered
+        return [(idle[t.pid], peaks[t.pid], after[t.pid]) for t in terns], answered, pasted
     finally:
         for tern in terns:
             tern.stop()
@@ -85,14 +86,15 @@ def main():
             raise SystemExit(f"{binary} is missing: cargo build --release --bin tern --examples")
     names = ["owner", "second"] if args.second else ["tern"]
     runs = [one_run(args.mb, args.second) for _ in range(args.runs)]
-    for figures, answered in runs:
+    for figures, answered, pasted in runs:
         shown = ", ".join(
             f"{name}: idle {idle:.1f} MiB, peak {peak:.1f} MiB, after {after:.1f} MiB"
             for name, (idle, peak, after) in zip(names, figures))
-        print(f"{args.mb} MB paste: {shown}; reply {answered:.2f} s after Enter")
+        print(f"{args.mb} MB paste: {shown}; peak {pasted:.1f} MiB before Enter; "
+              f"reply {answered:.2f} s after Enter")
     for i, name in enumerate(names):
-        peaks = [figures[i][1] for figures, _ in runs]
-        idles = [figures[i][0] for figures, _ in runs]
+        peaks = [figures[i][1] for figures, _, _ in runs]
+        idles = [figures[i][0] for figures, _, _ in runs]
         print(f"median of {len(runs)}, {name}: idle {statistics.median(idles):.1f} MiB, "
               f"peak {statistics.median(peaks):.1f} MiB "
               f"(goal ≤ 3 × {args.mb} MB + idle = "

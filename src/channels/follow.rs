@@ -227,7 +227,7 @@ impl<P: Poster> Follower<P> {
             sender: inbound.sender,
             audience: inbound.audience,
             kind: inbound.kind,
-            text: inbound.text,
+            text: inbound.text.into(),
             approval: Some(inbound.approval),
             touched: Vec::new(),
         };

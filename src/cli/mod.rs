@@ -142,20 +142,33 @@ fn ignore_file_size_signal() {
     }
 }
 
-/// Keeps every thread's allocations in two glibc arenas rather than glibc's eight per core.
-/// tern's few threads (the UI, the picker's search, the highlighter's warm-up, blocking
-/// tasks) rarely allocate at the same moment, and each arena keeps its own freed pages, which
-/// made the process several MiB larger than what it holds; but the repository map parses on
-/// two threads that allocate all the time, and with one arena they queued on its lock (a
+/// Tunes glibc's allocator for a process that idles small and now and then holds megabytes.
+///
+/// Every thread's allocations go to two arenas rather than glibc's eight per core. tern's
+/// few threads (the UI, the picker's search, the highlighter's warm-up, blocking tasks)
+/// rarely allocate at the same moment, and each arena keeps its own freed pages, which made
+/// the process several MiB larger than what it holds; but the repository map parses on two
+/// threads that allocate all the time, and with one arena they queued on its lock (a
 /// 570-file map took 1.7x as long). glibc fixes the limit at the first thread's start.
-fn two_allocator_arenas() {
+///
+/// Blocks of [`MMAP_FROM`] or more are mapped on their own. Left to itself glibc raises that
+/// bound to the largest block freed so far (up to 32 MiB), so after one paste of megabytes
+/// every later big buffer came from the heap, grew by copying and, once freed, stayed in the
+/// process: a 10 MB paste left more than twice its size behind. Mapped blocks grow in place
+/// and go back to the system when freed.
+fn tune_allocator() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: mallopt only changes the allocator's tuning; called before any other thread
     // exists.
     unsafe {
         libc::mallopt(libc::M_ARENA_MAX, 2);
+        libc::mallopt(libc::M_MMAP_THRESHOLD, MMAP_FROM);
     }
 }
+
+/// Size from which a block gets its own mapping (see [`tune_allocator`]).
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+const MMAP_FROM: libc::c_int = 256 * 1024;
 
 /// Exit code for setup problems: bad flags, bad config, an unavailable database.
 const EXIT_SETUP: u8 = 2;
@@ -166,7 +179,7 @@ const SHUTDOWN_BOUND: std::time::Duration = std::time::Duration::from_millis(500
 /// Parses the command line, runs the command, and turns its result into an exit code.
 pub fn main() -> ExitCode {
     ignore_file_size_signal();
-    two_allocator_arenas();
+    tune_allocator();
     let cli = Cli::parse();
     // Before the runtime starts any thread: the scrub changes the process environment.
     startup::prepare();

@@ -193,28 +193,23 @@ impl SessionManager {
             None => None,
         };
         let mut restarted = false;
+        let mut input = message.input;
         loop {
             let handle = self.handle(&key, &message.project_dir).await?;
-            let (events, sent) = match filter {
+            let may_restart = !restarted && !self.stopping.load(Ordering::Acquire);
+            let events = match filter {
                 Some(filter) => match handle.subscribe(filter).await {
-                    Ok(events) => (Some(events), handle.send(message.input.clone()).await),
-                    Err(err) => (None, Err(err)),
-                },
-                None => (None, handle.send(message.input.clone()).await),
-            };
-            match sent {
-                Err(SessionError::Closed)
-                    if !restarted && !self.stopping.load(Ordering::Acquire) =>
-                {
-                    tracing::error!(session = %handle.id(), %key, "the session's actor had stopped; restarting it from its journal");
-                    let mut live = self.live.lock().await;
-                    // Only the stopped one: a reset may have put a new session in its place.
-                    if live.get(&key).is_some_and(|now| now.id() == handle.id()) {
-                        live.remove(&key);
+                    Ok(events) => Some(events),
+                    Err(SessionError::Closed) if may_restart => {
+                        self.forget_stopped(&key, &handle).await;
+                        restarted = true;
+                        continue;
                     }
-                    drop(live);
-                    restarted = true;
-                }
+                    Err(err) => return Err(err.into()),
+                },
+                None => None,
+            };
+            match handle.offer(input).await {
                 Ok(seq) => {
                     let delivered = Delivered {
                         session: handle.id().clone(),
@@ -223,8 +218,25 @@ impl SessionManager {
                     };
                     return Ok((delivered, events));
                 }
-                Err(err) => return Err(err.into()),
+                // Given back unread: it goes to the actor started in its place.
+                Err((SessionError::Closed, Some(back))) if may_restart => {
+                    input = back;
+                    self.forget_stopped(&key, &handle).await;
+                    restarted = true;
+                }
+                Err((err, _)) => return Err(err.into()),
             }
+        }
+    }
+
+    /// Drops the stopped actor `handle` from the live sessions, so the next look at `key`
+    /// starts the session again from its journal.
+    async fn forget_stopped(&self, key: &SessionKey, handle: &SessionHandle) {
+        tracing::error!(session = %handle.id(), %key, "the session's actor had stopped; restarting it from its journal");
+        let mut live = self.live.lock().await;
+        // Only the stopped one: a reset may have put a new session in its place.
+        if live.get(key).is_some_and(|now| now.id() == handle.id()) {
+            live.remove(key);
         }
     }
 

@@ -425,10 +425,13 @@ impl SessionActor {
             let Some(mut state) = self.state.take() else {
                 return;
             };
-            match self.accept(&mut state, input.clone()) {
+            // What the turn needs of the input, taken before the input moves on: its text
+            // may be megabytes.
+            let (approval, owner) = (input.approval, TurnOwner::of(&input));
+            match self.accept(&mut state, input) {
                 Ok(seq) => {
                     let _ = reply.send(Ok(seq));
-                    self.spawn_turn(state, &input);
+                    self.spawn_turn(state, approval, owner);
                     return;
                 }
                 Err(err) => {
@@ -443,13 +446,18 @@ impl SessionActor {
         }
     }
 
-    fn spawn_turn(&mut self, state: SessionState, input: &UserInput) {
+    fn spawn_turn(
+        &mut self,
+        state: SessionState,
+        approval: Option<ApprovalMode>,
+        owner: TurnOwner,
+    ) {
         let notes = TurnNotes {
             interrupted_automation: self.interrupted_note.take(),
             ..TurnNotes::default()
         };
         // An input that says how much its turn may do without asking gets a turn that does so.
-        let deps = match input.approval {
+        let deps = match approval {
             Some(mode) if mode != self.deps.approval => {
                 let mut deps = (*self.deps).clone();
                 deps.approval = mode;
@@ -457,7 +465,8 @@ impl SessionActor {
             }
             _ => self.deps.clone(),
         };
-        self.spawn_turn_for(deps, state, input.audience, TurnOwner::of(input), notes);
+        let audience = owner.audience;
+        self.spawn_turn_for(deps, state, audience, owner, notes);
     }
 
     fn spawn_turn_for(

@@ -254,13 +254,28 @@ impl SessionHandle {
     /// Journals `input` durably and returns its journal position; the turn it starts runs
     /// on afterwards. An input sent during a turn is acknowledged when its own turn starts.
     pub async fn send(&self, input: UserInput) -> Result<u64, SessionError> {
+        self.offer(input).await.map_err(|(err, _)| err)
+    }
+
+    /// [`SessionHandle::send`], giving `input` back when the session's actor had stopped
+    /// before it could be handed over, so it can go to the actor started after it without
+    /// a copy (a paste of megabytes).
+    pub async fn offer(&self, input: UserInput) -> Result<u64, (SessionError, Option<UserInput>)> {
         if input.text.trim().is_empty() {
-            return Err(SessionError::EmptyInput);
+            return Err((SessionError::EmptyInput, None));
         }
-        let input = self.with_prompt(input).await?;
+        let input = self.with_prompt(input).await.map_err(|err| (err, None))?;
         let (reply, rx) = oneshot::channel();
-        self.request(Request::Send { input, reply }).await?;
-        rx.await.map_err(|_| SessionError::Closed)?
+        if let Err(refused) = self.tx.send(Request::Send { input, reply }).await {
+            let input = match refused.0 {
+                Request::Send { input, .. } => Some(input),
+                _ => None,
+            };
+            return Err((SessionError::Closed, input));
+        }
+        rx.await
+            .map_err(|_| (SessionError::Closed, None))?
+            .map_err(|err| (err, None))
     }
 
     /// `input`, its text the prompt it names (`/mcp__server__prompt ARGS`) as the server
@@ -276,7 +291,10 @@ impl SessionHandle {
             .prompt(project, &input.text, input.audience)
             .await
             .map_err(SessionError::Prompt)?;
-        Ok(UserInput { text, ..input })
+        Ok(UserInput {
+            text: text.into(),
+            ..input
+        })
     }
 
     /// Attaches a subscriber; events from now on arrive on the returned receiver, which may

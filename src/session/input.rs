@@ -12,6 +12,7 @@ use crate::prompt;
 use crate::store::{JournalEvent, StoreError, title_from_input};
 use crate::tools::ApprovalMode;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 /// Input for the session, from any front end.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -20,7 +21,7 @@ pub struct UserInput {
     pub audience: Audience,
     /// A person, or which automation.
     pub kind: InputKind,
-    pub text: String,
+    pub text: InputText,
     /// How much the turn this input starts may do without asking, when not what the session
     /// says (`tern run --approve`); inputs that join a running turn keep that turn's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -33,7 +34,7 @@ pub struct UserInput {
 
 impl UserInput {
     /// Text typed by the person at this terminal.
-    pub fn local(text: impl Into<String>) -> Self {
+    pub fn local(text: impl Into<InputText>) -> Self {
         Self {
             sender: Sender::local_user(),
             audience: Audience::Personal,
@@ -46,7 +47,7 @@ impl UserInput {
 
     /// Text typed at a terminal that answers approvals: its turn asks the person, whatever
     /// the process serving the session would otherwise do.
-    pub fn asking(text: impl Into<String>) -> Self {
+    pub fn asking(text: impl Into<InputText>) -> Self {
         Self {
             approval: Some(ApprovalMode::Ask),
             ..Self::local(text)
@@ -56,6 +57,71 @@ impl UserInput {
     /// Whether no person typed this.
     pub fn is_automation(&self) -> bool {
         self.kind.is_automation() || self.sender.automated
+    }
+}
+
+/// An input's text, shared rather than copied on its way in: a front end that may have to
+/// give a message back keeps a handle on the same text the session journals, so a paste of
+/// megabytes exists once. Serialized as a plain string.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(from = "String")]
+pub struct InputText(Arc<String>);
+
+impl serde::Serialize for InputText {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        // Written from where it is: a shared text is not copied to be sent.
+        serializer.serialize_str(&self.0)
+    }
+}
+
+impl InputText {
+    /// The text as a `String`: moved out when nothing else holds it, else copied.
+    pub fn into_string(self) -> String {
+        Arc::try_unwrap(self.0).unwrap_or_else(|shared| shared.as_str().to_owned())
+    }
+}
+
+impl std::ops::Deref for InputText {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl From<String> for InputText {
+    fn from(text: String) -> Self {
+        Self(Arc::new(text))
+    }
+}
+
+impl From<&str> for InputText {
+    fn from(text: &str) -> Self {
+        Self(Arc::new(text.to_owned()))
+    }
+}
+
+impl From<&String> for InputText {
+    fn from(text: &String) -> Self {
+        Self::from(text.as_str())
+    }
+}
+
+impl From<InputText> for String {
+    fn from(text: InputText) -> Self {
+        text.into_string()
+    }
+}
+
+impl PartialEq<str> for InputText {
+    fn eq(&self, other: &str) -> bool {
+        self.0.as_str() == other
+    }
+}
+
+impl PartialEq<&str> for InputText {
+    fn eq(&self, other: &&str) -> bool {
+        self.0.as_str() == *other
     }
 }
 
@@ -112,23 +178,25 @@ pub fn journal_input(
     input: UserInput,
 ) -> Result<(u64, String), SessionError> {
     let limit = deps.settings.max_message_bytes;
-    // Taken as it came unless a line must be quoted: a paste of megabytes is not copied.
-    let text = match prompt::quote_lookalikes(&input.text) {
-        std::borrow::Cow::Owned(quoted) => quoted,
-        std::borrow::Cow::Borrowed(_) => input.text,
+    // Taken as it came unless a line must be quoted: a paste of megabytes is not copied; it
+    // goes to its artifact from where it is.
+    let quoted = match prompt::quote_lookalikes(&input.text) {
+        std::borrow::Cow::Owned(quoted) => Some(quoted),
+        std::borrow::Cow::Borrowed(_) => None,
     };
-    let text = if text.len() > limit {
+    let whole: &str = quoted.as_deref().unwrap_or(&input.text);
+    let text = if whole.len() > limit {
         let name = format!("input-{}.txt", state.messages.len());
-        let Some(saved) = dirs.save_artifact(&name, &text) else {
+        let Some(saved) = dirs.save_artifact(&name, whole) else {
             return Err(SessionError::Oversized {
-                bytes: text.len(),
+                bytes: whole.len(),
                 limit,
                 dir: dirs.artifact_dir.clone(),
             });
         };
-        oversize_placeholder(text.len(), limit, Some(&saved))
+        oversize_placeholder(whole.len(), limit, Some(&saved))
     } else {
-        text
+        quoted.unwrap_or_else(|| input.text.into_string())
     };
     let mut events = vec![JournalEvent::InputAccepted {
         sender: input.sender,

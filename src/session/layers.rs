@@ -381,8 +381,8 @@ pub async fn preview(
             .prompt(&state.project_dir, &input.text, input.audience)
             .await
         {
-            Ok(text) => text,
-            Err(err) => format!("(this prompt command would be refused: {err})"),
+            Ok(text) => text.into(),
+            Err(err) => format!("(this prompt command would be refused: {err})").into(),
         };
     }
     let audience = input.audience;

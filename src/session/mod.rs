@@ -39,7 +39,7 @@ pub use events::{
     Dropped, JournalHead, OutputFilter, SUBSCRIBER_BACKLOG, SessionEvent, Stamped, Subscription,
 };
 pub use handle::{ChildStart, DrainedTurn, KeepAwake, SessionHandle};
-pub use input::{SessionError, UserInput};
+pub use input::{InputText, SessionError, UserInput};
 pub use layers::{map_focus, preview};
 pub use phase::{IllegalTransition, Phase};
 pub use redact::Redactor;

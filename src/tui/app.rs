@@ -565,17 +565,14 @@ impl App {
                 self.panes.event(&run, &event, now);
             }
             AppEvent::NotSent { text, error } => {
-                if let Some(at) = self.transcript.cells.iter().rposition(
-                    |c| matches!(&c.kind, CellKind::User { text: t, queued: true } if *t == text),
-                ) {
-                    self.transcript.cells.remove(at);
-                }
+                self.transcript.unsent(&text);
                 self.transcript.push(CellKind::Error {
                     category: "not sent".into(),
                     message: format!("{error} (your message is back in the composer)"),
                 });
                 if self.composer.is_empty() {
-                    self.composer.set(&text);
+                    // As a paste: a long message comes back behind its marker again.
+                    self.composer.paste(text);
                 }
             }
             AppEvent::ShellDone {

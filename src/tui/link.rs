@@ -14,7 +14,7 @@ use crate::domain::{Answer, SessionId, SessionKey};
 use crate::gateway::catalog::{JournalRecord, Overrides, SessionMeta};
 use crate::gateway::remote::OWNER_LEFT;
 use crate::gateway::{Feed, FeedItem, SessionService};
-use crate::session::{OutputFilter, UserInput};
+use crate::session::{InputText, OutputFilter, UserInput};
 use std::path::PathBuf;
 use std::time::Duration;
 use tokio::sync::mpsc;
@@ -215,12 +215,16 @@ impl Link {
         let following = self.following();
         let (service, tx) = (self.service.clone(), self.tx.clone());
         let (key, dir) = (self.key.clone(), self.project_dir.clone());
+        // Kept to give back if the send fails: the same text the session journals, shared,
+        // not a copy of a paste of megabytes.
+        let text = InputText::from(text);
+        let kept = text.clone();
         tokio::spawn(async move {
             if let Some(following) = following {
                 following.run().await;
             }
             match service
-                .send(key.as_str(), &dir, UserInput::asking(text.clone()))
+                .send(key.as_str(), &dir, UserInput::asking(text))
                 .await
             {
                 Ok(delivered) => {
@@ -233,7 +237,7 @@ impl Link {
                 }
                 Err(err) => {
                     let _ = tx.send(AppEvent::NotSent {
-                        text,
+                        text: kept.into_string(),
                         error: err.to_string(),
                     });
                 }

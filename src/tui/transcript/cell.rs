@@ -77,9 +77,12 @@ pub struct ToolCell {
 /// What a cell shows.
 #[derive(Debug, Clone, PartialEq)]
 pub enum CellKind {
-    /// A message the person sent; `queued` until the session has taken it in.
+    /// A message the person sent; `queued` until the session has taken it in. Of a message
+    /// of megabytes only the lines the cell can show are kept, `left_out` counting the
+    /// lines between them (see [`super::long_text::kept`]).
     User {
         text: String,
+        left_out: usize,
         queued: bool,
     },
     /// The assistant's reply, streamed in; `interrupted` when the person stopped it.
@@ -222,9 +225,14 @@ impl Cell {
 fn render(kind: &CellKind, width: u16, view: View, theme: &Theme) -> Vec<Line<'static>> {
     let width = width.max(4);
     let mut lines = match kind {
-        CellKind::User { text, queued } => {
+        CellKind::User {
+            text,
+            left_out,
+            queued,
+        } => {
             let mut lines = folded_message(
                 text,
+                *left_out,
                 width,
                 view,
                 "› ",

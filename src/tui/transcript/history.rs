@@ -20,13 +20,17 @@ pub fn cells_from_history(records: &[JournalRecord]) -> Vec<Cell> {
     let push = |cells: &mut Vec<Cell>, kind| cells.push(Cell::new(kind));
     for record in records {
         match &record.event {
-            JournalEvent::InputAccepted { text, .. } => push(
-                &mut cells,
-                CellKind::User {
-                    text: text.clone(),
-                    queued: false,
-                },
-            ),
+            JournalEvent::InputAccepted { text, .. } => {
+                let (text, left_out) = super::long_text::kept(text);
+                push(
+                    &mut cells,
+                    CellKind::User {
+                        text,
+                        left_out,
+                        queued: false,
+                    },
+                )
+            }
             JournalEvent::AssistantMessage { content, .. } => {
                 for block in content {
                     match block {
@@ -254,7 +258,7 @@ mod tests {
         ]));
         let kinds: Vec<&CellKind> = cells.iter().map(|c| &c.kind).collect();
         assert!(
-            matches!(kinds[0], CellKind::User { text, queued: false } if text == "find the bug")
+            matches!(kinds[0], CellKind::User { text, queued: false, .. } if text == "find the bug")
         );
         assert!(matches!(kinds[1], CellKind::Thinking { .. }));
         assert!(matches!(kinds[2], CellKind::Assistant { text, .. } if text == "Looking."));

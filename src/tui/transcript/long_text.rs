@@ -1,7 +1,8 @@
 //! A person's long message folded to what its cell shows: its first and last lines with the
 //! count of those between, so a pasted log of a hundred thousand lines costs the transcript no
 //! more than a screenful to lay out. Ctrl-O (the view's `tools_open`) shows more of it, still
-//! bounded; the whole text stays in the cell for `/export` and the session's journal.
+//! bounded. A message of megabytes is not even kept whole in its cell: only the lines the cell
+//! can show open are ([`kept`]); the session keeps the whole text (as an artifact).
 
 use super::cell::View;
 use crate::tui::theme::Theme;
@@ -17,12 +18,53 @@ const COLLAPSED_END_LINES: usize = 4;
 const OPEN_END_LINES: usize = 200;
 /// Bytes of one line laid out; a longer line is cut, its length said.
 const MAX_LINE_BYTES: usize = 2_000;
+/// Bytes of a message its cell keeps whole; of a longer one it keeps the lines it can show.
+const KEEP_WHOLE_BYTES: usize = 256 * 1024;
+
+/// What a cell keeps of the message `text`, and how many of its lines that leaves out: all
+/// of it, unless it is over [`KEEP_WHOLE_BYTES`] with lines to spare beyond those shown when
+/// the cell is open; then its first and last [`OPEN_END_LINES`] lines, the count of those
+/// between being the second value. What is kept is the same for the same text.
+pub fn kept(text: &str) -> (String, usize) {
+    if text.len() <= KEEP_WHOLE_BYTES {
+        return (text.to_owned(), 0);
+    }
+    let count = text.lines().count();
+    if count <= 2 * OPEN_END_LINES + 1 {
+        return (text.to_owned(), 0);
+    }
+    let mut ends: Vec<&str> = text.lines().take(OPEN_END_LINES).collect();
+    let mut tail: Vec<&str> = text.lines().rev().take(OPEN_END_LINES).collect();
+    tail.reverse();
+    ends.extend(tail);
+    (ends.join("\n"), count - 2 * OPEN_END_LINES)
+}
+
+/// The message a cell kept, as `/export` writes it: whole, or with a line saying how many
+/// lines were left out where they were.
+pub fn exported(text: &str, left_out: usize) -> std::borrow::Cow<'_, str> {
+    if left_out == 0 {
+        return text.into();
+    }
+    let head: Vec<&str> = text.lines().take(OPEN_END_LINES).collect();
+    let tail: Vec<&str> = text.lines().skip(OPEN_END_LINES).collect();
+    format!(
+        "{}\n\n[… {} lines left out here; the session keeps the whole message]\n\n{}",
+        head.join("\n"),
+        crate::domain::cut::group_digits(left_out as u64),
+        tail.join("\n")
+    )
+    .into()
+}
 
 /// `text` after a marker, indented as wide on the lines after it: whole when short, else its
-/// first and last lines around a line counting those left out. Only the lines shown are
-/// wrapped, so the cost is bounded whatever the message's size.
+/// first and last lines around a line counting those left out (`left_out` lines were already
+/// left out of `text` by [`kept`], between its halves). Only the lines shown are wrapped, so
+/// the cost is bounded whatever the message's size.
+#[allow(clippy::too_many_arguments)]
 pub fn folded_message(
     text: &str,
+    left_out: usize,
     width: u16,
     view: View,
     marker: &str,
@@ -36,7 +78,8 @@ pub fn folded_message(
         let text = if text.is_empty() { " " } else { text };
         wrap_prefixed(&[Span::styled(text.to_owned(), style)], width, lead, &rest)
     };
-    let count = text.lines().count();
+    let kept_lines = text.lines().count();
+    let count = kept_lines + left_out;
     if count <= FOLD_OVER_LINES && text.len() <= MAX_LINE_BYTES * FOLD_OVER_LINES {
         return wrap(text, &first);
     }
@@ -49,7 +92,7 @@ pub fn folded_message(
     let (head_count, hidden) = if count > 2 * ends + 1 {
         (ends, count - 2 * ends)
     } else {
-        (count, 0)
+        (kept_lines, 0)
     };
     let mut out = Vec::new();
     for (i, line) in text.lines().take(head_count).enumerate() {

@@ -198,9 +198,9 @@ impl Transcript {
         let mut out = String::new();
         for cell in &self.cells {
             match &cell.kind {
-                CellKind::User { text, .. } => {
+                CellKind::User { text, left_out, .. } => {
                     out.push_str("## You\n\n");
-                    out.push_str(text);
+                    out.push_str(&long_text::exported(text, *left_out));
                     out.push_str("\n\n");
                 }
                 CellKind::Assistant { text, .. } => {

@@ -155,10 +155,22 @@ impl Transcript {
     pub fn sent(&mut self, text: &str) {
         // What streamed before it was written goes above it.
         self.commit_pending();
+        let (text, left_out) = super::long_text::kept(text);
         self.push(CellKind::User {
-            text: text.to_owned(),
+            text,
+            left_out,
             queued: true,
         });
+    }
+
+    /// The message `text` was not sent after all: its queued cell goes.
+    pub fn unsent(&mut self, text: &str) {
+        let (kept, _) = super::long_text::kept(text);
+        if let Some(at) = self.cells.iter().rposition(
+            |c| matches!(&c.kind, CellKind::User { text, queued: true, .. } if *text == kept),
+        ) {
+            self.cells.remove(at);
+        }
     }
 
     /// The oldest queued message was taken in; an input from elsewhere is added.
@@ -170,20 +182,28 @@ impl Transcript {
         match queued {
             Some(at) => {
                 let cell = self.cells.remove(at);
-                let CellKind::User { text: sent, .. } = cell.kind else {
+                let CellKind::User {
+                    text: sent,
+                    left_out,
+                    ..
+                } = cell.kind
+                else {
                     return;
                 };
                 // It goes where the session took it in: after what came before it.
                 self.end_round();
                 self.push(CellKind::User {
                     text: sent,
+                    left_out,
                     queued: false,
                 });
             }
             None => {
                 self.end_round();
+                let (text, left_out) = super::long_text::kept(text);
                 self.push(CellKind::User {
-                    text: text.to_owned(),
+                    text,
+                    left_out,
                     queued: false,
                 });
             }

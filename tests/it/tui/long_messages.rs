@@ -96,3 +96,63 @@ fn a_short_message_is_shown_whole() {
     );
     assert!(!shown.contains("more lines"), "{shown}");
 }
+
+#[test]
+fn a_message_of_megabytes_keeps_its_ends_and_the_count_of_the_rest() {
+    let now = Instant::now();
+    let pasted = log(100_000);
+    let mut app = sent(&pasted, now);
+    // Folded as any long message: the count is of all its lines.
+    let folded = screen(&mut app, 80, 24, now);
+    assert!(
+        folded.contains("… 99992 more lines · ctrl+o to show more"),
+        "{folded}"
+    );
+    assert!(folded.contains("log line 100000\n"), "{folded}");
+    // The cell holds the lines it can show, not the megabytes; /export says what it left out.
+    let markdown = app.transcript.to_markdown();
+    assert!(markdown.len() < 20_000, "{} bytes exported", markdown.len());
+    for kept in [
+        "log line 1\n",
+        "log line 200\n",
+        "log line 99801\n",
+        "log line 100000",
+    ] {
+        assert!(markdown.contains(kept), "{kept:?} is exported");
+    }
+    assert!(!markdown.contains("log line 201\n"), "{markdown}");
+    assert!(
+        markdown.contains("[… 99,600 lines left out here; the session keeps the whole message]"),
+        "{markdown}"
+    );
+}
+
+#[test]
+fn a_message_of_megabytes_not_sent_comes_back_whole() {
+    let now = Instant::now();
+    let pasted = log(100_000);
+    let mut app = super::app();
+    app.paste(pasted.as_str());
+    let actions = app.key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE), now);
+    let [tern::tui::app::Action::Send(text)] = actions.as_slice() else {
+        panic!("the message is sent: {actions:?}");
+    };
+    assert_eq!(*text, pasted);
+    app.app_event(tern::tui::app::AppEvent::NotSent {
+        text: text.clone(),
+        error: "the session has stopped".into(),
+    });
+    let shown = screen(&mut app, 80, 24, now);
+    assert!(!shown.contains("queued"), "the queued cell went:\n{shown}");
+    assert!(
+        shown.contains("your message is back in the composer"),
+        "{shown}"
+    );
+    // Back behind a marker, and sent again whole.
+    assert!(shown.contains("[pasted 100000 lines"), "{shown}");
+    let again = app.key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE), now);
+    assert!(
+        matches!(again.as_slice(), [tern::tui::app::Action::Send(text)] if *text == pasted),
+        "sent again whole"
+    );
+}
