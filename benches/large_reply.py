@@ -2,8 +2,11 @@
 """A reply of about 110 KB (under the 128 KiB a message may keep) in awkward shapes streamed into the interface, whole process in
 tmux at 120x40: a table of 200 columns, a code block of 5,000 lines, a list nested 50 deep, a
 URL of 10,000 characters and a heading of 2,000. Measured: tern's RSS idle, its peak (`VmHWM`)
-while the reply streams and is on screen, its RSS once the turn has ended, and again once a
-later answer has pushed the reply out of view; the time the reply took to show whole.
+while the reply streams and is on screen, its RSS once the turn has ended, and again once
+short exchanges have pushed the reply out of view; the time the reply took to show whole. A
+short exchange comes first, so what any conversation loads (the highlighter's syntaxes) is in
+the figure the reply is measured against as well as the idle one. Last, Home scrolls back to
+the reply: the time until it shows and the slowest frame drawn meanwhile.
 
 Build first:  cargo build --release --bin tern --examples
 Then:         python3 benches/large_reply.py [--runs 3]
@@ -19,6 +22,8 @@ import time
 import tui_process as tp
 
 END = "END-OF-REPLY"
+# Short exchanges, the first before the reply and the rest after it, enough to push its last lines off a 40-row screen.
+PINGS = 13
 
 
 def reply_text():
@@ -33,12 +38,18 @@ def reply_text():
     return "\n".join(parts)[:127_000] + "\n" + END
 
 
+def ask(tern, text, expect, timeout=60):
+    tern.keys("-l", text)
+    tern.keys("Enter")
+    return tern.wait_for(expect, timeout=timeout)
+
+
 def one_run(root):
     path = os.path.join(root, "reply.md")
     with open(path, "w") as f:
         f.write(reply_text())
     size = os.path.getsize(path)
-    mock = tp.Mock("", extra=["--reply-file", path])
+    mock = tp.Mock("", extra=["--reply-file", path, "--pings", str(PINGS)])
     home = os.path.join(root, "home")
     project = tp.project_dir(root)
     tern = tp.Tern(home, project, mock, size=(120, 40))
@@ -46,20 +57,28 @@ def one_run(root):
         tern.wait_for("message tern")
         time.sleep(2)
         idle = tp.rss_mib(tern.pid)
-        tern.keys("-l", "show me")
-        tern.keys("Enter")
+        # One short exchange first: what any conversation loads (the highlighter's syntaxes,
+        # the first request's client) is in the figure the reply is measured against.
+        ask(tern, "PING 1", "PONG-1")
+        time.sleep(2)
+        talked = tp.rss_mib(tern.pid)
         sent = time.time()
-        shown = tern.wait_for(END, timeout=120) - sent
+        shown = ask(tern, "show me", END, timeout=120) - sent
         time.sleep(1)
         peak = tp.peak_rss_mib(tern.pid)
         ended = tp.rss_mib(tern.pid)
-        # Later answers push the reply out of view (each is the same reply: its end is what
-        # shows; the first one is what is measured against).
-        tern.keys("-l", "again")
-        tern.keys("Enter")
-        time.sleep(3)
+        # Short exchanges push the reply out of view.
+        for n in range(2, PINGS + 1):
+            ask(tern, f"PING {n}", f"PONG-{n}")
+        time.sleep(2)
         later = tp.rss_mib(tern.pid)
-        return size, idle, peak, ended, later, shown
+        # Back to the top: the reply, let go, is laid out again.
+        home_at = time.time()
+        tern.keys("Home")
+        back = tern.wait_for("r0v0", timeout=30) - home_at
+        slowest = max((taken for at, taken in tern.frame_log() if at / 1e6 >= home_at),
+                      default=0) / 1e3
+        return size, idle, talked, peak, ended, later, shown, back, slowest
     finally:
         tern.stop()
         mock.stop()
@@ -79,13 +98,14 @@ def main():
             runs.append(one_run(root))
         finally:
             shutil.rmtree(root, ignore_errors=True)
-    for size, idle, peak, ended, later, shown in runs:
-        print(f"reply {size / 1e3:.0f} KB: idle {idle:.1f} MiB, peak {peak:.1f} MiB, "
-              f"turn ended {ended:.1f} MiB, after a second such reply {later:.1f} MiB; "
-              f"whole on screen after {shown:.2f} s")
+    for size, idle, talked, peak, ended, later, shown, back, slowest in runs:
+        print(f"reply {size / 1e3:.0f} KB: idle {idle:.1f} MiB, after a short exchange "
+              f"{talked:.1f}, peak {peak:.1f} MiB, turn ended {ended:.1f} MiB, out of view "
+              f"{later:.1f} MiB; whole on screen after {shown:.2f} s; back in view after "
+              f"Home {back * 1e3:.0f} ms, slowest frame {slowest:.0f} ms")
     med = lambda i: statistics.median(r[i] for r in runs)
-    print(f"median of {len(runs)}: idle {med(1):.1f}, peak {med(2):.1f}, "
-          f"ended {med(3):.1f}, later {med(4):.1f} MiB")
+    print(f"median of {len(runs)}: idle {med(1):.1f}, talked {med(2):.1f}, peak {med(3):.1f}, "
+          f"ended {med(4):.1f}, out of view {med(5):.1f} MiB")
 
 
 if __name__ == "__main__":

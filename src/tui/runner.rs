@@ -28,8 +28,11 @@ const SUSPEND_CHECK_WITHIN: Duration = Duration::from_millis(300);
 
 /// How often moving parts (spinners, clocks) are redrawn when nothing else happens.
 const ANIMATION: Duration = Duration::from_millis(80);
-/// Cells around the view whose rendered lines stay cached.
-const KEEP_RENDERED: usize = 400;
+/// Laid-out lines kept for cells off screen, the nearest first (a line costs about a
+/// kilobyte); a reply of thousands of lines scrolled away is laid out again when it is back.
+const KEEP_RENDERED: usize = 3_000;
+/// Laid-out lines let go at once that are worth handing the freed memory back for.
+const RELEASE_AFTER_LINES: usize = 1_000;
 
 /// What the terminal UI works with.
 pub struct Launch {
@@ -542,7 +545,10 @@ impl Runner {
             };
             self.frames.request_at(next);
         }
-        app.transcript.forget_far(KEEP_RENDERED);
+        if app.transcript.forget_far(KEEP_RENDERED) >= RELEASE_AFTER_LINES {
+            // A big reply scrolled away: its memory goes back now, not at the next turn's end.
+            tokio::task::spawn_blocking(super::release_freed_memory);
+        }
         Ok(())
     }
 

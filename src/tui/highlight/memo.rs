@@ -18,6 +18,10 @@ use super::HighlightedLine;
 /// How many blocks are kept: every code block on screen plus the versions of the block being
 /// streamed, which age out first since each is used once.
 pub(super) const CAPACITY: usize = 64;
+/// Highlighted lines kept in all (a line costs about a kilobyte): a block of thousands of
+/// lines is highlighted again when it is laid out again rather than held for good, so what
+/// the memo holds stays a few MiB whatever the replies were.
+pub(super) const LINE_BUDGET: usize = 3_000;
 
 /// Where a longer version of a block can pick up: the byte offset after a complete line, the
 /// lines highlighted up to it, and syntect's state there.
@@ -45,6 +49,17 @@ struct Entry {
     lines: Arc<[HighlightedLine]>,
     resume: Option<Resume>,
     last_used: u64,
+}
+
+impl Entry {
+    /// The highlighted lines it holds, counted against [`LINE_BUDGET`].
+    fn weight(&self) -> usize {
+        weight(&self.lines, self.resume.as_ref())
+    }
+}
+
+fn weight(lines: &[HighlightedLine], resume: Option<&Resume>) -> usize {
+    lines.len() + resume.map_or(0, |r| r.lines.len())
 }
 
 #[derive(Default)]
@@ -90,7 +105,8 @@ pub(super) fn lookup(code: &str, syntax: &str, theme: &str) -> Lookup {
         .map_or(Lookup::Miss, Lookup::Resume)
 }
 
-/// Stores a highlighted block, evicting the least recently used one when full.
+/// Stores a highlighted block, evicting the least recently used ones until it fits; a block
+/// over the whole budget is not kept.
 pub(super) fn store(
     code: &str,
     syntax: &str,
@@ -104,15 +120,22 @@ pub(super) fn store(
     memo.clock += 1;
     let now = memo.clock;
     let hash = key(code, syntax, theme);
-    if memo.entries.len() >= CAPACITY && !memo.entries.contains_key(&hash) {
+    memo.entries.remove(&hash);
+    let needed = weight(&lines, resume.as_ref());
+    if needed > LINE_BUDGET {
+        return;
+    }
+    let mut held: usize = memo.entries.values().map(Entry::weight).sum();
+    while memo.entries.len() >= CAPACITY || held + needed > LINE_BUDGET {
         let oldest = memo
             .entries
             .iter()
             .min_by_key(|(_, e)| e.last_used)
             .map(|(h, _)| *h);
-        if let Some(oldest) = oldest {
-            memo.entries.remove(&oldest);
-        }
+        let Some(entry) = oldest.and_then(|oldest| memo.entries.remove(&oldest)) else {
+            break;
+        };
+        held -= entry.weight();
     }
     memo.entries.insert(
         hash,
@@ -133,6 +156,13 @@ pub(super) fn len() -> usize {
 }
 
 #[cfg(test)]
+fn lines_held() -> usize {
+    MEMO.lock()
+        .map(|m| m.entries.values().map(Entry::weight).sum())
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
@@ -142,6 +172,36 @@ mod tests {
             super::super::highlight(&format!("let v{i} = {i};"), "rust", "base16-ocean.dark");
         }
         assert!(len() <= CAPACITY);
+    }
+
+    #[test]
+    fn holds_no_more_lines_than_its_budget() {
+        let block = |lines: usize, tag: &str| -> String {
+            (0..lines)
+                .map(|i| format!("let {tag}{i} = {i};\n"))
+                .collect()
+        };
+        // Blocks that fit are kept and evict the oldest; a block over the budget is not kept.
+        for round in 0..4 {
+            super::super::highlight(
+                &block(LINE_BUDGET / 3, &format!("r{round}x")),
+                "rust",
+                "base16-ocean.dark",
+            );
+            assert!(lines_held() <= LINE_BUDGET, "{} lines held", lines_held());
+        }
+        let big = block(LINE_BUDGET + 1, "big");
+        let first = super::super::highlight(&big, "rust", "base16-ocean.dark");
+        assert!(lines_held() <= LINE_BUDGET, "{} lines held", lines_held());
+        assert!(matches!(
+            lookup(&big, "Rust", "base16-ocean.dark"),
+            Lookup::Miss | Lookup::Resume(_)
+        ));
+        // Highlighted again, it is the same.
+        assert_eq!(
+            super::super::highlight(&big, "rust", "base16-ocean.dark"),
+            first
+        );
     }
 
     #[test]

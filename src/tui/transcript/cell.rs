@@ -214,6 +214,11 @@ impl Cell {
         ))
     }
 
+    /// How many laid-out lines the cell holds.
+    pub fn cached_lines(&self) -> usize {
+        self.cache.as_ref().map_or(0, |c| c.lines.len())
+    }
+
     /// Drops the cached lines (to free memory for cells far off screen).
     pub fn forget(&mut self) {
         self.cache = None;

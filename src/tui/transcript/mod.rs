@@ -42,6 +42,8 @@ pub struct Transcript {
     stream: stream::Stream,
     /// The height and width of the last frame, for paging.
     last_area: (u16, u16),
+    /// The first and last cells the last frame showed.
+    shown: (usize, usize),
 }
 
 impl Transcript {
@@ -75,7 +77,9 @@ impl Transcript {
             Scroll::At { cell, line } => (cell.min(self.cells.len()), line),
         };
         let mut y = 0;
+        self.shown = (cell, cell);
         while y < height && cell < self.cells.len() {
+            self.shown.1 = cell;
             let live = self.cells[cell].live_header(now, width, theme);
             let lines = self.cells[cell].lines(width, view, theme);
             for (i, line) in lines.iter().enumerate().skip(skip) {
@@ -177,20 +181,35 @@ impl Transcript {
         self.scroll = Scroll::Bottom;
     }
 
-    /// Frees the cached lines of cells far from the view, keeping memory in step with what
-    /// is shown rather than with the session's length.
-    pub fn forget_far(&mut self, keep_around: usize) {
-        let centre = match self.scroll {
-            Scroll::Bottom => self.cells.len(),
-            Scroll::At { cell, .. } => cell,
-        };
-        let low = centre.saturating_sub(keep_around);
-        let high = centre.saturating_add(keep_around);
-        for (i, cell) in self.cells.iter_mut().enumerate() {
-            if i < low || i > high {
+    /// Frees the cached lines of cells off screen beyond `keep_lines` laid-out lines, the
+    /// nearest kept first, so what rendering holds follows what is shown rather than the
+    /// session's length or one reply's size. The cells on screen keep theirs. Returns how
+    /// many lines were let go.
+    pub fn forget_far(&mut self, keep_lines: usize) -> usize {
+        let (first, last) = self.shown;
+        let mut left = keep_lines;
+        let mut freed = 0;
+        let mut keep_or_forget = |cell: &mut Cell| {
+            let held = cell.cached_lines();
+            if held <= left {
+                left -= held;
+            } else {
+                freed += held;
                 cell.forget();
             }
+        };
+        let len = self.cells.len();
+        for distance in 1..=len {
+            let above = first.checked_sub(distance);
+            let below = last.checked_add(distance).filter(|&i| i < len);
+            if above.is_none() && below.is_none() {
+                break;
+            }
+            for index in [above, below].into_iter().flatten() {
+                keep_or_forget(&mut self.cells[index]);
+            }
         }
+        freed
     }
 
     /// The whole transcript as markdown, for `/export`.
@@ -284,6 +303,39 @@ mod tests {
         assert_eq!(rows(&mut t, 20, 4)[0], "· note 0");
         t.scroll_up(5, &theme);
         assert_eq!(rows(&mut t, 20, 4)[0], "· note 0", "the top stays the top");
+    }
+
+    #[test]
+    fn cells_off_screen_keep_their_lines_only_within_the_budget() {
+        let theme = Theme::default();
+        let code: String = (0..2_000).map(|i| format!("let v{i} = {i};\n")).collect();
+        let mut t = Transcript::default();
+        t.push(CellKind::Assistant {
+            text: format!("```rust\n{code}```"),
+            streaming: false,
+            interrupted: false,
+        });
+        let mut t2 = notes(30);
+        t.cells.append(&mut t2.cells);
+        // On screen, the big reply keeps its lines whatever their number.
+        t.to_top();
+        rows(&mut t, 60, 10);
+        t.forget_far(100);
+        assert!(t.cells[0].cached_lines() > 2_000);
+        // Scrolled away, it is over the budget and lets them go; the notes near the view,
+        // within it, keep theirs.
+        t.to_bottom();
+        t.scroll_up(20, &theme);
+        rows(&mut t, 60, 10);
+        t.to_bottom();
+        rows(&mut t, 60, 10);
+        t.forget_far(100);
+        assert_eq!(t.cells[0].cached_lines(), 0);
+        assert!(t.cells[20].cached_lines() > 0);
+        // Back in view, it is laid out again.
+        t.to_top();
+        let top = rows(&mut t, 60, 10);
+        assert!(top.iter().any(|row| row.contains("let v0 = 0;")), "{top:?}");
     }
 
     #[test]
