@@ -4,8 +4,9 @@ tmux at 120x40: a table of 200 columns, a code block of 5,000 lines, a list nest
 URL of 10,000 characters and a heading of 2,000. Measured: tern's RSS idle, its peak (`VmHWM`)
 while the reply streams and is on screen, its RSS once the turn has ended, and again once
 short exchanges have pushed the reply out of view; the time the reply took to show whole. A
-short exchange comes first, so what any conversation loads (the highlighter's syntaxes) is in
-the figure the reply is measured against as well as the idle one. Last, Home scrolls back to
+short exchange with a small code block comes first, so what any conversation with code loads
+(the highlighter's syntax definitions) is in a figure the reply is measured against as well
+as the idle one. Last, Home scrolls back to
 the reply: the time until it shows and the slowest frame drawn meanwhile.
 
 Build first:  cargo build --release --bin tern --examples
@@ -24,6 +25,9 @@ import tui_process as tp
 END = "END-OF-REPLY"
 # Short exchanges, the first before the reply and the rest after it, enough to push its last lines off a 40-row screen.
 PINGS = 13
+# Each short answer ends in a small code block, so the first one loads what any code block
+# needs (the highlighter's syntax definitions, about 7 MiB, kept for good).
+PONG_CODE = "\n\n```rust\nlet answer = 42;\n```\n"
 
 
 def reply_text():
@@ -49,7 +53,8 @@ def one_run(root):
     with open(path, "w") as f:
         f.write(reply_text())
     size = os.path.getsize(path)
-    mock = tp.Mock("", extra=["--reply-file", path, "--pings", str(PINGS)])
+    mock = tp.Mock("", extra=["--reply-file", path, "--pings", str(PINGS),
+                              "--pong-extra", PONG_CODE])
     home = os.path.join(root, "home")
     project = tp.project_dir(root)
     tern = tp.Tern(home, project, mock, size=(120, 40))

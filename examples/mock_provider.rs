@@ -18,6 +18,7 @@ use std::process::ExitCode;
 
 const USAGE: &str =
     "usage: mock_provider [--port PORT] [--reply TEXT] [--between-us N] [--words N] [--subagents N] [--pings N]
+                     [--pong-extra TEXT]
                      [--write-bytes N] [--tool-call NAME JSON]... [--repeat-calls N]
                      [--calls-per-reply N] [--timings FILE] [--sizes FILE]
   --port PORT      port on 127.0.0.1 to listen on; 0 (the default) picks a free one
@@ -29,6 +30,7 @@ const USAGE: &str =
   --pings N        a request answering \"PING n\" (n up to N) gets PONG-n, for timing a
                    short answer; with --subagents, the message holding SEND gets the calls
                    and then \"Sent them.\"
+  --pong-extra T   text after each PONG-n (a small code block, say)
   --write-bytes N  the first request gets a file_write call of big.txt with N bytes of lines
   --tool-call NAME JSON
                    a call of tool NAME with the arguments JSON; repeatable: the first
@@ -50,6 +52,7 @@ fn main() -> ExitCode {
     let mut between = std::time::Duration::ZERO;
     let mut subagents: usize = 0;
     let mut pings: usize = 0;
+    let mut pong_extra = String::new();
     let mut write_bytes: usize = 0;
     let mut timings = None;
     let mut sizes = None;
@@ -69,7 +72,7 @@ fn main() -> ExitCode {
         let value = match arg.as_str() {
             "--port" | "--reply" | "--reply-file" | "--words" | "--between-us" | "--subagents"
             | "--pings" | "--write-bytes" | "--timings" | "--sizes" | "--repeat-calls"
-            | "--calls-per-reply" => args.next(),
+            | "--calls-per-reply" | "--pong-extra" => args.next(),
             "-h" | "--help" => {
                 println!("{USAGE}");
                 return ExitCode::SUCCESS;
@@ -85,6 +88,8 @@ fn main() -> ExitCode {
         };
         if arg == "--reply" {
             reply = value;
+        } else if arg == "--pong-extra" {
+            pong_extra = value;
         } else if arg == "--reply-file" {
             match std::fs::read_to_string(&value) {
                 Ok(text) => reply = text,
@@ -193,7 +198,8 @@ fn main() -> ExitCode {
             mock.push_for_latest("SEND", Reply::text("Sent them."));
         }
         for n in 1..=pings {
-            mock.push_for_latest(&format!("PING {n}"), Reply::text(format!("PONG-{n}")));
+            let pong = format!("PONG-{n}{pong_extra}");
+            mock.push_for_latest(&format!("PING {n}"), Reply::text(pong));
         }
     }
     mock.repeat(reply);

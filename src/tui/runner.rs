@@ -28,9 +28,12 @@ const SUSPEND_CHECK_WITHIN: Duration = Duration::from_millis(300);
 
 /// How often moving parts (spinners, clocks) are redrawn when nothing else happens.
 const ANIMATION: Duration = Duration::from_millis(80);
-/// Laid-out lines kept for cells off screen, the nearest first (a line costs about a
-/// kilobyte); a reply of thousands of lines scrolled away is laid out again when it is back.
+/// Laid-out lines kept ready to draw for cells off screen, the nearest first (a line costs
+/// about a kilobyte).
 const KEEP_RENDERED: usize = 3_000;
+/// Laid-out lines kept packed beyond those (about a third of the cost); a cell further still
+/// is laid out again when it is back in view.
+const KEEP_PACKED: usize = 20_000;
 /// Laid-out lines let go at once that are worth handing the freed memory back for.
 const RELEASE_AFTER_LINES: usize = 1_000;
 
@@ -545,7 +548,7 @@ impl Runner {
             };
             self.frames.request_at(next);
         }
-        if app.transcript.forget_far(KEEP_RENDERED) >= RELEASE_AFTER_LINES {
+        if app.transcript.forget_far(KEEP_RENDERED, KEEP_PACKED) >= RELEASE_AFTER_LINES {
             // A big reply scrolled away: its memory goes back now, not at the next turn's end.
             tokio::task::spawn_blocking(super::release_freed_memory);
         }

@@ -9,6 +9,7 @@
 use super::fold::{Folded, written_as_diff};
 use super::growing::Growing;
 use super::long_text::folded_message;
+use super::packed::Packed;
 use crate::domain::call_text::summarize_input;
 use crate::domain::cut::group_digits;
 use crate::tui::theme::Theme;
@@ -126,7 +127,23 @@ struct Cached {
     width: u16,
     generation: u64,
     view: View,
-    lines: Vec<Line<'static>>,
+    laid: Laid,
+}
+
+/// A cell's laid-out lines, as they are drawn or packed while off screen.
+#[derive(Debug, Clone)]
+enum Laid {
+    Lines(Vec<Line<'static>>),
+    Packed(Packed),
+}
+
+impl Laid {
+    fn into_lines(self) -> Vec<Line<'static>> {
+        match self {
+            Laid::Lines(lines) => lines,
+            Laid::Packed(packed) => packed.unpack(),
+        }
+    }
 }
 
 impl Cell {
@@ -168,6 +185,12 @@ impl Cell {
             .cache
             .as_ref()
             .is_some_and(|c| c.width == width && c.generation == self.generation && c.view == view);
+        if current
+            && let Some(cached) = self.cache.as_mut()
+            && let Laid::Packed(packed) = &cached.laid
+        {
+            cached.laid = Laid::Lines(packed.unpack());
+        }
         if !current {
             let lines = match &self.kind {
                 CellKind::Assistant {
@@ -175,7 +198,11 @@ impl Cell {
                     streaming: true,
                     ..
                 } => {
-                    let mut lines = self.cache.take().map(|c| c.lines).unwrap_or_default();
+                    let mut lines = self
+                        .cache
+                        .take()
+                        .map(|c| c.laid.into_lines())
+                        .unwrap_or_default();
                     self.stream.render(text, width, view, theme, &mut lines);
                     lines
                 }
@@ -185,12 +212,15 @@ impl Cell {
                 width,
                 generation: self.generation,
                 view,
-                lines,
+                laid: Laid::Lines(lines),
             });
         }
         match &self.cache {
-            Some(cached) => &cached.lines,
-            None => &[],
+            Some(Cached {
+                laid: Laid::Lines(lines),
+                ..
+            }) => lines,
+            _ => &[],
         }
     }
 
@@ -214,9 +244,38 @@ impl Cell {
         ))
     }
 
-    /// How many laid-out lines the cell holds.
+    /// How many laid-out lines the cell holds ready to draw.
     pub fn cached_lines(&self) -> usize {
-        self.cache.as_ref().map_or(0, |c| c.lines.len())
+        match &self.cache {
+            Some(Cached {
+                laid: Laid::Lines(lines),
+                ..
+            }) => lines.len(),
+            _ => 0,
+        }
+    }
+
+    /// How many laid-out lines the cell holds packed.
+    pub fn packed_lines(&self) -> usize {
+        match &self.cache {
+            Some(Cached {
+                laid: Laid::Packed(packed),
+                ..
+            }) => packed.len(),
+            _ => 0,
+        }
+    }
+
+    /// Packs the cell's laid-out lines (see [`Packed`]) to keep them off screen for less.
+    pub fn pack(&mut self) {
+        if let Some(cached) = self.cache.as_mut()
+            && let Laid::Lines(lines) = &cached.laid
+        {
+            match Packed::pack(lines) {
+                Some(packed) => cached.laid = Laid::Packed(packed),
+                None => self.cache = None,
+            }
+        }
     }
 
     /// Drops the cached lines (to free memory for cells far off screen).

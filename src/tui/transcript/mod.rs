@@ -11,6 +11,7 @@ mod fold;
 mod growing;
 mod history;
 mod long_text;
+mod packed;
 mod stream;
 mod tail;
 
@@ -181,22 +182,29 @@ impl Transcript {
         self.scroll = Scroll::Bottom;
     }
 
-    /// Frees the cached lines of cells off screen beyond `keep_lines` laid-out lines, the
-    /// nearest kept first, so what rendering holds follows what is shown rather than the
-    /// session's length or one reply's size. The cells on screen keep theirs. Returns how
-    /// many lines were let go.
-    pub fn forget_far(&mut self, keep_lines: usize) -> usize {
+    /// Keeps what rendering holds in step with what is shown rather than with the session's
+    /// length or one reply's size: off screen, the nearest cells keep their laid-out lines
+    /// up to `keep` lines in all; the next ones keep them packed (see [`packed`]) up to
+    /// `keep_packed` lines; the rest let them go. The cells on screen keep theirs. Returns
+    /// how many laid-out lines were packed or let go.
+    pub fn forget_far(&mut self, keep: usize, keep_packed: usize) -> usize {
         let (first, last) = self.shown;
-        let mut left = keep_lines;
+        let (mut left, mut packed_left) = (keep, keep_packed);
         let mut freed = 0;
         let mut keep_or_forget = |cell: &mut Cell| {
             let held = cell.cached_lines();
             if held <= left {
                 left -= held;
+                return;
+            }
+            let packed = held.max(cell.packed_lines());
+            if packed <= packed_left {
+                packed_left -= packed;
+                cell.pack();
             } else {
-                freed += held;
                 cell.forget();
             }
+            freed += held;
         };
         let len = self.cells.len();
         for distance in 1..=len {
@@ -306,7 +314,7 @@ mod tests {
     }
 
     #[test]
-    fn cells_off_screen_keep_their_lines_only_within_the_budget() {
+    fn cells_off_screen_keep_their_lines_only_within_the_budgets() {
         let theme = Theme::default();
         let code: String = (0..2_000).map(|i| format!("let v{i} = {i};\n")).collect();
         let mut t = Transcript::default();
@@ -320,22 +328,36 @@ mod tests {
         // On screen, the big reply keeps its lines whatever their number.
         t.to_top();
         rows(&mut t, 60, 10);
-        t.forget_far(100);
+        t.forget_far(100, 100);
         assert!(t.cells[0].cached_lines() > 2_000);
-        // Scrolled away, it is over the budget and lets them go; the notes near the view,
-        // within it, keep theirs.
         t.to_bottom();
         t.scroll_up(20, &theme);
         rows(&mut t, 60, 10);
         t.to_bottom();
         rows(&mut t, 60, 10);
-        t.forget_far(100);
+        // Scrolled away, it is over the budget for lines ready to draw: within the one for
+        // packed lines it is packed; the notes near the view keep theirs.
+        t.forget_far(100, 5_000);
         assert_eq!(t.cells[0].cached_lines(), 0);
+        assert!(t.cells[0].packed_lines() > 2_000);
         assert!(t.cells[20].cached_lines() > 0);
-        // Back in view, it is laid out again.
         t.to_top();
-        let top = rows(&mut t, 60, 10);
-        assert!(top.iter().any(|row| row.contains("let v0 = 0;")), "{top:?}");
+        let unpacked = rows(&mut t, 60, 10);
+        assert!(
+            t.cells[0].cached_lines() > 2_000,
+            "unpacked, not laid out again"
+        );
+        // Beyond both budgets it is let go, and laid out again when back: the same rows.
+        t.to_bottom();
+        rows(&mut t, 60, 10);
+        t.forget_far(100, 100);
+        assert_eq!(t.cells[0].cached_lines() + t.cells[0].packed_lines(), 0);
+        t.to_top();
+        assert_eq!(rows(&mut t, 60, 10), unpacked);
+        assert!(
+            unpacked.iter().any(|row| row.contains("let v0 = 0;")),
+            "{unpacked:?}"
+        );
     }
 
     #[test]
