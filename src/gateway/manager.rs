@@ -194,6 +194,7 @@ impl SessionManager {
         };
         let mut restarted = false;
         let mut input = message.input;
+        let mut expanded = false;
         loop {
             let handle = self.handle(&key, &message.project_dir).await?;
             let may_restart = !restarted && !self.stopping.load(Ordering::Acquire);
@@ -209,7 +210,13 @@ impl SessionManager {
                 },
                 None => None,
             };
-            match handle.offer(input).await {
+            // Given back, the input has had its prompt expanded: it is not expanded again.
+            let sent = if expanded {
+                handle.hand_over(input).await
+            } else {
+                handle.offer(input).await
+            };
+            match sent {
                 Ok(seq) => {
                     let delivered = Delivered {
                         session: handle.id().clone(),
@@ -221,6 +228,7 @@ impl SessionManager {
                 // Given back unread: it goes to the actor started in its place.
                 Err((SessionError::Closed, Some(back))) if may_restart => {
                     input = back;
+                    expanded = true;
                     self.forget_stopped(&key, &handle).await;
                     restarted = true;
                 }

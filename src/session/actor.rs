@@ -224,6 +224,13 @@ impl SessionActor {
         let closers = std::mem::take(&mut self.closers);
         let drainers = std::mem::take(&mut self.drainers);
         drop(self);
+        // Inputs sent while it stopped go back to their senders unread.
+        requests.close();
+        while let Ok(request) = requests.try_recv() {
+            if let Request::Send { input, reply } = request {
+                let _ = reply.send(Err(SessionError::NotTaken(Box::new(input))));
+            }
+        }
         drop(requests);
         for reply in closers {
             let _ = reply.send(());
@@ -248,8 +255,8 @@ impl SessionActor {
         }
         match request {
             Request::Send { input, reply } if self.accepting => self.arrive(input, reply),
-            Request::Send { reply, .. } => {
-                let _ = reply.send(Err(SessionError::Closed));
+            Request::Send { input, reply } => {
+                let _ = reply.send(Err(SessionError::NotTaken(Box::new(input))));
             }
             Request::Subscribe {
                 filter,

@@ -257,14 +257,23 @@ impl SessionHandle {
         self.offer(input).await.map_err(|(err, _)| err)
     }
 
-    /// [`SessionHandle::send`], giving `input` back when the session's actor had stopped
-    /// before it could be handed over, so it can go to the actor started after it without
-    /// a copy (a paste of megabytes).
+    /// [`SessionHandle::send`], giving `input` back when the session's actor stopped before
+    /// it took the input in, so it can go to the actor started after it without a copy (a
+    /// paste of megabytes). The input given back has had its prompt (`/mcp__…`) expanded:
+    /// it is sent again with [`SessionHandle::hand_over`].
     pub async fn offer(&self, input: UserInput) -> Result<u64, (SessionError, Option<UserInput>)> {
         if input.text.trim().is_empty() {
             return Err((SessionError::EmptyInput, None));
         }
         let input = self.with_prompt(input).await.map_err(|err| (err, None))?;
+        self.hand_over(input).await
+    }
+
+    /// [`SessionHandle::offer`] for an input whose prompt is expanded already.
+    pub async fn hand_over(
+        &self,
+        input: UserInput,
+    ) -> Result<u64, (SessionError, Option<UserInput>)> {
         let (reply, rx) = oneshot::channel();
         if let Err(refused) = self.tx.send(Request::Send { input, reply }).await {
             let input = match refused.0 {
@@ -273,9 +282,12 @@ impl SessionHandle {
             };
             return Err((SessionError::Closed, input));
         }
-        rx.await
-            .map_err(|_| (SessionError::Closed, None))?
-            .map_err(|err| (err, None))
+        match rx.await {
+            Ok(Ok(seq)) => Ok(seq),
+            Ok(Err(SessionError::NotTaken(input))) => Err((SessionError::Closed, Some(*input))),
+            Ok(Err(err)) => Err((err, None)),
+            Err(_) => Err((SessionError::Closed, None)),
+        }
     }
 
     /// `input`, its text the prompt it names (`/mcp__server__prompt ARGS`) as the server

@@ -134,6 +134,10 @@ pub enum SessionError {
     Phase(#[from] IllegalTransition),
     #[error("the session has stopped and takes no more requests")]
     Closed,
+    /// [`SessionError::Closed`] for an input the actor had not taken in: given back, so it
+    /// can go to the actor started in its place (see `SessionHandle::offer`).
+    #[error("the session has stopped and takes no more requests")]
+    NotTaken(Box<UserInput>),
     #[error("the input is empty; type a message for the model")]
     EmptyInput,
     #[error(

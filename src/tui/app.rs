@@ -570,10 +570,9 @@ impl App {
                     category: "not sent".into(),
                     message: format!("{error} (your message is back in the composer)"),
                 });
-                if self.composer.is_empty() {
-                    // As a paste: a long message comes back behind its marker again.
-                    self.composer.paste(text);
-                }
+                // As a paste: a long message comes back behind its marker again, and after
+                // whatever was typed since.
+                self.composer.paste(text);
             }
             AppEvent::ShellDone {
                 command,

@@ -518,8 +518,6 @@ impl Composer {
     }
 }
 
-/// `shown` with each paste marker replaced by its text, in one pass into a string sized for
-/// the result; a marker's text is not searched for other markers.
 /// `text` with its line ends made `\n` (terminals paste `\r` and `\r\n`), in place: a paste
 /// of megabytes is not copied.
 fn unix_line_ends(text: String) -> String {
@@ -542,6 +540,8 @@ fn unix_line_ends(text: String) -> String {
         .unwrap_or_else(|err| String::from_utf8_lossy(err.as_bytes()).into_owned())
 }
 
+/// `shown` with each paste marker replaced by its text, in one pass into a string sized for
+/// the result; a marker's text is not searched for other markers.
 fn expanded(shown: &str, pastes: &[(String, String)]) -> String {
     let extra: usize = pastes.iter().map(|(_, pasted)| pasted.len()).sum();
     let mut out = String::with_capacity(shown.len() + extra);

@@ -18,26 +18,37 @@ const COLLAPSED_END_LINES: usize = 4;
 const OPEN_END_LINES: usize = 200;
 /// Bytes of one line laid out; a longer line is cut, its length said.
 const MAX_LINE_BYTES: usize = 2_000;
+/// Bytes the note of a cut line may take beyond [`MAX_LINE_BYTES`].
+const CUT_NOTE_ROOM: usize = 40;
 /// Bytes of a message its cell keeps whole; of a longer one it keeps the lines it can show.
 const KEEP_WHOLE_BYTES: usize = 256 * 1024;
 
 /// What a cell keeps of the message `text`, and how many of its lines that leaves out: all
-/// of it, unless it is over [`KEEP_WHOLE_BYTES`] with lines to spare beyond those shown when
-/// the cell is open; then its first and last [`OPEN_END_LINES`] lines, the count of those
-/// between being the second value. What is kept is the same for the same text.
+/// of it when it is within [`KEEP_WHOLE_BYTES`]; else its lines cut to [`MAX_LINE_BYTES`],
+/// and of more than the cell shows open only the first and last [`OPEN_END_LINES`], the
+/// count of those between being the second value. Each kept line ends in `\n`, so empty ones
+/// are kept too. What is kept is the same for the same text, and at most about 800 KB.
 pub fn kept(text: &str) -> (String, usize) {
     if text.len() <= KEEP_WHOLE_BYTES {
         return (text.to_owned(), 0);
     }
     let count = text.lines().count();
+    let keep = |kept: &mut String, line: &str| {
+        kept.push_str(&cut(line));
+        kept.push('\n');
+    };
+    let mut kept = String::new();
     if count <= 2 * OPEN_END_LINES + 1 {
-        return (text.to_owned(), 0);
+        text.lines().for_each(|line| keep(&mut kept, line));
+        return (kept, 0);
     }
-    let mut ends: Vec<&str> = text.lines().take(OPEN_END_LINES).collect();
+    text.lines()
+        .take(OPEN_END_LINES)
+        .for_each(|line| keep(&mut kept, line));
     let mut tail: Vec<&str> = text.lines().rev().take(OPEN_END_LINES).collect();
     tail.reverse();
-    ends.extend(tail);
-    (ends.join("\n"), count - 2 * OPEN_END_LINES)
+    tail.into_iter().for_each(|line| keep(&mut kept, line));
+    (kept, count - 2 * OPEN_END_LINES)
 }
 
 /// The message a cell kept, as `/export` writes it: whole, or with a line saying how many
@@ -123,9 +134,10 @@ fn rest_of(rest: &Line<'_>) -> String {
     rest.spans.iter().map(|s| s.content.as_ref()).collect()
 }
 
-/// `line`, or its start and its length when it is too long to lay out.
+/// `line`, or its start and its length when it is too long to lay out. A line cut already
+/// (by [`kept`]) is within the room its note takes, and is not cut again.
 fn cut(line: &str) -> std::borrow::Cow<'_, str> {
-    if line.len() <= MAX_LINE_BYTES {
+    if line.len() <= MAX_LINE_BYTES + CUT_NOTE_ROOM {
         return line.into();
     }
     let mut end = MAX_LINE_BYTES;

@@ -14,9 +14,11 @@ mod long_text;
 mod packed;
 mod stream;
 mod tail;
+mod tool_cell;
 
-pub use cell::{Cell, CellKind, ToolCell, ToolStatus, View, format_duration};
+pub use cell::{Cell, CellKind, ToolCell, ToolStatus, View};
 pub use history::{cells_from_history, last_usage};
+pub use tool_cell::format_duration;
 
 use crate::tui::theme::Theme;
 use ratatui::buffer::Buffer;
@@ -143,13 +145,13 @@ impl Transcript {
         self.scroll = Scroll::At { cell, line };
     }
 
-    /// Scrolls down by `lines`; reaching the end follows new output again.
+    /// Scrolls down by `lines`; reaching the end follows new output again. Only the cells
+    /// from the view down are looked at, so cells far below, let go, are not laid out again.
     pub fn scroll_down(&mut self, lines: usize, theme: &Theme) {
         let Scroll::At { mut cell, mut line } = self.scroll else {
             return;
         };
         let (height, width) = self.last_area;
-        let bottom = self.top_for_bottom(width, height as usize, theme);
         let mut left = lines;
         while left > 0 && cell < self.cells.len() {
             let h = self.cells[cell].height(width, self.view, theme);
@@ -162,11 +164,34 @@ impl Transcript {
                 line = 0;
             }
         }
-        self.scroll = if (cell, line) >= bottom {
+        self.scroll = if self.fits_below(cell, line, width, height as usize, theme) {
             Scroll::Bottom
         } else {
             Scroll::At { cell, line }
         };
+    }
+
+    /// Whether the lines from line `line` of cell `cell` to the end fit in `height` rows.
+    fn fits_below(
+        &mut self,
+        cell: usize,
+        line: usize,
+        width: u16,
+        height: usize,
+        theme: &Theme,
+    ) -> bool {
+        let view = self.view;
+        let mut below = 0usize;
+        for (i, c) in self.cells.iter_mut().enumerate().skip(cell) {
+            below += c.height(width, view, theme);
+            if i == cell {
+                below = below.saturating_sub(line);
+            }
+            if below > height {
+                return false;
+            }
+        }
+        true
     }
 
     /// A screen's worth of lines, less two kept for context.
@@ -188,25 +213,32 @@ impl Transcript {
     /// `keep_packed` lines; the rest let them go. The cells on screen keep theirs. Returns
     /// how many laid-out lines were packed or let go.
     pub fn forget_far(&mut self, keep: usize, keep_packed: usize) -> usize {
-        let (first, last) = self.shown;
+        let len = self.cells.len();
+        if len == 0 {
+            return 0;
+        }
+        // Cells may have gone since the frame that set `shown`.
+        let (first, last) = (self.shown.0.min(len - 1), self.shown.1.min(len - 1));
         let (mut left, mut packed_left) = (keep, keep_packed);
         let mut freed = 0;
         let mut keep_or_forget = |cell: &mut Cell| {
-            let held = cell.cached_lines();
-            if held <= left {
-                left -= held;
+            let ready = cell.cached_lines();
+            if ready > 0 && ready <= left {
+                left -= ready;
                 return;
             }
-            let packed = held.max(cell.packed_lines());
+            let packed = ready.max(cell.packed_lines());
+            if packed == 0 {
+                return;
+            }
             if packed <= packed_left {
                 packed_left -= packed;
                 cell.pack();
             } else {
                 cell.forget();
             }
-            freed += held;
+            freed += ready;
         };
-        let len = self.cells.len();
         for distance in 1..=len {
             let above = first.checked_sub(distance);
             let below = last.checked_add(distance).filter(|&i| i < len);
@@ -347,9 +379,12 @@ mod tests {
             t.cells[0].cached_lines() > 2_000,
             "unpacked, not laid out again"
         );
-        // Beyond both budgets it is let go, and laid out again when back: the same rows.
+        // Packed again, then beyond both budgets, it is let go, and laid out again when
+        // back: the same rows.
         t.to_bottom();
         rows(&mut t, 60, 10);
+        t.forget_far(100, 5_000);
+        assert!(t.cells[0].packed_lines() > 2_000);
         t.forget_far(100, 100);
         assert_eq!(t.cells[0].cached_lines() + t.cells[0].packed_lines(), 0);
         t.to_top();
@@ -358,6 +393,16 @@ mod tests {
             unpacked.iter().any(|row| row.contains("let v0 = 0;")),
             "{unpacked:?}"
         );
+    }
+
+    #[test]
+    fn cells_gone_since_the_last_frame_are_not_looked_for() {
+        let mut t = notes(10);
+        rows(&mut t, 20, 4);
+        t.cells.truncate(3);
+        t.forget_far(0, 0);
+        t.cells.clear();
+        assert_eq!(t.forget_far(0, 0), 0);
     }
 
     #[test]

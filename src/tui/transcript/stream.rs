@@ -164,12 +164,25 @@ impl Transcript {
     }
 
     /// The message `text` was not sent after all: its queued cell goes.
+    /// The message may have gone with the output of `!` lines before it, which its cell
+    /// does not show: it is the message's end.
     pub fn unsent(&mut self, text: &str) {
         let (kept, _) = super::long_text::kept(text);
-        if let Some(at) = self.cells.iter().rposition(
-            |c| matches!(&c.kind, CellKind::User { text, queued: true, .. } if *text == kept),
-        ) {
-            self.cells.remove(at);
+        let Some(at) = self.cells.iter().rposition(|c| {
+            matches!(&c.kind, CellKind::User { text: shown, queued: true, left_out }
+                if *shown == kept || (*left_out == 0 && text.ends_with(shown.as_str())))
+        }) else {
+            return;
+        };
+        self.cells.remove(at);
+        // The streaming cells' places move up with it.
+        for place in [&mut self.stream.answer, &mut self.stream.thought]
+            .into_iter()
+            .flatten()
+        {
+            if *place > at {
+                *place -= 1;
+            }
         }
     }
 

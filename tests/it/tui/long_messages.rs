@@ -156,3 +156,33 @@ fn a_message_of_megabytes_not_sent_comes_back_whole() {
         "sent again whole"
     );
 }
+
+#[test]
+fn a_message_of_one_huge_line_keeps_its_start_and_length() {
+    let now = Instant::now();
+    let line = "x".repeat(1_000_000);
+    let mut app = sent(&line, now);
+    let markdown = app.transcript.to_markdown();
+    assert!(markdown.len() < 10_000, "{} bytes exported", markdown.len());
+    assert!(
+        markdown.contains("… (1000000 bytes in all)"),
+        "{markdown:.200}"
+    );
+    let shown = screen(&mut app, 80, 24, now);
+    assert!(shown.contains("x".repeat(70).as_str()), "{shown}");
+}
+
+#[test]
+fn an_empty_last_line_is_kept_with_the_ends() {
+    let now = Instant::now();
+    let pasted = format!("{}\n", log(100_000));
+    let mut app = sent(&pasted, now);
+    let markdown = app.transcript.to_markdown();
+    assert!(
+        markdown.contains("log line 99802\n") && markdown.contains("log line 100000\n\n"),
+        "the tail is the last 200 lines, the empty one among them"
+    );
+    assert!(!markdown.contains("log line 99801\n"), "{markdown}");
+    let folded = screen(&mut app, 80, 24, now);
+    assert!(folded.contains("… 99993 more lines"), "{folded}");
+}
