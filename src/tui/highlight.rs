@@ -21,8 +21,8 @@ use std::sync::{Arc, LazyLock};
 
 use ratatui::style::{Color, Modifier, Style};
 use syntect::easy::HighlightLines;
-use syntect::highlighting::{FontStyle, Theme as SyntaxTheme, ThemeSet};
-use syntect::parsing::{SyntaxReference, SyntaxSet};
+use syntect::highlighting::{FontStyle, HighlightState, Theme as SyntaxTheme, ThemeSet};
+use syntect::parsing::{ParseState, SyntaxReference, SyntaxSet};
 use syntect::util::LinesWithEndings;
 
 /// The syntect themes built into the binary, by name.
@@ -156,6 +156,14 @@ pub(crate) fn highlight_shared(code: &str, lang: &str, theme_name: &str) -> Arc<
     };
     let (lines, resume) = run_syntect(code, syntax, theme, start);
     let lines: Arc<[HighlightedLine]> = lines.into();
+    // Where a longer version resumes shares these lines: the first `count` of them.
+    let resume = resume.map(|(offset, count, highlight, parse)| memo::Resume {
+        offset,
+        lines: Arc::clone(&lines),
+        count,
+        highlight,
+        parse,
+    });
     memo::store(code, &syntax.name, theme_name, Arc::clone(&lines), resume);
     lines
 }
@@ -202,10 +210,10 @@ fn run_syntect(
     syntax: &SyntaxReference,
     theme: &SyntaxTheme,
     start: Option<memo::Resume>,
-) -> (Vec<HighlightedLine>, Option<memo::Resume>) {
+) -> (Vec<HighlightedLine>, Option<ResumePoint>) {
     let (mut out, mut offset, mut highlighter) = match start {
         Some(resume) => (
-            resume.lines.to_vec(),
+            resume.lines[..resume.count.min(resume.lines.len())].to_vec(),
             resume.offset,
             HighlightLines::from_state(theme, resume.highlight, resume.parse),
         ),
@@ -242,25 +250,19 @@ fn run_syntect(
     let resume = match resume {
         // Nothing complete yet: nothing worth resuming from.
         Some((0, _, _)) => return (out, None),
-        Some((at, highlight, parse)) => memo::Resume {
-            offset: at,
-            lines: out[..out.len().saturating_sub(1)].into(),
-            highlight,
-            parse,
-        },
+        Some((at, highlight, parse)) => (at, out.len().saturating_sub(1), highlight, parse),
         None if offset == 0 => return (out, None),
         None => {
             let (highlight, parse) = highlighter.state();
-            memo::Resume {
-                offset,
-                lines: out.clone().into(),
-                highlight,
-                parse,
-            }
+            (offset, out.len(), highlight, parse)
         }
     };
     (out, Some(resume))
 }
+
+/// Where a longer version of highlighted code can pick up: the byte offset after its last
+/// complete line, how many lines come before it, and syntect's state there.
+type ResumePoint = (usize, usize, HighlightState, ParseState);
 
 /// The lines of `code` unstyled, split the way syntect splits them.
 fn plain(code: &str) -> Vec<HighlightedLine> {

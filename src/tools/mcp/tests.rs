@@ -192,7 +192,8 @@ async fn a_server_that_hangs_or_crashes_says_so_and_the_turn_goes_on() {
         .expect("hangs")
         .1;
     assert_eq!(*hangs, ServerState::Starting);
-    let deadline = Instant::now() + Duration::from_secs(5);
+    // Generous: a loaded machine starts the fake servers slowly, and only the outcome counts.
+    let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let states = hub.states(dir.path()).expect("states");
         let garbled = &states

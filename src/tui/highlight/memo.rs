@@ -24,11 +24,13 @@ pub(super) const CAPACITY: usize = 64;
 pub(super) const LINE_BUDGET: usize = 3_000;
 
 /// Where a longer version of a block can pick up: the byte offset after a complete line, the
-/// lines highlighted up to it, and syntect's state there.
+/// lines highlighted up to it (the first `count` of the block's lines, shared with its entry),
+/// and syntect's state there.
 #[derive(Clone)]
 pub(super) struct Resume {
     pub offset: usize,
     pub lines: Arc<[HighlightedLine]>,
+    pub count: usize,
     pub highlight: HighlightState,
     pub parse: ParseState,
 }
@@ -58,8 +60,10 @@ impl Entry {
     }
 }
 
-fn weight(lines: &[HighlightedLine], resume: Option<&Resume>) -> usize {
-    lines.len() + resume.map_or(0, |r| r.lines.len())
+/// Lines held: a resume point shares its block's lines, so only its own are counted.
+fn weight(lines: &Arc<[HighlightedLine]>, resume: Option<&Resume>) -> usize {
+    let apart = resume.filter(|r| !Arc::ptr_eq(&r.lines, lines));
+    lines.len() + apart.map_or(0, |r| r.lines.len())
 }
 
 #[derive(Default)]
@@ -166,8 +170,19 @@ fn lines_held() -> usize {
 mod tests {
     use super::*;
 
+    /// Held by the tests that look at what the memo holds, which the others' blocks (the
+    /// memo is one for the process) would evict.
+    static CONTENTS: Mutex<()> = Mutex::new(());
+
+    fn contents() -> std::sync::MutexGuard<'static, ()> {
+        CONTENTS
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
     #[test]
     fn stays_bounded() {
+        let _contents = contents();
         for i in 0..(CAPACITY + 10) {
             super::super::highlight(&format!("let v{i} = {i};"), "rust", "base16-ocean.dark");
         }
@@ -176,6 +191,7 @@ mod tests {
 
     #[test]
     fn holds_no_more_lines_than_its_budget() {
+        let _contents = contents();
         let block = |lines: usize, tag: &str| -> String {
             (0..lines)
                 .map(|i| format!("let {tag}{i} = {i};\n"))
@@ -206,13 +222,14 @@ mod tests {
 
     #[test]
     fn a_longer_version_resumes_after_the_last_complete_line() {
+        let _contents = contents();
         let syntax = "Python";
         let theme = "InspiredGitHub";
         super::super::highlight("x = 1\ny = (2", "python", theme);
         match lookup("x = 1\ny = (2,\n 3)\n", syntax, theme) {
             Lookup::Resume(resume) => {
                 assert_eq!(resume.offset, "x = 1\n".len());
-                assert_eq!(resume.lines.len(), 1);
+                assert_eq!(resume.count, 1);
             }
             _ => panic!("expected to resume"),
         }
@@ -225,5 +242,19 @@ mod tests {
             lookup("x = 1\ny = (2", syntax, theme),
             Lookup::Hit(_)
         ));
+    }
+
+    #[test]
+    fn a_resume_point_shares_its_blocks_lines() {
+        let _contents = contents();
+        let theme = "InspiredGitHub";
+        let lines = super::super::highlight_shared("a = 1\nb = 2\n", "python", theme);
+        match lookup("a = 1\nb = 2\nc = 3\n", "Python", theme) {
+            Lookup::Resume(resume) => {
+                assert!(Arc::ptr_eq(&resume.lines, &lines), "shared, not copied");
+                assert_eq!(resume.count, 2);
+            }
+            _ => panic!("expected to resume"),
+        }
     }
 }
