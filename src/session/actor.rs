@@ -15,7 +15,7 @@ use super::background;
 use super::deps::SessionDeps;
 use super::envelope::SessionDirs;
 use super::events::{EventTx, SessionEvent, Stamped, Subscribers};
-use super::handle::{DrainedTurn, Request, SessionHandle};
+use super::handle::{DrainedTurn, Request, SessionHandle, give_back_unread};
 use super::input::{SessionError, UserInput, journal_input};
 use super::joining::{self, Route, TurnOwner};
 use super::log::SessionLog;
@@ -224,14 +224,7 @@ impl SessionActor {
         let closers = std::mem::take(&mut self.closers);
         let drainers = std::mem::take(&mut self.drainers);
         drop(self);
-        // Inputs sent while it stopped go back to their senders unread.
-        requests.close();
-        while let Ok(request) = requests.try_recv() {
-            if let Request::Send { input, reply } = request {
-                let _ = reply.send(Err(SessionError::NotTaken(Box::new(input))));
-            }
-        }
-        drop(requests);
+        give_back_unread(requests);
         for reply in closers {
             let _ = reply.send(());
         }

@@ -53,6 +53,17 @@ impl Drop for KeepAwake {
 }
 
 /// Asks the actor to look again at whether it may rest, without waiting.
+/// Closes a stopping actor's channel and gives the inputs still in it back to their senders
+/// unread ([`SessionError::NotTaken`]), so they can go to the actor started in its place.
+pub(super) fn give_back_unread(mut requests: mpsc::Receiver<Request>) {
+    requests.close();
+    while let Ok(request) = requests.try_recv() {
+        if let Request::Send { input, reply } = request {
+            let _ = reply.send(Err(SessionError::NotTaken(Box::new(input))));
+        }
+    }
+}
+
 fn rouse(tx: &mpsc::Sender<Request>) {
     if tx.try_send(Request::Awake).is_err()
         && let Ok(runtime) = tokio::runtime::Handle::try_current()
