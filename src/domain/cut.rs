@@ -35,9 +35,22 @@ pub fn group_digits(n: u64) -> String {
     out
 }
 
+/// `n` and `noun`, in the plural unless `n` is one, its digits grouped: `1,234 more lines`.
+pub fn count_of(n: usize, noun: &str) -> String {
+    let plural = if n == 1 { "" } else { "s" };
+    format!("{} {noun}{plural}", group_digits(n as u64))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn counts_read_in_the_singular_only_for_one() {
+        assert_eq!(count_of(1, "more line"), "1 more line");
+        assert_eq!(count_of(0, "line"), "0 lines");
+        assert_eq!(count_of(12_345, "more line"), "12,345 more lines");
+    }
 
     #[test]
     fn a_cut_note_says_how_many_lines_it_stands_for() {

@@ -7,7 +7,7 @@ use super::diff::{DiffOptions, render_diff_rows};
 use super::theme::Theme;
 use super::wrap::{hard_wrap, wrap, wrap_prefixed};
 use crate::domain::call_text::argument_pairs;
-use crate::domain::cut::{group_digits, lines_cut};
+use crate::domain::cut::{count_of, lines_cut};
 use crate::domain::{Answer, ApprovalDetail, ContentBlock, Grant, SessionId};
 use crate::gateway::catalog::{JournalEvent, JournalRecord};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
@@ -144,11 +144,7 @@ impl Asking {
             let hidden = self.hidden_lines(&origins, head..lines.len(), tail);
             lines.truncate(head);
             lines.push(Line::styled(
-                format!(
-                    "⋮ {} more line{}",
-                    group_digits(hidden as u64),
-                    if hidden == 1 { "" } else { "s" }
-                ),
+                format!("⋮ {}", count_of(hidden, "more line")),
                 theme.dim,
             ));
             lines.extend(end);

@@ -7,7 +7,6 @@ use serde_json::Value;
 use std::ffi::OsStr;
 use std::path::PathBuf;
 use std::process::Command;
-use std::time::Duration;
 use tern::domain::Audience;
 use tern::tools::{
     ApprovalMode, ApprovalNeed, Decision, ToolContext, ToolOutput, ToolRegistry, decide,
@@ -41,18 +40,7 @@ impl Project {
         let outside = base.join("outside");
         std::fs::create_dir_all(&dir).expect("project dir");
         std::fs::create_dir_all(&outside).expect("outside dir");
-        let ctx = ToolContext {
-            project_dir: dir.clone(),
-            cwd: dir.clone(),
-            temp_dir: base.join("tmp").join("p"),
-            readable_dirs: Vec::new(),
-            tool_timeout: Duration::from_secs(20),
-            child_env: Default::default(),
-            spool: None,
-            agents: None,
-            jobs: None,
-            repo_maps: None,
-        };
+        let ctx = crate::support::tool_context(dir.clone(), base.join("tmp").join("p"));
         Self {
             _root: root,
             dir,

@@ -175,3 +175,21 @@ pub fn tern_std_command(home: &TernHome) -> Command {
         .current_dir(home.project());
     command
 }
+
+/// A context for calling a built-in tool directly: `project` as the project and working
+/// folder, temporary files under `temp_dir`, no other folders readable, a 20 s timeout, the
+/// child environment as the tools make it, and no spool, subagents, jobs or repository maps.
+pub fn tool_context(project: PathBuf, temp_dir: PathBuf) -> tern::tools::ToolContext {
+    tern::tools::ToolContext {
+        project_dir: project.clone(),
+        cwd: project,
+        temp_dir,
+        readable_dirs: Vec::new(),
+        tool_timeout: std::time::Duration::from_secs(20),
+        child_env: Default::default(),
+        spool: None,
+        agents: None,
+        jobs: None,
+        repo_maps: None,
+    }
+}

@@ -5,7 +5,7 @@
 use super::cell::{COLLAPSED_DIFF_LINES, MAX_OUTPUT_LINES, SPINNER, ToolCell, ToolStatus, View};
 use super::fold::{Folded, written_as_diff};
 use crate::domain::call_text::summarize_input;
-use crate::domain::cut::group_digits;
+use crate::domain::cut::{count_of, group_digits};
 use crate::tui::render_diff;
 use crate::tui::theme::Theme;
 use crate::tui::wrap::{hard_wrap, str_width, wrap_prefixed};
@@ -171,13 +171,8 @@ pub(super) fn output_lines(
         } else {
             "ctrl+o to show"
         };
-        let more = total - shown;
         lines.push(Line::styled(
-            format!(
-                "    … {} more line{} · {hint}",
-                group_digits(more as u64),
-                if more == 1 { "" } else { "s" }
-            ),
+            format!("    … {} · {hint}", count_of(total - shown, "more line")),
             theme.dim,
         ));
     }

@@ -10,7 +10,7 @@ use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
-use tern::tools::{ToolContext, ToolEffect, ToolOutput, ToolRegistry};
+use tern::tools::{ToolEffect, ToolOutput, ToolRegistry};
 use tokio_util::sync::CancellationToken;
 
 /// `cat -n` lines for `range`, with `text(n)` as line n.
@@ -465,18 +465,7 @@ async fn child_writes_under_a_file_size_limit() {
         return;
     }
     let dir = PathBuf::from(std::env::var_os(FSIZE_DIR_ENV).expect("the project dir"));
-    let ctx = ToolContext {
-        project_dir: dir.clone(),
-        cwd: dir.clone(),
-        temp_dir: dir.join("tmp"),
-        readable_dirs: Vec::new(),
-        tool_timeout: Duration::from_secs(20),
-        child_env: Default::default(),
-        spool: None,
-        agents: None,
-        jobs: None,
-        repo_maps: None,
-    };
+    let ctx = crate::support::tool_context(dir.clone(), dir.join("tmp"));
     let big = "x".repeat(1 << 20);
     let write = json!({"path": "big.txt", "content": big});
     let edit = json!({"path": "edit.txt", "old_string": "small", "new_string": big});

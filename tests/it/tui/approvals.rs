@@ -6,7 +6,6 @@
 use super::{app, events, screen, settings, started};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 use tern::domain::{ApprovalDetail, ApprovalNeed, ToolCall};
 use tern::session::SessionEvent;
 use tern::session::approvals::{describe, grant_for};
@@ -37,18 +36,7 @@ impl Place {
             "fn main() {\n    println!(\"Helo\");\n}\n",
         );
         write(root.join("outside/notes.txt"), "TODO: ship it\n");
-        let ctx = ToolContext {
-            project_dir: project.clone(),
-            cwd: project,
-            temp_dir: root.join("tmp"),
-            readable_dirs: Vec::new(),
-            tool_timeout: Duration::from_secs(20),
-            child_env: Default::default(),
-            spool: None,
-            agents: None,
-            jobs: None,
-            repo_maps: None,
-        };
+        let ctx = crate::support::tool_context(project, root.join("tmp"));
         Self {
             _temp: temp,
             root,

@@ -5,10 +5,9 @@
 use super::{events, screen, settings, started};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use serde_json::json;
-use std::time::Duration;
 use tern::domain::cut::group_digits;
 use tern::session::SessionEvent;
-use tern::tools::{ToolContext, ToolRegistry};
+use tern::tools::ToolRegistry;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -16,18 +15,7 @@ use tokio_util::sync::CancellationToken;
 async fn shell_output(command: &str) -> String {
     let root = tempfile::tempdir().expect("temp dir");
     let dir = root.path().canonicalize().expect("canonical temp dir");
-    let ctx = ToolContext {
-        project_dir: dir.clone(),
-        cwd: dir.clone(),
-        temp_dir: dir.join("tmp"),
-        readable_dirs: Vec::new(),
-        tool_timeout: Duration::from_secs(20),
-        child_env: Default::default(),
-        spool: None,
-        agents: None,
-        jobs: None,
-        repo_maps: None,
-    };
+    let ctx = crate::support::tool_context(dir.clone(), dir.join("tmp"));
     let registry = ToolRegistry::builtin();
     let tool = registry.get("shell_execute").expect("a built-in tool");
     let out = tool
