@@ -6,7 +6,9 @@
 //! stored here as one entry, in commit order. An append whose caller waits for the disk (an
 //! input, a tool call) returns once the log is synced up to its entry. Syncs are shared like
 //! commits: one fdatasync serves every entry written before it, and it runs beside the
-//! database's next commit rather than inside it, so the two overlap.
+//! database's next commit rather than inside it, so the two overlap. An entry written while
+//! a sync runs does not wait for that one to end: a second starts beside it (at most
+//! [`MAX_SYNCS`] at once), so an acknowledgement costs one sync's time, not two.
 //!
 //! The log is filled from its start. A durable commit of the database makes everything the
 //! log holds redundant: the commit records a new epoch in the database, and the log is
@@ -30,6 +32,10 @@ use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 pub(super) const MAX_BYTES: u64 = 1 << 20;
 
 const HEADER_LEN: usize = 17;
+
+/// The most syncs under way at once: a sync that starts while another runs need not wait
+/// for it to end, which would put two syncs' time on its callers.
+const MAX_SYNCS: u8 = 2;
 
 /// What an entry holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,7 +69,9 @@ struct State {
     written: u64,
     /// Of `written`, what is durable: synced, or made redundant by a durable commit.
     durable: u64,
-    syncing: bool,
+    /// Syncs under way, and the position the latest of them will make durable.
+    syncing: u8,
+    covered: u64,
     /// Set when an entry was refused or not written, or a sync failed: the log takes no
     /// entry and confirms no sync until the next refill, so it never holds a later entry
     /// without an earlier one, nor calls synced what a failed sync may have dropped.
@@ -101,7 +109,8 @@ impl Wal {
                 offset,
                 written: 0,
                 durable: 0,
-                syncing: false,
+                syncing: 0,
+                covered: 0,
                 broken: false,
             }),
             synced: Condvar::new(),
@@ -176,34 +185,33 @@ impl Wal {
     pub(super) fn sync(&self, upto: u64) -> std::io::Result<bool> {
         let mut state = self.lock();
         loop {
-            if state.durable >= upto {
-                return Ok(false);
-            }
-            if state.broken {
-                return Err(std::io::Error::other(
-                    "an earlier write or sync of the write-ahead log failed",
-                ));
-            }
-            if !state.syncing {
-                state.syncing = true;
-                let target = state.written;
-                drop(state);
-                let synced = self.file.sync_data();
-                state = self.lock();
-                state.syncing = false;
-                match synced {
-                    Ok(()) => state.durable = state.durable.max(target),
-                    Err(_) => state.broken = true,
+            match state.next_step(upto) {
+                Step::Done => return Ok(false),
+                Step::Failed => {
+                    return Err(std::io::Error::other(
+                        "an earlier write or sync of the write-ahead log failed",
+                    ));
                 }
-                self.synced.notify_all();
-                synced?;
-                // This sync covered `upto`: it was written before the sync started.
-                return Ok(true);
+                Step::Wait => {
+                    state = self
+                        .synced
+                        .wait(state)
+                        .unwrap_or_else(PoisonError::into_inner);
+                }
+                Step::Sync => {
+                    let target = state.sync_started();
+                    drop(state);
+                    let synced = self.file.sync_data();
+                    state = self.lock();
+                    state.sync_ended(target, synced.is_ok());
+                    self.synced.notify_all();
+                    synced?;
+                    if state.durable >= upto {
+                        // This sync covered `upto`: it was written before the sync started.
+                        return Ok(true);
+                    }
+                }
             }
-            state = self
-                .synced
-                .wait(state)
-                .unwrap_or_else(PoisonError::into_inner);
         }
     }
 
@@ -220,6 +228,52 @@ impl Wal {
 
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// What a caller of [`Wal::sync`] does next.
+#[derive(Debug, PartialEq, Eq)]
+enum Step {
+    /// What it waits for is durable.
+    Done,
+    /// The log failed since its last refill: it confirms nothing.
+    Failed,
+    /// A sync under way covers it, or as many run as may: wait for one to end.
+    Wait,
+    /// Start a sync of its own, beside any under way.
+    Sync,
+}
+
+impl State {
+    fn next_step(&self, upto: u64) -> Step {
+        if self.durable >= upto {
+            Step::Done
+        } else if self.broken {
+            Step::Failed
+        } else if self.covered >= upto || self.syncing >= MAX_SYNCS {
+            Step::Wait
+        } else {
+            Step::Sync
+        }
+    }
+
+    /// A sync starts: returns the position it will make durable, all written by now.
+    fn sync_started(&mut self) -> u64 {
+        self.syncing += 1;
+        self.covered = self.covered.max(self.written);
+        self.written
+    }
+
+    /// A sync that started at `target` ended. After a failed sync, a later one may succeed
+    /// without what the failed one dropped (the kernel reports a lost write once): nothing
+    /// is called durable again until the next refill.
+    fn sync_ended(&mut self, target: u64, ok: bool) {
+        self.syncing -= 1;
+        if ok && !self.broken {
+            self.durable = self.durable.max(target);
+        } else {
+            self.broken = true;
+        }
     }
 }
 
@@ -297,6 +351,81 @@ mod tests {
         let dir = tempfile::tempdir().expect("a temp dir");
         let path = dir.path().join("tern.redb.wal");
         (dir, path)
+    }
+
+    fn state(written: u64) -> State {
+        State {
+            epoch: 1,
+            offset: written,
+            written,
+            durable: 0,
+            syncing: 0,
+            covered: 0,
+            broken: false,
+        }
+    }
+
+    #[test]
+    fn an_entry_written_while_a_sync_runs_starts_its_own_beside_it() {
+        let mut state = state(100);
+        assert_eq!(state.next_step(100), Step::Sync);
+        assert_eq!(state.sync_started(), 100);
+        // Covered by the sync under way: wait for it.
+        assert_eq!(state.next_step(100), Step::Wait);
+        state.written = 250;
+        assert_eq!(state.next_step(250), Step::Sync, "not behind the first");
+        assert_eq!(state.sync_started(), 250);
+        state.written = 300;
+        assert_eq!(state.next_step(300), Step::Wait, "two at most");
+        // The later sync may end first: it covers everything before it.
+        state.sync_ended(250, true);
+        assert_eq!(state.next_step(100), Step::Done);
+        assert_eq!(state.next_step(300), Step::Sync);
+        state.sync_ended(100, true);
+        assert_eq!(
+            state.durable, 250,
+            "an earlier sync ending late takes nothing back"
+        );
+    }
+
+    #[test]
+    fn a_sync_that_succeeds_after_another_failed_confirms_nothing() {
+        let mut state = state(100);
+        state.sync_started();
+        state.written = 200;
+        state.sync_started();
+        state.sync_ended(100, false);
+        state.sync_ended(200, true);
+        assert_eq!(state.durable, 0);
+        assert_eq!(state.next_step(200), Step::Failed);
+    }
+
+    #[test]
+    fn appends_synced_from_many_threads_are_all_durable_and_no_sync_is_left_under_way() {
+        let (_dir, path) = temp();
+        let (wal, _) = Wal::open(&path, 1, false).expect("open");
+        let synced = std::sync::atomic::AtomicUsize::new(0);
+        std::thread::scope(|scope| {
+            for _ in 0..8 {
+                scope.spawn(|| {
+                    for _ in 0..50 {
+                        let at = wal
+                            .write(&[(Kind::Appended, b"a record of forty bytes or so....")])
+                            .expect("write")
+                            .expect("room");
+                        if wal.sync(at).expect("sync") {
+                            synced.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        }
+                        let state = wal.lock();
+                        assert!(state.durable >= at && state.syncing <= MAX_SYNCS);
+                    }
+                });
+            }
+        });
+        let state = wal.lock();
+        assert_eq!((state.durable, state.syncing), (state.written, 0));
+        let synced = synced.into_inner();
+        assert!(synced >= 1, "every call waited for another's sync");
     }
 
     #[test]
