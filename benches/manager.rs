@@ -15,6 +15,9 @@
 //!   commit is an fsync, and redb commits one at a time) and once with 500 ms between a
 //!   turn's end and the next input, as people type.
 //!
+//! With `-- --repo-files N`, the sessions work in a git repository of N committed files
+//! (one of them changed), whose status each turn reads; the CPU time per turn is reported.
+//!
 //! Run with `cargo bench --bench manager` (`-- --inputs N` per session, default 50).
 
 #[allow(unused_imports)]
@@ -142,14 +145,39 @@ fn twenty_appenders(n: usize) {
     );
 }
 
-async fn twenty_sessions(inputs: usize, pause: Duration) {
+/// Makes the project a git repository of `files` committed files, one of them changed since.
+fn make_repository(home: &TernHome, files: usize) {
+    home.git(&["init", "--quiet"]);
+    for n in 0..files {
+        home.write_file(&format!("src/m{}/f{n}.rs", n % 40), "fn main() {}\n");
+    }
+    home.commit_all("files");
+    home.write_file("src/m0/f0.rs", "fn main() { changed() }\n");
+}
+
+/// CPU time of the whole process so far (user and system), in milliseconds.
+fn cpu_ms() -> f64 {
+    // SAFETY: getrusage fills the struct it is given; zeroed is a valid starting value.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } != 0 {
+        return f64::NAN;
+    }
+    let ms = |t: libc::timeval| t.tv_sec as f64 * 1000.0 + t.tv_usec as f64 / 1000.0;
+    ms(usage.ru_utime) + ms(usage.ru_stime)
+}
+
+async fn twenty_sessions(inputs: usize, pause: Duration, repo_files: usize) {
     let home = TernHome::new();
+    if repo_files > 0 {
+        make_repository(&home, repo_files);
+    }
     let mock = MockProvider::start().await;
     mock.repeat(Reply::text("ok"));
     mock.disable_recording();
     let manager = Arc::new(SessionManager::new(deps(&home, &mock, limits())));
     let project = home.project().canonicalize().expect("the project");
     let started = Instant::now();
+    let cpu_before = cpu_ms();
     let tasks: Vec<_> = (0..SESSIONS)
         .map(|s| {
             let manager = manager.clone();
@@ -183,6 +211,7 @@ async fn twenty_sessions(inputs: usize, pause: Duration) {
         acks.extend(times);
     }
     let elapsed = started.elapsed();
+    let cpu_per_turn = (cpu_ms() - cpu_before) / (SESSIONS * inputs) as f64;
     acks.sort();
     firsts.sort();
     println!(
@@ -194,13 +223,20 @@ async fn twenty_sessions(inputs: usize, pause: Duration) {
     );
     println!(
         "manager/20 sessions, {} ms between turns: {} inputs acknowledged after their durable \
-         append: p50 {:.0} µs, p99 {:.0} µs, max {:.0} µs; {:.1} s in all",
+         append: p50 {:.0} µs, p99 {:.0} µs, max {:.0} µs; {:.1} s in all, CPU {:.2} ms a turn \
+         (the mock's included){}",
         pause.as_millis(),
         acks.len(),
         quantile_us(&acks, 0.5),
         quantile_us(&acks, 0.99),
         quantile_us(&acks, 1.0),
-        elapsed.as_secs_f64()
+        elapsed.as_secs_f64(),
+        cpu_per_turn,
+        if repo_files > 0 {
+            format!("; in a git repository of {repo_files} files")
+        } else {
+            String::new()
+        }
     );
     manager.close_all().await;
 }
@@ -212,6 +248,11 @@ fn main() {
         .nth(1)
         .and_then(|n| n.parse().ok())
         .unwrap_or(if benchmarking { 50 } else { 2 });
+    let repo_files = std::env::args()
+        .skip_while(|arg| arg != "--repo-files")
+        .nth(1)
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -224,6 +265,10 @@ fn main() {
         20
     }));
     twenty_appenders(inputs * 4);
-    runtime.block_on(twenty_sessions(inputs, Duration::ZERO));
-    runtime.block_on(twenty_sessions(inputs.min(20), Duration::from_millis(500)));
+    runtime.block_on(twenty_sessions(inputs, Duration::ZERO, repo_files));
+    runtime.block_on(twenty_sessions(
+        inputs.min(20),
+        Duration::from_millis(500),
+        repo_files,
+    ));
 }

@@ -15,11 +15,12 @@ use std::fmt;
 use std::num::NonZeroUsize;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
+use std::sync::{Condvar, Mutex, PoisonError, mpsc};
 use std::time::Duration;
 
 use git2::{ErrorCode, Repository, Status, StatusOptions};
 
+use super::git_share::shared_git_with;
 use super::in_flight;
 use super::status_split::{self, TrackedCounts};
 
@@ -201,8 +202,11 @@ impl fmt::Display for Upstream {
 ///
 /// Never fails: a directory outside git, a broken repository or a slow read all become
 /// [`GitContext::Unavailable`] with a reason, and the turn goes on.
+///
+/// Turns that ask for the same directory while a read waits to start share it
+/// ([`shared_git_with`]).
 pub async fn working_git(dir: &Path, budget: Duration) -> GitContext {
-    working_git_with(dir, budget, snapshot).await
+    shared_git_with(dir, budget, snapshot).await
 }
 
 /// [`working_git`] with the read itself supplied by the caller, so the budget can be shown to
@@ -226,21 +230,28 @@ where
         }
     };
     let dir = dir.to_path_buf();
-    let task = tokio::task::spawn_blocking(move || {
-        let _ticket = ticket;
-        read(&dir)
-    });
-    match tokio::time::timeout(budget, task).await {
-        Ok(Ok(Ok(snapshot))) => GitContext::Repo(snapshot),
-        Ok(Ok(Err(unavailable))) => GitContext::Unavailable {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let spawned = std::thread::Builder::new()
+        .name("tern-git".to_owned())
+        .spawn(move || {
+            let _ticket = ticket;
+            yield_to_interactive_work();
+            let _slot = read_slot();
+            let read = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| read(&dir)));
+            let _ = tx.send(read);
+        });
+    if let Err(err) = spawned {
+        return GitContext::Unavailable {
+            reason: format!("could not start a thread to read it: {err}"),
+        };
+    }
+    match tokio::time::timeout(budget, rx).await {
+        Ok(Ok(Ok(Ok(snapshot)))) => GitContext::Repo(snapshot),
+        Ok(Ok(Ok(Err(unavailable)))) => GitContext::Unavailable {
             reason: unavailable.to_string(),
         },
-        Ok(Err(join_error)) => GitContext::Unavailable {
-            reason: if join_error.is_panic() {
-                "reading git panicked".to_owned()
-            } else {
-                "reading git was cancelled".to_owned()
-            },
+        Ok(Ok(Err(_)) | Err(_)) => GitContext::Unavailable {
+            reason: "reading git panicked".to_owned(),
         },
         Err(_elapsed) => GitContext::Unavailable {
             reason: format!("timed out after {}", describe_budget(budget)),
@@ -248,8 +259,54 @@ where
     }
 }
 
+/// How much lower than the rest of tern a thread reading git runs (a nice value): when
+/// the cores are busy, the interface, the acknowledgement of inputs and streaming go first;
+/// on an idle machine the read runs as fast as before. The status counts' helper threads,
+/// started from it, inherit it.
+const GIT_READ_NICENESS: libc::c_int = 10;
+
+/// The most reads of git that run at once in the process; more wait for one to end, and
+/// turns that ask for a directory meanwhile share the read that waits for it
+/// ([`shared_git_with`]).
+const MAX_READS: usize = 2;
+
+static READS_RUNNING: Mutex<usize> = Mutex::new(0);
+static READ_ENDED: Condvar = Condvar::new();
+
+/// A place among the [`MAX_READS`] reads running, held until dropped.
+struct ReadSlot;
+
+fn read_slot() -> ReadSlot {
+    let mut running = READS_RUNNING.lock().unwrap_or_else(PoisonError::into_inner);
+    while *running >= MAX_READS {
+        running = READ_ENDED
+            .wait(running)
+            .unwrap_or_else(PoisonError::into_inner);
+    }
+    *running += 1;
+    ReadSlot
+}
+
+impl Drop for ReadSlot {
+    fn drop(&mut self) {
+        let mut running = READS_RUNNING.lock().unwrap_or_else(PoisonError::into_inner);
+        *running -= 1;
+        READ_ENDED.notify_one();
+    }
+}
+
+fn yield_to_interactive_work() {
+    // On Linux this sets the calling thread's nice value only. Best effort: a read at the
+    // usual priority is still right.
+    // SAFETY: getpriority and setpriority take plain integers and touch no memory of ours.
+    unsafe {
+        let now = libc::getpriority(libc::PRIO_PROCESS, 0);
+        libc::setpriority(libc::PRIO_PROCESS, 0, now.saturating_add(GIT_READ_NICENESS));
+    }
+}
+
 /// `2 s` for whole seconds, `250 ms` otherwise.
-fn describe_budget(budget: Duration) -> String {
+pub(super) fn describe_budget(budget: Duration) -> String {
     if budget.subsec_nanos() == 0 && budget.as_secs() > 0 {
         format!("{} s", budget.as_secs())
     } else {

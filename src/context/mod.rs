@@ -4,6 +4,7 @@
 
 mod capped;
 pub mod git;
+mod git_share;
 mod identity;
 mod in_flight;
 mod instructions;
@@ -16,6 +17,7 @@ pub use git::{
     AheadBehind, Branch, GIT_BUDGET, GitContext, GitSnapshot, GitUnavailable, Head, StatusCounts,
     Upstream, snapshot, snapshot_on, working_git, working_git_with,
 };
+pub use git_share::shared_git_with;
 pub use identity::{IDENTITY_DIR, IdentityFiles};
 pub use instructions::{INSTRUCTION_FILES, ProjectInstructions, project_instructions};
 pub use working::{CurrentTime, DurableContext, ShellInfo, WorkingContext};

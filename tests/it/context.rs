@@ -8,7 +8,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 use tern::context::{
     AheadBehind, Branch, GitContext, GitSnapshot, GitUnavailable, Head, StatusCounts, Upstream,
-    snapshot, snapshot_on, working_git, working_git_with,
+    shared_git_with, snapshot, snapshot_on, working_git, working_git_with,
 };
 
 /// A temp dir holding git repositories for one test.
@@ -736,4 +736,68 @@ fn render_gone_upstream_and_conflicts() {
         "git: worktree /p, common_dir /p/.git, branch main, head 1a2b3c4 Fix the build, \
          upstream origin/main (gone), staged 0, modified 0, untracked 0, conflicted 2",
     );
+}
+
+#[tokio::test]
+async fn turns_that_ask_while_a_read_waits_to_start_share_it() {
+    let reads = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = |outcome: GitUnavailable| {
+        let reads = reads.clone();
+        move |_: &Path| {
+            reads.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            Err(outcome)
+        }
+    };
+    // Two reads of other repositories take the places of the two that may run at once.
+    let (release, released) = tokio::sync::watch::channel(false);
+    let (started, mut two_started) = tokio::sync::mpsc::unbounded_channel::<()>();
+    let holding: Vec<_> = ["/stand-in/holding-1", "/stand-in/holding-2"]
+        .into_iter()
+        .map(|dir| {
+            let (started, released) = (started.clone(), released.clone());
+            let read = counted(GitUnavailable::NotARepository);
+            tokio::spawn(shared_git_with(
+                Path::new(dir),
+                Duration::from_secs(30),
+                move |dir| {
+                    let _ = started.send(());
+                    while !*released.borrow() {
+                        std::thread::sleep(Duration::from_millis(1));
+                    }
+                    read(dir)
+                },
+            ))
+        })
+        .collect();
+    for _ in 0..2 {
+        two_started.recv().await.expect("a holding read starts");
+    }
+    // Both ask while the read of their repository waits for a place: one read serves both.
+    let dir = Path::new("/stand-in/shared");
+    let mut second = Box::pin(shared_git_with(
+        dir,
+        Duration::from_secs(30),
+        counted(GitUnavailable::BareRepository),
+    ));
+    let mut third = Box::pin(shared_git_with(dir, Duration::from_secs(30), |_| {
+        panic!("a turn that joined a read does not read")
+    }));
+    std::future::poll_fn(|cx| {
+        assert!(second.as_mut().poll(cx).is_pending());
+        assert!(third.as_mut().poll(cx).is_pending());
+        std::task::Poll::Ready(())
+    })
+    .await;
+    release.send(true).expect("releasing the holding reads");
+    for held in holding {
+        let held = held.await.expect("a holding turn");
+        assert_eq!(held.render(), "git: unavailable: not a git repository");
+    }
+    let (second, third) = tokio::join!(second, third);
+    assert_eq!(
+        second.render(),
+        "git: unavailable: bare repository, no working tree"
+    );
+    assert_eq!(third, second);
+    assert_eq!(reads.load(std::sync::atomic::Ordering::SeqCst), 3);
 }
