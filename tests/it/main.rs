@@ -11,6 +11,7 @@ mod conformance;
 mod context;
 mod corruption;
 mod crash;
+mod git_reads;
 mod local_llm;
 mod mock;
 mod prompt;

@@ -1,0 +1,178 @@
+//! Reading git for a turn: the budget that keeps a slow read from holding up a turn, and
+//! the reads that turns asking at once share.
+
+use pretty_assertions::assert_eq;
+use std::path::Path;
+use std::sync::mpsc;
+use std::time::Duration;
+use tern::context::{GitContext, GitUnavailable, shared_git_with, working_git, working_git_with};
+
+#[tokio::test]
+async fn working_git_outside_git_degrades_to_a_reason() {
+    let root = tempfile::tempdir().expect("a temp dir");
+    let dir = root.path().join("plain");
+    std::fs::create_dir_all(&dir).expect("creating a plain dir");
+    let context = working_git(&dir, Duration::from_secs(30)).await;
+    assert_eq!(context.render(), "git: unavailable: not a git repository");
+}
+
+#[tokio::test]
+async fn a_read_that_overruns_its_budget_is_abandoned() {
+    // The stand-in read blocks until the test releases it, so it cannot finish within any
+    // budget; the context must come back without it.
+    let (release, released) = mpsc::channel::<()>();
+    let (finished, read_finished) = mpsc::channel::<()>();
+    let context = working_git_with(
+        Path::new("/stand-in/overrun"),
+        Duration::from_millis(1),
+        move |_| {
+            let _ = released.recv();
+            let _ = finished.send(());
+            Err(GitUnavailable::NotARepository)
+        },
+    )
+    .await;
+    assert_eq!(
+        context,
+        GitContext::Unavailable {
+            reason: "timed out after 1 ms".to_owned()
+        }
+    );
+    assert_eq!(context.render(), "git: unavailable: timed out after 1 ms");
+    // The read was still running when the context came back; let it go.
+    assert!(read_finished.try_recv().is_err());
+    release.send(()).expect("releasing the read");
+    read_finished
+        .recv()
+        .expect("the read finishes once released");
+}
+
+#[tokio::test]
+async fn a_zero_budget_does_not_wait_for_the_read() {
+    let (release, released) = mpsc::channel::<()>();
+    let context = working_git_with(Path::new("/stand-in/zero"), Duration::ZERO, move |_| {
+        let _ = released.recv();
+        Err(GitUnavailable::NotARepository)
+    })
+    .await;
+    assert_eq!(context.render(), "git: unavailable: timed out after 0 ms");
+    drop(release);
+}
+
+#[tokio::test]
+async fn a_read_that_panics_degrades_to_a_reason() {
+    let context = working_git_with(
+        Path::new("/stand-in/panic"),
+        Duration::from_secs(30),
+        |_| panic!("stand-in read failing"),
+    )
+    .await;
+    assert_eq!(context.render(), "git: unavailable: reading git panicked");
+}
+
+#[tokio::test]
+async fn a_repository_whose_read_overran_is_not_read_again_until_it_ends() {
+    let dir = Path::new("/stand-in/piling-up");
+    let (release, released) = mpsc::channel::<()>();
+    let (finished, read_finished) = mpsc::channel::<()>();
+    let first = working_git_with(dir, Duration::from_millis(1), move |_| {
+        let _ = released.recv();
+        let _ = finished.send(());
+        Err(GitUnavailable::NotARepository)
+    })
+    .await;
+    assert_eq!(first.render(), "git: unavailable: timed out after 1 ms");
+    // The abandoned read still runs: the next turn does not start another thread.
+    let second = working_git_with(dir, Duration::from_millis(1), |_| {
+        panic!("a second read must not start while the first is still running")
+    })
+    .await;
+    let GitContext::Unavailable { reason } = &second else {
+        panic!("{second:?}")
+    };
+    assert!(
+        reason.starts_with("skipped: an earlier read of this repository is still running"),
+        "{reason}"
+    );
+    release.send(()).expect("releasing the read");
+    read_finished
+        .recv()
+        .expect("the read finishes once released");
+    // Once it has ended (its thread drops the ticket right after), reads resume.
+    let mut third = second;
+    for _ in 0..1000 {
+        third = working_git_with(dir, Duration::from_secs(30), |_| {
+            Err(GitUnavailable::NotARepository)
+        })
+        .await;
+        if third.render() == "git: unavailable: not a git repository" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    assert_eq!(third.render(), "git: unavailable: not a git repository");
+}
+
+#[tokio::test]
+async fn turns_that_ask_while_a_read_waits_to_start_share_it() {
+    let reads = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = |outcome: GitUnavailable| {
+        let reads = reads.clone();
+        move |_: &Path| {
+            reads.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            Err(outcome)
+        }
+    };
+    // Two reads of other repositories take the places of the two that may run at once.
+    let (release, released) = tokio::sync::watch::channel(false);
+    let (started, mut two_started) = tokio::sync::mpsc::unbounded_channel::<()>();
+    let holding: Vec<_> = ["/stand-in/holding-1", "/stand-in/holding-2"]
+        .into_iter()
+        .map(|dir| {
+            let (started, released) = (started.clone(), released.clone());
+            let read = counted(GitUnavailable::NotARepository);
+            tokio::spawn(shared_git_with(
+                Path::new(dir),
+                Duration::from_secs(30),
+                move |dir| {
+                    let _ = started.send(());
+                    while !*released.borrow() {
+                        std::thread::sleep(Duration::from_millis(1));
+                    }
+                    read(dir)
+                },
+            ))
+        })
+        .collect();
+    for _ in 0..2 {
+        two_started.recv().await.expect("a holding read starts");
+    }
+    // Both ask while the read of their repository waits for a place: one read serves both.
+    let dir = Path::new("/stand-in/shared");
+    let mut second = Box::pin(shared_git_with(
+        dir,
+        Duration::from_secs(30),
+        counted(GitUnavailable::BareRepository),
+    ));
+    let mut third = Box::pin(shared_git_with(dir, Duration::from_secs(30), |_| {
+        panic!("a turn that joined a read does not read")
+    }));
+    std::future::poll_fn(|cx| {
+        assert!(second.as_mut().poll(cx).is_pending());
+        assert!(third.as_mut().poll(cx).is_pending());
+        std::task::Poll::Ready(())
+    })
+    .await;
+    release.send(true).expect("releasing the holding reads");
+    for held in holding {
+        let held = held.await.expect("a holding turn");
+        assert_eq!(held.render(), "git: unavailable: not a git repository");
+    }
+    let (second, third) = tokio::join!(second, third);
+    assert_eq!(
+        second.render(),
+        "git: unavailable: bare repository, no working tree"
+    );
+    assert_eq!(third, second);
+    assert_eq!(reads.load(std::sync::atomic::Ordering::SeqCst), 3);
+}
