@@ -235,7 +235,6 @@ where
         .name("tern-git".to_owned())
         .spawn(move || {
             let _ticket = ticket;
-            yield_to_interactive_work();
             let _slot = read_slot();
             let read = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| read(&dir)));
             let _ = tx.send(read);
@@ -258,12 +257,6 @@ where
         },
     }
 }
-
-/// How much lower than the rest of tern a thread reading git runs (a nice value): when
-/// the cores are busy, the interface, the acknowledgement of inputs and streaming go first;
-/// on an idle machine the read runs as fast as before. The status counts' helper threads,
-/// started from it, inherit it.
-const GIT_READ_NICENESS: libc::c_int = 10;
 
 /// The most reads of git that run at once in the process; more wait for one to end, and
 /// turns that ask for a directory meanwhile share the read that waits for it
@@ -292,16 +285,6 @@ impl Drop for ReadSlot {
         let mut running = READS_RUNNING.lock().unwrap_or_else(PoisonError::into_inner);
         *running -= 1;
         READ_ENDED.notify_one();
-    }
-}
-
-fn yield_to_interactive_work() {
-    // On Linux this sets the calling thread's nice value only. Best effort: a read at the
-    // usual priority is still right.
-    // SAFETY: getpriority and setpriority take plain integers and touch no memory of ours.
-    unsafe {
-        let now = libc::getpriority(libc::PRIO_PROCESS, 0);
-        libc::setpriority(libc::PRIO_PROCESS, 0, now.saturating_add(GIT_READ_NICENESS));
     }
 }
 
