@@ -6,7 +6,7 @@
 //! told counts and never the names of changed files: names can leak more than the model needs,
 //! and a long list would churn the prompt on every turn. Reading git can stall (a network
 //! filesystem, a huge worktree, a lock held elsewhere), so [`working_git`] runs the read on a
-//! blocking thread and gives up when its budget passes: the turn goes on with a one-line
+//! thread of its own and gives up when its budget passes: the turn goes on with a one-line
 //! reason instead of waiting.
 
 use std::collections::BTreeSet;
@@ -15,8 +15,9 @@ use std::fmt;
 use std::num::NonZeroUsize;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, PoisonError, mpsc};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use git2::{ErrorCode, Repository, Status, StatusOptions};
 
@@ -198,7 +199,7 @@ impl fmt::Display for Upstream {
     }
 }
 
-/// Reads the git working context on a blocking thread, giving up after `budget`.
+/// Reads the git working context on a thread of its own, giving up after `budget`.
 ///
 /// Never fails: a directory outside git, a broken repository or a slow read all become
 /// [`GitContext::Unavailable`] with a reason, and the turn goes on.
@@ -218,15 +219,39 @@ pub async fn working_git_with<F>(dir: &Path, budget: Duration, read: F) -> GitCo
 where
     F: FnOnce(&Path) -> Result<GitSnapshot, GitUnavailable> + Send + 'static,
 {
+    read_within(dir, budget, read)
+        .await
+        .unwrap_or_else(|TimedOut| timed_out(budget))
+}
+
+/// The read's budget passed before it ended.
+pub(super) struct TimedOut;
+
+/// What a turn is told when the read did not end within `budget`.
+pub(super) fn timed_out(budget: Duration) -> GitContext {
+    GitContext::Unavailable {
+        reason: format!("timed out after {}", describe_budget(budget)),
+    }
+}
+
+/// [`working_git_with`], telling a read that overran its budget apart.
+pub(super) async fn read_within<F>(
+    dir: &Path,
+    budget: Duration,
+    read: F,
+) -> Result<GitContext, TimedOut>
+where
+    F: FnOnce(&Path) -> Result<GitSnapshot, GitUnavailable> + Send + 'static,
+{
     let ticket = match in_flight::begin(dir, budget) {
         Ok(ticket) => ticket,
         Err(running) => {
-            return GitContext::Unavailable {
+            return Ok(GitContext::Unavailable {
                 reason: format!(
                     "skipped: an earlier read of this repository is still running after {} s",
                     running.as_secs()
                 ),
-            };
+            });
         }
     };
     let dir = dir.to_path_buf();
@@ -235,56 +260,76 @@ where
         .name("tern-git".to_owned())
         .spawn(move || {
             let _ticket = ticket;
-            let _slot = read_slot();
+            let _slot = read_slot(budget);
+            if tx.is_closed() {
+                // Its turn went on without it while it waited for a place: nobody reads
+                // the result, and reading would only hold a place others wait for.
+                return;
+            }
             let read = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| read(&dir)));
             let _ = tx.send(read);
         });
     if let Err(err) = spawned {
-        return GitContext::Unavailable {
+        return Ok(GitContext::Unavailable {
             reason: format!("could not start a thread to read it: {err}"),
-        };
+        });
     }
     match tokio::time::timeout(budget, rx).await {
-        Ok(Ok(Ok(Ok(snapshot)))) => GitContext::Repo(snapshot),
-        Ok(Ok(Ok(Err(unavailable)))) => GitContext::Unavailable {
+        Ok(Ok(Ok(Ok(snapshot)))) => Ok(GitContext::Repo(snapshot)),
+        Ok(Ok(Ok(Err(unavailable)))) => Ok(GitContext::Unavailable {
             reason: unavailable.to_string(),
-        },
-        Ok(Ok(Err(_)) | Err(_)) => GitContext::Unavailable {
+        }),
+        Ok(Ok(Err(_)) | Err(_)) => Ok(GitContext::Unavailable {
             reason: "reading git panicked".to_owned(),
-        },
-        Err(_elapsed) => GitContext::Unavailable {
-            reason: format!("timed out after {}", describe_budget(budget)),
-        },
+        }),
+        Err(_elapsed) => Err(TimedOut),
     }
 }
 
-/// The most reads of git that run at once in the process; more wait for one to end, and
-/// turns that ask for a directory meanwhile share the read that waits for it
-/// ([`shared_git_with`]).
+/// The most reads of git that run at once in the process, not counting those past their
+/// turn's budget (abandoned, maybe stalled: a hung repository must not hold up the others);
+/// more wait for a place, and turns that ask for a directory meanwhile share the read that
+/// waits for it ([`shared_git_with`]).
 const MAX_READS: usize = 2;
 
-static READS_RUNNING: Mutex<usize> = Mutex::new(0);
+/// The reads running: an id and when each one's turn stops waiting for it.
+static READS_RUNNING: Mutex<Vec<(u64, Instant)>> = Mutex::new(Vec::new());
 static READ_ENDED: Condvar = Condvar::new();
+static NEXT_READ: AtomicU64 = AtomicU64::new(0);
 
 /// A place among the [`MAX_READS`] reads running, held until dropped.
-struct ReadSlot;
+struct ReadSlot(u64);
 
-fn read_slot() -> ReadSlot {
+/// Waits for a place for a read whose turn waits `budget` from now at most.
+fn read_slot(budget: Duration) -> ReadSlot {
+    let deadline = Instant::now() + budget;
     let mut running = READS_RUNNING.lock().unwrap_or_else(PoisonError::into_inner);
-    while *running >= MAX_READS {
+    loop {
+        let now = Instant::now();
+        if running.iter().filter(|(_, due)| *due > now).count() < MAX_READS {
+            let id = NEXT_READ.fetch_add(1, Ordering::Relaxed);
+            running.push((id, deadline));
+            return ReadSlot(id);
+        }
+        // Until a read ends, or the first of those within their budgets passes it.
+        let wait = running
+            .iter()
+            .filter(|(_, due)| *due > now)
+            .map(|(_, due)| *due - now)
+            .min()
+            .unwrap_or_default();
         running = READ_ENDED
-            .wait(running)
-            .unwrap_or_else(PoisonError::into_inner);
+            .wait_timeout(running, wait)
+            .unwrap_or_else(PoisonError::into_inner)
+            .0;
     }
-    *running += 1;
-    ReadSlot
 }
 
 impl Drop for ReadSlot {
     fn drop(&mut self) {
         let mut running = READS_RUNNING.lock().unwrap_or_else(PoisonError::into_inner);
-        *running -= 1;
-        READ_ENDED.notify_one();
+        running.retain(|(id, _)| *id != self.0);
+        READ_ENDED.notify_all();
     }
 }
 

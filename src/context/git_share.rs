@@ -3,15 +3,15 @@
 //! A read shows the repository as it is when the read starts, so a turn may take the result
 //! of any read that starts after the turn asked. When many sessions work in one repository
 //! (subagents beside their parent, sessions of chat threads) and their turns ask while a
-//! read still waits for a thread, they take that read's result instead of each queueing a
-//! read of their own: under load the reads, and their threads, do not pile up. A lone turn
-//! starts its read at once, as before.
+//! read still waits to start (for its thread, or for a place among the reads that may run at
+//! once), they take that read's result instead of each queueing a read of their own: under
+//! load the reads, and their threads, do not pile up. A lone turn starts its read at once.
 
-use super::git::{GitContext, GitSnapshot, GitUnavailable, describe_budget, working_git_with};
+use super::git::{GitContext, GitSnapshot, GitUnavailable, read_within, timed_out};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, LazyLock, Mutex, MutexGuard, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
 /// Per directory, the read that has not started yet, which a turn asking now may join.
@@ -52,12 +52,16 @@ fn lock() -> MutexGuard<'static, HashMap<PathBuf, Arc<SharedRead>>> {
     WAITING.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// [`working_git_with`], the read shared with the turns that ask for `dir` before it starts
-/// (`read` runs only for the turn that starts it). Each turn waits at most its own `budget`.
+/// [`working_git_with`](super::git::working_git_with), the read shared with the turns that
+/// ask for `dir` before it starts: `read` runs only for the turn that starts it, so every
+/// caller for one directory must pass the same kind of read. Each turn waits at most its own
+/// `budget`; one whose read overran does not hand the timeout on to those that joined it,
+/// who wait for the read's result within their own budgets.
 pub async fn shared_git_with<F>(dir: &Path, budget: Duration, read: F) -> GitContext
 where
     F: FnOnce(&Path) -> Result<GitSnapshot, GitUnavailable> + Send + 'static,
 {
+    let asked = Instant::now();
     let joined = {
         let mut waiting = lock();
         match waiting.get(dir) {
@@ -75,7 +79,7 @@ where
     match joined {
         Ok(shared) => {
             let reading = shared.clone();
-            let context = working_git_with(dir, budget, move |dir| {
+            let read = read_within(dir, budget, move |dir| {
                 reading.started();
                 let read = read(dir);
                 reading.finished(&match &read {
@@ -87,25 +91,36 @@ where
                 read
             })
             .await;
-            // What the turns that joined get when the read did not run or did not end.
-            shared.finished(&context);
-            context
+            match read {
+                // What the turns that joined get, also when the read did not run (skipped,
+                // no thread) or panicked.
+                Ok(context) => {
+                    shared.finished(&context);
+                    context
+                }
+                // Later turns get a read of their own; those that joined wait on.
+                Err(_) => {
+                    shared.started();
+                    timed_out(budget)
+                }
+            }
         }
         Err(mut result) => {
             let shared = match tokio::time::timeout(budget, result.wait_for(Option::is_some)).await
             {
                 Ok(Ok(context)) => context.clone(),
-                // The read went without a result (its turn stopped and its thread failed).
+                // The read went without a result (its turn went on without it, or stopped).
                 Ok(Err(_)) => None,
-                Err(_) => {
-                    return GitContext::Unavailable {
-                        reason: format!("timed out after {}", describe_budget(budget)),
-                    };
-                }
+                Err(_) => return timed_out(budget),
             };
             match shared {
                 Some(context) => context,
-                None => working_git_with(dir, budget, read).await,
+                None => {
+                    let left = budget.saturating_sub(asked.elapsed());
+                    read_within(dir, left, read)
+                        .await
+                        .unwrap_or_else(|_| timed_out(budget))
+                }
             }
         }
     }

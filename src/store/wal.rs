@@ -8,7 +8,8 @@
 //! commits: one fdatasync serves every entry written before it, and it runs beside the
 //! database's next commit rather than inside it, so the two overlap. An entry written while
 //! a sync runs does not wait for that one to end: a second starts beside it (at most
-//! [`MAX_SYNCS`] at once), so an acknowledgement costs one sync's time, not two.
+//! [`MAX_SYNCS`] at once). A sync's success counts once every sync beside it has ended well,
+//! since the kernel reports a lost write to only one of the syncs running when it is found.
 //!
 //! The log is filled from its start. A durable commit of the database makes everything the
 //! log holds redundant: the commit records a new epoch in the database, and the log is
@@ -69,13 +70,21 @@ struct State {
     written: u64,
     /// Of `written`, what is durable: synced, or made redundant by a durable commit.
     durable: u64,
-    /// Syncs under way, and the position the latest of them will make durable.
+    /// Syncs under way.
     syncing: u8,
+    /// The furthest position any sync started so far makes durable once it ends well.
     covered: u64,
+    /// The furthest position a sync that ended well made durable, confirmed (moved to
+    /// `durable`) only once no other sync is under way: the kernel reports a lost write to
+    /// one of the syncs running when it is found, not necessarily the earlier one.
+    pending: u64,
     /// Set when an entry was refused or not written, or a sync failed: the log takes no
-    /// entry and confirms no sync until the next refill, so it never holds a later entry
-    /// without an earlier one, nor calls synced what a failed sync may have dropped.
+    /// entry and starts no sync until the next refill, so it never holds a later entry
+    /// without an earlier one.
     broken: bool,
+    /// Set when a sync failed: nothing is called durable until the next refill, since a
+    /// later sync may succeed without what the failed one dropped.
+    sync_failed: bool,
 }
 
 impl Wal {
@@ -111,7 +120,9 @@ impl Wal {
                 durable: 0,
                 syncing: 0,
                 covered: 0,
+                pending: 0,
                 broken: false,
+                sync_failed: false,
             }),
             synced: Condvar::new(),
         };
@@ -184,9 +195,11 @@ impl Wal {
     /// another one it waited for, or made redundant by a durable commit.
     pub(super) fn sync(&self, upto: u64) -> std::io::Result<bool> {
         let mut state = self.lock();
+        let mut synced_here = false;
         loop {
             match state.next_step(upto) {
-                Step::Done => return Ok(false),
+                // True when a sync of this call covered `upto` (it was written before).
+                Step::Done => return Ok(synced_here),
                 Step::Failed => {
                     return Err(std::io::Error::other(
                         "an earlier write or sync of the write-ahead log failed",
@@ -206,10 +219,7 @@ impl Wal {
                     state.sync_ended(target, synced.is_ok());
                     self.synced.notify_all();
                     synced?;
-                    if state.durable >= upto {
-                        // This sync covered `upto`: it was written before the sync started.
-                        return Ok(true);
-                    }
+                    synced_here = true;
                 }
             }
         }
@@ -223,6 +233,7 @@ impl Wal {
         state.offset = 0;
         state.durable = state.written;
         state.broken = false;
+        state.sync_failed = false;
         self.synced.notify_all();
     }
 
@@ -248,9 +259,11 @@ impl State {
     fn next_step(&self, upto: u64) -> Step {
         if self.durable >= upto {
             Step::Done
-        } else if self.broken {
+        } else if self.broken || self.sync_failed {
             Step::Failed
-        } else if self.covered >= upto || self.syncing >= MAX_SYNCS {
+        } else if self.covered >= upto || self.syncing >= MAX_SYNCS || self.pending > self.durable {
+            // A success waiting for the sync beside it to end starts no new sync, so that
+            // its confirmation is not put off again and again.
             Step::Wait
         } else {
             Step::Sync
@@ -264,15 +277,17 @@ impl State {
         self.written
     }
 
-    /// A sync that started at `target` ended. After a failed sync, a later one may succeed
-    /// without what the failed one dropped (the kernel reports a lost write once): nothing
-    /// is called durable again until the next refill.
+    /// A sync that started at `target` ended. Its success counts once every sync that ran
+    /// beside it has ended well too: a lost write is reported to one of them only.
     fn sync_ended(&mut self, target: u64, ok: bool) {
         self.syncing -= 1;
-        if ok && !self.broken {
-            self.durable = self.durable.max(target);
+        if ok {
+            self.pending = self.pending.max(target);
         } else {
-            self.broken = true;
+            self.sync_failed = true;
+        }
+        if self.syncing == 0 && !self.sync_failed {
+            self.durable = self.durable.max(self.pending);
         }
     }
 }
@@ -361,7 +376,9 @@ mod tests {
             durable: 0,
             syncing: 0,
             covered: 0,
+            pending: 0,
             broken: false,
+            sync_failed: false,
         }
     }
 
@@ -377,20 +394,30 @@ mod tests {
         assert_eq!(state.sync_started(), 250);
         state.written = 300;
         assert_eq!(state.next_step(300), Step::Wait, "two at most");
-        // The later sync may end first: it covers everything before it.
+        state.sync_ended(100, true);
+        assert_eq!(state.durable, 0, "not while the other runs");
         state.sync_ended(250, true);
+        assert_eq!(state.durable, 250);
         assert_eq!(state.next_step(100), Step::Done);
         assert_eq!(state.next_step(300), Step::Sync);
-        state.sync_ended(100, true);
-        assert_eq!(
-            state.durable, 250,
-            "an earlier sync ending late takes nothing back"
-        );
     }
 
     #[test]
-    fn a_sync_that_succeeds_after_another_failed_confirms_nothing() {
+    fn a_sync_that_ends_well_counts_only_once_the_one_beside_it_ended_well_too() {
+        // The later sync ends first and well; the earlier one then reports the lost write
+        // (the kernel tells one of them only): neither is confirmed.
         let mut state = state(100);
+        state.sync_started();
+        state.written = 200;
+        state.sync_started();
+        state.sync_ended(200, true);
+        assert_eq!(state.durable, 0);
+        assert_eq!(state.next_step(300), Step::Wait, "no new sync meanwhile");
+        state.sync_ended(100, false);
+        assert_eq!(state.durable, 0);
+        assert_eq!(state.next_step(200), Step::Failed);
+        // The other way round too.
+        let mut state = self::state(100);
         state.sync_started();
         state.written = 200;
         state.sync_started();
@@ -398,6 +425,29 @@ mod tests {
         state.sync_ended(200, true);
         assert_eq!(state.durable, 0);
         assert_eq!(state.next_step(200), Step::Failed);
+    }
+
+    #[test]
+    fn an_entry_refused_while_a_sync_runs_leaves_that_sync_good() {
+        let (_dir, path) = temp();
+        let (wal, _) = Wal::open(&path, 1, false).expect("open");
+        let at = wal
+            .write(&[(Kind::Appended, b"kept")])
+            .expect("write")
+            .expect("room");
+        let target = wal.lock().sync_started();
+        // The log fills (or an entry is refused) while the sync runs.
+        wal.refuse();
+        wal.lock().sync_ended(target, true);
+        assert!(!wal.sync(at).expect("synced before the refusal"));
+        let refused = wal.write(&[(Kind::Appended, b"later")]).expect("write");
+        assert_eq!(refused, None, "no entry until the next refill");
+        wal.refill(2);
+        assert!(
+            wal.write(&[(Kind::Appended, b"again")])
+                .expect("write")
+                .is_some()
+        );
     }
 
     #[test]

@@ -113,47 +113,64 @@ async fn a_repository_whose_read_overran_is_not_read_again_until_it_ends() {
     assert_eq!(third.render(), "git: unavailable: not a git repository");
 }
 
+/// Two reads of other repositories that take the two places of reads that may run at once,
+/// for turns that wait `budget` for them, until released (or the test ends).
+struct Holding {
+    release: tokio::sync::watch::Sender<bool>,
+    turns: Vec<tokio::task::JoinHandle<GitContext>>,
+}
+
+impl Holding {
+    async fn start(name: &str, budget: Duration) -> Holding {
+        let (release, released) = tokio::sync::watch::channel(false);
+        let (started, mut both_started) = tokio::sync::mpsc::unbounded_channel::<()>();
+        let turns = (1..=2)
+            .map(|n| {
+                let (started, released) = (started.clone(), released.clone());
+                let dir = format!("/stand-in/{name}-holding-{n}");
+                tokio::spawn(async move {
+                    shared_git_with(Path::new(&dir), budget, move |_| {
+                        let _ = started.send(());
+                        // Also let go if the test ends early (the sender dropped), so a
+                        // failing test does not hold both places for the tests after it.
+                        while !*released.borrow() && released.has_changed().is_ok() {
+                            std::thread::sleep(Duration::from_millis(1));
+                        }
+                        Err(GitUnavailable::NotARepository)
+                    })
+                    .await
+                })
+            })
+            .collect();
+        for _ in 0..2 {
+            both_started.recv().await.expect("a holding read starts");
+        }
+        Holding { release, turns }
+    }
+
+    async fn release(self) -> Vec<GitContext> {
+        self.release
+            .send(true)
+            .expect("releasing the holding reads");
+        let mut ended = Vec::new();
+        for turn in self.turns {
+            ended.push(turn.await.expect("a holding turn"));
+        }
+        ended
+    }
+}
+
 #[tokio::test]
 async fn turns_that_ask_while_a_read_waits_to_start_share_it() {
     let reads = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let counted = |outcome: GitUnavailable| {
-        let reads = reads.clone();
-        move |_: &Path| {
-            reads.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-            Err(outcome)
-        }
-    };
-    // Two reads of other repositories take the places of the two that may run at once.
-    let (release, released) = tokio::sync::watch::channel(false);
-    let (started, mut two_started) = tokio::sync::mpsc::unbounded_channel::<()>();
-    let holding: Vec<_> = ["/stand-in/holding-1", "/stand-in/holding-2"]
-        .into_iter()
-        .map(|dir| {
-            let (started, released) = (started.clone(), released.clone());
-            let read = counted(GitUnavailable::NotARepository);
-            tokio::spawn(shared_git_with(
-                Path::new(dir),
-                Duration::from_secs(30),
-                move |dir| {
-                    let _ = started.send(());
-                    while !*released.borrow() {
-                        std::thread::sleep(Duration::from_millis(1));
-                    }
-                    read(dir)
-                },
-            ))
-        })
-        .collect();
-    for _ in 0..2 {
-        two_started.recv().await.expect("a holding read starts");
-    }
+    let holding = Holding::start("sharing", Duration::from_secs(30)).await;
     // Both ask while the read of their repository waits for a place: one read serves both.
     let dir = Path::new("/stand-in/shared");
-    let mut second = Box::pin(shared_git_with(
-        dir,
-        Duration::from_secs(30),
-        counted(GitUnavailable::BareRepository),
-    ));
+    let counted = reads.clone();
+    let mut second = Box::pin(shared_git_with(dir, Duration::from_secs(30), move |_| {
+        counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Err(GitUnavailable::BareRepository)
+    }));
     let mut third = Box::pin(shared_git_with(dir, Duration::from_secs(30), |_| {
         panic!("a turn that joined a read does not read")
     }));
@@ -163,9 +180,7 @@ async fn turns_that_ask_while_a_read_waits_to_start_share_it() {
         std::task::Poll::Ready(())
     })
     .await;
-    release.send(true).expect("releasing the holding reads");
-    for held in holding {
-        let held = held.await.expect("a holding turn");
+    for held in holding.release().await {
         assert_eq!(held.render(), "git: unavailable: not a git repository");
     }
     let (second, third) = tokio::join!(second, third);
@@ -174,5 +189,53 @@ async fn turns_that_ask_while_a_read_waits_to_start_share_it() {
         "git: unavailable: bare repository, no working tree"
     );
     assert_eq!(third, second);
-    assert_eq!(reads.load(std::sync::atomic::Ordering::SeqCst), 3);
+    assert_eq!(reads.load(std::sync::atomic::Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn reads_past_their_budget_hold_no_place() {
+    // Two reads stall (a hung repository) and their turns went on after 1 ms.
+    let holding = Holding::start("stalled", Duration::from_millis(1)).await;
+    let context = working_git_with(
+        Path::new("/stand-in/beside-the-stalled"),
+        Duration::from_secs(30),
+        |_| Err(GitUnavailable::BareRepository),
+    )
+    .await;
+    assert_eq!(
+        context.render(),
+        "git: unavailable: bare repository, no working tree"
+    );
+    holding.release().await;
+}
+
+#[tokio::test]
+async fn a_turn_that_joined_a_read_waits_on_when_the_turn_that_started_it_gives_up() {
+    let holding = Holding::start("giving-up", Duration::from_secs(30)).await;
+    let dir = Path::new("/stand-in/given-up");
+    // Nobody waits for this read once the hasty turn gave up: it is not run (had it run,
+    // the patient turn, which joined it, would get its result).
+    let mut hasty = Box::pin(shared_git_with(dir, Duration::from_millis(1), |_| {
+        Err(GitUnavailable::NotARepository)
+    }));
+    let mut patient = Box::pin(shared_git_with(dir, Duration::from_secs(30), |_| {
+        Err(GitUnavailable::BareRepository)
+    }));
+    std::future::poll_fn(|cx| {
+        assert!(hasty.as_mut().poll(cx).is_pending());
+        assert!(patient.as_mut().poll(cx).is_pending());
+        std::task::Poll::Ready(())
+    })
+    .await;
+    assert_eq!(
+        hasty.await.render(),
+        "git: unavailable: timed out after 1 ms"
+    );
+    holding.release().await;
+    // Neither the hasty turn's timeout nor the read it would have run: a read of its own, once
+    // the first went without a result.
+    assert_eq!(
+        patient.await.render(),
+        "git: unavailable: bare repository, no working tree"
+    );
 }
