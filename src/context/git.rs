@@ -329,7 +329,7 @@ impl Drop for ReadSlot {
     fn drop(&mut self) {
         let mut running = READS_RUNNING.lock().unwrap_or_else(PoisonError::into_inner);
         running.retain(|(id, _)| *id != self.0);
-        READ_ENDED.notify_all();
+        READ_ENDED.notify_one();
     }
 }
 
