@@ -260,10 +260,12 @@ where
         .name("tern-git".to_owned())
         .spawn(move || {
             let _ticket = ticket;
-            let _slot = read_slot(budget);
+            // Its turn went on without it while it waited for a place: nobody reads the
+            // result, and reading would only hold a place others wait for.
+            let Some(_slot) = read_slot(budget) else {
+                return;
+            };
             if tx.is_closed() {
-                // Its turn went on without it while it waited for a place: nobody reads
-                // the result, and reading would only hold a place others wait for.
                 return;
             }
             let read = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| read(&dir)));
@@ -279,10 +281,11 @@ where
         Ok(Ok(Ok(Err(unavailable)))) => Ok(GitContext::Unavailable {
             reason: unavailable.to_string(),
         }),
-        Ok(Ok(Err(_)) | Err(_)) => Ok(GitContext::Unavailable {
+        Ok(Ok(Err(_panic))) => Ok(GitContext::Unavailable {
             reason: "reading git panicked".to_owned(),
         }),
-        Err(_elapsed) => Err(TimedOut),
+        // The read was not started: its budget passed while it waited for a place.
+        Ok(Err(_)) | Err(_) => Err(TimedOut),
     }
 }
 
@@ -300,24 +303,32 @@ static NEXT_READ: AtomicU64 = AtomicU64::new(0);
 /// A place among the [`MAX_READS`] reads running, held until dropped.
 struct ReadSlot(u64);
 
-/// Waits for a place for a read whose turn waits `budget` from now at most.
-fn read_slot(budget: Duration) -> ReadSlot {
+/// Waits for a place for a read whose turn waits `budget` from now at most; `None` once
+/// that has passed (the turn went on without it).
+fn read_slot(budget: Duration) -> Option<ReadSlot> {
     let deadline = Instant::now() + budget;
     let mut running = READS_RUNNING.lock().unwrap_or_else(PoisonError::into_inner);
     loop {
         let now = Instant::now();
+        if now >= deadline {
+            // A place that came free while this one gave up goes to the next waiting.
+            READ_ENDED.notify_one();
+            return None;
+        }
         if running.iter().filter(|(_, due)| *due > now).count() < MAX_READS {
             let id = NEXT_READ.fetch_add(1, Ordering::Relaxed);
             running.push((id, deadline));
-            return ReadSlot(id);
+            return Some(ReadSlot(id));
         }
-        // Until a read ends, or the first of those within their budgets passes it.
+        // Until a read ends, this one's budget passes, or the first of those running
+        // within their budgets passes it.
         let wait = running
             .iter()
-            .filter(|(_, due)| *due > now)
-            .map(|(_, due)| *due - now)
+            .map(|(_, due)| *due)
+            .filter(|due| *due > now)
+            .chain([deadline])
             .min()
-            .unwrap_or_default();
+            .map_or(Duration::ZERO, |due| due - now);
         running = READ_ENDED
             .wait_timeout(running, wait)
             .unwrap_or_else(PoisonError::into_inner)

@@ -115,12 +115,13 @@ where
             };
             match shared {
                 Some(context) => context,
-                None => {
-                    let left = budget.saturating_sub(asked.elapsed());
-                    read_within(dir, left, read)
-                        .await
-                        .unwrap_or_else(|_| timed_out(budget))
-                }
+                // Shared again with those who ask meanwhile, within what is left.
+                None => match budget.checked_sub(asked.elapsed()) {
+                    Some(left) if !left.is_zero() => {
+                        Box::pin(shared_git_with(dir, left, read)).await
+                    }
+                    _ => timed_out(budget),
+                },
             }
         }
     }

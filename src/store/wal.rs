@@ -247,7 +247,8 @@ impl Wal {
 enum Step {
     /// What it waits for is durable.
     Done,
-    /// The log failed since its last refill: it confirms nothing.
+    /// The log refuses entries, or a sync failed, since its last refill: the caller makes its
+    /// entries durable another way (a durable commit of the database).
     Failed,
     /// A sync under way covers it, or as many run as may: wait for one to end.
     Wait,

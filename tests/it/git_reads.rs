@@ -7,8 +7,16 @@ use std::sync::mpsc;
 use std::time::Duration;
 use tern::context::{GitContext, GitUnavailable, shared_git_with, working_git, working_git_with};
 
+/// Taken by each test here: they hold places among the reads that may run at once (two in
+/// the process), so one test's held places must not starve another's reads.
+static PLACES: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// Long enough for a read's thread to start on a loaded machine, short for a test.
+const SHORT: Duration = Duration::from_millis(300);
+
 #[tokio::test]
 async fn working_git_outside_git_degrades_to_a_reason() {
+    let _places = PLACES.lock().await;
     let root = tempfile::tempdir().expect("a temp dir");
     let dir = root.path().join("plain");
     std::fs::create_dir_all(&dir).expect("creating a plain dir");
@@ -18,27 +26,24 @@ async fn working_git_outside_git_degrades_to_a_reason() {
 
 #[tokio::test]
 async fn a_read_that_overruns_its_budget_is_abandoned() {
+    let _places = PLACES.lock().await;
     // The stand-in read blocks until the test releases it, so it cannot finish within any
     // budget; the context must come back without it.
     let (release, released) = mpsc::channel::<()>();
     let (finished, read_finished) = mpsc::channel::<()>();
-    let context = working_git_with(
-        Path::new("/stand-in/overrun"),
-        Duration::from_millis(1),
-        move |_| {
-            let _ = released.recv();
-            let _ = finished.send(());
-            Err(GitUnavailable::NotARepository)
-        },
-    )
+    let context = working_git_with(Path::new("/stand-in/overrun"), SHORT, move |_| {
+        let _ = released.recv();
+        let _ = finished.send(());
+        Err(GitUnavailable::NotARepository)
+    })
     .await;
     assert_eq!(
         context,
         GitContext::Unavailable {
-            reason: "timed out after 1 ms".to_owned()
+            reason: "timed out after 300 ms".to_owned()
         }
     );
-    assert_eq!(context.render(), "git: unavailable: timed out after 1 ms");
+    assert_eq!(context.render(), "git: unavailable: timed out after 300 ms");
     // The read was still running when the context came back; let it go.
     assert!(read_finished.try_recv().is_err());
     release.send(()).expect("releasing the read");
@@ -49,6 +54,7 @@ async fn a_read_that_overruns_its_budget_is_abandoned() {
 
 #[tokio::test]
 async fn a_zero_budget_does_not_wait_for_the_read() {
+    let _places = PLACES.lock().await;
     let (release, released) = mpsc::channel::<()>();
     let context = working_git_with(Path::new("/stand-in/zero"), Duration::ZERO, move |_| {
         let _ = released.recv();
@@ -61,6 +67,7 @@ async fn a_zero_budget_does_not_wait_for_the_read() {
 
 #[tokio::test]
 async fn a_read_that_panics_degrades_to_a_reason() {
+    let _places = PLACES.lock().await;
     let context = working_git_with(
         Path::new("/stand-in/panic"),
         Duration::from_secs(30),
@@ -72,18 +79,19 @@ async fn a_read_that_panics_degrades_to_a_reason() {
 
 #[tokio::test]
 async fn a_repository_whose_read_overran_is_not_read_again_until_it_ends() {
+    let _places = PLACES.lock().await;
     let dir = Path::new("/stand-in/piling-up");
     let (release, released) = mpsc::channel::<()>();
     let (finished, read_finished) = mpsc::channel::<()>();
-    let first = working_git_with(dir, Duration::from_millis(1), move |_| {
+    let first = working_git_with(dir, SHORT, move |_| {
         let _ = released.recv();
         let _ = finished.send(());
         Err(GitUnavailable::NotARepository)
     })
     .await;
-    assert_eq!(first.render(), "git: unavailable: timed out after 1 ms");
+    assert_eq!(first.render(), "git: unavailable: timed out after 300 ms");
     // The abandoned read still runs: the next turn does not start another thread.
-    let second = working_git_with(dir, Duration::from_millis(1), |_| {
+    let second = working_git_with(dir, SHORT, |_| {
         panic!("a second read must not start while the first is still running")
     })
     .await;
@@ -142,8 +150,12 @@ impl Holding {
                 })
             })
             .collect();
+        drop(started);
         for _ in 0..2 {
-            both_started.recv().await.expect("a holding read starts");
+            tokio::time::timeout(Duration::from_secs(30), both_started.recv())
+                .await
+                .expect("a holding read starts within 30 s")
+                .expect("a holding read starts, not skipped");
         }
         Holding { release, turns }
     }
@@ -162,6 +174,7 @@ impl Holding {
 
 #[tokio::test]
 async fn turns_that_ask_while_a_read_waits_to_start_share_it() {
+    let _places = PLACES.lock().await;
     let reads = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let holding = Holding::start("sharing", Duration::from_secs(30)).await;
     // Both ask while the read of their repository waits for a place: one read serves both.
@@ -194,8 +207,10 @@ async fn turns_that_ask_while_a_read_waits_to_start_share_it() {
 
 #[tokio::test]
 async fn reads_past_their_budget_hold_no_place() {
-    // Two reads stall (a hung repository) and their turns went on after 1 ms.
-    let holding = Holding::start("stalled", Duration::from_millis(1)).await;
+    let _places = PLACES.lock().await;
+    // Two reads stall (a hung repository); their turns go on once their budget passes.
+    let holding = Holding::start("stalled", SHORT).await;
+    tokio::time::sleep(SHORT).await;
     let context = working_git_with(
         Path::new("/stand-in/beside-the-stalled"),
         Duration::from_secs(30),
@@ -211,6 +226,7 @@ async fn reads_past_their_budget_hold_no_place() {
 
 #[tokio::test]
 async fn a_turn_that_joined_a_read_waits_on_when_the_turn_that_started_it_gives_up() {
+    let _places = PLACES.lock().await;
     let holding = Holding::start("giving-up", Duration::from_secs(30)).await;
     let dir = Path::new("/stand-in/given-up");
     // Nobody waits for this read once the hasty turn gave up: it is not run (had it run,
