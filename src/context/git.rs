@@ -128,6 +128,18 @@ pub enum GitContext {
     Unavailable { reason: String },
 }
 
+impl From<Result<GitSnapshot, GitUnavailable>> for GitContext {
+    /// A read's outcome as the turn is told it.
+    fn from(read: Result<GitSnapshot, GitUnavailable>) -> Self {
+        match read {
+            Ok(snapshot) => GitContext::Repo(snapshot),
+            Err(unavailable) => GitContext::Unavailable {
+                reason: unavailable.to_string(),
+            },
+        }
+    }
+}
+
 impl GitContext {
     /// The `git:` line of the `[working-context]` block.
     pub fn render(&self) -> String {
@@ -277,10 +289,7 @@ where
         });
     }
     match tokio::time::timeout(budget, rx).await {
-        Ok(Ok(Ok(Ok(snapshot)))) => Ok(GitContext::Repo(snapshot)),
-        Ok(Ok(Ok(Err(unavailable)))) => Ok(GitContext::Unavailable {
-            reason: unavailable.to_string(),
-        }),
+        Ok(Ok(Ok(read))) => Ok(GitContext::from(read)),
         Ok(Ok(Err(_panic))) => Ok(GitContext::Unavailable {
             reason: "reading git panicked".to_owned(),
         }),

@@ -82,12 +82,7 @@ where
             let read = read_within(dir, budget, move |dir| {
                 reading.started();
                 let read = read(dir);
-                reading.finished(&match &read {
-                    Ok(snapshot) => GitContext::Repo(snapshot.clone()),
-                    Err(unavailable) => GitContext::Unavailable {
-                        reason: unavailable.to_string(),
-                    },
-                });
+                reading.finished(&GitContext::from(read.clone()));
                 read
             })
             .await;

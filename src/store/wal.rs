@@ -363,6 +363,17 @@ fn sync_folder(path: &Path) -> std::io::Result<()> {
 mod tests {
     use super::*;
 
+    /// A new log of `epoch` holding one entry, and the position a sync must reach for it.
+    fn with_entry(epoch: u64, payload: &[u8]) -> (tempfile::TempDir, Wal, u64) {
+        let (dir, path) = temp();
+        let (wal, _) = Wal::open(&path, epoch, false).expect("open");
+        let at = wal
+            .write(&[(Kind::Appended, payload)])
+            .expect("write")
+            .expect("room");
+        (dir, wal, at)
+    }
+
     fn temp() -> (tempfile::TempDir, PathBuf) {
         let dir = tempfile::tempdir().expect("a temp dir");
         let path = dir.path().join("tern.redb.wal");
@@ -430,12 +441,7 @@ mod tests {
 
     #[test]
     fn an_entry_refused_while_a_sync_runs_leaves_that_sync_good() {
-        let (_dir, path) = temp();
-        let (wal, _) = Wal::open(&path, 1, false).expect("open");
-        let at = wal
-            .write(&[(Kind::Appended, b"kept")])
-            .expect("write")
-            .expect("room");
+        let (_dir, wal, at) = with_entry(1, b"kept");
         let target = wal.lock().sync_started();
         // The log fills (or an entry is refused) while the sync runs.
         wal.refuse();
@@ -584,12 +590,7 @@ mod tests {
 
     #[test]
     fn a_refill_makes_what_was_written_before_it_durable_without_a_sync() {
-        let (_dir, path) = temp();
-        let (wal, _) = Wal::open(&path, 0, false).expect("open");
-        let at = wal
-            .write(&[(Kind::Appended, b"x")])
-            .expect("write")
-            .expect("room");
+        let (_dir, wal, at) = with_entry(0, b"x");
         wal.refill(1);
         assert!(!wal.sync(at).expect("sync"), "no fdatasync needed");
     }
