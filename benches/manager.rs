@@ -8,7 +8,9 @@
 //! - `20 sessions`: 20 sessions under one manager, each a task sending inputs one after the
 //!   other through `SessionManager::send` against the mock provider on 127.0.0.1 (a text reply
 //!   per input), so every acknowledgement waits for its durable append while the other
-//!   sessions' turns append too. A session's first input opens it (its store entry, its
+//!   sessions' turns append too. The inputs are what a webhook delivers (automated, so their
+//!   turns run on the runtime of work no person waits for); with `-- --people`, inputs
+//!   typed by a person, whose turns keep the main runtime beside the acknowledgements. A session's first input opens it (its store entry, its
 //!   actor, its prompt's layers) and is reported on its own line. Reported: p50 and p99 of
 //!   the acknowledgement of every later input, once with each
 //!   session sending its next input the moment its turn ends (the disk saturated: every
@@ -166,7 +168,25 @@ fn cpu_ms() -> f64 {
     ms(usage.ru_utime) + ms(usage.ru_stime)
 }
 
-async fn twenty_sessions(inputs: usize, pause: Duration, repo_files: usize) {
+/// An input of session `s`: what a webhook delivers, or with `people` what a person types.
+fn input_of(s: usize, i: usize, people: bool) -> UserInput {
+    let text = format!("input {i} of session {s}");
+    if people {
+        return UserInput::local(text);
+    }
+    UserInput {
+        sender: Sender {
+            id: "webhook:bench".into(),
+            name: "bench".into(),
+            automated: true,
+            trusted: false,
+        },
+        kind: InputKind::Webhook,
+        ..UserInput::local(text)
+    }
+}
+
+async fn twenty_sessions(inputs: usize, pause: Duration, repo_files: usize, people: bool) {
     let home = TernHome::new();
     if repo_files > 0 {
         make_repository(&home, repo_files);
@@ -188,7 +208,7 @@ async fn twenty_sessions(inputs: usize, pause: Duration, repo_files: usize) {
                 for i in 0..inputs {
                     let message = SendUserMessage {
                         key: key.clone(),
-                        input: UserInput::local(format!("input {i} of session {s}")),
+                        input: input_of(s, i, people),
                         project_dir: project.clone(),
                     };
                     let start = Instant::now();
@@ -236,6 +256,10 @@ async fn twenty_sessions(inputs: usize, pause: Duration, repo_files: usize) {
             format!("; in a git repository of {repo_files} files")
         } else {
             String::new()
+        } + if people {
+            "; inputs typed by people"
+        } else {
+            "; webhook inputs"
         }
     );
     manager.close_all().await;
@@ -253,6 +277,7 @@ fn main() {
         .nth(1)
         .and_then(|n| n.parse().ok())
         .unwrap_or(0);
+    let people = std::env::args().any(|arg| arg == "--people");
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -265,10 +290,11 @@ fn main() {
         20
     }));
     twenty_appenders(inputs * 4);
-    runtime.block_on(twenty_sessions(inputs, Duration::ZERO, repo_files));
+    runtime.block_on(twenty_sessions(inputs, Duration::ZERO, repo_files, people));
     runtime.block_on(twenty_sessions(
         inputs.min(20),
         Duration::from_millis(500),
         repo_files,
+        people,
     ));
 }

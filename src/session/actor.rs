@@ -8,6 +8,7 @@
 //! [`joining`](super::joining). After the first completed turn a title call runs beside the
 //! idle session ([`titling`](super::titling)); the actor journals its answer.
 
+mod recover;
 mod rest;
 
 use super::asking::ApprovalSlot;
@@ -24,7 +25,7 @@ use super::snapshot;
 use super::state::SessionState;
 use super::titling::Titler;
 use super::turn::{Joining, PendingInput, StopAfterBatch, Turn};
-use crate::domain::{Audience, ErrorCategory, SessionId, TurnStop};
+use crate::domain::{Audience, SessionId, TurnStop};
 use crate::prompt::TurnNotes;
 use crate::store::JournalEvent;
 use crate::tools::ApprovalMode;
@@ -210,7 +211,7 @@ impl SessionActor {
                         }
                         match *ended {
                             Ok(state) => self.finish_turn(state),
-                            Err(err) => self.recover_after_crash(&err),
+                            Err(err) => self.turn_task_lost(&err),
                         }
                     }
                 },
@@ -491,7 +492,8 @@ impl SessionActor {
         let turn_joining = joining.clone();
         let approvals = ApprovalSlot::default();
         let turn_approvals = approvals.clone();
-        let task = tokio::spawn(async move {
+        let automated = owner.automated;
+        let run = async move {
             let deps = with_mcp_tools(deps, &state.project_dir).await;
             let turn = Turn {
                 deps: &deps,
@@ -506,7 +508,14 @@ impl SessionActor {
             };
             turn.run(&mut state).await;
             state
-        });
+        };
+        // A turn no person waits for at a keyboard (a webhook's, a reminder's) runs beside
+        // the subagent runs: it never queues ahead of a person's turn, nor of the
+        // acknowledgement of any input, which stays with the actor.
+        let task = match automated {
+            true => background::spawn_joined(run),
+            false => tokio::spawn(run),
+        };
         self.turn = Some(RunningTurn {
             cancel,
             stop_after_batch,
@@ -651,68 +660,6 @@ impl SessionActor {
         if let Some(event) = self.titles.journal(&self.deps, state) {
             self.publish(&event);
         }
-    }
-
-    /// The turn's task died, which is a bug. The journal is the truth: rebuild from it, end
-    /// the turn there, and go on. If the journal cannot be read either, the session stops.
-    fn recover_after_crash(&mut self, err: &tokio::task::JoinError) {
-        tracing::error!(%err, "a turn task stopped unexpectedly; rebuilding from the journal");
-        if let Err(err) = self.set_phase(Phase::Recovering) {
-            tracing::error!(%err, "could not enter recovery");
-        }
-        let message = "the turn stopped unexpectedly (a bug in tern); the session was restored \
-                       from its journal and can go on";
-        let recovered = snapshot::recover(
-            &self.deps.store,
-            &self.id,
-            self.project_dir.clone(),
-            &self.dirs.spool_dir,
-            &self.deps.redactor,
-        );
-        let mut replay = match recovered {
-            Ok(replay) => replay,
-            Err(err) => {
-                self.publish(&SessionEvent::TurnFailed {
-                    category: ErrorCategory::Storage,
-                    stop: TurnStop::Error {
-                        category: ErrorCategory::Storage,
-                    },
-                    message: format!(
-                        "the turn stopped unexpectedly and the session journal could not be \
-                         read back ({err}); the session has stopped. Open it again with \
-                         `tern run --session {}`",
-                        self.id
-                    ),
-                });
-                self.accepting = false;
-                return;
-            }
-        };
-        for event in &mut replay.repairs {
-            if let JournalEvent::TurnFailed {
-                category,
-                message: text,
-                ..
-            } = event
-            {
-                *category = ErrorCategory::Internal;
-                *text = message.to_owned();
-            }
-        }
-        if let Err(err) =
-            snapshot::store_repairs(&self.deps.store, &mut replay, &self.dirs.spool_dir)
-        {
-            tracing::error!(%err, "could not repair the journal");
-        }
-        self.published_at = self.published_at.max(replay.state.last_seq);
-        self.publish(&SessionEvent::TurnFailed {
-            category: ErrorCategory::Internal,
-            message: message.to_owned(),
-            stop: TurnStop::Error {
-                category: ErrorCategory::Internal,
-            },
-        });
-        self.finish_turn(replay.state);
     }
 
     /// Tells the subscribers and the session log.

@@ -1,9 +1,12 @@
-//! Where subagent sessions run: a runtime of their own, on one thread of lower priority.
+//! Where work no person waits for at a keyboard runs: a runtime of its own, on one thread
+//! of lower priority. Subagent sessions run there whole; a session of the main runtime sends
+//! there the turns of its automated inputs (a webhook's, a reminder's), while it keeps
+//! acknowledging inputs itself.
 //!
 //! However many runs stream at once, their tasks (their model streams, their journal writes,
-//! their events and those who follow them) then never queue ahead of the session the person talks to, whose tasks keep
-//! the process's main runtime, and when both want a core the kernel gives it to the person's
-//! session first. What crosses between the two is channels, which work across runtimes; the
+//! their events and those who follow them) then never queue ahead of the session the person
+//! talks to, nor of the acknowledgement of an input, whose tasks keep the process's main
+//! runtime, and when both want a core the kernel gives it to the person's session first. What crosses between the two is channels, which work across runtimes; the
 //! runs' model requests go over HTTP connections of their own (a connection's work is done
 //! on the runtime that opened it). The
 //! processes a run's tools and jobs start inherit its lower priority.
@@ -13,9 +16,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 use tokio::runtime::{Builder, Handle, Runtime};
+use tokio::task::JoinHandle;
 
 /// How much lower the runs' thread runs than the rest of tern, in nice steps.
-const NICER_BY: i32 = 5;
+const NICER_BY: i32 = 10;
 
 /// The runtime, once started; taken out at the process's end.
 static RUNTIME: Mutex<Option<Runtime>> = Mutex::new(None);
@@ -46,9 +50,17 @@ pub fn runtime() -> Option<Handle> {
 /// Runs `task` on the runs' runtime (on the caller's when there is none): work for runs
 /// that wakes with each of their events.
 pub fn spawn(task: impl Future<Output = ()> + Send + 'static) {
+    drop(spawn_joined(task));
+}
+
+/// Runs `task` on the runs' runtime (on the caller's when there is none) and hands back
+/// its outcome.
+pub fn spawn_joined<T: Send + 'static>(
+    task: impl Future<Output = T> + Send + 'static,
+) -> JoinHandle<T> {
     match runtime() {
-        Some(runtime) => drop(runtime.spawn(task)),
-        None => drop(tokio::spawn(task)),
+        Some(runtime) => runtime.spawn(task),
+        None => tokio::spawn(task),
     }
 }
 

@@ -219,3 +219,38 @@ async fn people_who_interrupt_an_automated_turn_go_in_the_order_they_wrote() {
             .contains("[interrupted-automation]")
     );
 }
+
+/// The niceness of the process a turn's `shell_execute` starts for `input`.
+async fn niceness_of_a_command_started_for(world: &World, input: UserInput) -> i32 {
+    world.mock.push(Reply::tool_call(
+        "shell_execute",
+        json!({"command": "nice"}),
+    ));
+    world.mock.push(Reply::text("done"));
+    let handle = world.create();
+    let input = UserInput {
+        approval: Some(tern::tools::ApprovalMode::All),
+        ..input
+    };
+    turn_with(&handle, input).await;
+    let results = tool_results(world, handle.id());
+    let (failed, output) = results.first().expect("the command ran");
+    assert!(!failed, "{output}");
+    output
+        .lines()
+        .find_map(|line| line.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no niceness in {output:?}"))
+}
+
+#[tokio::test]
+async fn an_automated_input_s_turn_yields_the_cores_to_a_persons() {
+    let world = World::anthropic();
+    let persons = niceness_of_a_command_started_for(&world, UserInput::local("how nice?")).await;
+    let automated = niceness_of_a_command_started_for(&world, reminder()).await;
+    // What the turn of a reminder starts runs at a lower priority (nice values stop at 19),
+    // while the acknowledgement of that reminder stays with the session.
+    assert!(
+        automated > persons || persons == 19,
+        "a person's turn ran at {persons}, an automated one at {automated}"
+    );
+}
