@@ -17,7 +17,7 @@ use super::deps::SessionDeps;
 use super::envelope::SessionDirs;
 use super::events::{EventTx, SessionEvent, Stamped, Subscribers};
 use super::handle::{DrainedTurn, Request, SessionHandle, give_back_unread};
-use super::input::{SessionError, UserInput, journal_input};
+use super::input::{SessionError, UserInput, journal_input_awaited};
 use super::joining::{self, Route, TurnOwner};
 use super::log::SessionLog;
 use super::phase::{IllegalTransition, Phase};
@@ -175,7 +175,7 @@ impl SessionActor {
         while self.accepting || self.turn.is_some() || !self.queue.is_empty() {
             tokio::select! {
                 request = requests.recv(), if handles_alive => match request {
-                    Some(request) => self.handle(request),
+                    Some(request) => self.handle(request).await,
                     // Every handle is gone: finish what was accepted, then stop.
                     None => {
                         handles_alive = false;
@@ -210,8 +210,8 @@ impl SessionActor {
                             }
                         }
                         match *ended {
-                            Ok(state) => self.finish_turn(state),
-                            Err(err) => self.turn_task_lost(&err),
+                            Ok(state) => self.finish_turn(state).await,
+                            Err(err) => self.turn_task_lost(&err).await,
                         }
                     }
                 },
@@ -234,7 +234,7 @@ impl SessionActor {
         }
     }
 
-    fn handle(&mut self, request: Request) {
+    async fn handle(&mut self, request: Request) {
         if matches!(
             request,
             Request::Send { .. } | Request::Compact { .. } | Request::Awake
@@ -248,7 +248,7 @@ impl SessionActor {
             }
         }
         match request {
-            Request::Send { input, reply } if self.accepting => self.arrive(input, reply),
+            Request::Send { input, reply } if self.accepting => self.arrive(input, reply).await,
             Request::Send { input, reply } => {
                 let _ = reply.send(Err(SessionError::NotTaken(Box::new(input))));
             }
@@ -357,14 +357,14 @@ impl SessionActor {
             } if self.accepting => {
                 self.queue
                     .push_back(Queued::Resume(notice, approval, started));
-                self.start_next_turn();
+                self.start_next_turn().await;
             }
             Request::ResumeTurn { .. } => {}
             // Only the idle clock and the phase change, above.
             Request::Awake => {}
             Request::Compact { reply } if self.accepting => {
                 self.queue.push_back(Queued::Compact(reply));
-                self.start_next_turn();
+                self.start_next_turn().await;
             }
             Request::Compact { reply } => {
                 let _ = reply.send(Err(SessionError::Closed));
@@ -374,7 +374,11 @@ impl SessionActor {
 
     /// Routes an input: into the running turn, ahead of the queue (ending an automated
     /// turn), or to the back of the queue.
-    fn arrive(&mut self, input: UserInput, reply: oneshot::Sender<Result<u64, SessionError>>) {
+    async fn arrive(
+        &mut self,
+        input: UserInput,
+        reply: oneshot::Sender<Result<u64, SessionError>>,
+    ) {
         let route = match self.turn.as_ref().and_then(|turn| turn.owner.as_ref()) {
             Some(owner) => joining::route(owner, &input),
             None => Route::Wait,
@@ -397,12 +401,12 @@ impl SessionActor {
             }
             _ => self.queue.push_back(Queued::Input((input, reply))),
         }
-        self.start_next_turn();
+        self.start_next_turn().await;
     }
 
     /// Starts a turn for the oldest queued input (or runs a queued compaction) if the session
     /// is idle.
-    fn start_next_turn(&mut self) {
+    async fn start_next_turn(&mut self) {
         while self.phase == Phase::Ready && self.state.is_some() {
             let Some(queued) = self.queue.pop_front() else {
                 return;
@@ -429,7 +433,7 @@ impl SessionActor {
             // What the turn needs of the input, taken before the input moves on: its text
             // may be megabytes.
             let (approval, owner) = (input.approval, TurnOwner::of(&input));
-            match self.accept(&mut state, input) {
+            match self.accept(&mut state, input).await {
                 Ok(seq) => {
                     let _ = reply.send(Ok(seq));
                     self.spawn_turn(state, approval, owner);
@@ -620,15 +624,19 @@ impl SessionActor {
     }
 
     /// Journals an input durably, then applies and announces it; see [`journal_input`].
-    fn accept(&mut self, state: &mut SessionState, input: UserInput) -> Result<u64, SessionError> {
+    async fn accept(
+        &mut self,
+        state: &mut SessionState,
+        input: UserInput,
+    ) -> Result<u64, SessionError> {
         let sender = input.sender.id.clone();
-        let (seq, text) = journal_input(&self.deps, &self.dirs, state, input)?;
+        let (seq, text) = journal_input_awaited(&self.deps, &self.dirs, state, input).await?;
         self.published_at = self.published_at.max(state.last_seq);
         self.publish(&SessionEvent::InputAccepted { seq, text, sender });
         Ok(seq)
     }
 
-    fn finish_turn(&mut self, state: SessionState) {
+    async fn finish_turn(&mut self, state: SessionState) {
         self.active_at = Instant::now();
         let stop = self.last_stop.take();
         // The note is for the turn after one a person's message really ended.
@@ -648,7 +656,7 @@ impl SessionActor {
         if let Err(err) = self.set_phase(Phase::Ready) {
             tracing::error!(%err, "could not end a turn");
         }
-        self.start_next_turn();
+        self.start_next_turn().await;
     }
 
     /// Journals the title the title call found, if there is one and the actor holds the

@@ -181,6 +181,34 @@ pub fn journal_input(
     state: &mut SessionState,
     input: UserInput,
 ) -> Result<(u64, String), SessionError> {
+    let (events, text) = input_events(deps, dirs, state, input)?;
+    let every = deps.settings.snapshot_every;
+    let records = snapshot::commit(&deps.store, every, state, &events)?;
+    Ok((records.first().map_or(0, |record| record.seq), text))
+}
+
+/// [`journal_input`] awaited rather than blocked on: the append waits for the disk on a
+/// thread of the blocking pool while the caller's thread goes on (an actor acknowledging
+/// inputs, whose thread serves the other sessions meanwhile).
+pub async fn journal_input_awaited(
+    deps: &SessionDeps,
+    dirs: &SessionDirs,
+    state: &mut SessionState,
+    input: UserInput,
+) -> Result<(u64, String), SessionError> {
+    let (events, text) = input_events(deps, dirs, state, input)?;
+    let every = deps.settings.snapshot_every;
+    let records = snapshot::commit_awaited(&deps.store, every, state, events).await?;
+    Ok((records.first().map_or(0, |record| record.seq), text))
+}
+
+/// The events that journal `input`, and its text as the history keeps it.
+fn input_events(
+    deps: &SessionDeps,
+    dirs: &SessionDirs,
+    state: &SessionState,
+    input: UserInput,
+) -> Result<(Vec<JournalEvent>, String), SessionError> {
     let limit = deps.settings.max_message_bytes;
     // Taken as it came unless a line must be quoted: a paste of megabytes is not copied; it
     // goes to its artifact from where it is.
@@ -220,8 +248,5 @@ pub fn journal_input(
             events.push(JournalEvent::TitleChanged { title });
         }
     }
-    let every = deps.settings.snapshot_every;
-    let records = snapshot::commit(&deps.store, every, state, &events)?;
-    let seq = records.first().map_or(0, |record| record.seq);
-    Ok((seq, text))
+    Ok((events, text))
 }

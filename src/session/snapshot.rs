@@ -68,6 +68,22 @@ pub fn commit(
     applied(store, every, state, events, records)
 }
 
+/// [`commit`] awaited rather than blocked on: the append waits for its commit on a thread of
+/// the blocking pool, and the caller's task is woken once it is durable.
+pub async fn commit_awaited(
+    store: &Arc<Store>,
+    every: u32,
+    state: &mut SessionState,
+    events: Vec<JournalEvent>,
+) -> Result<Vec<JournalRecord>, StoreError> {
+    let (shared, id) = (store.clone(), state.id.clone());
+    let (records, events) =
+        tokio::task::spawn_blocking(move || (shared.append_batch(&id, &events), events))
+            .await
+            .map_err(|err| StoreError::Internal(format!("an append stopped: {err}")))?;
+    applied(store, every, state, &events, records?)
+}
+
 /// [`commit`] without waiting for the disk, for records whose loss in a crash only ends the
 /// turn as interrupted (the layers before a model call, a reply with no calls, a turn's end,
 /// a title): they become durable with the next durable commit, or a flush within

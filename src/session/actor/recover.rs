@@ -14,7 +14,7 @@ impl SessionActor {
     /// The turn's task ended without the state: an automated turn's, dropped with the runs'
     /// runtime as the process ends, leaves the journal as a crash leaves it, for the next
     /// open to warm up; any other loss is a bug, recovered from.
-    pub(super) fn turn_task_lost(&mut self, err: &tokio::task::JoinError) {
+    pub(super) async fn turn_task_lost(&mut self, err: &tokio::task::JoinError) {
         if err.is_cancelled() && background::ending() {
             self.accepting = false;
             for queued in self.queue.drain(..) {
@@ -22,12 +22,12 @@ impl SessionActor {
             }
             return;
         }
-        self.recover_after_crash(err);
+        self.recover_after_crash(err).await;
     }
 
     /// The turn's task died, which is a bug. The journal is the truth: rebuild from it, end
     /// the turn there, and go on. If the journal cannot be read either, the session stops.
-    fn recover_after_crash(&mut self, err: &tokio::task::JoinError) {
+    async fn recover_after_crash(&mut self, err: &tokio::task::JoinError) {
         tracing::error!(%err, "a turn task stopped unexpectedly; rebuilding from the journal");
         if let Err(err) = self.set_phase(Phase::Recovering) {
             tracing::error!(%err, "could not enter recovery");
@@ -84,6 +84,6 @@ impl SessionActor {
                 category: ErrorCategory::Internal,
             },
         });
-        self.finish_turn(replay.state);
+        self.finish_turn(replay.state).await;
     }
 }
