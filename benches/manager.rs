@@ -10,10 +10,10 @@
 //!   per input), so every acknowledgement waits for its durable append while the other
 //!   sessions' turns append too. The inputs are what a webhook delivers (automated, so their
 //!   turns run on the runtime of work no person waits for); with `-- --people`, inputs
-//!   typed by a person, whose turns keep the main runtime beside the acknowledgements. A session's first input opens it (its store entry, its
-//!   actor, its prompt's layers) and is reported on its own line. Reported: p50 and p99 of
-//!   the acknowledgement of every later input, once with each
-//!   session sending its next input the moment its turn ends (the disk saturated: every
+//!   typed by a person, whose turns keep the main runtime beside the acknowledgements. A
+//!   session's first input opens it (its store entry, its actor, its prompt's layers) and is
+//!   reported on its own line. Reported: p50 and p99 of the acknowledgement of every later
+//!   input, once with each session sending its next input the moment its turn ends (the disk saturated: every
 //!   commit is an fsync, and redb commits one at a time) and once with 500 ms between a
 //!   turn's end and the next input, as people type.
 //!

@@ -62,7 +62,8 @@ fn turn_events(i: usize) -> Vec<JournalEvent> {
 
 fn main() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let store = Store::open(&dir.path().join("tern.redb")).expect("open store");
+    let store =
+        std::sync::Arc::new(Store::open(&dir.path().join("tern.redb")).expect("open store"));
     let id = SessionId::generate();
     let project = PathBuf::from("/home/dev/project");
     store

@@ -3,17 +3,20 @@
 //! there the turns of its automated inputs (a webhook's, a reminder's), while it keeps
 //! acknowledging inputs itself.
 //!
-//! However many runs stream at once, their tasks (their model streams, their journal writes,
-//! their events and those who follow them) then never queue ahead of the session the person
-//! talks to, nor of the acknowledgement of an input, whose tasks keep the process's main
-//! runtime, and when both want a core the kernel gives it to the person's session first. What crosses between the two is channels, which work across runtimes; the
-//! runs' model requests go over HTTP connections of their own (a connection's work is done
-//! on the runtime that opened it). The
-//! processes a run's tools and jobs start inherit its lower priority.
+//! However many runs stream at once, their tasks (their model streams, their events and
+//! those who follow them) then never queue ahead of the session the person talks to, nor of
+//! the acknowledgement of an input, whose tasks keep the process's main runtime, and when
+//! both want a core the kernel gives it to the person's session first. What crosses between
+//! the two is channels, which work across runtimes; the runs' model requests go over HTTP
+//! connections of their own (a connection's work is done on the runtime that opened it).
+//! Their journal commits go to committer threads at tern's own priority, since every
+//! session's appends wait for a group's commit. The processes a run's tools and jobs start
+//! inherit its lower priority.
 
+use std::cell::Cell;
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, mpsc};
 use std::time::Duration;
 use tokio::runtime::{Builder, Handle, Runtime};
 use tokio::task::JoinHandle;
@@ -30,11 +33,18 @@ static RUNTIME: Mutex<Option<Runtime>> = Mutex::new(None);
 pub fn runtime() -> Option<Handle> {
     static STARTED: OnceLock<()> = OnceLock::new();
     STARTED.get_or_init(|| {
+        // Started from a thread of tern's own priority (no lowered thread exists before
+        // this), so the committers keep it, and every thread of the runtime is set to one
+        // value: a thread started by a lowered one (a worker handing its tasks on, the
+        // blocking pool) would otherwise be lowered twice.
+        start_committers();
+        let lowered = (nice() + NICER_BY).min(19);
         let built = Builder::new_multi_thread()
             .worker_threads(1)
             .thread_name("tern-runs")
-            .on_thread_start(|| {
-                lower_priority();
+            .on_thread_start(move || {
+                set_nice(lowered);
+                LOWERED.with(|flag| flag.set(true));
                 crate::llm::keep_connections_apart();
             })
             .enable_all()
@@ -91,14 +101,98 @@ fn lock() -> std::sync::MutexGuard<'static, Option<Runtime>> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// Lowers the calling thread's priority (on Linux a thread's nice value is its own).
-fn lower_priority() {
+/// The calling thread's nice value (on Linux a thread's nice value is its own).
+fn nice() -> i32 {
     #[cfg(target_os = "linux")]
-    // SAFETY: getpriority and setpriority only read and change the scheduling priority of
-    // the calling thread (`who` 0); no memory is passed.
+    // SAFETY: getpriority only reads the scheduling priority of the calling thread (`who` 0).
     unsafe {
-        let now = libc::getpriority(libc::PRIO_PROCESS, 0);
-        libc::setpriority(libc::PRIO_PROCESS, 0, now + NICER_BY);
+        libc::getpriority(libc::PRIO_PROCESS, 0)
+    }
+    #[cfg(not(target_os = "linux"))]
+    0
+}
+
+/// Sets the calling thread's nice value.
+fn set_nice(value: i32) {
+    #[cfg(target_os = "linux")]
+    // SAFETY: setpriority only changes the scheduling priority of the calling thread (`who`
+    // 0); no memory is passed.
+    unsafe {
+        libc::setpriority(libc::PRIO_PROCESS, 0, value);
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = value;
+}
+
+thread_local! {
+    /// Whether the calling thread is one of the runs' runtime, at its lower priority.
+    static LOWERED: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Work handed from a lowered thread to one of tern's own priority.
+type Job = Box<dyn FnOnce() + Send>;
+
+/// Threads at tern's own priority that commit to the store for the lowered ones.
+const COMMITTERS: usize = 4;
+
+/// Where lowered threads hand their commits; `None` until the runtime starts, or when no
+/// thread could be started.
+static COMMITS: OnceLock<Option<mpsc::Sender<Job>>> = OnceLock::new();
+
+fn start_committers() {
+    COMMITS.get_or_init(|| {
+        let (tx, rx) = mpsc::channel::<Job>();
+        let rx = Arc::new(Mutex::new(rx));
+        let mut started = 0;
+        for _ in 0..COMMITTERS {
+            let rx = Arc::clone(&rx);
+            let spawned = std::thread::Builder::new()
+                .name("tern-commit".to_owned())
+                .spawn(move || {
+                    loop {
+                        let job = rx.lock().unwrap_or_else(PoisonError::into_inner).recv();
+                        match job {
+                            Ok(job) => job(),
+                            Err(_) => return,
+                        }
+                    }
+                });
+            started += usize::from(spawned.is_ok());
+        }
+        (started > 0).then_some(tx)
+    });
+}
+
+/// Whether the calling thread is one of the runs' runtime, whose commits go through
+/// [`at_full_priority`].
+pub fn lowered() -> bool {
+    LOWERED.with(Cell::get)
+}
+
+/// Runs `work`, which commits to the store, at tern's own priority: on the calling thread
+/// unless it is one of the runs' runtime, whose commits go to a committer while it waits.
+/// A commit is a group's: appends of every session wait for the one that writes it, and
+/// none may wait on a thread that yields to everything else (an input's acknowledgement
+/// least of all). A panic in `work` is raised again here; `None` if the committer stopped
+/// without an outcome.
+pub fn at_full_priority<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> Option<T> {
+    let commits = COMMITS.get().and_then(Option::as_ref);
+    let Some(commits) = commits.filter(|_| lowered()) else {
+        return Some(crate::tools::off_async_threads(work));
+    };
+    let (tx, rx) = mpsc::sync_channel(1);
+    let job: Job = Box::new(move || {
+        let _ = tx.send(std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)));
+    });
+    if let Err(mpsc::SendError(job)) = commits.send(job) {
+        // No committer left: here, then.
+        job();
+    }
+    let done = crate::tools::off_async_threads(|| rx.recv());
+    match done {
+        Ok(Ok(value)) => Some(value),
+        Ok(Err(panic)) => std::panic::resume_unwind(panic),
+        Err(_) => None,
     }
 }
 
@@ -120,5 +214,34 @@ mod tests {
         assert_eq!(name.as_deref(), Some("tern-runs"));
         // Nice values stop at 19.
         assert_eq!(theirs, (ours + NICER_BY).min(19));
+    }
+
+    #[test]
+    fn commits_asked_from_the_runs_run_at_tern_s_own_priority() {
+        let ours = nice();
+        let runtime = runtime().expect("the runs' runtime starts");
+        let asked = runtime.spawn(async move {
+            let here = nice();
+            // A thread the lowered one started is lowered once, not twice.
+            let blocking = tokio::task::spawn_blocking(nice).await.expect("it ran");
+            let committed = tokio::task::block_in_place(|| at_full_priority(nice));
+            (lowered(), here, blocking, committed)
+        });
+        let (lowered, here, blocking, committed) = runtime.block_on(asked).expect("the task ran");
+        assert!(lowered);
+        assert_eq!(here, (ours + NICER_BY).min(19));
+        assert_eq!(blocking, here);
+        assert_eq!(committed, Some(ours));
+        // Elsewhere the work simply runs where it is asked.
+        assert_eq!(at_full_priority(nice), Some(ours));
+    }
+
+    #[test]
+    fn a_commit_that_panics_panics_where_it_was_asked() {
+        let runtime = runtime().expect("the runs' runtime starts");
+        let asked =
+            runtime.spawn(async { at_full_priority(|| -> u8 { panic!("the commit failed") }) });
+        let failed = runtime.block_on(asked).expect_err("the panic comes back");
+        assert!(failed.is_panic());
     }
 }

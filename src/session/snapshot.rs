@@ -5,6 +5,7 @@
 //! snapshot. [`recover`] rebuilds a session from its latest snapshot plus the events after
 //! it, or from the whole journal when there is no usable snapshot.
 
+use super::background;
 use super::redact::Redactor;
 use super::spool;
 use super::state::{Replay, SessionState};
@@ -59,13 +60,43 @@ pub fn decode(bytes: &[u8]) -> Option<SessionState> {
 /// Appends `events` durably in one commit, applies them to `state`, and takes a snapshot when
 /// one is due: `every` events after the last, or after a compaction.
 pub fn commit(
-    store: &Store,
+    store: &Arc<Store>,
     every: u32,
     state: &mut SessionState,
     events: &[JournalEvent],
 ) -> Result<Vec<JournalRecord>, StoreError> {
-    let records = crate::tools::off_async_threads(|| store.append_batch(&state.id, events))?;
+    let records = appended(store, &state.id, events, Durable::Now)?;
     applied(store, every, state, events, records)
+}
+
+/// Whether an append waits for the disk.
+#[derive(Clone, Copy)]
+enum Durable {
+    Now,
+    Soon,
+}
+
+/// Appends `events` to session `id`'s journal, off the async threads, and at tern's own
+/// priority when called from a turn that runs below it (see [`background::at_full_priority`]).
+fn appended(
+    store: &Arc<Store>,
+    id: &SessionId,
+    events: &[JournalEvent],
+    durable: Durable,
+) -> Result<Vec<JournalRecord>, StoreError> {
+    let append = move |store: &Store, id: &SessionId, events: &[JournalEvent]| match durable {
+        Durable::Now => store.append_batch(id, events),
+        Durable::Soon => store.append_lazily(id, events),
+    };
+    if !background::lowered() {
+        return crate::tools::off_async_threads(|| append(store, id, events));
+    }
+    let (shared, id, events) = (Arc::clone(store), id.clone(), events.to_vec());
+    background::at_full_priority(move || append(&shared, &id, &events)).unwrap_or_else(|| {
+        Err(StoreError::Internal(
+            "the thread committing this append stopped".to_owned(),
+        ))
+    })
 }
 
 /// [`commit`] awaited rather than blocked on: the append waits for its commit on a thread of
@@ -77,10 +108,15 @@ pub async fn commit_awaited(
     events: Vec<JournalEvent>,
 ) -> Result<Vec<JournalRecord>, StoreError> {
     let (shared, id) = (store.clone(), state.id.clone());
-    let (records, events) =
-        tokio::task::spawn_blocking(move || (shared.append_batch(&id, &events), events))
-            .await
-            .map_err(|err| StoreError::Internal(format!("an append stopped: {err}")))?;
+    let joined =
+        tokio::task::spawn_blocking(move || (shared.append_batch(&id, &events), events)).await;
+    let (records, events) = match joined {
+        Ok(done) => done,
+        // As if it had panicked here: the commit may have landed, so nothing may go on as
+        // though it had not.
+        Err(err) if err.is_panic() => std::panic::resume_unwind(err.into_panic()),
+        Err(err) => return Err(StoreError::Internal(format!("an append stopped: {err}"))),
+    };
     applied(store, every, state, &events, records?)
 }
 
@@ -95,7 +131,7 @@ pub fn commit_soon(
     state: &mut SessionState,
     events: &[JournalEvent],
 ) -> Result<Vec<JournalRecord>, StoreError> {
-    let records = crate::tools::off_async_threads(|| store.append_lazily(&state.id, events))?;
+    let records = appended(store, &state.id, events, Durable::Soon)?;
     if !records.is_empty() {
         flush_soon(store);
     }
@@ -124,7 +160,15 @@ fn flush_soon(store: &Arc<Store>) {
         let Some(store) = store.upgrade() else {
             return;
         };
-        let flushed = tokio::task::spawn_blocking(move || store.flush()).await;
+        // At tern's own priority even when a lowered turn asked: appends wait for a flush.
+        let flushed = tokio::task::spawn_blocking(move || {
+            background::at_full_priority(move || store.flush()).unwrap_or_else(|| {
+                Err(StoreError::Internal(
+                    "the thread flushing the journal stopped".to_owned(),
+                ))
+            })
+        })
+        .await;
         if let Ok(Err(err)) = flushed {
             tracing::warn!(%err, "could not make the journal durable");
         }
