@@ -1,5 +1,5 @@
-//! Where work no person waits for at a keyboard runs: a runtime of its own, on one thread
-//! of lower priority. Subagent sessions run there whole; a session of the main runtime sends
+//! Where work no person waits for at a keyboard runs: a runtime of its own, one worker
+//! thread, its threads at a lower priority. Subagent sessions run there whole; a session of the main runtime sends
 //! there the turns of its automated inputs (a webhook's, a reminder's), while it keeps
 //! acknowledging inputs itself.
 //!
@@ -9,15 +9,15 @@
 //! both want a core the kernel gives it to the person's session first. What crosses between
 //! the two is channels, which work across runtimes; the runs' model requests go over HTTP
 //! connections of their own (a connection's work is done on the runtime that opened it).
-//! Their journal commits go to committer threads at tern's own priority, since every
-//! session's appends wait for a group's commit. The processes a run's tools and jobs start
+//! Their turns' journal appends, their actors' inputs and the flushes they schedule go to
+//! threads at tern's own priority, since every session's appends wait for a group's commit. The processes a run's tools and jobs start
 //! inherit its lower priority.
 
 use std::cell::Cell;
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, mpsc};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::runtime::{Builder, Handle, Runtime};
 use tokio::task::JoinHandle;
 
@@ -43,8 +43,10 @@ pub fn runtime() -> Option<Handle> {
             .worker_threads(1)
             .thread_name("tern-runs")
             .on_thread_start(move || {
-                set_nice(lowered);
-                LOWERED.with(|flag| flag.set(true));
+                // Marked only where the priority did change: elsewhere commits stay here.
+                if set_nice(lowered) {
+                    LOWERED.with(|flag| flag.set(true));
+                }
                 crate::llm::keep_connections_apart();
             })
             .enable_all()
@@ -112,16 +114,19 @@ fn nice() -> i32 {
     0
 }
 
-/// Sets the calling thread's nice value.
-fn set_nice(value: i32) {
+/// Sets the calling thread's nice value; whether it could.
+fn set_nice(value: i32) -> bool {
     #[cfg(target_os = "linux")]
     // SAFETY: setpriority only changes the scheduling priority of the calling thread (`who`
     // 0); no memory is passed.
     unsafe {
-        libc::setpriority(libc::PRIO_PROCESS, 0, value);
+        libc::setpriority(libc::PRIO_PROCESS, 0, value) == 0
     }
     #[cfg(not(target_os = "linux"))]
-    let _ = value;
+    {
+        let _ = value;
+        false
+    }
 }
 
 thread_local! {
@@ -139,7 +144,23 @@ const COMMITTERS: usize = 4;
 /// thread could be started.
 static COMMITS: OnceLock<Option<mpsc::Sender<Job>>> = OnceLock::new();
 
+/// Where lowered threads hand work that is due later (a flush of lazy commits), with the
+/// instant it is due; served in order by one thread at tern's own priority.
+static LATER: OnceLock<Option<mpsc::Sender<(Instant, Job)>>> = OnceLock::new();
+
 fn start_committers() {
+    LATER.get_or_init(|| {
+        let (tx, rx) = mpsc::channel::<(Instant, Job)>();
+        let spawned = std::thread::Builder::new()
+            .name("tern-later".to_owned())
+            .spawn(move || {
+                while let Ok((due, job)) = rx.recv() {
+                    std::thread::sleep(due.saturating_duration_since(Instant::now()));
+                    job();
+                }
+            });
+        spawned.is_ok().then_some(tx)
+    });
     COMMITS.get_or_init(|| {
         let (tx, rx) = mpsc::channel::<Job>();
         let rx = Arc::new(Mutex::new(rx));
@@ -161,6 +182,17 @@ fn start_committers() {
         }
         (started > 0).then_some(tx)
     });
+}
+
+/// Runs `work` after `delay` at tern's own priority, when called from a lowered thread;
+/// `false` (and nothing done) elsewhere, or when it cannot be, for the caller to see to it.
+/// Each call is served in turn, so `delay` is meant to be the same for all.
+pub fn later_at_full_priority(delay: Duration, work: impl FnOnce() + Send + 'static) -> bool {
+    let later = LATER.get().and_then(Option::as_ref);
+    let Some(later) = later.filter(|_| lowered()) else {
+        return false;
+    };
+    later.send((Instant::now() + delay, Box::new(work))).is_ok()
 }
 
 /// Whether the calling thread is one of the runs' runtime, whose commits go through

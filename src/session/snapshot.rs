@@ -107,6 +107,10 @@ pub async fn commit_awaited(
     state: &mut SessionState,
     events: Vec<JournalEvent>,
 ) -> Result<Vec<JournalRecord>, StoreError> {
+    if background::lowered() {
+        // Handed to a committer, which the thread waits for: it has others beside it.
+        return commit(store, every, state, &events);
+    }
     let (shared, id) = (store.clone(), state.id.clone());
     let joined =
         tokio::task::spawn_blocking(move || (shared.append_batch(&id, &events), events)).await;
@@ -148,31 +152,30 @@ fn flush_soon(store: &Arc<Store>) {
     if !store.schedule_flush() {
         return;
     }
+    let weak = Arc::downgrade(store);
+    // Asked from a lowered thread: kept at tern's own priority, since a flush is a commit
+    // every session's appends may wait for.
+    let later = weak.clone();
+    if background::later_at_full_priority(FLUSH_AFTER, move || flush_now(&later)) {
+        return;
+    }
     let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-        if let Err(err) = store.flush() {
-            tracing::warn!(%err, "could not make the journal durable");
-        }
+        flush_now(&weak);
         return;
     };
-    let store = Arc::downgrade(store);
     runtime.spawn(async move {
         tokio::time::sleep(FLUSH_AFTER).await;
-        let Some(store) = store.upgrade() else {
-            return;
-        };
-        // At tern's own priority even when a lowered turn asked: appends wait for a flush.
-        let flushed = tokio::task::spawn_blocking(move || {
-            background::at_full_priority(move || store.flush()).unwrap_or_else(|| {
-                Err(StoreError::Internal(
-                    "the thread flushing the journal stopped".to_owned(),
-                ))
-            })
-        })
-        .await;
-        if let Ok(Err(err)) = flushed {
-            tracing::warn!(%err, "could not make the journal durable");
-        }
+        let _ = tokio::task::spawn_blocking(move || flush_now(&weak)).await;
     });
+}
+
+/// Makes the store's lazy commits durable, if the store is still open.
+fn flush_now(store: &std::sync::Weak<Store>) {
+    if let Some(store) = store.upgrade()
+        && let Err(err) = store.flush()
+    {
+        tracing::warn!(%err, "could not make the journal durable");
+    }
 }
 
 /// Applies committed `records` to `state`, and takes a snapshot when one is due: `every`
@@ -262,4 +265,49 @@ pub fn recover(
     let captured =
         |call_id: &str| spool::captured(spool_dir, call_id).map(|text| redactor.credentials(&text));
     Ok(SessionState::replay_onto(base, &records, &captured))
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+    use crate::domain::SessionKey;
+    use crate::store::SessionMeta;
+    use std::sync::Mutex;
+
+    fn nice() -> i32 {
+        // SAFETY: reads the calling thread's own priority.
+        unsafe { libc::getpriority(libc::PRIO_PROCESS, 0) }
+    }
+
+    #[test]
+    fn appends_asked_from_a_lowered_thread_are_written_at_tern_s_own_priority() {
+        let dir = tempfile::tempdir().expect("a folder");
+        let store = Arc::new(Store::open(&dir.path().join("tern.redb")).expect("a store"));
+        let id = SessionId::generate();
+        let meta = SessionMeta::new(id.clone(), SessionKey::cli(&id), PathBuf::from("/p"), 0);
+        store.create_session(&meta).expect("a session");
+        // The store tells its observer from the thread that wrote each group.
+        let writers = Arc::new(Mutex::new(Vec::new()));
+        let seen = Arc::clone(&writers);
+        store.observe(Arc::new(move |_, _| seen.lock().unwrap().push(nice())));
+        let runtime = background::runtime().expect("the runs' runtime starts");
+        let shared = Arc::clone(&store);
+        let asked = runtime.spawn(async move {
+            let lowered = nice();
+            let mut state = SessionState::new(id, PathBuf::from("/p"));
+            let title = |title: &str| JournalEvent::TitleChanged {
+                title: title.to_owned(),
+            };
+            commit(&shared, 100, &mut state, &[title("a turn's call")]).expect("durable");
+            commit_soon(&shared, 100, &mut state, &[title("a turn's reply")]).expect("lazy");
+            commit_awaited(&shared, 100, &mut state, vec![title("a run's input")])
+                .await
+                .expect("awaited");
+            lowered
+        });
+        let lowered = runtime.block_on(asked).expect("the task ran");
+        let ours = nice();
+        assert_eq!(lowered, (ours + 10).min(19));
+        assert_eq!(*writers.lock().unwrap(), [ours, ours, ours]);
+    }
 }
