@@ -1,7 +1,7 @@
 //! Where work no person waits for at a keyboard runs: a runtime of its own, one worker
-//! thread, its threads at a lower priority. Subagent sessions run there whole; a session of the main runtime sends
-//! there the turns of its automated inputs (a webhook's, a reminder's), while it keeps
-//! acknowledging inputs itself.
+//! thread, its threads at a lower priority. Subagent sessions run there whole; a session
+//! of the main runtime sends there the turns of its automated inputs (a webhook's, a
+//! reminder's), while it keeps acknowledging inputs itself.
 //!
 //! However many runs stream at once, their tasks (their model streams, their events and
 //! those who follow them) then never queue ahead of the session the person talks to, nor of
@@ -10,8 +10,8 @@
 //! the two is channels, which work across runtimes; the runs' model requests go over HTTP
 //! connections of their own (a connection's work is done on the runtime that opened it).
 //! Their turns' journal appends, their actors' inputs and the flushes they schedule go to
-//! threads at tern's own priority, since every session's appends wait for a group's commit. The processes a run's tools and jobs start
-//! inherit its lower priority.
+//! threads at tern's own priority, since every session's appends wait for a group's commit.
+//! The processes a run's tools and jobs start inherit its lower priority.
 
 use std::cell::Cell;
 use std::future::Future;
@@ -37,7 +37,7 @@ pub fn runtime() -> Option<Handle> {
         // this), so the committers keep it, and every thread of the runtime is set to one
         // value: a thread started by a lowered one (a worker handing its tasks on, the
         // blocking pool) would otherwise be lowered twice.
-        start_committers();
+        start_full_priority_threads();
         let lowered = (nice() + NICER_BY).min(19);
         let built = Builder::new_multi_thread()
             .worker_threads(1)
@@ -148,7 +148,8 @@ static COMMITS: OnceLock<Option<mpsc::Sender<Job>>> = OnceLock::new();
 /// instant it is due; served in order by one thread at tern's own priority.
 static LATER: OnceLock<Option<mpsc::Sender<(Instant, Job)>>> = OnceLock::new();
 
-fn start_committers() {
+/// Starts the committers and the thread for work due later, at the caller's priority.
+fn start_full_priority_threads() {
     LATER.get_or_init(|| {
         let (tx, rx) = mpsc::channel::<(Instant, Job)>();
         let spawned = std::thread::Builder::new()

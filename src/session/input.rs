@@ -182,9 +182,8 @@ pub fn journal_input(
     input: UserInput,
 ) -> Result<(u64, String), SessionError> {
     let (events, text) = input_events(deps, dirs, state, input)?;
-    let every = deps.settings.snapshot_every;
-    let records = snapshot::commit(&deps.store, every, state, &events)?;
-    Ok((records.first().map_or(0, |record| record.seq), text))
+    let records = snapshot::commit(&deps.store, deps.settings.snapshot_every, state, &events)?;
+    Ok((first_seq(&records), text))
 }
 
 /// [`journal_input`] awaited rather than blocked on: the append waits for the disk on a
@@ -199,7 +198,12 @@ pub async fn journal_input_awaited(
     let (events, text) = input_events(deps, dirs, state, input)?;
     let every = deps.settings.snapshot_every;
     let records = snapshot::commit_awaited(&deps.store, every, state, events).await?;
-    Ok((records.first().map_or(0, |record| record.seq), text))
+    Ok((first_seq(&records), text))
+}
+
+/// The journal position of an input: that of the first of its records.
+fn first_seq(records: &[crate::store::JournalRecord]) -> u64 {
+    records.first().map_or(0, |record| record.seq)
 }
 
 /// The events that journal `input`, and its text as the history keeps it.
