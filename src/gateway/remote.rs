@@ -148,7 +148,7 @@ pub async fn connect(socket: &Path) -> Result<Arc<Connection>, Unreached> {
     let mut writer = BufWriter::new(writer);
     let ours = Hello::ours();
     let said = async {
-        write_frame(&mut writer, &ours).await?;
+        write_frame(&mut writer, ours.clone()).await?;
         writer.flush().await?;
         read_frame::<_, Hello>(&mut reader).await
     };

@@ -191,7 +191,7 @@ impl Served {
             return;
         };
         let ours = Hello::ours();
-        if write_frame(&mut writer, &ours).await.is_err() || writer.flush().await.is_err() {
+        if write_frame(&mut writer, ours.clone()).await.is_err() || writer.flush().await.is_err() {
             return;
         }
         if !hello.matches(&ours) {

@@ -1,5 +1,5 @@
-//! The owner's socket protocol: length-prefixed JSON frames. Each frame is a 4-byte big-endian
-//! length and that many bytes of one JSON value.
+//! The owner's socket protocol: the messages, sent as length-prefixed JSON frames (the
+//! [`frames`] module; a long text travels raw after its frame).
 //!
 //! Both sides open with a [`Hello`]; the owner answers a client of another protocol or
 //! version with its own hello and closes, so the two are never mixed. Then the client sends
@@ -14,17 +14,20 @@ use super::manager::{Delivered, ModelShown};
 use super::service::Preview;
 use super::service::ShellRun;
 use crate::domain::{Answer, RunId, SessionId};
-use crate::session::{OutputFilter, UserInput};
+use crate::session::{InputText, OutputFilter, UserInput};
 use crate::store::{JournalRecord, ListFilter, Overrides, PageCursor, RecentPage, SessionMeta};
 use crate::tools::ApprovalMode;
 use crate::tools::jobs::JobView;
-use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+mod frames;
+
+use frames::ATTACH_OVER;
+pub use frames::{Frame, WireError, read_frame, write_batches, write_frame};
 
 /// Changes whenever a frame's meaning does.
-pub const PROTOCOL: u32 = 3;
+pub const PROTOCOL: u32 = 4;
 /// Largest frame either side accepts: a replay chunk of long tool outputs fits many times.
 pub const MAX_FRAME: usize = 256 * 1024 * 1024;
 
@@ -239,6 +242,16 @@ pub enum Call {
 }
 
 impl Call {
+    /// The input a call sends, if it sends one.
+    fn input_mut(&mut self) -> Option<&mut UserInput> {
+        match self {
+            Call::Send { input, .. }
+            | Call::SendTo { input, .. }
+            | Call::SendFollowed { input, .. } => Some(input),
+            _ => None,
+        }
+    }
+
     /// Whether asking this twice is the same as asking it once: a read, or waiting.
     pub fn changes_nothing(&self) -> bool {
         matches!(
@@ -379,51 +392,6 @@ pub enum ToClient {
     },
 }
 
-/// Why a frame could not be read.
-#[derive(Debug, thiserror::Error)]
-pub enum WireError {
-    #[error("the connection failed: {0}")]
-    Io(#[from] std::io::Error),
-    #[error("a frame of {0} bytes is over the {MAX_FRAME}-byte limit")]
-    TooLarge(usize),
-    #[error("a frame is not understood: {0}")]
-    Malformed(#[from] serde_json::Error),
-}
-
-/// Writes `value` as one frame (one write call for the length and the body).
-pub async fn write_frame<W, T>(writer: &mut W, value: &T) -> Result<(), WireError>
-where
-    W: AsyncWrite + Unpin,
-    T: Serialize,
-{
-    write_frame_within(writer, value, MAX_FRAME).await
-}
-
-/// [`write_frame`], refusing a frame over `limit` bytes before writing any of it.
-async fn write_frame_within<W, T>(writer: &mut W, value: &T, limit: usize) -> Result<(), WireError>
-where
-    W: AsyncWrite + Unpin,
-    T: Serialize,
-{
-    let mut buf = vec![0u8; 4];
-    serde_json::to_writer(&mut buf, value)?;
-    let len = buf.len() - 4;
-    if len > limit {
-        return Err(WireError::TooLarge(len));
-    }
-    let prefix = u32::try_from(len).map_err(|_| WireError::TooLarge(len))?;
-    buf[..4].copy_from_slice(&prefix.to_be_bytes());
-    writer.write_all(&buf).await?;
-    Ok(())
-}
-
-/// A frame with something to send in its place when it comes out too large for one.
-pub trait Frame: Serialize {
-    /// What is sent instead of this frame, which encoded to `len` bytes, over the limit:
-    /// it answers (or ends) the same request, saying why.
-    fn instead_of_oversized(&self, len: usize) -> Self;
-}
-
 /// Why a frame was not sent.
 fn oversized(what: &str, len: usize) -> String {
     format!(
@@ -458,171 +426,30 @@ impl Frame for Request {
             },
         }
     }
-}
 
-/// Writes the frames `outbox` receives until it closes or the peer goes, flushing once
-/// for as many as were waiting together. A frame over the limit is replaced by what it
-/// says to send instead, so its request is answered and the connection goes on.
-pub async fn write_batches<W, T>(writer: W, outbox: tokio::sync::mpsc::Receiver<T>)
-where
-    W: AsyncWrite + Unpin,
-    T: Frame,
-{
-    write_batches_within(writer, outbox, MAX_FRAME).await;
-}
+    fn take_text(&mut self) -> Option<InputText> {
+        let input = self.call.input_mut()?;
+        (input.text.len() > ATTACH_OVER).then(|| std::mem::take(&mut input.text))
+    }
 
-async fn write_batches_within<W, T>(
-    mut writer: W,
-    mut outbox: tokio::sync::mpsc::Receiver<T>,
-    limit: usize,
-) where
-    W: AsyncWrite + Unpin,
-    T: Frame,
-{
-    let write =
-        async |writer: &mut W, frame: T| match write_frame_within(writer, &frame, limit).await {
-            Err(WireError::TooLarge(len)) => {
-                tracing::warn!(
-                    bytes = len,
-                    "a frame was too large to send; its request is refused"
-                );
-                write_frame_within(writer, &frame.instead_of_oversized(len), limit).await
-            }
-            other => other,
+    fn put_text(&mut self, text: InputText) -> bool {
+        let Some(input) = self.call.input_mut() else {
+            return false;
         };
-    while let Some(frame) = outbox.recv().await {
-        if write(&mut writer, frame).await.is_err() {
-            return;
-        }
-        while let Ok(frame) = outbox.try_recv() {
-            if write(&mut writer, frame).await.is_err() {
-                return;
-            }
-        }
-        if writer.flush().await.is_err() {
-            return;
-        }
+        input.text = text;
+        true
     }
 }
 
-/// Reads one frame; `None` when the peer closed the connection between frames.
-pub async fn read_frame<R, T>(reader: &mut R) -> Result<Option<T>, WireError>
-where
-    R: AsyncRead + Unpin,
-    T: DeserializeOwned,
-{
-    let mut prefix = [0u8; 4];
-    match reader.read_exact(&mut prefix).await {
-        Ok(_) => {}
-        Err(err) if err.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
-        Err(err) => return Err(err.into()),
+impl Frame for Hello {
+    fn instead_of_oversized(&self, _len: usize) -> Self {
+        self.clone()
     }
-    let len = u32::from_be_bytes(prefix) as usize;
-    if len > MAX_FRAME {
-        return Err(WireError::TooLarge(len));
-    }
-    let mut body = vec![0u8; len];
-    reader.read_exact(&mut body).await?;
-    Ok(Some(serde_json::from_slice(&body)?))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[tokio::test]
-    async fn frames_round_trip_and_a_closed_peer_reads_as_none() {
-        let (mut a, mut b) = tokio::io::duplex(1 << 16);
-        let request = Request {
-            id: 7,
-            call: Call::Tail {
-                id: SessionId::generate(),
-                n: 3,
-            },
-        };
-        write_frame(&mut a, &request).await.unwrap();
-        write_frame(&mut a, &Hello::ours()).await.unwrap();
-        drop(a);
-        let read: Request = read_frame(&mut b).await.unwrap().unwrap();
-        assert_eq!(read.id, 7);
-        assert!(matches!(read.call, Call::Tail { n: 3, .. }));
-        let hello: Hello = read_frame(&mut b).await.unwrap().unwrap();
-        assert!(hello.matches(&Hello::ours()));
-        assert!(read_frame::<_, Hello>(&mut b).await.unwrap().is_none());
-    }
-
-    #[tokio::test]
-    async fn an_oversized_or_garbled_frame_is_refused() {
-        let (mut a, mut b) = tokio::io::duplex(1 << 16);
-        a.write_all(&u32::MAX.to_be_bytes()).await.unwrap();
-        assert!(matches!(
-            read_frame::<_, Hello>(&mut b).await,
-            Err(WireError::TooLarge(_))
-        ));
-        let (mut a, mut b) = tokio::io::duplex(1 << 16);
-        a.write_all(&3u32.to_be_bytes()).await.unwrap();
-        a.write_all(b"{x}").await.unwrap();
-        assert!(matches!(
-            read_frame::<_, Hello>(&mut b).await,
-            Err(WireError::Malformed(_))
-        ));
-    }
-
-    #[tokio::test]
-    async fn a_frame_too_large_is_answered_in_its_place_and_the_connection_goes_on() {
-        let (a, mut b) = tokio::io::duplex(1 << 16);
-        let (tx, rx) = tokio::sync::mpsc::channel(4);
-        let writing = tokio::spawn(write_batches_within(a, rx, 1000));
-        let big = Reply::Files {
-            files: vec!["x".repeat(2000)],
-        };
-        tx.send(ToClient::Reply {
-            id: 1,
-            result: Ok(big),
-        })
-        .await
-        .unwrap();
-        tx.send(ToClient::Reply {
-            id: 2,
-            result: Ok(Reply::Done),
-        })
-        .await
-        .unwrap();
-        drop(tx);
-        let first: ToClient = read_frame(&mut b).await.unwrap().unwrap();
-        let ToClient::Reply {
-            id: 1,
-            result: Err(why),
-        } = first
-        else {
-            panic!("not the refusal: {first:?}");
-        };
-        assert!(why.contains("MiB") && why.contains("quit"), "{why}");
-        let second: ToClient = read_frame(&mut b).await.unwrap().unwrap();
-        assert!(matches!(
-            second,
-            ToClient::Reply {
-                id: 2,
-                result: Ok(Reply::Done)
-            }
-        ));
-        writing.await.unwrap();
-
-        // A request too large goes as one the owner refuses, under the same id.
-        let (a, mut b) = tokio::io::duplex(1 << 16);
-        let (tx, rx) = tokio::sync::mpsc::channel(4);
-        let writing = tokio::spawn(write_batches_within(a, rx, 1000));
-        let call = Call::Shell {
-            cwd: PathBuf::from("/"),
-            command: "y".repeat(2000),
-        };
-        tx.send(Request { id: 9, call }).await.unwrap();
-        drop(tx);
-        let sent: Request = read_frame(&mut b).await.unwrap().unwrap();
-        assert_eq!(sent.id, 9);
-        assert!(matches!(sent.call, Call::Oversized { .. }), "{sent:?}");
-        writing.await.unwrap();
-    }
 
     #[test]
     fn another_version_does_not_match() {

@@ -149,8 +149,19 @@ pub(crate) fn highlight_shared(code: &str, lang: &str, theme_name: &str) -> Arc<
     let Some(theme) = THEMES.themes.get(theme_name) else {
         return plain(code).into();
     };
+    highlight_kept(code, syntax, theme, theme_name).0
+}
+
+/// Highlights `code` through the memo, and keeps the result there. Also returns where a
+/// longer version of it resumes.
+fn highlight_kept(
+    code: &str,
+    syntax: &SyntaxReference,
+    theme: &SyntaxTheme,
+    theme_name: &str,
+) -> (Arc<[HighlightedLine]>, Option<memo::Resume>) {
     let start = match memo::lookup(code, &syntax.name, theme_name) {
-        memo::Lookup::Hit(lines) => return lines,
+        memo::Lookup::Hit(lines, resume) => return (lines, resume),
         memo::Lookup::Resume(resume) => Some(resume),
         memo::Lookup::Miss => None,
     };
@@ -164,27 +175,35 @@ pub(crate) fn highlight_shared(code: &str, lang: &str, theme_name: &str) -> Arc<
         highlight,
         parse,
     });
-    memo::store(code, &syntax.name, theme_name, Arc::clone(&lines), resume);
-    lines
+    memo::store(
+        code,
+        &syntax.name,
+        theme_name,
+        Arc::clone(&lines),
+        resume.clone(),
+    );
+    (lines, resume)
 }
 
 /// Whether highlighting `code` (whole lines) as `lang` leaves the highlighter where
 /// highlighting its last line `line` alone leaves it: then the lines that follow are
 /// highlighted the same behind that line alone, and a block still being written can be laid
 /// out from there without going back to its start.
+///
+/// Both states come from the memo, where the block being written and the line were
+/// highlighted when they were laid out: they are not highlighted again.
 pub(crate) fn ends_as_alone(code: &str, line: &str, lang: &str, theme_name: &str) -> bool {
     let (Some(syntax), Some(theme)) = (find_syntax(lang), THEMES.themes.get(theme_name)) else {
         // Shown plain: each line by itself.
         return true;
     };
     let after = |code: &str| {
-        let mut highlighter = HighlightLines::new(syntax, theme);
-        for line in LinesWithEndings::from(code) {
-            highlighter.highlight_line(line, &SYNTAXES).ok()?;
-        }
-        Some(highlighter.state())
+        highlight_kept(code, syntax, theme, theme_name)
+            .1
+            .filter(|resume| resume.offset == code.len())
+            .map(|resume| (resume.highlight, resume.parse))
     };
-    after(code).is_some_and(|state| Some(state) == after(line))
+    after(code).is_some_and(|whole| Some(whole) == after(line))
 }
 
 fn find_syntax(lang: &str) -> Option<&'static SyntaxReference> {
@@ -229,6 +248,7 @@ fn run_syntect(
             resume = Some((offset, highlight.clone(), parse.clone()));
             highlighter = HighlightLines::from_state(theme, highlight, parse);
         }
+        count_line();
         match highlighter.highlight_line(line, &SYNTAXES) {
             Ok(pieces) => out.push(
                 pieces
@@ -300,6 +320,23 @@ fn convert(style: syntect::highlighting::Style) -> Style {
 }
 
 mod memo;
+
+#[cfg(test)]
+thread_local! {
+    static LINES_HIGHLIGHTED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// Lines this thread has handed to syntect, for the tests that a line is not highlighted
+/// again and again.
+#[cfg(test)]
+pub(crate) fn lines_highlighted() -> usize {
+    LINES_HIGHLIGHTED.get()
+}
+
+fn count_line() {
+    #[cfg(test)]
+    LINES_HIGHLIGHTED.set(LINES_HIGHLIGHTED.get() + 1);
+}
 
 #[cfg(test)]
 mod tests {

@@ -37,8 +37,8 @@ pub(super) struct Resume {
 
 /// What the memo knows about a block.
 pub(super) enum Lookup {
-    /// This very block, highlighted.
-    Hit(Arc<[HighlightedLine]>),
+    /// This very block, highlighted, and where a longer version of it resumes.
+    Hit(Arc<[HighlightedLine]>, Option<Resume>),
     /// An earlier, shorter version of it.
     Resume(Resume),
     Miss,
@@ -94,7 +94,7 @@ pub(super) fn lookup(code: &str, syntax: &str, theme: &str) -> Lookup {
         .filter(|e| e.code == code && e.syntax == syntax && e.theme == theme)
     {
         entry.last_used = now;
-        return Lookup::Hit(Arc::clone(&entry.lines));
+        return Lookup::Hit(Arc::clone(&entry.lines), entry.resume.clone());
     }
     memo.entries
         .values()
@@ -240,7 +240,7 @@ mod tests {
         ));
         assert!(matches!(
             lookup("x = 1\ny = (2", syntax, theme),
-            Lookup::Hit(_)
+            Lookup::Hit(..)
         ));
     }
 

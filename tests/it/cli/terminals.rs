@@ -468,3 +468,38 @@ fn the_prompt_of_a_session_open_in_an_interface_is_shown_through_it() {
     assert!(shown.contains("what next?"), "{shown}");
     assert!(shown.contains("Nothing was sent or saved."), "{shown}");
 }
+
+#[test]
+fn a_long_prompt_sent_through_the_first_terminal_reaches_the_model_whole() {
+    let cli = Cli::new();
+    let _first = one_said_hello(&cli);
+    // Over the size that travels raw between the processes, under what a message may keep:
+    // every byte of it goes to the model as it was written.
+    let line = "a \"quoted\" C:\\dir\\file\tand 漢字 with \u{1b}[1m escapes \\n kept\n";
+    let prompt = format!("{}the end", line.repeat(100 * 1024 / line.len()));
+    cli.mock.push(Reply::text("Read it all."));
+    cli.mock.push(Reply::text("Long title"));
+    let output = cli
+        .tern(&["run", "-"])
+        .write_stdin(prompt.as_str())
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(stdout(&output).contains("Read it all."));
+    let requests = cli.mock.model_requests();
+    let asked = &requests[2].body["messages"];
+    let texts: Vec<&str> = asked
+        .as_array()
+        .and_then(|messages| messages.last())
+        .and_then(|last| last["content"].as_array())
+        .into_iter()
+        .flatten()
+        .filter_map(|block| block["text"].as_str())
+        .collect();
+    assert!(
+        texts.iter().any(|text| text.contains(&prompt)),
+        "the prompt did not arrive whole: {} bytes sent, blocks of {:?} bytes",
+        prompt.len(),
+        texts.iter().map(|t| t.len()).collect::<Vec<_>>()
+    );
+}

@@ -264,6 +264,24 @@ fn the_work_per_piece_does_not_grow_with_a_code_block() {
 }
 
 #[test]
+fn each_line_of_a_streamed_code_block_is_highlighted_about_once() {
+    let lines = 600;
+    let code: String = (0..lines).map(|n| format!("let y{n} = {n};\n")).collect();
+    let text = format!("```rust\n{code}```\n");
+    let mut streamed = Streamed::new();
+    let before = crate::tui::highlight::lines_highlighted();
+    for end in (1..text.len()).step_by(120).chain([text.len()]) {
+        streamed.frame(&text[..end], 80);
+    }
+    let highlighted = crate::tui::highlight::lines_highlighted() - before;
+    eprintln!("{highlighted} lines highlighted for {lines}");
+    assert!(
+        highlighted <= lines * 3 / 2,
+        "{highlighted} lines handed to the highlighter for a block of {lines}"
+    );
+}
+
+#[test]
 fn a_code_line_settles_only_where_the_line_before_it_alone_leaves_the_highlighter_as_all() {
     let theme = Theme::default().syntax_theme;
     let ends = |code: &str, line: &str| ends_as_alone(code, line, "rust", &theme);
