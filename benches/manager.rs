@@ -9,8 +9,10 @@
 //!   other through `SessionManager::send` against the mock provider on 127.0.0.1 (a text reply
 //!   per input), so every acknowledgement waits for its durable append while the other
 //!   sessions' turns append too. The inputs are what a webhook delivers (automated, so their
-//!   turns run on the runtime of work no person waits for); with `-- --people`, inputs
-//!   typed by a person, whose turns keep the main runtime beside the acknowledgements. A
+//!   turns run ten nice steps lower on the runtime of work no person waits for); with
+//!   `-- --people`, inputs typed by a person, whose turns run at tern's own priority on the
+//!   runtime of turns, apart from the acknowledgements (whose threads ask for a short time
+//!   slice, as in `tern`). A
 //!   session's first input opens it (its store entry, its actor, its prompt's layers) and is
 //!   reported on its own line. Reported: p50 and p99 of the acknowledgement of every later
 //!   input, once with each session sending its next input the moment its turn ends (the disk saturated: every
@@ -278,8 +280,13 @@ fn main() {
         .and_then(|n| n.parse().ok())
         .unwrap_or(0);
     let people = std::env::args().any(|arg| arg == "--people");
+    // The threads of tern's main runtime ask for a short time slice, as in `tern`; the
+    // mock's own runtime, standing for a provider's servers, keeps the default.
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
+        .on_thread_start(|| {
+            tern::priority::favour_latency();
+        })
         .enable_all()
         .build()
         .expect("a runtime");

@@ -11,6 +11,7 @@ pub mod context;
 pub mod domain;
 pub mod gateway;
 pub mod llm;
+pub mod priority;
 pub mod prompt;
 pub mod session;
 pub mod store;

@@ -188,8 +188,15 @@ pub fn main() -> ExitCode {
     crate::tls::install_crypto_provider();
     // Two workers: a journal write (an fsync) or a read asked of another tern blocks one of
     // them, never the other sessions or the interface (`block_in_place` hands its tasks on).
+    // Their threads (the actors acknowledging inputs, the blocking ones committing) wake
+    // for short work a person waits on: they ask for a short time slice, which the threads
+    // they start inherit; turns and runs run on runtimes of their own with the default one
+    // (`session::background`), as does the interface on this thread.
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
+        .on_thread_start(|| {
+            crate::priority::favour_latency();
+        })
         .enable_all()
         .build()
     {

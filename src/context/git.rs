@@ -271,6 +271,8 @@ where
     let spawned = std::thread::Builder::new()
         .name("tern-git".to_owned())
         .spawn(move || {
+            // Long work, whichever thread asked for it.
+            crate::priority::ordinary_slice();
             let _ticket = ticket;
             // Its turn went on without it while it waited for a place: nobody reads the
             // result, and reading would only hold a place others wait for.

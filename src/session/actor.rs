@@ -514,11 +514,12 @@ impl SessionActor {
             state
         };
         // A turn no person waits for at a keyboard (a webhook's, a reminder's) runs beside
-        // the subagent runs: it never queues ahead of a person's turn, nor of the
-        // acknowledgement of any input, which stays with the actor.
+        // the subagent runs: it never queues ahead of a person's turn. A person's runs on
+        // threads of its own at tern's priority. Neither holds up the acknowledgement of an
+        // input, which stays with the actor.
         let task = match automated {
             true => background::spawn_joined(run),
-            false => tokio::spawn(run),
+            false => background::spawn_turn(run),
         };
         self.turn = Some(RunningTurn {
             cancel,

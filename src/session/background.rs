@@ -1,18 +1,23 @@
-//! Where work no person waits for at a keyboard runs: a runtime of its own, one worker
-//! thread, its threads at a lower priority. Subagent sessions run there whole; a session
-//! of the main runtime sends there the turns of its automated inputs (a webhook's, a
-//! reminder's), while it keeps acknowledging inputs itself.
+//! Where turns and runs do their work, apart from the threads a person waits on: two
+//! runtimes of their own, one worker each. The turns of a person's inputs run on one at
+//! tern's own priority; subagent sessions run whole on the other, at a lower priority,
+//! and a session of the main runtime sends there the turns of its automated inputs (a
+//! webhook's, a reminder's). The sessions' actors keep the main runtime, whose threads ask
+//! the kernel for a short time slice ([`crate::priority`]), so an input is acknowledged at
+//! once however many turns keep the cores busy; the threads here keep the default slice,
+//! and the processes their tools start inherit it.
 //!
 //! However many runs stream at once, their tasks (their model streams, their events and
 //! those who follow them) then never queue ahead of the session the person talks to, nor of
-//! the acknowledgement of an input, whose tasks keep the process's main runtime, and when
-//! both want a core the kernel gives it to the person's session first. What crosses between
-//! the two is channels, which work across runtimes; the runs' model requests go over HTTP
-//! connections of their own (a connection's work is done on the runtime that opened it).
-//! Their turns' journal appends, their actors' inputs and the flushes they schedule go to
-//! threads at tern's own priority, since every session's appends wait for a group's commit.
-//! The processes a run's tools and jobs start inherit its lower priority.
+//! the acknowledgement of an input, and when both want a core the kernel gives it to the
+//! person's session first. What crosses between the runtimes is channels, which work
+//! across them; each runtime's model requests go over HTTP connections of its own (a
+//! connection's work is done on the runtime that opened it). The runs' turns' journal
+//! appends, their actors' inputs and the flushes they schedule go to threads at tern's own
+//! priority, since every session's appends wait for a group's commit. The processes a
+//! run's tools and jobs start inherit its lower priority.
 
+use crate::priority::{favour_latency, nice, ordinary_slice, set_nice};
 use std::cell::Cell;
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -24,8 +29,10 @@ use tokio::task::JoinHandle;
 /// How much lower the runs' thread runs than the rest of tern, in nice steps.
 const NICER_BY: i32 = 10;
 
-/// The runtime, once started; taken out at the process's end.
+/// The runs' runtime, once started; taken out at the process's end.
 static RUNTIME: Mutex<Option<Runtime>> = Mutex::new(None);
+/// The runtime of a person's turns, once started; taken out at the process's end.
+static TURNS: Mutex<Option<Runtime>> = Mutex::new(None);
 
 /// The runtime for subagent sessions, started the first time one is asked for; `None` when
 /// no thread could be started or the process is ending, and the caller's runtime serves
@@ -39,24 +46,70 @@ pub fn runtime() -> Option<Handle> {
         // blocking pool) would otherwise be lowered twice.
         start_full_priority_threads();
         let lowered = (nice() + NICER_BY).min(19);
-        let built = Builder::new_multi_thread()
-            .worker_threads(1)
-            .thread_name("tern-runs")
-            .on_thread_start(move || {
-                // Marked only where the priority did change: elsewhere commits stay here.
-                if set_nice(lowered) {
-                    LOWERED.with(|flag| flag.set(true));
-                }
-                crate::llm::keep_connections_apart();
-            })
-            .enable_all()
-            .build();
-        match built {
-            Ok(runtime) => *lock() = Some(runtime),
-            Err(err) => tracing::warn!(%err, "no runtime of their own for subagent runs"),
-        }
+        start(&RUNTIME, "tern-runs", move || {
+            // Marked only where the priority did change: elsewhere commits stay here.
+            if set_nice(lowered) {
+                LOWERED.with(|flag| flag.set(true));
+            }
+        });
     });
-    lock().as_ref().map(|runtime| runtime.handle().clone())
+    handle(&RUNTIME)
+}
+
+/// The runtime for the turns of a person's inputs, started the first time one is asked
+/// for: tern's own priority and the default slice, on one worker (a turn's own work is
+/// short steps between its waits, what runs long goes to blocking threads or the tools'
+/// processes), which leaves the other core to the actors; `None` when no thread could be
+/// started or the process is ending.
+pub fn turns() -> Option<Handle> {
+    static STARTED: OnceLock<()> = OnceLock::new();
+    STARTED.get_or_init(|| start(&TURNS, "tern-turns", || {}));
+    handle(&TURNS)
+}
+
+/// Starts a runtime of one worker into `slot`, its threads named `name` and set up by
+/// `setup`; each keeps the default slice (it may be started from a thread that asked for a
+/// short one, which is inherited) and HTTP connections of its own.
+fn start(
+    slot: &'static Mutex<Option<Runtime>>,
+    name: &str,
+    setup: impl Fn() + Send + Sync + 'static,
+) {
+    let built = Builder::new_multi_thread()
+        .worker_threads(1)
+        .thread_name(name)
+        .on_thread_start(move || {
+            setup();
+            ordinary_slice();
+            crate::llm::keep_connections_apart();
+        })
+        .enable_all()
+        .build();
+    match built {
+        Ok(runtime) => *lock(slot) = Some(runtime),
+        Err(err) => tracing::warn!(%err, name, "no runtime of its own"),
+    }
+}
+
+/// Runs a person's turn on the turns' runtime, off the threads that acknowledge inputs. A
+/// turn asked from the runs' runtime (a subagent session's) stays there, and one asked from
+/// a runtime of a single thread (an embedder's, the tests', whose paused clock must drive
+/// the turn's timers) stays on it; with no turns' runtime it runs on the caller's.
+pub fn spawn_turn<T: Send + 'static>(
+    task: impl Future<Output = T> + Send + 'static,
+) -> JoinHandle<T> {
+    let single = Handle::try_current()
+        .is_ok_and(|here| here.runtime_flavor() == tokio::runtime::RuntimeFlavor::CurrentThread);
+    match turns().filter(|_| !lowered() && !single) {
+        Some(runtime) => runtime.spawn(task),
+        None => tokio::spawn(task),
+    }
+}
+
+fn handle(runtime: &'static Mutex<Option<Runtime>>) -> Option<Handle> {
+    lock(runtime)
+        .as_ref()
+        .map(|runtime| runtime.handle().clone())
 }
 
 /// Runs `task` on the runs' runtime (on the caller's when there is none): work for runs
@@ -91,42 +144,20 @@ pub fn ending() -> bool {
 /// runtime, still running then, see it stop with [`ending`] set.
 pub fn shutdown(bound: Duration) {
     ENDING.store(true, Ordering::Release);
-    let taken = lock().take();
-    if let Some(runtime) = taken {
-        runtime.shutdown_timeout(bound);
+    for runtime in [&RUNTIME, &TURNS] {
+        let taken = lock(runtime).take();
+        if let Some(runtime) = taken {
+            runtime.shutdown_timeout(bound);
+        }
     }
 }
 
-fn lock() -> std::sync::MutexGuard<'static, Option<Runtime>> {
-    RUNTIME
+fn lock(
+    runtime: &'static Mutex<Option<Runtime>>,
+) -> std::sync::MutexGuard<'static, Option<Runtime>> {
+    runtime
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-/// The calling thread's nice value (on Linux a thread's nice value is its own).
-fn nice() -> i32 {
-    #[cfg(target_os = "linux")]
-    // SAFETY: getpriority only reads the scheduling priority of the calling thread (`who` 0).
-    unsafe {
-        libc::getpriority(libc::PRIO_PROCESS, 0)
-    }
-    #[cfg(not(target_os = "linux"))]
-    0
-}
-
-/// Sets the calling thread's nice value; whether it could.
-fn set_nice(value: i32) -> bool {
-    #[cfg(target_os = "linux")]
-    // SAFETY: setpriority only changes the scheduling priority of the calling thread (`who`
-    // 0); no memory is passed.
-    unsafe {
-        libc::setpriority(libc::PRIO_PROCESS, 0, value) == 0
-    }
-    #[cfg(not(target_os = "linux"))]
-    {
-        let _ = value;
-        false
-    }
 }
 
 thread_local! {
@@ -155,6 +186,7 @@ fn start_full_priority_threads() {
         let spawned = std::thread::Builder::new()
             .name("tern-later".to_owned())
             .spawn(move || {
+                favour_latency();
                 while let Ok((due, job)) = rx.recv() {
                     std::thread::sleep(due.saturating_duration_since(Instant::now()));
                     job();
@@ -171,6 +203,7 @@ fn start_full_priority_threads() {
             let spawned = std::thread::Builder::new()
                 .name("tern-commit".to_owned())
                 .spawn(move || {
+                    favour_latency();
                     loop {
                         let job = rx.lock().unwrap_or_else(PoisonError::into_inner).recv();
                         match job {
@@ -267,6 +300,32 @@ mod tests {
         assert_eq!(committed, Some(ours));
         // Elsewhere the work simply runs where it is asked.
         assert_eq!(at_full_priority(nice), Some(ours));
+    }
+
+    #[test]
+    fn a_person_s_turn_runs_on_threads_of_its_own_with_the_ordinary_slice() {
+        // A thread that asked for a short slice, as the actors' are: what it starts would
+        // inherit it.
+        std::thread::spawn(|| {
+            let ours = nice();
+            let favoured = favour_latency();
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .build()
+                .expect("a runtime");
+            let ran = runtime.block_on(spawn_turn(async {
+                let name = std::thread::current().name().map(str::to_owned);
+                (name, nice(), crate::priority::slice())
+            }));
+            let (name, theirs, slice) = ran.expect("the turn ran");
+            assert_eq!(name.as_deref(), Some("tern-turns"));
+            assert_eq!(theirs, ours);
+            if favoured {
+                assert_ne!(slice, crate::priority::slice());
+            }
+        })
+        .join()
+        .expect("the thread ran");
     }
 
     #[test]

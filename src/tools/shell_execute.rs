@@ -323,13 +323,16 @@ async fn run(
         .stdout(Stdio::from(stdout))
         .stderr(Stdio::from(stderr))
         .kill_on_drop(true);
-    // SAFETY: the closure runs in the forked child before exec and only calls setsid, which is
-    // async-signal-safe and touches no memory of the parent.
+    // SAFETY: the closure runs in the forked child before exec and only makes system calls
+    // (setsid, the scheduling slice), which are async-signal-safe and touch no memory of the
+    // parent.
     unsafe {
         command.pre_exec(|| {
             if libc::setsid() == -1 {
                 return Err(io::Error::last_os_error());
             }
+            // A command may run long: the default slice, whichever thread started it.
+            crate::priority::ordinary_slice();
             Ok(())
         });
     }

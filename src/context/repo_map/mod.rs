@@ -188,6 +188,8 @@ pub fn for_prompt(
     let started = std::thread::Builder::new()
         .name("tern-repo-map".into())
         .spawn(move || {
+            // Long work, whichever thread asked for it.
+            crate::priority::ordinary_slice();
             let map = build(&root, &focus, tokens, Some(&cache_dir));
             drop(ticket);
             let _ = tx.send(map.text);

@@ -231,14 +231,17 @@ impl Jobs {
             .stdin(Stdio::null())
             .stdout(Stdio::from(writer))
             .stderr(Stdio::from(err_writer));
-        // SAFETY: the closure runs in the forked child before exec and only calls setsid, which
-        // is async-signal-safe and touches no memory of the parent.
+        // SAFETY: the closure runs in the forked child before exec and only makes system calls
+        // (setsid, the scheduling slice), which are async-signal-safe and touch no memory of
+        // the parent.
         unsafe {
             use std::os::unix::process::CommandExt;
             std_command.pre_exec(|| {
                 if libc::setsid() == -1 {
                     return Err(std::io::Error::last_os_error());
                 }
+                // A job runs long: the default slice, whichever thread started it.
+                crate::priority::ordinary_slice();
                 Ok(())
             });
         }

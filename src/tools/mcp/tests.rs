@@ -196,22 +196,21 @@ async fn a_server_that_hangs_or_crashes_says_so_and_the_turn_goes_on() {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let states = hub.states(dir.path()).expect("states");
-        let garbled = &states
-            .iter()
-            .find(|(s, _)| s.name == "garbled")
-            .expect("garbled")
-            .1;
-        if let ServerState::Failed { reason } = garbled {
-            assert!(reason.contains("handshake"), "{reason}");
-            let hangs = &states
+        let state = |name: &str| {
+            states
                 .iter()
-                .find(|(s, _)| s.name == "hangs")
-                .expect("hangs")
-                .1;
-            assert!(matches!(hangs, ServerState::Failed { .. }), "{hangs:?}");
-            break;
+                .find(|(s, _)| s.name == name)
+                .map(|(_, state)| state.clone())
+                .expect("listed")
+        };
+        // Each fails in its own time: which first depends on the machine's load.
+        match (state("garbled"), state("hangs")) {
+            (ServerState::Failed { reason }, ServerState::Failed { .. }) => {
+                assert!(reason.contains("handshake"), "{reason}");
+                break;
+            }
+            both => assert!(Instant::now() < deadline, "{both:?}"),
         }
-        assert!(Instant::now() < deadline, "{garbled:?}");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     hub.stop_all().await;

@@ -351,3 +351,47 @@ async fn child_prints_its_environment() {
     assert!(!out.is_error, "{}", out.content);
     child_report(&out.content);
 }
+
+/// The time slice (nanoseconds) `/proc/self/sched` reports for a command `shell_execute`
+/// starts from a thread that asked for a short one; `None` where the kernel has no slices.
+async fn slice_of_a_command(p: &Project) -> Option<u64> {
+    let out = p
+        .call(
+            "shell_execute",
+            json!({"command": "grep '^se.slice' /proc/self/sched"}),
+        )
+        .await;
+    out.content
+        .lines()
+        .find(|line| line.starts_with("se.slice"))
+        .and_then(|line| line.split(':').nth(1))
+        .and_then(|value| value.trim().parse().ok())
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_command_started_from_a_thread_that_wants_a_core_soon_gets_the_ordinary_slice() {
+    use tern::priority::{favour_latency, slice};
+    // On a thread of its own: the slice is inherited by all this thread starts.
+    std::thread::spawn(|| {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let p = Project::new();
+        let ordinary = runtime.block_on(slice_of_a_command(&p));
+        if !favour_latency() {
+            // No slices to ask for on this kernel.
+            return;
+        }
+        let short = slice().expect("a slice");
+        let theirs = runtime.block_on(slice_of_a_command(&p));
+        assert!(
+            ordinary.is_some() && theirs == ordinary && theirs != Some(short),
+            "the command ran with a slice of {theirs:?} ns, the ordinary one {ordinary:?}, \
+             the thread's {short}"
+        );
+    })
+    .join()
+    .expect("the thread ran");
+}
