@@ -97,14 +97,19 @@ struct SchedAttr {
     util_max: u32,
 }
 
+/// `sched_attr.sched_flags`: keep the thread's policy (Linux 5.3 and later).
+#[cfg(target_os = "linux")]
+const SCHED_FLAG_KEEP_POLICY: u64 = 0x08;
+
 /// Sets the calling thread's slice (0: the default), keeping its policy and nice value.
 fn set_slice(nanoseconds: u64) -> bool {
     #[cfg(target_os = "linux")]
     {
         let attr = SchedAttr {
             size: std::mem::size_of::<SchedAttr>() as u32,
-            // SCHED_OTHER, which every tern thread has.
-            policy: 0,
+            // The thread's policy stays (SCHED_BATCH or SCHED_IDLE, when the person started
+            // tern under `chrt`); a real-time one takes no slice and is refused.
+            flags: SCHED_FLAG_KEEP_POLICY,
             nice: nice(),
             runtime: nanoseconds,
             ..SchedAttr::default()
@@ -144,6 +149,22 @@ mod tests {
             let ordinary = slice().expect("a slice");
             assert!(ordinary > SHORT_SLICE_NS, "{ordinary} ns");
             assert_eq!(nice(), before.1);
+        })
+        .join()
+        .expect("the thread ran");
+    }
+
+    #[test]
+    fn asking_for_a_slice_keeps_the_policy_a_person_chose() {
+        std::thread::spawn(|| {
+            let param = libc::sched_param { sched_priority: 0 };
+            // SAFETY: sets the calling thread's own policy from a live `sched_param`.
+            let batch = unsafe { libc::sched_setscheduler(0, libc::SCHED_BATCH, &param) };
+            assert_eq!(batch, 0, "{}", std::io::Error::last_os_error());
+            favour_latency();
+            ordinary_slice();
+            // SAFETY: reads the calling thread's own policy.
+            assert_eq!(unsafe { libc::sched_getscheduler(0) }, libc::SCHED_BATCH);
         })
         .join()
         .expect("the thread ran");
