@@ -127,6 +127,12 @@ pub fn likely_language(project_dir: &std::path::Path) -> Option<&'static str> {
     }
 }
 
+/// Lets go of the highlighted blocks kept for the frames to come (see the `memo` module):
+/// for when a reply has ended, before freed memory is handed back.
+pub fn forget_highlighted() {
+    memo::clear();
+}
+
 /// Whether code fenced with `lang` would be highlighted rather than shown plain.
 pub fn is_known_language(lang: &str) -> bool {
     find_syntax(lang).is_some()

@@ -473,7 +473,9 @@ impl Runner {
                 if ended {
                     self.link.read_branch();
                     // What the turn allocated and let go (a large message sent, a long reply
-                    // laid out, results read) goes back to the system, off this task.
+                    // laid out, results read, its blocks highlighted as they streamed) goes
+                    // back to the system, off this task.
+                    super::highlight::forget_highlighted();
                     tokio::task::spawn_blocking(super::release_freed_memory);
                 }
                 app.session_event(&event, now);

@@ -154,6 +154,14 @@ pub(super) fn store(
     );
 }
 
+/// Lets go of every block held: once a reply has ended, the versions of its blocks as they
+/// streamed are of no more use, and a block on screen is highlighted again at most once.
+pub(super) fn clear() {
+    if let Ok(mut memo) = MEMO.lock() {
+        memo.entries = HashMap::new();
+    }
+}
+
 #[cfg(test)]
 pub(super) fn len() -> usize {
     MEMO.lock().map(|m| m.entries.len()).unwrap_or(0)
@@ -178,6 +186,17 @@ mod tests {
         CONTENTS
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    #[test]
+    fn forgetting_lets_go_of_every_block() {
+        let _contents = contents();
+        let code = "let held_until_the_reply_ends = 1;\n";
+        let theme = "base16-ocean.dark";
+        super::super::highlight(code, "rust", theme);
+        assert!(matches!(lookup(code, "Rust", theme), Lookup::Hit(..)));
+        super::super::forget_highlighted();
+        assert!(matches!(lookup(code, "Rust", theme), Lookup::Miss));
     }
 
     #[test]
