@@ -61,19 +61,7 @@ pub fn ordinary_slice() -> bool {
 pub fn slice() -> Option<u64> {
     #[cfg(target_os = "linux")]
     {
-        let mut attr = SchedAttr::default();
-        // SAFETY: the kernel writes at most `size_of::<SchedAttr>()` bytes into `attr`, a
-        // live value of that size, about the calling thread (pid 0).
-        let read = unsafe {
-            libc::syscall(
-                libc::SYS_sched_getattr,
-                0,
-                &mut attr as *mut SchedAttr,
-                std::mem::size_of::<SchedAttr>() as libc::c_uint,
-                0,
-            )
-        };
-        (read == 0).then_some(attr.runtime)
+        attributes().map(|attr| attr.runtime)
     }
     #[cfg(not(target_os = "linux"))]
     None
@@ -97,20 +85,46 @@ struct SchedAttr {
     util_max: u32,
 }
 
+/// `sched_attr.sched_flags`: the children of the thread start with the default policy and
+/// nice value (`chrt -R`).
+#[cfg(target_os = "linux")]
+const SCHED_FLAG_RESET_ON_FORK: u64 = 0x01;
 /// `sched_attr.sched_flags`: keep the thread's policy (Linux 5.3 and later).
 #[cfg(target_os = "linux")]
 const SCHED_FLAG_KEEP_POLICY: u64 = 0x08;
 
-/// Sets the calling thread's slice (0: the default), keeping its policy and nice value.
+/// The calling thread's scheduling attributes.
+#[cfg(target_os = "linux")]
+fn attributes() -> Option<SchedAttr> {
+    let mut attr = SchedAttr::default();
+    // SAFETY: the kernel writes at most `size_of::<SchedAttr>()` bytes into `attr`, a live
+    // value of that size, about the calling thread (pid 0).
+    let read = unsafe {
+        libc::syscall(
+            libc::SYS_sched_getattr,
+            0,
+            &mut attr as *mut SchedAttr,
+            std::mem::size_of::<SchedAttr>() as libc::c_uint,
+            0,
+        )
+    };
+    (read == 0).then_some(attr)
+}
+
+/// Sets the calling thread's slice (0: the default), keeping its policy, its nice value
+/// and whether its children start afresh. Two system calls, nothing allocated.
 fn set_slice(nanoseconds: u64) -> bool {
     #[cfg(target_os = "linux")]
     {
+        let Some(now) = attributes() else {
+            return false;
+        };
         let attr = SchedAttr {
             size: std::mem::size_of::<SchedAttr>() as u32,
             // The thread's policy stays (SCHED_BATCH or SCHED_IDLE, when the person started
             // tern under `chrt`); a real-time one takes no slice and is refused.
-            flags: SCHED_FLAG_KEEP_POLICY,
-            nice: nice(),
+            flags: SCHED_FLAG_KEEP_POLICY | (now.flags & SCHED_FLAG_RESET_ON_FORK),
+            nice: now.nice,
             runtime: nanoseconds,
             ..SchedAttr::default()
         };
@@ -165,6 +179,13 @@ mod tests {
             ordinary_slice();
             // SAFETY: reads the calling thread's own policy.
             assert_eq!(unsafe { libc::sched_getscheduler(0) }, libc::SCHED_BATCH);
+            // SAFETY: as above, with the flag that children start afresh.
+            let reset = libc::SCHED_BATCH | libc::SCHED_RESET_ON_FORK;
+            assert_eq!(unsafe { libc::sched_setscheduler(0, reset, &param) }, 0);
+            favour_latency();
+            ordinary_slice();
+            // SAFETY: reads the calling thread's own policy.
+            assert_eq!(unsafe { libc::sched_getscheduler(0) }, reset);
         })
         .join()
         .expect("the thread ran");

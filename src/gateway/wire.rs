@@ -427,6 +427,8 @@ impl Frame for Request {
         }
     }
 
+    const HOLDS_TEXT: bool = true;
+
     fn take_text(&mut self) -> Option<InputText> {
         let input = self.call.input_mut()?;
         (input.text.len() > ATTACH_OVER).then(|| std::mem::take(&mut input.text))

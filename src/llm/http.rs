@@ -50,20 +50,31 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(15);
 /// The process's HTTP clients, one per scheme (TLS or plain), pool (kept connections, or
 /// none: for sending again a request whose kept-alive connection the server had closed) and
 /// side (see [`keep_connections_apart`]).
-static CLIENTS: [OnceLock<Result<reqwest::Client, String>>; 8] = [const { OnceLock::new() }; 8];
+static CLIENTS: [OnceLock<Result<reqwest::Client, String>>; 12] = [const { OnceLock::new() }; 12];
 
-thread_local! {
-    /// Whether the calling thread's requests keep connections of their own.
-    static APART: Cell<bool> = const { Cell::new(false) };
+/// Which threads' requests share connections: each runtime's keep their own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    /// The main runtime's (the interface's and the actors').
+    Main,
+    /// The runtime of people's turns.
+    Turns,
+    /// The subagent runs' runtime, at a lower priority.
+    Runs,
 }
 
-/// Marks the calling thread as one whose requests go over connections of their own: the
-/// subagent runs' runtime. A connection's task runs on the runtime that opened it, and every
-/// stream that shares it (HTTP/2 carries all of a host's) goes through that runtime's
-/// threads: the person's session must not wait on the runs' lower-priority thread, nor the
-/// runs crowd the person's.
-pub fn keep_connections_apart() {
-    APART.with(|apart| apart.set(true));
+thread_local! {
+    /// Whose connections the calling thread's requests go over.
+    static SIDE: Cell<Side> = const { Cell::new(Side::Main) };
+}
+
+/// Marks the calling thread as one whose requests go over the connections of `side`: a
+/// thread of the turns' or the runs' runtime. A connection's task runs on the runtime that
+/// opened it, and every stream that shares it (HTTP/2 carries all of a host's) goes through
+/// that runtime's threads: a person's turn must not wait on the runs' lower-priority thread,
+/// nor the runs crowd the person's.
+pub fn keep_connections_apart(side: Side) {
+    SIDE.with(|cell| cell.set(side));
 }
 
 /// Whether a client keeps connections for reuse.
@@ -81,8 +92,8 @@ pub(crate) fn client(url: &str) -> Result<&'static reqwest::Client, LlmError> {
 
 fn client_with(url: &str, pool: Pool) -> Result<&'static reqwest::Client, LlmError> {
     let plain = url.starts_with("http://");
-    let apart = APART.with(Cell::get);
-    let slot = usize::from(plain) * 4 + usize::from(pool == Pool::None) * 2 + usize::from(apart);
+    let side = SIDE.with(Cell::get) as usize;
+    let slot = usize::from(plain) * 6 + usize::from(pool == Pool::None) * 3 + side;
     let client = CLIENTS[slot].get_or_init(|| match plain {
         // No certificates for plain HTTP: that client can never complete a TLS handshake,
         // and never needs to.
@@ -590,13 +601,19 @@ mod tests {
             shared("http://127.0.0.1:2/v1"),
             "one client per side and scheme"
         );
-        let theirs = std::thread::spawn(move || {
-            keep_connections_apart();
-            shared("http://127.0.0.1:1/v1")
-        })
-        .join()
-        .unwrap();
-        assert_ne!(ours, theirs);
+        let on = |side| {
+            std::thread::spawn(move || {
+                keep_connections_apart(side);
+                shared("http://127.0.0.1:1/v1")
+            })
+            .join()
+            .unwrap()
+        };
+        let (turns, runs) = (on(Side::Turns), on(Side::Runs));
+        assert_ne!(ours, turns);
+        assert_ne!(ours, runs);
+        assert_ne!(turns, runs);
+        assert_eq!(turns, on(Side::Turns));
     }
 
     #[test]

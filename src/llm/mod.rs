@@ -32,7 +32,7 @@ pub mod text_calls;
 pub use anthropic::AnthropicProvider;
 pub use client::{ModelClient, ModelReply, ModelRoute, StreamObserver};
 pub use error::{LlmError, ResponseHeaders, classify_status};
-pub use http::keep_connections_apart;
+pub use http::{Side, keep_connections_apart};
 pub use ollama::OllamaProvider;
 pub use openai::OpenAiProvider;
 pub use retry::{RetryDecision, RetryPolicy, next_delay};

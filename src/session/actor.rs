@@ -595,7 +595,8 @@ impl SessionActor {
         let deps = self.deps.clone();
         let dirs = self.dirs.clone();
         let token = cancel.clone();
-        let task = tokio::spawn(async move {
+        // A model call like a turn's, and run where a person's turns run.
+        let task = background::spawn_turn(async move {
             let deps = with_mcp_tools(deps, &state.project_dir).await;
             let turn = Turn {
                 deps: &deps,

@@ -11,12 +11,13 @@
 //! those who follow them) then never queue ahead of the session the person talks to, nor of
 //! the acknowledgement of an input, and when both want a core the kernel gives it to the
 //! person's session first. What crosses between the runtimes is channels, which work
-//! across them; each runtime's model requests go over HTTP connections of its own (a
-//! connection's work is done on the runtime that opened it). The runs' turns' journal
+//! across them; each runtime's model requests go over HTTP connections of its own
+//! (`llm::Side`: a connection's work is done on the runtime that opened it). The runs' turns' journal
 //! appends, their actors' inputs and the flushes they schedule go to threads at tern's own
 //! priority, since every session's appends wait for a group's commit. The processes a
 //! run's tools and jobs start inherit its lower priority.
 
+use crate::llm::Side;
 use crate::priority::{favour_latency, nice, ordinary_slice, set_nice};
 use std::cell::Cell;
 use std::future::Future;
@@ -46,7 +47,7 @@ pub fn runtime() -> Option<Handle> {
         // blocking pool) would otherwise be lowered twice.
         start_full_priority_threads();
         let lowered = (nice() + NICER_BY).min(19);
-        start(&RUNTIME, "tern-runs", move || {
+        start(&RUNTIME, "tern-runs", Side::Runs, move || {
             // Marked only where the priority did change: elsewhere commits stay here.
             if set_nice(lowered) {
                 LOWERED.with(|flag| flag.set(true));
@@ -63,16 +64,24 @@ pub fn runtime() -> Option<Handle> {
 /// started or the process is ending.
 pub fn turns() -> Option<Handle> {
     static STARTED: OnceLock<()> = OnceLock::new();
-    STARTED.get_or_init(|| start(&TURNS, "tern-turns", || {}));
+    STARTED.get_or_init(|| {
+        // Asked from a thread of tern's own priority (see `spawn_turn`); its threads are set
+        // to it whichever thread starts them.
+        let ours = nice();
+        start(&TURNS, "tern-turns", Side::Turns, move || {
+            set_nice(ours);
+        });
+    });
     handle(&TURNS)
 }
 
 /// Starts a runtime of one worker into `slot`, its threads named `name` and set up by
 /// `setup`; each keeps the default slice (it may be started from a thread that asked for a
-/// short one, which is inherited) and HTTP connections of its own.
+/// short one, which is inherited) and the HTTP connections of `side`.
 fn start(
     slot: &'static Mutex<Option<Runtime>>,
     name: &str,
+    side: Side,
     setup: impl Fn() + Send + Sync + 'static,
 ) {
     let built = Builder::new_multi_thread()
@@ -81,7 +90,7 @@ fn start(
         .on_thread_start(move || {
             setup();
             ordinary_slice();
-            crate::llm::keep_connections_apart();
+            crate::llm::keep_connections_apart(side);
         })
         .enable_all()
         .build();
@@ -100,7 +109,12 @@ pub fn spawn_turn<T: Send + 'static>(
 ) -> JoinHandle<T> {
     let single = Handle::try_current()
         .is_ok_and(|here| here.runtime_flavor() == tokio::runtime::RuntimeFlavor::CurrentThread);
-    match turns().filter(|_| !lowered() && !single) {
+    // Asked before the runtime is started, which takes the priority of the thread that
+    // starts it.
+    if lowered() || single {
+        return tokio::spawn(task);
+    }
+    match turns() {
         Some(runtime) => runtime.spawn(task),
         None => tokio::spawn(task),
     }

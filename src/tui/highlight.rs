@@ -328,6 +328,9 @@ fn convert(style: syntect::highlighting::Style) -> Style {
 mod memo;
 
 #[cfg(test)]
+pub(crate) use memo::tests::contents as hold_memo;
+
+#[cfg(test)]
 thread_local! {
     static LINES_HIGHLIGHTED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }

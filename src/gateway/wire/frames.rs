@@ -35,6 +35,10 @@ pub trait Frame: Serialize + Sized {
     /// it answers (or ends) the same request, saying why.
     fn instead_of_oversized(&self, len: usize) -> Self;
 
+    /// Whether a frame of this kind may come with a text after it: one that may not is
+    /// refused before the text is read.
+    const HOLDS_TEXT: bool = false;
+
     /// A text over [`ATTACH_OVER`] bytes the frame carries, taken out (its place left
     /// empty) to travel raw after the frame.
     fn take_text(&mut self) -> Option<InputText> {
@@ -166,11 +170,18 @@ where
     let mut frame: T = serde_json::from_slice(&body)?;
     drop(body);
     if prefix & ATTACHED != 0 {
-        let len = read_length(reader).await? as usize;
-        if len > MAX_FRAME {
-            return Err(WireError::TooLarge(len));
+        if !T::HOLDS_TEXT {
+            return Err(WireError::Attachment(
+                "came with a frame that holds no text",
+            ));
         }
-        let mut raw = vec![0u8; len];
+        // The limit is the frame's with its text, as the writer counts it.
+        let attached = read_length(reader).await? as usize;
+        let whole = len + 4 + attached;
+        if whole > MAX_FRAME {
+            return Err(WireError::TooLarge(whole));
+        }
+        let mut raw = vec![0u8; attached];
         reader.read_exact(&mut raw).await?;
         let text = String::from_utf8(raw).map_err(|_| WireError::Attachment("is not UTF-8"))?;
         if !frame.put_text(text.into()) {

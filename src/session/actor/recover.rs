@@ -11,8 +11,8 @@ use crate::session::snapshot;
 use crate::store::JournalEvent;
 
 impl SessionActor {
-    /// The turn's task ended without the state: an automated turn's, dropped with the runs'
-    /// runtime as the process ends, leaves the journal as a crash leaves it, for the next
+    /// The turn's task ended without the state: one dropped with the turns' or the runs'
+    /// runtime as the process ends leaves the journal as a crash leaves it, for the next
     /// open to warm up; any other loss is a bug, recovered from.
     pub(super) async fn turn_task_lost(&mut self, err: &tokio::task::JoinError) {
         if err.is_cancelled() && background::ending() {

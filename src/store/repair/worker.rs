@@ -191,15 +191,27 @@ type Started = (Box<dyn Read + Send>, Box<dyn FnMut()>);
 fn start(worker: &Worker, task: Task, path: &Path) -> std::io::Result<Started> {
     match worker {
         Worker::Process { program, args } => {
-            let mut child = std::process::Command::new(program)
+            let mut command = std::process::Command::new(program);
+            command
                 .args(args)
                 .arg(task.as_str())
                 .arg(path)
                 .stdin(std::process::Stdio::null())
                 .stdout(std::process::Stdio::piped())
                 // A worker that panics on a damaged file must not print over the report.
-                .stderr(std::process::Stdio::null())
-                .spawn()?;
+                .stderr(std::process::Stdio::null());
+            // SAFETY: the closure runs in the forked child before exec and only makes system
+            // calls (the scheduling slice), which are async-signal-safe and touch no memory
+            // of the parent.
+            unsafe {
+                use std::os::unix::process::CommandExt;
+                command.pre_exec(|| {
+                    // It reads a whole database: the default slice, whichever thread asked.
+                    crate::priority::ordinary_slice();
+                    Ok(())
+                });
+            }
+            let mut child = command.spawn()?;
             let stdout = child
                 .stdout
                 .take()

@@ -161,6 +161,16 @@ impl Connection {
                 if let Some(cwd) = cwd {
                     cmd.current_dir(cwd);
                 }
+                // SAFETY: the closure runs in the forked child before exec and only makes
+                // system calls (the scheduling slice), which are async-signal-safe and touch
+                // no memory of the parent.
+                unsafe {
+                    cmd.pre_exec(|| {
+                        // A server runs long: the default slice, whichever thread started it.
+                        crate::priority::ordinary_slice();
+                        Ok(())
+                    });
+                }
                 // Its own group, killed whole when the connection is dropped: stopping the
                 // server stops what it started too (`npx` and the node it runs).
                 let mut wrapped = process_wrap::tokio::CommandWrap::from(cmd);

@@ -175,14 +175,15 @@ fn lines_held() -> usize {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// Held by the tests that look at what the memo holds, which the others' blocks (the
     /// memo is one for the process) would evict.
     static CONTENTS: Mutex<()> = Mutex::new(());
 
-    fn contents() -> std::sync::MutexGuard<'static, ()> {
+    /// Holds the memo's contents for a test that counts on what it keeps.
+    pub(crate) fn contents() -> std::sync::MutexGuard<'static, ()> {
         CONTENTS
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())

@@ -1,4 +1,4 @@
-use super::super::{Call, Hello, Reply, Request, ToClient};
+use super::super::{Call, Hello, MAX_FRAME, Reply, Request, ToClient};
 use super::*;
 use crate::domain::SessionId;
 use crate::session::UserInput;
@@ -201,4 +201,27 @@ async fn a_send_too_large_with_its_text_is_refused_under_its_id() {
     assert_eq!(read.id, 3);
     assert!(matches!(read.call, Call::Oversized { .. }), "{read:?}");
     writing.await.unwrap();
+}
+
+#[tokio::test]
+async fn an_attachment_is_refused_before_it_is_read_when_it_has_no_place_or_is_too_large() {
+    // Only the lengths are sent: a refusal must not wait for (or allocate) the text.
+    let head = |json: &[u8], attached: u32| {
+        let mut bytes = ((json.len() as u32) | ATTACHED).to_be_bytes().to_vec();
+        bytes.extend_from_slice(json);
+        bytes.extend_from_slice(&attached.to_be_bytes());
+        bytes
+    };
+    let hello = serde_json::to_vec(&Hello::ours()).unwrap();
+    let bytes = head(&hello, 16);
+    let read = read_frame::<_, Hello>(&mut bytes.as_slice()).await;
+    assert!(matches!(read, Err(WireError::Attachment(_))), "{read:?}");
+    let send = serde_json::to_vec(&sent(String::new())).unwrap();
+    let over = (MAX_FRAME - send.len() - 4 + 1) as u32;
+    let bytes = head(&send, over);
+    let read = read_frame::<_, Request>(&mut bytes.as_slice()).await;
+    assert!(
+        matches!(read, Err(WireError::TooLarge(len)) if len == MAX_FRAME + 1),
+        "{read:?}"
+    );
 }

@@ -269,6 +269,8 @@ fn each_line_of_a_streamed_code_block_is_highlighted_about_once() {
     let code: String = (0..lines).map(|n| format!("let y{n} = {n};\n")).collect();
     let text = format!("```rust\n{code}```\n");
     let mut streamed = Streamed::new();
+    // What the memo keeps must not be evicted by another test meanwhile.
+    let _memo = crate::tui::highlight::hold_memo();
     let before = crate::tui::highlight::lines_highlighted();
     for end in (1..text.len()).step_by(120).chain([text.len()]) {
         streamed.frame(&text[..end], 80);
