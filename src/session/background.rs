@@ -12,10 +12,10 @@
 //! the acknowledgement of an input, and when both want a core the kernel gives it to the
 //! person's session first. What crosses between the runtimes is channels, which work
 //! across them; each runtime's model requests go over HTTP connections of its own
-//! (`llm::Side`: a connection's work is done on the runtime that opened it). The runs' turns' journal
-//! appends, their actors' inputs and the flushes they schedule go to threads at tern's own
-//! priority, since every session's appends wait for a group's commit. The processes a
-//! run's tools and jobs start inherit its lower priority.
+//! (`llm::Side`: a connection's work is done on the runtime that opened it). The runs'
+//! turns' journal appends, their actors' inputs and the flushes they schedule go to threads
+//! at tern's own priority, since every session's appends wait for a group's commit. The
+//! processes a run's tools and jobs start inherit its lower priority.
 
 use crate::llm::Side;
 use crate::priority::{favour_latency, nice, ordinary_slice, set_nice};
