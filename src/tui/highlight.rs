@@ -165,7 +165,7 @@ fn highlight_kept(
     syntax: &SyntaxReference,
     theme: &SyntaxTheme,
     theme_name: &str,
-) -> (Arc<[HighlightedLine]>, Option<memo::Resume>) {
+) -> (Arc<[HighlightedLine]>, Option<Arc<memo::Resume>>) {
     let start = match memo::lookup(code, &syntax.name, theme_name) {
         memo::Lookup::Hit(lines, resume) => return (lines, resume),
         memo::Lookup::Resume(resume) => Some(resume),
@@ -174,12 +174,14 @@ fn highlight_kept(
     let (lines, resume) = run_syntect(code, syntax, theme, start);
     let lines: Arc<[HighlightedLine]> = lines.into();
     // Where a longer version resumes shares these lines: the first `count` of them.
-    let resume = resume.map(|(offset, count, highlight, parse)| memo::Resume {
-        offset,
-        lines: Arc::clone(&lines),
-        count,
-        highlight,
-        parse,
+    let resume = resume.map(|(offset, count, highlight, parse)| {
+        Arc::new(memo::Resume {
+            offset,
+            lines: Arc::clone(&lines),
+            count,
+            highlight,
+            parse,
+        })
     });
     memo::store(
         code,
@@ -207,7 +209,7 @@ pub(crate) fn ends_as_alone(code: &str, line: &str, lang: &str, theme_name: &str
         highlight_kept(code, syntax, theme, theme_name)
             .1
             .filter(|resume| resume.offset == code.len())
-            .map(|resume| (resume.highlight, resume.parse))
+            .map(|resume| (resume.highlight.clone(), resume.parse.clone()))
     };
     after(code).is_some_and(|whole| Some(whole) == after(line))
 }
@@ -234,14 +236,17 @@ fn run_syntect(
     code: &str,
     syntax: &SyntaxReference,
     theme: &SyntaxTheme,
-    start: Option<memo::Resume>,
+    start: Option<Arc<memo::Resume>>,
 ) -> (Vec<HighlightedLine>, Option<ResumePoint>) {
     let (mut out, mut offset, mut highlighter) = match start {
-        Some(resume) => (
-            resume.lines[..resume.count.min(resume.lines.len())].to_vec(),
-            resume.offset,
-            HighlightLines::from_state(theme, resume.highlight, resume.parse),
-        ),
+        Some(resume) => {
+            let resume = Arc::unwrap_or_clone(resume);
+            (
+                resume.lines[..resume.count.min(resume.lines.len())].to_vec(),
+                resume.offset,
+                HighlightLines::from_state(theme, resume.highlight, resume.parse),
+            )
+        }
         None => (Vec::new(), 0, HighlightLines::new(syntax, theme)),
     };
     let rest = code.get(offset..).unwrap_or("");

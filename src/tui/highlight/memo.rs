@@ -38,9 +38,9 @@ pub(super) struct Resume {
 /// What the memo knows about a block.
 pub(super) enum Lookup {
     /// This very block, highlighted, and where a longer version of it resumes.
-    Hit(Arc<[HighlightedLine]>, Option<Resume>),
+    Hit(Arc<[HighlightedLine]>, Option<Arc<Resume>>),
     /// An earlier, shorter version of it.
-    Resume(Resume),
+    Resume(Arc<Resume>),
     Miss,
 }
 
@@ -49,14 +49,14 @@ struct Entry {
     syntax: String,
     theme: String,
     lines: Arc<[HighlightedLine]>,
-    resume: Option<Resume>,
+    resume: Option<Arc<Resume>>,
     last_used: u64,
 }
 
 impl Entry {
     /// The highlighted lines it holds, counted against [`LINE_BUDGET`].
     fn weight(&self) -> usize {
-        weight(&self.lines, self.resume.as_ref())
+        weight(&self.lines, self.resume.as_deref())
     }
 }
 
@@ -116,7 +116,7 @@ pub(super) fn store(
     syntax: &str,
     theme: &str,
     lines: Arc<[HighlightedLine]>,
-    resume: Option<Resume>,
+    resume: Option<Arc<Resume>>,
 ) {
     let Ok(mut memo) = MEMO.lock() else {
         return;
@@ -125,7 +125,7 @@ pub(super) fn store(
     let now = memo.clock;
     let hash = key(code, syntax, theme);
     memo.entries.remove(&hash);
-    let needed = weight(&lines, resume.as_ref());
+    let needed = weight(&lines, resume.as_deref());
     if needed > LINE_BUDGET {
         return;
     }
