@@ -25,8 +25,9 @@ import tui_process as tp
 END = "END-OF-REPLY"
 # Short exchanges, the first before the reply and the rest after it, enough to push its last lines off a 40-row screen.
 PINGS = 13
-# Each short answer ends in a small code block, so the first one loads what any code block
-# needs (the highlighter's syntax definitions, about 7 MiB, kept for good).
+# Each short answer ends in a small code block, so each loads what any code block needs (the
+# highlighter's syntax definitions and Rust's compiled patterns, about 7 MiB, let go when its
+# turn ends and compiled again with the next message).
 PONG_CODE = "\n\n```rust\nlet answer = 42;\n```\n"
 
 

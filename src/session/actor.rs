@@ -10,6 +10,8 @@
 
 mod recover;
 mod rest;
+#[cfg(test)]
+mod tests;
 
 use super::asking::ApprovalSlot;
 use super::background;
@@ -17,7 +19,7 @@ use super::deps::SessionDeps;
 use super::envelope::SessionDirs;
 use super::events::{EventTx, SessionEvent, Stamped, Subscribers};
 use super::handle::{DrainedTurn, Request, SessionHandle, give_back_unread};
-use super::input::{SessionError, UserInput, journal_input_awaited};
+use super::input::{SessionError, UserInput, journal_input_unsynced};
 use super::joining::{self, Route, TurnOwner};
 use super::log::SessionLog;
 use super::phase::{IllegalTransition, Phase};
@@ -27,7 +29,7 @@ use super::titling::Titler;
 use super::turn::{Joining, PendingInput, StopAfterBatch, Turn};
 use crate::domain::{Audience, SessionId, TurnStop};
 use crate::prompt::TurnNotes;
-use crate::store::JournalEvent;
+use crate::store::{JournalEvent, Unsynced};
 use crate::tools::ApprovalMode;
 use std::collections::VecDeque;
 use std::path::PathBuf;
@@ -433,10 +435,16 @@ impl SessionActor {
             // What the turn needs of the input, taken before the input moves on: its text
             // may be megabytes.
             let (approval, owner) = (input.approval, TurnOwner::of(&input));
-            match self.accept(&mut state, input).await {
-                Ok(seq) => {
-                    let _ = reply.send(Ok(seq));
+            let sender = input.sender.id.clone();
+            match journal_input_unsynced(&self.deps, &self.dirs, &mut state, input).await {
+                Ok((seq, text, unsynced)) => {
+                    // The turn starts while the disk syncs the input: its request goes out
+                    // meanwhile. Nothing of it is published, nor the input acknowledged, until
+                    // the input is durable (its events wait in its channel for this actor),
+                    // and nothing it does is done before (a tool call is journaled durably
+                    // first, after the input in the log).
                     self.spawn_turn(state, approval, owner);
+                    self.acknowledge(seq, text, sender, unsynced, reply).await;
                     return;
                 }
                 Err(err) => {
@@ -625,17 +633,31 @@ impl SessionActor {
         });
     }
 
-    /// Journals an input durably, then applies and announces it; see [`journal_input`].
-    async fn accept(
+    /// Announces and acknowledges the input a turn started for, once it is durable. If it
+    /// cannot be made durable (the log's sync and the database's own commit both failed),
+    /// the turn is cancelled and its sender told; its request may have gone out by then, and
+    /// the input, stored, may yet become durable with a later commit.
+    async fn acknowledge(
         &mut self,
-        state: &mut SessionState,
-        input: UserInput,
-    ) -> Result<u64, SessionError> {
-        let sender = input.sender.id.clone();
-        let (seq, text) = journal_input_awaited(&self.deps, &self.dirs, state, input).await?;
-        self.published_at = self.published_at.max(state.last_seq);
-        self.publish(&SessionEvent::InputAccepted { seq, text, sender });
-        Ok(seq)
+        seq: u64,
+        text: String,
+        sender: String,
+        unsynced: Unsynced,
+        reply: oneshot::Sender<Result<u64, SessionError>>,
+    ) {
+        match snapshot::sync_awaited(&self.deps.store, unsynced).await {
+            Ok(()) => {
+                self.publish(&SessionEvent::InputAccepted { seq, text, sender });
+                let _ = reply.send(Ok(seq));
+            }
+            Err(err) => {
+                tracing::error!(%err, "an input could not be made durable");
+                if let Some(turn) = &self.turn {
+                    turn.cancel.cancel();
+                }
+                let _ = reply.send(Err(err.into()));
+            }
+        }
     }
 
     async fn finish_turn(&mut self, state: SessionState) {

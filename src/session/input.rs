@@ -9,7 +9,7 @@ use super::state::{SessionState, oversize_placeholder};
 use crate::domain::{Audience, InputKind, Sender};
 use crate::llm::LlmError;
 use crate::prompt;
-use crate::store::{JournalEvent, StoreError, title_from_input};
+use crate::store::{JournalEvent, StoreError, Unsynced, title_from_input};
 use crate::tools::ApprovalMode;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -186,19 +186,21 @@ pub fn journal_input(
     Ok((first_seq(&records), text))
 }
 
-/// [`journal_input`] awaited rather than blocked on: the append waits for the disk on a
-/// thread of the blocking pool while the caller's thread goes on (an actor acknowledging
-/// inputs, whose thread serves the other sessions meanwhile).
-pub async fn journal_input_awaited(
+/// [`journal_input`] in two steps, awaited rather than blocked on (the actor's thread serves
+/// other sessions while the disk works): the input is stored and applied to `state`, and what
+/// makes it durable is returned for [`snapshot::sync_awaited`], for its turn to start while
+/// the disk syncs. It may not be acknowledged until then.
+pub async fn journal_input_unsynced(
     deps: &SessionDeps,
     dirs: &SessionDirs,
     state: &mut SessionState,
     input: UserInput,
-) -> Result<(u64, String), SessionError> {
+) -> Result<(u64, String, Unsynced), SessionError> {
     let (events, text) = input_events(deps, dirs, state, input)?;
     let every = deps.settings.snapshot_every;
-    let records = snapshot::commit_awaited(&deps.store, every, state, events).await?;
-    Ok((first_seq(&records), text))
+    let (records, unsynced) =
+        snapshot::commit_unsynced_awaited(&deps.store, every, state, events).await?;
+    Ok((first_seq(&records), text, unsynced))
 }
 
 /// The journal position of an input: that of the first of its records.

@@ -10,7 +10,7 @@ use super::redact::Redactor;
 use super::spool;
 use super::state::{Replay, SessionState};
 use crate::domain::SessionId;
-use crate::store::{JournalEvent, JournalRecord, Store, StoreError};
+use crate::store::{JournalEvent, JournalRecord, Store, StoreError, Unsynced};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -92,36 +92,55 @@ fn appended(
         return crate::tools::off_async_threads(|| append(store, id, events));
     }
     let (shared, id, events) = (Arc::clone(store), id.clone(), events.to_vec());
-    background::at_full_priority(move || append(&shared, &id, &events)).unwrap_or_else(|| {
-        Err(StoreError::Internal(
-            "the thread committing this append stopped".to_owned(),
-        ))
-    })
+    background::at_full_priority(move || append(&shared, &id, &events))
+        .unwrap_or_else(|| Err(stopped()))
 }
 
-/// [`commit`] awaited rather than blocked on: the append waits for its commit on a thread of
-/// the blocking pool, and the caller's task is woken once it is durable.
-pub async fn commit_awaited(
+/// [`commit`] in two steps, awaited rather than blocked on, for a turn to start while the disk
+/// syncs: the events are stored and applied to `state`, and what makes them durable is returned for
+/// [`sync_awaited`]. Nothing may be acknowledged or done on their strength until then.
+pub async fn commit_unsynced_awaited(
     store: &Arc<Store>,
     every: u32,
     state: &mut SessionState,
     events: Vec<JournalEvent>,
-) -> Result<Vec<JournalRecord>, StoreError> {
-    if background::lowered() {
-        // Handed to a committer, which the thread waits for: it has others beside it.
-        return commit(store, every, state, &events);
-    }
+) -> Result<(Vec<JournalRecord>, Unsynced), StoreError> {
     let (shared, id) = (store.clone(), state.id.clone());
-    let joined =
-        tokio::task::spawn_blocking(move || (shared.append_batch(&id, &events), events)).await;
-    let (records, events) = match joined {
-        Ok(done) => done,
+    let append = move || (shared.append_unsynced(&id, &events), events);
+    let (stored, events) = if background::lowered() {
+        background::at_full_priority(append).ok_or_else(stopped)?
+    } else {
+        blocking(append).await?
+    };
+    let (records, unsynced) = stored?;
+    Ok((applied(store, every, state, &events, records)?, unsynced))
+}
+
+/// Waits, off the caller's thread, until what [`commit_unsynced_awaited`] stored is durable.
+pub async fn sync_awaited(store: &Arc<Store>, unsynced: Unsynced) -> Result<(), StoreError> {
+    let shared = store.clone();
+    let sync = move || shared.sync(unsynced);
+    if background::lowered() {
+        return background::at_full_priority(sync).ok_or_else(stopped)?;
+    }
+    blocking(sync).await?
+}
+
+/// Runs `work` on the blocking pool and awaits it.
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, StoreError> {
+    match tokio::task::spawn_blocking(work).await {
+        Ok(done) => Ok(done),
         // As if it had panicked here: the commit may have landed, so nothing may go on as
         // though it had not.
         Err(err) if err.is_panic() => std::panic::resume_unwind(err.into_panic()),
-        Err(err) => return Err(StoreError::Internal(format!("an append stopped: {err}"))),
-    };
-    applied(store, every, state, &events, records?)
+        Err(err) => Err(StoreError::Internal(format!("an append stopped: {err}"))),
+    }
+}
+
+fn stopped() -> StoreError {
+    StoreError::Internal("the thread committing this append stopped".to_owned())
 }
 
 /// [`commit`] without waiting for the disk, for records whose loss in a crash only ends the
@@ -300,9 +319,11 @@ mod tests {
             };
             commit(&shared, 100, &mut state, &[title("a turn's call")]).expect("durable");
             commit_soon(&shared, 100, &mut state, &[title("a turn's reply")]).expect("lazy");
-            commit_awaited(&shared, 100, &mut state, vec![title("a run's input")])
-                .await
-                .expect("awaited");
+            let (_, unsynced) =
+                commit_unsynced_awaited(&shared, 100, &mut state, vec![title("a run's input")])
+                    .await
+                    .expect("stored");
+            sync_awaited(&shared, unsynced).await.expect("synced");
             lowered
         });
         let lowered = runtime.block_on(asked).expect("the task ran");

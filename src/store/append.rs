@@ -97,6 +97,11 @@ impl Append {
 
 type Outcome = Result<Vec<JournalRecord>, StoreError>;
 
+/// Records stored but not yet durable, for [`Store::sync`].
+#[derive(Debug)]
+#[must_use = "the records are not durable until synced"]
+pub struct Unsynced(Logged);
+
 impl Appends {
     /// How many appends wait for the commit under way.
     #[cfg(test)]
@@ -158,9 +163,43 @@ impl Store {
         self.submit(id, events, false)
     }
 
+    /// [`Store::append_batch`] in two steps, for a caller with work to start while the disk
+    /// syncs: the records are stored as [`Store::append_lazily`] stores them, and returned
+    /// with what [`Store::sync`] makes durable. Until it has, nothing may treat them as
+    /// durable: not an acknowledgement, not a side effect.
+    pub fn append_unsynced(
+        &self,
+        id: &SessionId,
+        events: &[JournalEvent],
+    ) -> Result<(Vec<JournalRecord>, Unsynced), StoreError> {
+        let (records, logged) = self.store_append(id, events, false)?;
+        Ok((records, Unsynced(logged)))
+    }
+
+    /// Waits until the records [`Store::append_unsynced`] stored are durable (one fsync,
+    /// shared with every append waiting for the disk by then).
+    pub fn sync(&self, unsynced: Unsynced) -> Result<(), StoreError> {
+        self.make_durable(unsynced.0)
+    }
+
     fn submit(&self, id: &SessionId, events: &[JournalEvent], durable: bool) -> Outcome {
+        let (records, logged) = self.store_append(id, events, durable)?;
+        if durable {
+            self.make_durable(logged)?;
+        }
+        Ok(records)
+    }
+
+    /// Stores `events` through the group commit; returns their records and how the commit
+    /// reached the disk.
+    fn store_append(
+        &self,
+        id: &SessionId,
+        events: &[JournalEvent],
+        durable: bool,
+    ) -> Result<(Vec<JournalRecord>, Logged), StoreError> {
         if events.is_empty() {
-            return Ok(Vec::new());
+            return Ok((Vec::new(), Logged::Durable));
         }
         for event in events {
             if let Some(path) = event.path() {
@@ -169,11 +208,8 @@ impl Store {
         }
         let mine = Arc::new(Append::new(id, events.to_vec(), now_ms(), durable));
         let records = self.enqueue(mine.clone())?;
-        if durable {
-            let logged = *lock(&mine.logged);
-            self.make_durable(logged.unwrap_or(Logged::Later))?;
-        }
-        Ok(records)
+        let logged = *lock(&mine.logged);
+        Ok((records, logged.unwrap_or(Logged::Later)))
     }
 
     /// Waits until a commit that reached the disk as `logged` is durable.

@@ -44,6 +44,13 @@ impl Store {
         self.durable_commits.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// Holds every sync of the write-ahead log until what it returns is dropped, for a test
+    /// of what goes on while the disk is slow.
+    #[cfg(test)]
+    pub(crate) fn hold_syncs(&self) -> super::wal::held::Hold {
+        super::wal::held::hold(&self.wal_path())
+    }
+
     pub(super) fn wal_path(&self) -> PathBuf {
         beside(&self.path, ".wal")
     }

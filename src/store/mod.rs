@@ -42,6 +42,7 @@ mod wal;
 mod wal_tests;
 
 pub use activity::{ListFilter, PageCursor, RecentPage};
+pub use append::Unsynced;
 pub use db::{MIN_PREFIX_CHARS, Observer, Store, StoreChange};
 pub use error::StoreError;
 pub use event::{JournalEvent, JournalRecord};

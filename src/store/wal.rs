@@ -214,6 +214,8 @@ impl Wal {
                 Step::Sync => {
                     let target = state.sync_started();
                     drop(state);
+                    #[cfg(test)]
+                    held::wait_while_held(&self.path);
                     let synced = self.file.sync_data();
                     state = self.lock();
                     state.sync_ended(target, synced.is_ok());
@@ -593,5 +595,40 @@ mod tests {
         let (_dir, wal, at) = with_entry(0, b"x");
         wal.refill(1);
         assert!(!wal.sync(at).expect("sync"), "no fdatasync needed");
+    }
+}
+
+/// Syncs of a log held back by a test, to see what goes on while the disk is slow.
+#[cfg(test)]
+pub(crate) mod held {
+    use std::path::{Path, PathBuf};
+    use std::sync::{Condvar, Mutex, PoisonError};
+
+    static HELD: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+    static LET_GO: Condvar = Condvar::new();
+
+    /// Holds every sync of the log at `path` until dropped.
+    pub(crate) struct Hold(PathBuf);
+
+    pub(crate) fn hold(path: &Path) -> Hold {
+        HELD.lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(path.to_owned());
+        Hold(path.to_owned())
+    }
+
+    impl Drop for Hold {
+        fn drop(&mut self) {
+            let mut held = HELD.lock().unwrap_or_else(PoisonError::into_inner);
+            held.retain(|path| path != &self.0);
+            LET_GO.notify_all();
+        }
+    }
+
+    pub(super) fn wait_while_held(path: &Path) {
+        let mut held = HELD.lock().unwrap_or_else(PoisonError::into_inner);
+        while held.iter().any(|kept| kept == path) {
+            held = LET_GO.wait(held).unwrap_or_else(PoisonError::into_inner);
+        }
     }
 }

@@ -3,8 +3,9 @@
 //! syntect's syntax and theme sets are decoded from data embedded in the binary on first use
 //! (a few milliseconds in a release build), and each language's patterns are compiled the
 //! first time it is highlighted (tens of milliseconds per language, see `benches/markdown.rs`).
-//! Call [`warm_up`] on a background thread at start-up so the first code block does not pay
-//! for either.
+//! The syntaxes and their compiled patterns are let go when a reply ends (the `grammar`
+//! submodule); call [`prepare_for_reply`] when a message is sent so the reply's code blocks
+//! do not wait for them.
 //!
 //! Highlighting is slow next to everything else the renderer does (syntect with its
 //! pure-Rust regex engine manages several thousand lines a second), and a streaming reply is
@@ -39,7 +40,6 @@ pub const SYNTAX_THEMES: &[&str] = &[
 /// One highlighted line: its pieces of text with their styles, without the line ending.
 pub type HighlightedLine = Vec<(Style, String)>;
 
-static SYNTAXES: LazyLock<SyntaxSet> = LazyLock::new(SyntaxSet::load_defaults_newlines);
 static THEMES: LazyLock<ThemeSet> = LazyLock::new(ThemeSet::load_defaults);
 
 /// Fence names models use that syntect's default set knows under another name, or not at all
@@ -93,35 +93,64 @@ const WARM_UP: &[(&str, &str)] = &[
 /// Loads syntect's syntaxes and themes, and compiles the patterns of the languages replies
 /// use most (Rust, Python, JavaScript, shell, JSON), which syntect otherwise does the first
 /// time each is highlighted. Takes on the order of 100 ms and some 30 MiB (each language's
-/// compiled patterns take 5 to 10 MiB): [`warm_up_languages`] compiles only what is likely.
+/// compiled patterns take 5 to 10 MiB): [`prepare_for_reply`] compiles only what is likely.
 pub fn warm_up() {
     let langs: Vec<&str> = WARM_UP.iter().map(|(lang, _)| *lang).collect();
     warm_up_languages(&langs);
 }
 
-/// Loads syntect's syntaxes and themes and compiles the patterns of `langs` (any of the
-/// warm-up languages; others are compiled when first highlighted). Call it on a background
-/// thread.
+/// Loads syntect's syntaxes and themes and compiles the patterns of `langs` (fence names or
+/// syntect's names of languages), each through a snippet that goes through its common
+/// patterns. Call it on a background thread.
 pub fn warm_up_languages(langs: &[&str]) {
     let Some(theme) = THEMES.themes.get(SYNTAX_THEMES[0]) else {
         return;
     };
-    for (lang, snippet) in WARM_UP.iter().filter(|(lang, _)| langs.contains(lang)) {
-        if let Some(syntax) = find_syntax(lang) {
-            run_syntect(snippet, syntax, theme, None);
-        }
+    let syntaxes = grammar::syntaxes();
+    for lang in langs {
+        let Some(syntax) = find_syntax(&syntaxes, lang) else {
+            continue;
+        };
+        let snippet = WARM_UP
+            .iter()
+            .find(|(known, _)| find_syntax(&syntaxes, known).is_some_and(|s| s.name == syntax.name))
+            .map_or("x = f(1, \"s\") // c\n", |(_, snippet)| snippet);
+        run_syntect(snippet, &syntaxes, syntax, theme, None);
     }
 }
 
-/// The warm-up language a project is most likely written in, from the files at its root.
+/// Compiles, on a thread of its own, the patterns the reply to a message just sent is likely
+/// to need: those of the project's language (see [`likely_language`]) and of the languages
+/// the last reply showed, unless they are compiled already. Returns at once.
+pub fn prepare_for_reply(project_dir: &std::path::Path) {
+    let langs = grammar::claim_for_reply(likely_language(project_dir));
+    if langs.is_empty() {
+        return;
+    }
+    let _ = std::thread::Builder::new()
+        .name("tern-highlight".into())
+        .spawn(move || {
+            let langs: Vec<&str> = langs.iter().map(String::as_str).collect();
+            warm_up_languages(&langs);
+            // A reply that ended while its patterns compiled let go of them: this thread
+            // held the last of them, freed as it ended, so the freed memory is handed back
+            // here.
+            if !grammar::loaded() {
+                super::release_freed_memory();
+            }
+        });
+}
+
+/// The language a project is most likely written in, from the files at its root, by
+/// syntect's name for it (one of the warm-up languages).
 pub fn likely_language(project_dir: &std::path::Path) -> Option<&'static str> {
     let has = |name: &str| project_dir.join(name).exists();
     if has("Cargo.toml") {
-        Some("rust")
+        Some("Rust")
     } else if has("pyproject.toml") || has("setup.py") || has("requirements.txt") {
-        Some("python")
+        Some("Python")
     } else if has("package.json") {
-        Some("js")
+        Some("JavaScript")
     } else {
         None
     }
@@ -133,9 +162,17 @@ pub fn forget_highlighted() {
     memo::clear();
 }
 
+/// Lets go of the syntaxes with their compiled patterns (see the `grammar` module), for when
+/// a reply has ended and nothing streams: they are loaded again when a message is sent (see
+/// [`prepare_for_reply`]) or a code block is laid out. Drop what it returns off the
+/// interface's thread, then hand freed memory back.
+pub fn let_go_of_grammar() -> Forgotten {
+    grammar::let_go()
+}
+
 /// Whether code fenced with `lang` would be highlighted rather than shown plain.
 pub fn is_known_language(lang: &str) -> bool {
-    find_syntax(lang).is_some()
+    find_syntax(&grammar::syntaxes(), lang).is_some()
 }
 
 /// Highlights `code` as `lang` (a fence name such as `rust`, `py` or `ts`) with the syntect
@@ -149,19 +186,21 @@ pub fn highlight(code: &str, lang: &str, theme_name: &str) -> Vec<HighlightedLin
 
 /// [`highlight`] without copying the memoised result.
 pub(crate) fn highlight_shared(code: &str, lang: &str, theme_name: &str) -> Arc<[HighlightedLine]> {
-    let Some(syntax) = find_syntax(lang) else {
+    let syntaxes = grammar::syntaxes();
+    let Some(syntax) = find_syntax(&syntaxes, lang) else {
         return plain(code).into();
     };
     let Some(theme) = THEMES.themes.get(theme_name) else {
         return plain(code).into();
     };
-    highlight_kept(code, syntax, theme, theme_name).0
+    highlight_kept(code, &syntaxes, syntax, theme, theme_name).0
 }
 
 /// Highlights `code` through the memo, and keeps the result there. Also returns where a
 /// longer version of it resumes.
 fn highlight_kept(
     code: &str,
+    syntaxes: &SyntaxSet,
     syntax: &SyntaxReference,
     theme: &SyntaxTheme,
     theme_name: &str,
@@ -171,7 +210,7 @@ fn highlight_kept(
         memo::Lookup::Resume(resume) => Some(resume),
         memo::Lookup::Miss => None,
     };
-    let (lines, resume) = run_syntect(code, syntax, theme, start);
+    let (lines, resume) = run_syntect(code, syntaxes, syntax, theme, start);
     let lines: Arc<[HighlightedLine]> = lines.into();
     // Where a longer version resumes shares these lines: the first `count` of them.
     let resume = resume.map(|(offset, count, highlight, parse)| {
@@ -201,12 +240,14 @@ fn highlight_kept(
 /// Both states come from the memo, where the block being written and the line were
 /// highlighted when they were laid out: they are not highlighted again.
 pub(crate) fn ends_as_alone(code: &str, line: &str, lang: &str, theme_name: &str) -> bool {
-    let (Some(syntax), Some(theme)) = (find_syntax(lang), THEMES.themes.get(theme_name)) else {
+    let syntaxes = grammar::syntaxes();
+    let (Some(syntax), Some(theme)) = (find_syntax(&syntaxes, lang), THEMES.themes.get(theme_name))
+    else {
         // Shown plain: each line by itself.
         return true;
     };
     let after = |code: &str| {
-        highlight_kept(code, syntax, theme, theme_name)
+        highlight_kept(code, &syntaxes, syntax, theme, theme_name)
             .1
             .filter(|resume| resume.offset == code.len())
             .map(|resume| (resume.highlight.clone(), resume.parse.clone()))
@@ -214,7 +255,7 @@ pub(crate) fn ends_as_alone(code: &str, line: &str, lang: &str, theme_name: &str
     after(code).is_some_and(|whole| Some(whole) == after(line))
 }
 
-fn find_syntax(lang: &str) -> Option<&'static SyntaxReference> {
+fn find_syntax<'a>(syntaxes: &'a SyntaxSet, lang: &str) -> Option<&'a SyntaxReference> {
     let lang = lang.trim().to_ascii_lowercase();
     if lang.is_empty() {
         return None;
@@ -223,7 +264,6 @@ fn find_syntax(lang: &str) -> Option<&'static SyntaxReference> {
         .iter()
         .find(|(alias, _)| *alias == lang)
         .map_or(lang.as_str(), |(_, target)| target);
-    let syntaxes = &*SYNTAXES;
     syntaxes
         .find_syntax_by_token(name)
         .filter(|s| s.name != "Plain Text")
@@ -234,6 +274,7 @@ fn find_syntax(lang: &str) -> Option<&'static SyntaxReference> {
 /// complete line, since an unfinished last line may still change.
 fn run_syntect(
     code: &str,
+    syntaxes: &SyntaxSet,
     syntax: &SyntaxReference,
     theme: &SyntaxTheme,
     start: Option<Arc<memo::Resume>>,
@@ -249,6 +290,7 @@ fn run_syntect(
         }
         None => (Vec::new(), 0, HighlightLines::new(syntax, theme)),
     };
+    grammar::note_compiled(&syntax.name);
     let rest = code.get(offset..).unwrap_or("");
     let mut lines = LinesWithEndings::from(rest).peekable();
     let mut resume = None;
@@ -260,7 +302,7 @@ fn run_syntect(
             highlighter = HighlightLines::from_state(theme, highlight, parse);
         }
         count_line();
-        match highlighter.highlight_line(line, &SYNTAXES) {
+        match highlighter.highlight_line(line, syntaxes) {
             Ok(pieces) => out.push(
                 pieces
                     .into_iter()
@@ -330,7 +372,10 @@ fn convert(style: syntect::highlighting::Style) -> Style {
     out
 }
 
+mod grammar;
 mod memo;
+
+pub use grammar::Forgotten;
 
 #[cfg(test)]
 pub(crate) use memo::tests::contents as hold_memo;
@@ -423,6 +468,12 @@ mod tests {
         for (lang, _) in WARM_UP {
             assert!(is_known_language(lang), "{lang}");
         }
+        // The project's language goes by syntect's name, which is what is counted compiled.
+        let syntaxes = grammar::syntaxes();
+        for name in ["Rust", "Python", "JavaScript"] {
+            let found = find_syntax(&syntaxes, name).map(|syntax| syntax.name.as_str());
+            assert_eq!(found, Some(name));
+        }
         warm_up();
     }
 
@@ -456,9 +507,10 @@ mod tests {
             cut = (cut + 5).min(full.len());
             let part = &full[..cut];
             let streamed = highlight(part, "rust", "base16-mocha.dark");
-            let syntax = find_syntax("rust").expect("rust");
+            let syntaxes = grammar::syntaxes();
+            let syntax = find_syntax(&syntaxes, "rust").expect("rust");
             let theme = &THEMES.themes["base16-mocha.dark"];
-            let (fresh, _) = run_syntect(part, syntax, theme, None);
+            let (fresh, _) = run_syntect(part, &syntaxes, syntax, theme, None);
             assert_eq!(streamed, fresh, "after {cut} bytes");
         }
     }

@@ -277,6 +277,11 @@ impl Panes {
         self.full = self.focus.is_some() && !self.full;
     }
 
+    /// Whether a run is queued or running still, its pane to be written.
+    pub fn any_running(&self) -> bool {
+        self.list.iter().any(|pane| !pane.ended())
+    }
+
     pub fn focused(&self) -> Option<&Pane> {
         self.focus.and_then(|at| self.list.get(at))
     }

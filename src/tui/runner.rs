@@ -96,6 +96,8 @@ struct Runner {
     job_polls: JobPolls,
     /// A turn of the session shown began and nothing of its answer is on screen yet.
     awaiting_answer: bool,
+    /// A turn ended: what it allocated is let go once the next frame is drawn.
+    release_after_frame: bool,
 }
 
 /// Runs the UI until the person leaves or something stops it.
@@ -110,6 +112,7 @@ pub async fn run(mut app: App, launch: Launch) -> std::io::Result<Exit> {
         picker_woke: Arc::new(Notify::new()),
         job_polls: JobPolls::default(),
         awaiting_answer: false,
+        release_after_frame: false,
         frame_log: std::env::var_os("TERN_FRAME_LOG").and_then(|path| {
             std::fs::OpenOptions::new()
                 .create(true)
@@ -472,16 +475,19 @@ impl Runner {
                 );
                 if ended {
                     self.link.read_branch();
-                    // What the turn allocated and let go (a large message sent, a long reply
-                    // laid out, results read, its blocks highlighted as they streamed) goes
-                    // back to the system, off this task.
-                    super::highlight::forget_highlighted();
-                    tokio::task::spawn_blocking(super::release_freed_memory);
+                    // What the turn allocated goes back once the next frame has laid its
+                    // answer out for good.
+                    self.release_after_frame = true;
                 }
                 app.session_event(&event, now);
                 self.follow_new_runs(app);
                 match event {
-                    SessionEvent::InputAccepted { .. } => self.awaiting_answer = true,
+                    SessionEvent::InputAccepted { .. } => {
+                        // A turn sent from elsewhere (another terminal, automation) or queued
+                        // behind the last one gets its highlighter ready too.
+                        warm_up_highlighting(&self.link.project_dir);
+                        self.awaiting_answer = true;
+                    }
                     SessionEvent::TextDelta { .. }
                     | SessionEvent::ThinkingDelta { .. }
                     | SessionEvent::ToolCall { .. }
@@ -530,6 +536,10 @@ impl Runner {
         };
         let answer = self.frames.is_urgent();
         self.frames.drawn(now);
+        // Unless the next turn began meanwhile: it needs what the last one left.
+        if std::mem::take(&mut self.release_after_frame) && !app.busy() {
+            release_turn_memory(app);
+        }
         if self.frame_log.is_some() {
             let took = now.elapsed().as_micros();
             // The frame that shows the first word of an answer is marked.
@@ -671,18 +681,25 @@ impl Runner {
     }
 }
 
-/// Loads the code highlighter on a thread of its own, once: with the first message rather
-/// than at start, so an idle tern stays small, and before the reply's first code block needs
-/// it. Only the project's own language is compiled ahead (each takes several MiB); others
-/// are compiled when a reply first shows them.
-fn warm_up_highlighting(project_dir: &std::path::Path) {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    let lang = super::highlight::likely_language(project_dir);
-    ONCE.call_once(|| {
-        let _ = std::thread::Builder::new()
-            .name("tern-highlight".into())
-            .spawn(move || super::highlight::warm_up_languages(lang.as_slice()));
+/// Hands back what a turn allocated and let go (a large message sent, a long reply laid out,
+/// results read) and what highlighting its code took (its blocks as they streamed, the
+/// compiled patterns, unless a run's pane still streams), off the interface's task.
+fn release_turn_memory(app: &App) {
+    super::highlight::forget_highlighted();
+    let forgotten = (!app.panes.any_running()).then(super::highlight::let_go_of_grammar);
+    tokio::task::spawn_blocking(move || {
+        drop(forgotten);
+        super::release_freed_memory();
     });
+}
+
+/// Prepares the code highlighter on a thread of its own for the reply to come: with each
+/// message rather than at start, so an idle tern stays small, and before the reply's first
+/// code block needs it. Only the project's own language and those of the last reply are
+/// compiled ahead (each takes several MiB, let go when the reply ends); others are compiled
+/// when a reply first shows them.
+fn warm_up_highlighting(project_dir: &std::path::Path) {
+    super::highlight::prepare_for_reply(project_dir);
 }
 
 /// The next item of the feed, or pending forever when there is none.
