@@ -34,6 +34,8 @@ const KEEP_RENDERED: usize = 3_000;
 /// Laid-out lines kept packed beyond those (about a third of the cost); a cell further still
 /// is laid out again when it is back in view.
 const KEEP_PACKED: usize = 20_000;
+/// How long after a turn's end freed memory is handed back a second time.
+const RELEASE_AGAIN_AFTER: Duration = Duration::from_secs(1);
 /// Laid-out lines let go at once that are worth handing the freed memory back for.
 const RELEASE_AFTER_LINES: usize = 1_000;
 
@@ -690,6 +692,12 @@ fn release_turn_memory(app: &App) {
     tokio::task::spawn_blocking(move || {
         drop(forgotten);
         super::release_freed_memory();
+    });
+    // Once more when the turn's last work in this process is done too (its lazy commits,
+    // flushed within 100 ms, a snapshot of the session), which frees after this frame.
+    tokio::spawn(async {
+        tokio::time::sleep(RELEASE_AGAIN_AFTER).await;
+        let _ = tokio::task::spawn_blocking(super::release_freed_memory).await;
     });
 }
 
