@@ -181,6 +181,10 @@ class Tern:
         """Wall-clock µs of each message sent, as tern took it from the composer."""
         return [int(p[0]) for p in self.log_lines() if p[1:] == ["input"]]
 
+    def requests(self):
+        """Wall-clock µs of each request to a model, as tern handed it to its HTTP client."""
+        return [int(p[0]) for p in self.log_lines() if p[1:] == ["request"]]
+
     def first_frame_ms(self, timeout=10):
         deadline = time.time() + timeout
         while time.time() < deadline:
@@ -415,8 +419,11 @@ def ping_times(tern, mock, numbers):
     its answer's first word (tern marks that frame in its frame log), read once PONG-n is on
     screen, so how fast tmux answers does not count; and tern's own share of that: from
     taking the message from the composer to that frame, less the time the mock took from
-    accepting the request's connection to writing its answer."""
-    times, own = [], []
+    accepting the request's connection to writing its answer. Also returns tern's own stages
+    alone: from taking the message to handing its request to the HTTP client, plus from the
+    mock's answer to the frame (the mock's whole time left out, its wait for a core to read
+    the request included)."""
+    times, own, stages = [], [], []
     for n in numbers:
         tern.keys("-l", f"PING {n}")
         start = time.time()
@@ -444,8 +451,11 @@ def ping_times(tern, mock, numbers):
         if sent and served:
             read, answered = served[0]
             own.append((frame - sent[0] - (min(answered, frame) - read)) / 1e6)
+            asked = [at for at in tern.requests() if sent[0] <= at <= read]
+            if asked:
+                stages.append((asked[0] - sent[0] + frame - min(answered, frame)) / 1e6)
         time.sleep(0.5)
-    return times, own
+    return times, own, stages
 
 
 def first_token():
@@ -454,6 +464,7 @@ def first_token():
     pings = 15
     medians = {}
     own_medians = {}
+    stage_medians = {}
     root = tempfile.mkdtemp(prefix="tern-bench-")
     # Long enough (20 s) that the runs stream through every message sent beside them.
     mock = Mock("", between_us=500, subagents=8, pings=2 * pings, words=40000,
@@ -467,21 +478,25 @@ def first_token():
                 tern.keys("Enter")
                 tern.wait_for("Sent them.", timeout=60)
                 tern.wait_for_streaming(500)
-            times, own = ping_times(tern, mock, numbers)
+            times, own, stages = ping_times(tern, mock, numbers)
             medians[runs] = statistics.median(times)
             own_medians[runs] = statistics.median(own) if own else float("nan")
+            stage_medians[runs] = statistics.median(stages) if stages else float("nan")
             print(f"first token with {runs} subagents streaming: median "
                   f"{1000 * medians[runs]:.0f} ms, each "
                   + ", ".join(f"{1000 * t:.0f}" for t in times) + " ms; tern's own share: "
                   f"median {1000 * own_medians[runs]:.1f} ms, each "
-                  + ", ".join(f"{1000 * t:.1f}" for t in own) + " ms")
+                  + ", ".join(f"{1000 * t:.1f}" for t in own) + " ms; its stages alone "
+                  f"(to the request, and from the answer): median "
+                  f"{1000 * stage_medians[runs]:.1f} ms")
         tern.stop()
     finally:
         mock.stop()
         shutil.rmtree(root, ignore_errors=True)
     print(f"first token beside 8 streaming subagents / alone: {medians[8] / medians[0]:.2f}x "
           f"from the Enter sent to tmux to the frame written; "
-          f"{own_medians[8] / own_medians[0]:.2f}x in tern's own share")
+          f"{own_medians[8] / own_medians[0]:.2f}x in tern's own share; "
+          f"{stage_medians[8] / stage_medians[0]:.2f}x in its own stages")
 
 
 def long_session():

@@ -284,6 +284,7 @@ async fn send(
     // Bodies here are bytes in memory, so a copy can always be made; a streamed body could
     // not be sent twice, and then the first answer stands.
     let again = request.try_clone();
+    super::marks::request_sent();
     let response = match (client.execute(request).await, again) {
         (Ok(response), _) => response,
         (Err(err), Some(again)) if closed_before_answer(&err) => {

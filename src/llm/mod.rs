@@ -16,6 +16,7 @@ mod error;
 mod history;
 pub(crate) mod http;
 pub mod local;
+mod marks;
 mod ollama;
 mod openai;
 #[cfg(test)]

@@ -70,6 +70,35 @@ fn run_prints_the_streamed_answer() {
 }
 
 #[test]
+fn each_model_request_is_marked_in_the_frame_log_when_one_is_asked_for() {
+    let cli = Cli::new();
+    cli.mock.push(Reply::text("ok"));
+    let log = cli.home.home().join("frames.log");
+    let before = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("after the epoch")
+        .as_micros();
+    let output = cli
+        .tern(&["run", "hi"])
+        .env("TERN_FRAME_LOG", &log)
+        .output()
+        .expect("running tern");
+    assert!(output.status.success(), "{}", stderr(&output));
+    let written = std::fs::read_to_string(&log).expect("the log written");
+    let marks: Vec<u128> = written
+        .lines()
+        .filter_map(|line| line.strip_suffix(" request"))
+        .map(|at| at.parse().expect("a time in microseconds"))
+        .collect();
+    assert_eq!(marks.len(), cli.mock.model_requests().len(), "{written}");
+    assert!(marks.iter().all(|at| *at >= before), "{written}");
+    // Without the variable, nothing is written anywhere.
+    cli.mock.push(Reply::text("ok"));
+    assert!(cli.run(&["run", "again"]).status.success());
+    assert_eq!(std::fs::read_to_string(&log).expect("the log"), written);
+}
+
+#[test]
 fn run_reads_the_prompt_from_stdin() {
     let cli = Cli::new();
     cli.mock.push(Reply::text("ok"));
