@@ -27,7 +27,7 @@ END = "END-OF-REPLY"
 PINGS = 13
 # Each short answer ends in a small code block, so each loads what any code block needs (the
 # highlighter's syntax definitions and Rust's compiled patterns, about 7 MiB, let go when its
-# turn ends and compiled again with the next message).
+# turn ends and compiled again when the next turn starts).
 PONG_CODE = "\n\n```rust\nlet answer = 42;\n```\n"
 
 

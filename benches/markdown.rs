@@ -4,7 +4,7 @@
 //! "cold" is the first render in the process, timed by hand since it happens once: syntect's
 //! syntax and theme sets are decoded and the Rust and Python patterns compiled, and nothing is
 //! memoised yet. It is timed twice, in two child processes of this benchmark: once as it is,
-//! once after `highlight::warm_up` (as the app does for the likely languages when a message is sent). "warm" renders the same reply again, its code blocks coming from
+//! once after `highlight::warm_up` (as the app does for the likely languages when a turn starts). "warm" renders the same reply again, its code blocks coming from
 //! the highlight memo as they do on every redraw; "warm, fresh code" changes the first line of
 //! each code block every iteration, so both are highlighted from scratch; "streaming" renders
 //! the reply as it grows, 16 bytes more each time, the cost of one tick while a reply arrives.

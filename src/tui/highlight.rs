@@ -4,7 +4,7 @@
 //! (a few milliseconds in a release build), and each language's patterns are compiled the
 //! first time it is highlighted (tens of milliseconds per language, see `benches/markdown.rs`).
 //! The syntaxes and their compiled patterns are let go when a reply ends (the `grammar`
-//! submodule); call [`prepare_for_reply`] when a message is sent so the reply's code blocks
+//! submodule); call [`prepare_for_reply`] when a turn starts so its reply's code blocks
 //! do not wait for them.
 //!
 //! Highlighting is slow next to everything else the renderer does (syntect with its
@@ -119,7 +119,7 @@ pub fn warm_up_languages(langs: &[&str]) {
     }
 }
 
-/// Compiles, on a thread of its own, the patterns the reply to a message just sent is likely
+/// Compiles, on a thread of its own, the patterns the reply of a turn just started is likely
 /// to need: those of the project's language (see [`likely_language`]) and of the languages
 /// the last reply showed, unless they are compiled already. Returns at once.
 pub fn prepare_for_reply(project_dir: &std::path::Path) {
@@ -163,7 +163,7 @@ pub fn forget_highlighted() {
 }
 
 /// Lets go of the syntaxes with their compiled patterns (see the `grammar` module), for when
-/// a reply has ended and nothing streams: they are loaded again when a message is sent (see
+/// a reply has ended and nothing streams: they are loaded again when a turn starts (see
 /// [`prepare_for_reply`]) or a code block is laid out. Drop what it returns off the
 /// interface's thread, then hand freed memory back.
 pub fn let_go_of_grammar() -> Forgotten {

@@ -128,7 +128,7 @@ pub async fn run(mut app: App, launch: Launch) -> std::io::Result<Exit> {
         // A long session takes a moment to read: the screen comes first, the transcript
         // when it has been read.
         app.status.flash = Some((format!("opening session {}…", id.short()), Instant::now()));
-        warm_up_highlighting(&runner.link.project_dir);
+        super::highlight::prepare_for_reply(&runner.link.project_dir);
         runner.link.open(id);
     }
     runner.link.read_branch();
@@ -392,7 +392,7 @@ impl Runner {
                 app.reset_view();
                 app.status.flash =
                     Some((format!("opening session {}…", id.short()), Instant::now()));
-                warm_up_highlighting(&self.link.project_dir);
+                super::highlight::prepare_for_reply(&self.link.project_dir);
                 self.link.open(id);
                 None
             }
@@ -485,9 +485,9 @@ impl Runner {
                 self.follow_new_runs(app);
                 match event {
                     SessionEvent::InputAccepted { .. } => {
-                        // A turn sent from elsewhere (another terminal, automation) or queued
-                        // behind the last one gets its highlighter ready too.
-                        warm_up_highlighting(&self.link.project_dir);
+                        // Each turn, whoever sent its input (this terminal, another, automation),
+                        // gets the highlighter ready for its reply while the model thinks.
+                        super::highlight::prepare_for_reply(&self.link.project_dir);
                         self.awaiting_answer = true;
                     }
                     SessionEvent::TextDelta { .. }
@@ -585,7 +585,6 @@ impl Runner {
                 Action::Send(text) => {
                     // When the message left the composer, for the time to its answer.
                     self.log_line(format_args!("input"));
-                    warm_up_highlighting(&self.link.project_dir);
                     self.link.send(text);
                 }
                 Action::Cancel => self.link.cancel(),
@@ -699,15 +698,6 @@ fn release_turn_memory(app: &App) {
         tokio::time::sleep(RELEASE_AGAIN_AFTER).await;
         let _ = tokio::task::spawn_blocking(super::release_freed_memory).await;
     });
-}
-
-/// Prepares the code highlighter on a thread of its own for the reply to come: with each
-/// message rather than at start, so an idle tern stays small, and before the reply's first
-/// code block needs it. Only the project's own language and those of the last reply are
-/// compiled ahead (each takes several MiB, let go when the reply ends); others are compiled
-/// when a reply first shows them.
-fn warm_up_highlighting(project_dir: &std::path::Path) {
-    super::highlight::prepare_for_reply(project_dir);
 }
 
 /// The next item of the feed, or pending forever when there is none.

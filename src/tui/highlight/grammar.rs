@@ -6,7 +6,7 @@
 //! for the life of the process, that memory would stay long after the reply that needed it
 //! had scrolled away. So when a reply ends the definitions are let go whole, compiled
 //! patterns and all, and the languages that were highlighted are remembered: when the next
-//! message is sent, [`claim_for_reply`] names them for a thread of its own to compile again while
+//! turn starts, [`claim_for_reply`] names them for a thread of its own to compile again while
 //! the model thinks, so the blocks of the next reply do not wait for them.
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -132,7 +132,7 @@ mod tests {
         let kept = forgotten._set.as_ref().map(Arc::strong_count);
         assert_eq!(kept, Some(1), "the last reference is what was let go");
         drop(forgotten);
-        // The next message prepares the project's language and the last reply's, once.
+        // The next turn prepares the project's language and the last reply's, once.
         assert_eq!(grammar.claim_for_reply(Some("Python")), ["Python", "Rust"]);
         assert!(grammar.claim_for_reply(Some("Python")).is_empty());
         // Let go again, only what was compiled since is remembered.
